@@ -1,0 +1,116 @@
+/* libphsync public API: one-shot pull/push of a folder over SSH/SFTP.
+ *
+ * Everything returns 0 or a negative PHSYNC_E* code (phsync/error.h); the
+ * message for the last failure is phsync_ctx_error(). Handles are opaque.
+ * Progress and per-file results arrive through an event callback, so the
+ * CLI, the watcher and scripts share one engine.
+ */
+#ifndef PHSYNC_PHSYNC_H
+#define PHSYNC_PHSYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phsync/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PHSYNC_VERSION "0.1.0"
+
+typedef struct phsync_ctx phsync_ctx;
+
+enum phsync_direction {
+	PHSYNC_PULL = 1, /* remote -> local */
+	PHSYNC_PUSH = 2  /* local -> remote */
+};
+
+enum phsync_event_type {
+	PHSYNC_EV_FILE_DONE = 1,  /* a file was copied (or would be, dry run) */
+	PHSYNC_EV_FILE_FAILED,    /* a file could not be copied; others go on */
+	PHSYNC_EV_SKIPPED,        /* an entry was left alone (symlink, special, unsafe name) */
+	PHSYNC_EV_MKDIR,          /* a folder was created */
+	PHSYNC_EV_PROGRESS,       /* periodic progress; only stats is set */
+	PHSYNC_EV_WARNING,        /* something worth telling that is not a failure */
+	PHSYNC_EV_SUMMARY         /* last event of a run; only stats is set */
+};
+
+struct phsync_stats {
+	uint64_t files_total;     /* regular files seen in the source */
+	uint64_t files_todo;      /* files the plan copies */
+	uint64_t files_done;      /* files copied so far */
+	uint64_t files_failed;
+	uint64_t files_skipped;   /* symlinks, specials, unsafe names, excluded */
+	uint64_t dirs_created;
+	uint64_t bytes_todo;      /* bytes the plan copies */
+	uint64_t bytes_done;      /* payload bytes moved so far */
+	uint64_t elapsed_ms;
+};
+
+struct phsync_event {
+	enum phsync_event_type type;
+	const char *path;       /* relative to the roots, '/'-separated; raw bytes */
+	const char *action;     /* "new", "update", "mkdir", "symlink", ... */
+	uint64_t size;
+	int err;                /* PHSYNC_E* for FILE_FAILED/SKIPPED/WARNING */
+	const char *message;    /* human text for FILE_FAILED/SKIPPED/WARNING */
+	const struct phsync_stats *stats;
+};
+
+typedef void (*phsync_event_fn)(const struct phsync_event *ev, void *arg);
+
+/* Asks the user for a secret or a yes/no; returns 0 and fills buf, or < 0
+ * when no answer can be had (then the operation fails cleanly). echo is
+ * nonzero for questions whose answer may be shown. */
+typedef int (*phsync_prompt_fn)(const char *question, int echo, char *buf,
+                                size_t len, void *arg);
+
+struct phsync_options {
+	const char *ssh_config;        /* -F: config file, NULL for ~/.ssh/config */
+	int dry_run;                   /* plan and report, change nothing */
+	int fsync;                     /* 1: durable commits (default), 0: as rsync */
+	const char *const *excludes;   /* glob patterns on relative paths */
+	size_t n_excludes;
+	const char *const *includes;   /* re-include what an exclude would drop */
+	size_t n_includes;
+	phsync_event_fn on_event;
+	void *event_arg;
+	phsync_prompt_fn prompt;       /* NULL: never ask (daemons, no terminal) */
+	void *prompt_arg;
+	unsigned progress_ms;          /* interval of PROGRESS events, 0 = none */
+	int ssh_verbosity;             /* libssh log level, 0 = quiet */
+};
+
+/* Creates a context; returns 0 or PHSYNC_ENOMEM. */
+int phsync_ctx_new(phsync_ctx **out);
+/* Frees a context; NULL is a no-op. */
+void phsync_ctx_free(phsync_ctx *ctx);
+/* The message of the last failure in this context ("" if none). */
+const char *phsync_ctx_error(const phsync_ctx *ctx);
+
+/* Fills opts with the defaults (fsync on, everything else off). */
+void phsync_options_init(struct phsync_options *opts);
+
+/* Parses "[user@]host:path" into its parts (host may be "[v6addr]").
+ * Returns 0, or PHSYNC_EINVAL when spec is no remote spec. */
+int phsync_parse_remote(const char *spec, char **user, char **host,
+                        char **path);
+
+/* Makes local_dir hold the contents of the remote folder (PULL) or the
+ * remote folder hold the contents of local_dir (PUSH). remote is
+ * "[user@]host:path", host being an ssh_config alias or a host name.
+ * Returns 0, PHSYNC_EPARTIAL when some files failed and the rest synced,
+ * or another error when the run stopped. stats (may be NULL) is filled. */
+int phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+                const char *local_dir, const struct phsync_options *opts,
+                struct phsync_stats *stats);
+
+/* Asks a running phsync_sync (from a signal handler or another thread) to
+ * stop at the next safe point; it then returns PHSYNC_EINTR. */
+void phsync_ctx_interrupt(phsync_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,19 @@
+/* Internal to the phsync executable: subcommand entry points. */
+#ifndef PH_CLI_H
+#define PH_CLI_H
+
+/* Exit codes, documented in README.md, docs/phsync.1 and --help. */
+enum cli_exit {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_ERROR = 1,       /* fatal: missing folder, local I/O, protocol */
+	CLI_EXIT_USAGE = 2,       /* bad command line */
+	CLI_EXIT_CONNECT = 3,     /* cannot connect or authenticate */
+	CLI_EXIT_HOSTKEY = 4,     /* host key changed, or unknown and refused */
+	CLI_EXIT_PARTIAL = 5,     /* some files failed, the rest synced */
+	CLI_EXIT_INTERRUPTED = 6  /* stopped by a signal; re-run to finish */
+};
+
+/* `phsync delta ...`: rdiff-style plumbing over the delta engine. */
+int cli_delta_main(int argc, char **argv);
+
+#endif
