@@ -1,0 +1,855 @@
+#!/usr/bin/env python3
+"""Throwaway SSH servers on 127.0.0.1 for phsync's integration tests, demo and benchmark.
+
+Python 3 standard library only.  What it gives:
+
+    SshServer(...)          a real OpenSSH sshd (or Dropbear) on a free loopback port with
+                            throwaway ed25519 host and user keys in a temp dir; .start(), .stop()
+    server.config           an ssh_config whose `Host phone` reaches it (known_hosts pre-filled,
+                            StrictHostKeyChecking yes, IdentitiesOnly yes)
+    server.write_config()   variants: no known_hosts entry, a wrong host key, accept-new, a wrong
+                            or missing user key, a closed port, an unresolvable host name
+    server.run([...])       runs phsync ($PHSYNC_BIN) with a clean environment (HOME = a temp
+                            dir, no SSH_AUTH_SOCK, stdin /dev/null, no controlling terminal),
+                            returns Result(code, out, err); sanitizer reports fail the test
+    SyncTestCase            unittest base class: one server per class, fresh dirs per test
+    tree(), leftovers(), ...   helpers to snapshot and compare directory trees
+
+Command line (used by scripts/demo.sh and bench/):
+
+    python3 tests/lib/harness.py serve [--dropbear] [--sftp-server PATH] STATEDIR
+
+starts a server whose keys and ssh_config live in STATEDIR, prints the ssh_config path on
+stdout once the port accepts connections, and keeps the server running until SIGTERM/SIGINT.
+
+Servers are stopped on stop(), at interpreter exit, on SIGTERM, and (through PR_SET_PDEATHSIG)
+when the Python process dies without cleaning up.
+"""
+
+import atexit
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+SSHD = "/usr/sbin/sshd"
+DROPBEAR = "/usr/sbin/dropbear"
+SSH_KEYGEN = "/usr/bin/ssh-keygen"
+DROPBEARKEY = "/usr/bin/dropbearkey"
+OPENSSH_SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+GESFTPSERVER = "/usr/libexec/gesftpserver"
+# Dropbear runs the compiled-in SFTPSERVER_PATH; Debian builds it as /usr/lib/sftp-server.
+DROPBEAR_SFTP_PATH = "/usr/lib/sftp-server"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+EVIL_SFTP = os.path.join(HERE, "evil_sftp.py")
+
+# A temp file phsync leaves while writing: `.NAME.phsync-XXXXXX`.
+TEMP_RE = re.compile(r"^\..*\.phsync-[^/]*$")
+SANITIZER_RE = re.compile(
+    r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
+SAN_EXIT_ASAN, SAN_EXIT_UBSAN = 86, 87
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONNECT, EXIT_HOSTKEY, EXIT_PARTIAL, EXIT_INTERRUPTED = range(7)
+
+_live_servers = set()
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover
+    _libc = None
+
+
+class Unavailable(Exception):
+    """The requested server variant cannot run here (missing binary, not root, ...)."""
+
+
+def _die_with_parent():
+    # Runs in the child between fork and exec: the server gets SIGTERM when we die,
+    # even if we are SIGKILLed (e.g. by a ctest timeout) and atexit never runs.
+    if _libc is not None:
+        _libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _stop_all():
+    for s in list(_live_servers):
+        try:
+            s.stop()
+        except Exception:
+            pass
+
+
+atexit.register(_stop_all)
+
+
+def _on_sigterm(signum, frame):
+    _stop_all()
+    sys.exit(128 + signum)
+
+
+if hasattr(signal, "SIGTERM"):
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        pass
+
+
+def free_port():
+    """Returns a TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid):
+    """All live descendants of pid (children first seen through /proc)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d, "rb") as f:
+                data = f.read()
+            ppid = int(data[data.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _kill(pids, sig):
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+
+
+def _run_quiet(argv, **kw):
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, **kw)
+
+
+def fingerprint(pub_line):
+    """SHA256:... fingerprint of an OpenSSH public key line, as ssh-keygen -l prints it."""
+    import base64
+    blob = base64.b64decode(pub_line.split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def phsync_bin():
+    """The phsync binary under test: $PHSYNC_BIN, else the usual build dirs."""
+    b = os.environ.get("PHSYNC_BIN")
+    if b:
+        return b
+    for d in ("build-test", "build-tests", "build"):
+        p = os.path.join(REPO, d, "phsync")
+        if os.access(p, os.X_OK):
+            return p
+    raise RuntimeError("PHSYNC_BIN is not set and no built phsync was found")
+
+
+class Result(tuple):
+    """(code, out, err) with out/err as str (UTF-8, surrogateescape); raw bytes in
+    .out_bytes/.err_bytes, the argv in .argv."""
+
+    def __new__(cls, code, out_b, err_b, argv):
+        r = tuple.__new__(cls, (code, out_b.decode("utf-8", "surrogateescape"),
+                                err_b.decode("utf-8", "surrogateescape")))
+        r.out_bytes, r.err_bytes, r.argv = out_b, err_b, argv
+        return r
+
+    code = property(lambda self: self[0])
+    out = property(lambda self: self[1])
+    err = property(lambda self: self[2])
+
+    def json(self):
+        """stdout parsed as JSON lines; raises AssertionError on any non-JSON line."""
+        events = []
+        for i, line in enumerate(self.out.splitlines()):
+            try:
+                ev = json.loads(line)
+            except ValueError as e:
+                raise AssertionError("stdout line %d is not JSON (%s): %r" % (i + 1, e, line))
+            if not isinstance(ev, dict) or "event" not in ev:
+                raise AssertionError("stdout line %d is not an event object: %r" % (i + 1, line))
+            events.append(ev)
+        return events
+
+    def __repr__(self):
+        return "Result(code=%d, argv=%r,\n--- stdout ---\n%s\n--- stderr ---\n%s)" % (
+            self.code, self.argv, self.out[-4000:], self.err[-4000:])
+
+
+class SanitizerError(AssertionError):
+    pass
+
+
+def check_sanitizers(code, err_text, argv):
+    if SANITIZER_RE.search(err_text) or code in (SAN_EXIT_ASAN, SAN_EXIT_UBSAN):
+        raise SanitizerError("sanitizer report from %r (exit %d):\n%s" % (argv, code, err_text[-8000:]))
+
+
+class SshServer:
+    """A throwaway SSH server on 127.0.0.1.
+
+    kind         "openssh" (sshd) or "dropbear" (needs root: it reads the login user's real
+                 ~/.ssh/authorized_keys, so it runs in a private mount namespace with a temp
+                 home bind-mounted over the user's home)
+    sftp_server  path of the sftp-server binary (OpenSSH's by default; GESFTPSERVER works too)
+    subsystem    full `Subsystem sftp` command line, overriding sftp_server (evil_sftp.py)
+    sftp_user    run the sftp server as this user (through setpriv; only when we are root),
+                 so that file permissions bind it as they would an ordinary phone user
+    clean_home   (root only) run the server in a private mount namespace with an empty temp
+                 folder bind-mounted over the login user's home, so the user's shell start-up
+                 files (~/.bashrc, which Debian's bash reads for ssh commands) neither slow down
+                 nor disturb the sessions; always on for Dropbear
+    """
+
+    def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
+                 statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False):
+        if kind not in ("openssh", "dropbear"):
+            raise ValueError(kind)
+        self.kind = kind
+        self.sftp_server = sftp_server or OPENSSH_SFTP_SERVER
+        self.subsystem = subsystem
+        self.sftp_user = sftp_user
+        self.extra_sshd_config = list(extra_sshd_config)
+        self.log_level = log_level
+        self.clean_home = clean_home or kind == "dropbear"
+        self._own_dir = statedir is None
+        self.dir = statedir
+        self.proc = None
+        self.port = None
+        self.user = pwd.getpwuid(os.geteuid()).pw_name
+        self._variant_n = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self):
+        if self.kind == "openssh" and not os.access(SSHD, os.X_OK):
+            raise Unavailable("%s not installed (apt-get install openssh-server)" % SSHD)
+        if self.kind == "dropbear":
+            if not os.access(DROPBEAR, os.X_OK):
+                raise Unavailable("dropbear not installed (apt-get install dropbear-bin)")
+            if os.geteuid() != 0:
+                raise Unavailable("the Dropbear harness needs root (private mount namespace)")
+        if self.clean_home and os.geteuid() != 0:
+            raise Unavailable("clean_home needs root (private mount namespace)")
+        if self.sftp_user and os.geteuid() != 0:
+            raise Unavailable("running the sftp server as another user needs root")
+        if not self.subsystem and not os.access(self.sftp_server, os.X_OK):
+            raise Unavailable("sftp server %s not installed" % self.sftp_server)
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="phsync-sshd-")
+        os.makedirs(self.dir, exist_ok=True)
+        os.chmod(self.dir, 0o755)  # so a setpriv'd sftp server can reach its cwd
+        self.home = os.path.join(self.dir, "client-home")  # HOME for the client (phsync)
+        os.makedirs(self.home, exist_ok=True)
+        self._make_keys()
+        last_err = None
+        for _attempt in range(8):
+            self.port = free_port()
+            try:
+                self._spawn()
+                break
+            except _PortTaken as e:
+                last_err = e
+                continue
+        else:
+            raise RuntimeError("could not start %s: %s" % (self.kind, last_err))
+        _live_servers.add(self)
+        self.config = self.write_config("ssh_config")
+        self.known_hosts = os.path.join(self.dir, "known_hosts")
+        return self
+
+    def stop(self):
+        _live_servers.discard(self)
+        p, self.proc = self.proc, None
+        if p is not None and p.poll() is None:
+            kids = _descendants(p.pid)
+            _kill([p.pid] + kids, signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            _kill([p.pid] + kids + _descendants(p.pid), signal.SIGKILL)
+            p.wait()
+        if getattr(self, "_logf", None):
+            self._logf.close()
+            self._logf = None
+        if self._own_dir and self.dir and not os.environ.get("PHSYNC_KEEP_TEST_DIRS"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def log_text(self):
+        try:
+            with open(os.path.join(self.dir, "server.log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    # -- keys and configs ------------------------------------------------------------------
+
+    def _keygen(self, path):
+        if not os.path.exists(path):
+            _run_quiet([SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", "phsync-test", "-f", path])
+        with open(path + ".pub") as f:
+            return f.read().strip()
+
+    def _make_keys(self):
+        d = self.dir
+        self.user_key = os.path.join(d, "user_ed25519")
+        self.user_pub = self._keygen(self.user_key)
+        self.wrong_user_key = os.path.join(d, "other_user_ed25519")
+        self._keygen(self.wrong_user_key)
+        self.wrong_host_pub = self._keygen(os.path.join(d, "other_host_ed25519"))
+        if self.kind == "openssh":
+            self.host_key = os.path.join(d, "host_ed25519")
+            self.host_pub = self._keygen(self.host_key)
+        else:
+            self.host_key = os.path.join(d, "dropbear_ed25519_host_key")
+            if not os.path.exists(self.host_key):
+                _run_quiet([DROPBEARKEY, "-t", "ed25519", "-f", self.host_key])
+            out = _run_quiet([DROPBEARKEY, "-y", "-f", self.host_key]).stdout.decode()
+            self.host_pub = next(l for l in out.splitlines() if l.startswith("ssh-ed25519 "))
+        self.host_pub = " ".join(self.host_pub.split()[:2])
+        self.host_fingerprint = fingerprint(self.host_pub)
+        self.authorized_keys = os.path.join(d, "authorized_keys")
+        with open(self.authorized_keys, "w") as f:
+            f.write(self.user_pub + "\n")
+        os.chmod(self.authorized_keys, 0o600)
+
+    def _sftp_command(self):
+        if self.subsystem:
+            cmd = self.subsystem
+        else:
+            cmd = self.sftp_server
+        if self.sftp_user:
+            pw = pwd.getpwnam(self.sftp_user)
+            cmd = "/usr/bin/setpriv --reuid=%d --regid=%d --clear-groups %s" % (pw.pw_uid, pw.pw_gid, cmd)
+        return cmd
+
+    def write_config(self, name=None, known_hosts="good", strict="yes", identity="good",
+                     port=None, hostname="127.0.0.1", host="phone", extra=()):
+        """Writes an ssh_config for `Host <host>` and returns its path.
+
+        known_hosts: "good" (the real host key), "none" (an empty file), "missing" (no file),
+                     "wrong" (another ed25519 key under the same [127.0.0.1]:PORT name)
+        strict:      StrictHostKeyChecking value, or None to leave it out (ssh's default: ask)
+        identity:    "good", "wrong" (a key not in authorized_keys), "none" (no such file)
+        port:        a different port (e.g. a closed one); hostname: a different HostName
+        """
+        self._variant_n += 1
+        if name is None:
+            name = "ssh_config.%d" % self._variant_n
+        base = os.path.join(self.dir, name)
+        kh = base + ".known_hosts" if name != "ssh_config" else os.path.join(self.dir, "known_hosts")
+        port = self.port if port is None else port
+        hostpat = "[%s]:%d" % (hostname, port) if port != 22 else hostname
+        if known_hosts == "good":
+            lines = "%s %s\n" % (hostpat, self.host_pub)
+        elif known_hosts == "wrong":
+            lines = "%s %s\n" % (hostpat, self.wrong_host_pub)
+        elif known_hosts == "none":
+            lines = ""
+        elif known_hosts == "missing":
+            lines = None
+        else:
+            raise ValueError(known_hosts)
+        if lines is not None:
+            with open(kh, "w") as f:
+                f.write(lines)
+        elif os.path.exists(kh):
+            os.unlink(kh)
+        idf = {"good": self.user_key, "wrong": self.wrong_user_key,
+               "none": os.path.join(self.dir, "no_such_key")}[identity]
+        cfg = ["Host %s" % host,
+               "  HostName %s" % hostname,
+               "  Port %d" % port,
+               "  User %s" % self.user,
+               "  IdentityFile %s" % idf,
+               "  IdentitiesOnly yes",
+               "  UserKnownHostsFile %s" % kh,
+               "  GlobalKnownHostsFile /dev/null"]
+        if strict is not None:
+            cfg.append("  StrictHostKeyChecking %s" % strict)
+        cfg += ["  " + e for e in extra]
+        with open(base, "w") as f:
+            f.write("\n".join(cfg) + "\n")
+        return base
+
+    def known_hosts_of(self, config):
+        """The UserKnownHostsFile named by a config written by write_config()."""
+        with open(config) as f:
+            for line in f:
+                if line.strip().startswith("UserKnownHostsFile "):
+                    return line.split(None, 1)[1].strip()
+        return None
+
+    # -- starting the daemon ---------------------------------------------------------------
+
+    def _spawn(self):
+        logpath = os.path.join(self.dir, "server.log")
+        self._logf = open(logpath, "ab")
+        if self.kind == "openssh":
+            argv = self._openssh_argv()
+            if self.clean_home:
+                argv = self._in_namespace(argv)
+        else:
+            argv = self._dropbear_argv()
+        start = os.path.getsize(logpath)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._logf,
+                                     stderr=self._logf, start_new_session=True,
+                                     preexec_fn=_die_with_parent, close_fds=True)
+        deadline = time.monotonic() + 15
+        while True:
+            if self.proc.poll() is not None:
+                self._logf.close()
+                self._logf = None
+                with open(logpath, "rb") as f:
+                    f.seek(start)
+                    log = f.read().decode("utf-8", "replace")
+                self.proc = None
+                if "Address already in use" in log or "Bind to port" in log or "Failed listening" in log:
+                    raise _PortTaken(log)
+                raise RuntimeError("%s exited at start:\n%s" % (argv[0], log))
+            if self._banner_ok():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("%s did not accept connections on port %d" % (self.kind, self.port))
+            time.sleep(0.02)
+
+    def _banner_ok(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+                s.settimeout(2)
+                data = s.recv(256)
+                return data.startswith(b"SSH-2.0-")
+        except OSError:
+            return False
+
+    def _openssh_argv(self):
+        if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
+            os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        cfg = os.path.join(self.dir, "sshd_config")
+        lines = [
+            "Port %d" % self.port,
+            "ListenAddress 127.0.0.1",
+            "HostKey %s" % self.host_key,
+            "PidFile %s" % os.path.join(self.dir, "sshd.pid"),
+            "AuthorizedKeysFile %s" % self.authorized_keys,
+            "StrictModes no",
+            "UsePAM no",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "PermitRootLogin prohibit-password",
+            "UseDNS no",
+            "PrintMotd no",
+            "X11Forwarding no",
+            "MaxStartups 64:30:128",
+            "LogLevel %s" % self.log_level,
+            "Subsystem sftp %s" % self._sftp_command(),
+        ] + self.extra_sshd_config
+        with open(cfg, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return [SSHD, "-D", "-e", "-f", cfg]
+
+    def _fake_home(self):
+        fakehome = os.path.join(self.dir, "login-home")
+        os.makedirs(os.path.join(fakehome, ".ssh"), exist_ok=True)
+        os.chmod(fakehome, 0o755)
+        os.chmod(os.path.join(fakehome, ".ssh"), 0o700)
+        ak = os.path.join(fakehome, ".ssh", "authorized_keys")
+        shutil.copyfile(self.authorized_keys, ak)
+        os.chmod(ak, 0o600)
+        return fakehome
+
+    def _in_namespace(self, argv, sftp_wrapper=None):
+        """argv run in a private mount namespace with a temp home over the user's home (and,
+        for Dropbear, our sftp command over its compiled-in sftp-server path)."""
+        home = pwd.getpwuid(os.geteuid()).pw_dir
+        script = 'set -e; mount --bind "$1" "$2"; '
+        args = [self._fake_home(), home]
+        if sftp_wrapper:
+            script += 'mount --bind "$3" "%s"; ' % os.path.realpath(DROPBEAR_SFTP_PATH)
+            args.append(sftp_wrapper)
+        else:
+            args.append("")
+        script += 'shift 3; exec "$@"'
+        return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
+                "sh"] + args + argv
+
+    def _dropbear_argv(self):
+        wrapper = None
+        sftp = self.subsystem or self.sftp_server
+        if self.sftp_user or self.subsystem or os.path.realpath(sftp) != os.path.realpath(DROPBEAR_SFTP_PATH):
+            # Dropbear runs its compiled-in sftp-server path: put a wrapper there.
+            wrapper = os.path.join(self.dir, "dropbear-sftp-wrapper")
+            with open(wrapper, "w") as f:
+                f.write("#!/bin/sh\nexec %s\n" % self._sftp_command())
+            os.chmod(wrapper, 0o755)
+        db = [DROPBEAR, "-F", "-E", "-s", "-j", "-k", "-m", "-p", "127.0.0.1:%d" % self.port,
+              "-r", self.host_key, "-P", os.path.join(self.dir, "dropbear.pid")]
+        return self._in_namespace(db, wrapper)
+
+    # -- running phsync --------------------------------------------------------------------
+
+    def env(self, extra=None):
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": self.home,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "dumb",
+            "USER": self.user,
+            "LOGNAME": self.user,
+            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "exitcode=%d:detect_leaks=1" % SAN_EXIT_ASAN),
+            "UBSAN_OPTIONS": os.environ.get("UBSAN_OPTIONS",
+                                            "print_stacktrace=1:halt_on_error=1:exitcode=%d" % SAN_EXIT_UBSAN),
+        }
+        if "LSAN_OPTIONS" in os.environ:
+            env["LSAN_OPTIONS"] = os.environ["LSAN_OPTIONS"]
+        env.update(extra or {})
+        return env
+
+    def argv(self, args):
+        return [phsync_bin()] + [str(a) for a in args]
+
+    def run(self, args, timeout=180, env=None, cwd=None, check_sanitizers_=True):
+        """Runs phsync ARGS; returns Result(code, out, err).  No tty, stdin /dev/null."""
+        argv = self.argv(args)
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=self.env(env), cwd=cwd or self.home,
+                           timeout=timeout, start_new_session=True, umask=0o022)
+        r = Result(p.returncode, p.stdout, p.stderr, argv)
+        if check_sanitizers_:
+            check_sanitizers(r.code, r.err, argv)
+        return r
+
+    def popen(self, args, env=None, **kw):
+        """Starts phsync ARGS in the background (own session, no tty); stdout/stderr to pipes
+        unless given."""
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(self.argv(args), stdin=subprocess.DEVNULL, env=self.env(env),
+                                cwd=self.home, start_new_session=True, umask=0o022, **kw)
+
+    def pull(self, remote, local, *opts, config=None, **kw):
+        return self.run(["pull", "-F", config or self.config] + list(opts) + ["phone:" + remote, local], **kw)
+
+    def push(self, local, remote, *opts, config=None, **kw):
+        return self.run(["push", "-F", config or self.config] + list(opts) + [local, "phone:" + remote], **kw)
+
+    def ssh_argv(self, config=None):
+        """OpenSSH client argv reaching this server (for rsync -e, sftp, ...)."""
+        return ["ssh", "-F", config or self.config]
+
+
+class _PortTaken(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree helpers
+
+
+class Entry:
+    __slots__ = ("type", "size", "mtime", "mtime_ns", "mode", "ino", "ctime_ns", "digest", "target")
+
+    def __repr__(self):
+        return "Entry(%s size=%s mtime=%s mode=%o ino=%s)" % (self.type, self.size, self.mtime, self.mode, self.ino)
+
+
+def _digest(path, size):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def tree(root, hashes=True, max_hash=64 << 20):
+    """Snapshot of the tree under root, never following symlinks: {relpath: Entry}.
+    relpath uses '/', the root itself is not included.  Files larger than max_hash are not
+    hashed (digest None)."""
+    out = {}
+
+    def walk(dirpath, rel):
+        with os.scandir(dirpath) as it:
+            ents = sorted(it, key=lambda e: e.name)
+        for de in ents:
+            r = rel + de.name if not rel else rel + "/" + de.name
+            st = os.lstat(de.path)
+            e = Entry()
+            e.size, e.mtime, e.mtime_ns = st.st_size, int(st.st_mtime), st.st_mtime_ns
+            e.mode, e.ino, e.ctime_ns = stat.S_IMODE(st.st_mode), st.st_ino, st.st_ctime_ns
+            e.digest = e.target = None
+            if stat.S_ISLNK(st.st_mode):
+                e.type, e.target = "l", os.readlink(de.path)
+            elif stat.S_ISDIR(st.st_mode):
+                e.type = "d"
+            elif stat.S_ISREG(st.st_mode):
+                e.type = "f"
+                if hashes and st.st_size <= max_hash:
+                    e.digest = _digest(de.path, st.st_size)
+            else:
+                e.type = "o"
+            out[r] = e
+            if e.type == "d":
+                walk(de.path, r)
+
+    walk(root, "")
+    return out
+
+
+def leftovers(root):
+    """Relative paths under root whose name looks like a phsync temp file."""
+    return sorted(r for r in tree(root, hashes=False) if TEMP_RE.match(r.rsplit("/", 1)[-1]))
+
+
+def write_file(path, data=b"", mtime=None, mode=None):
+    """Creates path (and its parents) with data; sets mode and mtime (seconds) if given."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(path, "wb") as f:
+        f.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def set_dir_mtimes(root, when):
+    """Gives every directory under root (and root) mtime `when`, deepest first."""
+    dirs = [root]
+    for dp, dn, _ in os.walk(root):
+        dirs += [os.path.join(dp, d) for d in dn]
+    for d in sorted(dirs, key=len, reverse=True):
+        if not os.path.islink(d):
+            os.utime(d, (when, when))
+
+
+def random_bytes(n, seed):
+    """n deterministic pseudo-random bytes (fast: expands a seed with SHA-256 in counter mode
+    for small n, random.randbytes for large)."""
+    import random
+    return random.Random(seed).randbytes(n)
+
+
+def make_sparse(path, size, markers=()):
+    """A sparse file of `size` bytes with (offset, bytes) markers written into it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+        for off, data in markers:
+            f.seek(off)
+            f.write(data)
+
+
+def read_at(path, offset, n):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# unittest base class
+
+
+class SyncTestCase(unittest.TestCase):
+    """One server per test class (setUpClass), fresh directories per test.
+
+    self.remote   the "phone" folder (served over SFTP; tests write it directly)
+    self.local    the laptop folder (not created: phsync pull must create it)
+    self.outside  a sentinel folder next to both that nothing may ever touch
+    """
+
+    server_kwargs = {}
+    srv = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.srv = SshServer(**cls.server_kwargs)
+            cls.addClassCleanup(cls.srv.stop)
+            cls.srv.start()
+        except Unavailable as e:
+            raise unittest.SkipTest(str(e))
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="phsync-test-", dir=os.environ.get("PHSYNC_TEST_TMPDIR"))
+        os.chmod(self.tmp, 0o755)
+        self.addCleanup(self._cleanup_tmp)
+        self.remote = os.path.join(self.tmp, "phone")
+        self.local = os.path.join(self.tmp, "laptop")
+        self.outside = os.path.join(self.tmp, "outside")
+        os.makedirs(self.remote)
+        os.chmod(self.remote, 0o755)
+        os.makedirs(self.outside)
+        write_file(os.path.join(self.outside, "sentinel.txt"), b"do not touch\n", mtime=1600000000)
+        self._outside_before = tree(self.outside)
+
+    def _cleanup_tmp(self):
+        if os.environ.get("PHSYNC_KEEP_TEST_DIRS"):
+            sys.stderr.write("\nkept %s\n" % self.tmp)
+            return
+        # chmod back anything a test made unreadable, then remove.
+        for dp, dn, fn in os.walk(self.tmp):
+            for d in dn:
+                p = os.path.join(dp, d)
+                if not os.path.islink(p):
+                    try:
+                        os.chmod(p, 0o755)
+                    except OSError:
+                        pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def pull(self, *opts, src=None, dst=None, config=None, expect=None, **kw):
+        r = self.srv.pull(src or self.remote, dst or self.local, *opts, config=config, **kw)
+        if expect is not None:
+            self.assertEqual(r.code, expect, r)
+        return r
+
+    def push(self, *opts, src=None, dst=None, config=None, expect=None, **kw):
+        r = self.srv.push(src or self.local, dst or self.remote, *opts, config=config, **kw)
+        if expect is not None:
+            self.assertEqual(r.code, expect, r)
+        return r
+
+    # -- assertions -------------------------------------------------------------------------------
+
+    def assertOutsideUntouched(self):
+        """Nothing was created in, or changed under, the sentinel folder and the test's temp
+        dir holds nothing but phone/, laptop/ and outside/ (and what the test made there)."""
+        after = tree(self.outside)
+        self.assertEqual(sorted(after), sorted(self._outside_before), "outside/ gained or lost entries")
+        for k, e in after.items():
+            b = self._outside_before[k]
+            self.assertEqual((e.type, e.size, e.digest, e.mtime_ns, e.mode, e.ino),
+                             (b.type, b.size, b.digest, b.mtime_ns, b.mode, b.ino), "outside/%s changed" % k)
+
+    def assertNoLeftovers(self, *roots):
+        for root in roots or (self.local, self.remote):
+            if os.path.isdir(root):
+                self.assertEqual(leftovers(root), [], "phsync temp files left under %s" % root)
+
+    def assertTreesEqual(self, src, dst, modes=True, mtimes=True, dir_mtimes=True, ignore=()):
+        """dst holds exactly what src holds (regular files and dirs; symlinks and specials in
+        src are expected absent from dst), same bytes, mtimes (whole seconds), mode & 0777."""
+        a = {k: v for k, v in tree(src).items() if v.type in "fd" and not any(k == i or k.startswith(i + "/") for i in ignore)}
+        b = {k: v for k, v in tree(dst).items() if not any(k == i or k.startswith(i + "/") for i in ignore)}
+        self.assertEqual(sorted(b), sorted(a), "different entries in %s vs %s" % (dst, src))
+        for k, e in a.items():
+            f = b[k]
+            self.assertEqual(f.type, e.type, k)
+            if e.type == "f":
+                self.assertEqual(f.size, e.size, "size of %s" % k)
+                if e.digest is not None:
+                    self.assertEqual(f.digest, e.digest, "content of %s" % k)
+                if mtimes:
+                    self.assertEqual(f.mtime, e.mtime, "mtime of %s" % k)
+                if modes:
+                    self.assertEqual(oct(f.mode), oct(e.mode & 0o777), "mode of %s" % k)
+            elif dir_mtimes:
+                self.assertEqual(f.mtime, e.mtime, "mtime of directory %s" % k)
+
+
+def sample_tree(root, seed=1, when=1700000000):
+    """A small phone-like tree: nested folders, a few sizes, an empty file and an empty
+    folder, fixed mtimes (files one minute apart, folders set last).  Returns root."""
+    files = {
+        "DCIM/Camera/IMG_20231114_100000.jpg": 300_000,
+        "DCIM/Camera/IMG_20231114_100100.jpg": 1_234_567,
+        "DCIM/Camera/VID_20231114_100200.mp4": 2_500_000,
+        "DCIM/Screenshots/Screenshot_1.png": 45_000,
+        "DCIM/.thumbnails/1001.jpg": 5_000,
+        "DCIM/.thumbnails/1002.jpg": 4_096,
+        "Download/notes.txt": 17,
+        "Download/empty.dat": 0,
+        "top.txt": 1,
+    }
+    for i, (rel, size) in enumerate(sorted(files.items())):
+        write_file(os.path.join(root, rel), random_bytes(size, seed * 1000 + i), mtime=when + 60 * i, mode=0o644)
+    os.makedirs(os.path.join(root, "Music/empty-folder"), exist_ok=True)
+    set_dir_mtimes(root, when - 3600)
+    return root
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="harness.py", description="throwaway loopback SSH server")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="start a server; print its ssh_config path; run until killed")
+    s.add_argument("statedir", help="folder for the keys, ssh_config, known_hosts and server log")
+    s.add_argument("--dropbear", action="store_true", help="Dropbear instead of OpenSSH sshd")
+    s.add_argument("--sftp-server", help="sftp-server binary (default %s)" % OPENSSH_SFTP_SERVER)
+    s.add_argument("--gesftpserver", action="store_true", help="use %s" % GESFTPSERVER)
+    s.add_argument("--clean-home", action="store_true",
+                   help="(root) hide the login user's home and its shell start-up files from sessions")
+    a = ap.parse_args(argv)
+    sftp = GESFTPSERVER if a.gesftpserver else a.sftp_server
+    srv = SshServer(kind="dropbear" if a.dropbear else "openssh", sftp_server=sftp,
+                    statedir=os.path.abspath(a.statedir), clean_home=a.clean_home)
+    try:
+        srv.start()
+    except Unavailable as e:
+        sys.stderr.write("harness: %s\n" % e)
+        return 1
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *x: stop.append(1))
+    sys.stdout.write(srv.config + "\n")
+    sys.stdout.flush()
+    sys.stderr.write("harness: %s on 127.0.0.1:%d (Host phone in %s); stop with kill %d\n"
+                     % (srv.kind, srv.port, srv.config, os.getpid()))
+    try:
+        while not stop and srv.proc is not None and srv.proc.poll() is None:
+            time.sleep(0.2)
+    finally:
+        srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
