@@ -1,13 +1,422 @@
-/* Placeholder until the delta engine lands (issue 3); replaced by its owner. */
+/* `phsync delta signature|diff|patch`: rdiff-style plumbing over the delta
+ * engine (include/phsync/delta.h). Files are streamed through the engine's
+ * state machines in 1 MiB chunks; "-" is stdin or stdout. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "phsync/phsync.h"
+#include "phsync/delta.h"
 #include "cli.h"
+
+#define IO_CHUNK (1u << 20)
+
+static const char usage_text[] =
+	"usage: phsync delta signature [-b BLOCK] OLD SIG\n"
+	"       phsync delta diff SIG NEW DELTA\n"
+	"       phsync delta patch OLD DELTA OUT\n"
+	"\n"
+	"  signature  write the block signature of OLD to SIG\n"
+	"  diff       write to DELTA what turns the file behind SIG into NEW\n"
+	"  patch      apply DELTA to OLD, writing OUT (verified by XXH3-128)\n"
+	"\n"
+	"  -b BLOCK   block length in bytes (default: about sqrt(size of OLD))\n"
+	"  -          stands for stdin or stdout (OLD of patch must be a file)\n"
+	"\n"
+	"exit status: 0 ok, 1 error, 2 usage\n";
+
+/* One open file of a command, with what is needed to report and undo. */
+struct file {
+	const char *name;
+	int fd;
+	int created;      /* an output we created, removed on failure */
+};
+
+/* The engine step a command pumps data through. */
+struct pump {
+	int (*step)(void *obj, struct phsync_out *out, struct phsync_in *in,
+	            int end, int *done);
+	void *obj;
+};
+
+static int
+usage_error(const char *msg)
+{
+	if (msg != NULL)
+		fprintf(stderr, "phsync delta: %s\n", msg);
+	fputs(usage_text, stderr);
+	return CLI_EXIT_USAGE;
+}
+
+static int
+sys_error(const char *name, const char *what)
+{
+	fprintf(stderr, "phsync delta: %s: %s: %s\n", name, what, strerror(errno));
+	return CLI_EXIT_ERROR;
+}
+
+static int
+open_in(struct file *f, const char *name)
+{
+	f->name = strcmp(name, "-") == 0 ? "stdin" : name;
+	f->created = 0;
+	f->fd = strcmp(name, "-") == 0 ? STDIN_FILENO : open(name, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return sys_error(name, "cannot open");
+	return 0;
+}
+
+static int
+open_out(struct file *f, const char *name)
+{
+	f->name = strcmp(name, "-") == 0 ? "stdout" : name;
+	f->created = strcmp(name, "-") != 0;
+	f->fd = f->created ? open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)
+	                   : STDOUT_FILENO;
+	if (f->fd < 0)
+		return sys_error(name, "cannot create");
+	return 0;
+}
+
+static void
+close_file(struct file *f, int failed)
+{
+	if (f->fd > STDERR_FILENO)
+		close(f->fd);
+	if (failed && f->created)
+		unlink(f->name);
+	f->fd = -1;
+}
+
+static ssize_t
+read_some(struct file *f, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = read(f->fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		sys_error(f->name, "read failed");
+	return n;
+}
+
+static int
+write_all(struct file *f, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(f->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sys_error(f->name, "write failed");
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+engine_error(phsync_ctx *ctx, int rc)
+{
+	const char *msg = phsync_ctx_error(ctx);
+
+	fprintf(stderr, "phsync delta: %s\n", *msg ? msg : phsync_strerror(rc));
+	return CLI_EXIT_ERROR;
+}
+
+/* Streams src through the step into dst until the engine is done and src
+ * is at its end. */
+static int
+run_pump(phsync_ctx *ctx, const struct pump *pp, struct file *src, struct file *dst)
+{
+	uint8_t *ibuf = malloc(IO_CHUNK), *obuf = malloc(IO_CHUNK);
+	struct phsync_in in = { ibuf, 0, 0 };
+	int eof = 0, done = 0, ret = CLI_EXIT_ERROR;
+
+	if (ibuf == NULL || obuf == NULL) {
+		fprintf(stderr, "phsync delta: out of memory\n");
+		goto out;
+	}
+	while (!(done && eof && in.pos == in.size)) {
+		struct phsync_out o = { obuf, IO_CHUNK, 0 };
+		int rc;
+
+		if (in.pos == in.size && !eof) {
+			ssize_t n = read_some(src, ibuf, IO_CHUNK);
+
+			if (n < 0)
+				goto out;
+			eof = n == 0;
+			in.size = (size_t)n;
+			in.pos = 0;
+		}
+		rc = pp->step(pp->obj, &o, &in, eof, &done);
+		if (rc < 0) {
+			ret = engine_error(ctx, rc);
+			goto out;
+		}
+		if (write_all(dst, obuf, o.pos) != 0)
+			goto out;
+		if (eof && in.pos == in.size && o.pos == 0 && !done) {
+			fprintf(stderr, "phsync delta: internal error: no progress\n");
+			goto out;
+		}
+	}
+	ret = CLI_EXIT_OK;
+out:
+	free(ibuf);
+	free(obuf);
+	return ret;
+}
+
+static int
+step_sig(void *obj, struct phsync_out *out, struct phsync_in *in, int end, int *done)
+{
+	return phsync_sig_gen_stream(obj, out, in, end, done);
+}
+
+static int
+step_diff(void *obj, struct phsync_out *out, struct phsync_in *in, int end, int *done)
+{
+	return phsync_diff_stream(obj, out, in, end, done);
+}
+
+static int
+step_patch(void *obj, struct phsync_out *out, struct phsync_in *in, int end, int *done)
+{
+	return phsync_patch_stream(obj, out, in, end, done);
+}
+
+static int
+basis_pread(void *arg, uint64_t off, void *buf, size_t len, size_t *got)
+{
+	const struct file *f = arg;
+	ssize_t n;
+
+	do
+		n = pread(f->fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		sys_error(f->name, "read failed");
+		return PHSYNC_EIO;
+	}
+	*got = (size_t)n;
+	return 0;
+}
+
+static int
+parse_block(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < PHSYNC_SIG_MIN_BLOCK ||
+	    v > PHSYNC_SIG_MAX_BLOCK)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+cmd_signature(phsync_ctx *ctx, int argc, char **argv)
+{
+	struct file old = { .fd = -1 }, sig = { .fd = -1 };
+	phsync_sig_gen *g = NULL;
+	uint32_t block = 0;
+	uint64_t len = PHSYNC_LEN_UNKNOWN;
+	struct stat st;
+	struct pump pp;
+	int ret, i = 1;
+
+	if (i < argc && strcmp(argv[i], "-b") == 0) {
+		if (i + 1 >= argc || parse_block(argv[i + 1], &block) != 0)
+			return usage_error("-b needs a block length in bytes (16 to 1048576)");
+		i += 2;
+	}
+	if (argc - i != 2)
+		return usage_error("signature takes OLD and SIG");
+	ret = open_in(&old, argv[i]);
+	if (ret != 0)
+		return ret;
+	if (fstat(old.fd, &st) == 0 && S_ISREG(st.st_mode))
+		len = (uint64_t)st.st_size;
+	if (phsync_sig_gen_new(ctx, len, block, 0, &g) < 0) {
+		ret = engine_error(ctx, PHSYNC_EINVAL);
+		goto out;
+	}
+	ret = open_out(&sig, argv[i + 1]);
+	if (ret != 0)
+		goto out;
+	pp.step = step_sig;
+	pp.obj = g;
+	ret = run_pump(ctx, &pp, &old, &sig);
+out:
+	phsync_sig_gen_free(g);
+	close_file(&old, 0);
+	close_file(&sig, ret != CLI_EXIT_OK);
+	return ret;
+}
+
+/* Reads a whole signature file into a complete phsync_sig. */
+static int
+load_sig(phsync_ctx *ctx, const char *name, phsync_sig **out)
+{
+	struct file f = { .fd = -1 };
+	phsync_sig *sig = NULL;
+	uint8_t *buf = NULL;
+	int ret, eof = 0;
+
+	ret = open_in(&f, name);
+	if (ret != 0)
+		return ret;
+	ret = CLI_EXIT_ERROR;
+	buf = malloc(IO_CHUNK);
+	if (buf == NULL || phsync_sig_new(ctx, &sig) < 0)
+		goto out;
+	while (!eof) {
+		ssize_t n = read_some(&f, buf, IO_CHUNK);
+		struct phsync_in in;
+		int rc;
+
+		if (n < 0)
+			goto out;
+		eof = n == 0;
+		in.ptr = buf;
+		in.size = (size_t)n;
+		in.pos = 0;
+		rc = phsync_sig_load(sig, &in, eof);
+		if (rc < 0) {
+			fprintf(stderr, "phsync delta: %s: ", f.name);
+			engine_error(ctx, rc);
+			goto out;
+		}
+	}
+	*out = sig;
+	sig = NULL;
+	ret = CLI_EXIT_OK;
+out:
+	free(buf);
+	phsync_sig_free(sig);
+	close_file(&f, 0);
+	return ret;
+}
+
+static int
+cmd_diff(phsync_ctx *ctx, int argc, char **argv)
+{
+	struct file nf = { .fd = -1 }, df = { .fd = -1 };
+	phsync_sig *sig = NULL;
+	phsync_diff *d = NULL;
+	struct pump pp;
+	int ret;
+
+	if (argc != 4)
+		return usage_error("diff takes SIG, NEW and DELTA");
+	ret = load_sig(ctx, argv[1], &sig);
+	if (ret != 0)
+		return ret;
+	if (phsync_diff_new(ctx, sig, &d) < 0) {
+		ret = engine_error(ctx, PHSYNC_ENOMEM);
+		goto out;
+	}
+	ret = open_in(&nf, argv[2]);
+	if (ret != 0)
+		goto out;
+	ret = open_out(&df, argv[3]);
+	if (ret != 0)
+		goto out;
+	pp.step = step_diff;
+	pp.obj = d;
+	ret = run_pump(ctx, &pp, &nf, &df);
+out:
+	phsync_diff_free(d);
+	phsync_sig_free(sig);
+	close_file(&nf, 0);
+	close_file(&df, ret != CLI_EXIT_OK);
+	return ret;
+}
+
+static int
+cmd_patch(phsync_ctx *ctx, int argc, char **argv)
+{
+	struct file old = { .fd = -1 }, delta = { .fd = -1 }, res = { .fd = -1 };
+	phsync_patch *p = NULL;
+	struct stat so, sr;
+	struct pump pp;
+	int ret;
+
+	if (argc != 4)
+		return usage_error("patch takes OLD, DELTA and OUT");
+	if (strcmp(argv[1], "-") == 0)
+		return usage_error("OLD of patch must be a file (it is read at random)");
+	ret = open_in(&old, argv[1]);
+	if (ret != 0)
+		return ret;
+	if (fstat(old.fd, &so) != 0 || !S_ISREG(so.st_mode)) {
+		fprintf(stderr, "phsync delta: %s: not a regular file\n", old.name);
+		ret = CLI_EXIT_ERROR;
+		goto out;
+	}
+	if (stat(argv[3], &sr) == 0 && sr.st_dev == so.st_dev && sr.st_ino == so.st_ino) {
+		fprintf(stderr, "phsync delta: OUT must not be OLD\n");
+		ret = CLI_EXIT_ERROR;
+		goto out;
+	}
+	if (phsync_patch_new(ctx, (uint64_t)so.st_size, basis_pread, &old, &p) < 0) {
+		ret = engine_error(ctx, PHSYNC_ENOMEM);
+		goto out;
+	}
+	ret = open_in(&delta, argv[2]);
+	if (ret != 0)
+		goto out;
+	ret = open_out(&res, argv[3]);
+	if (ret != 0)
+		goto out;
+	pp.step = step_patch;
+	pp.obj = p;
+	ret = run_pump(ctx, &pp, &delta, &res);
+out:
+	phsync_patch_free(p);
+	close_file(&old, 0);
+	close_file(&delta, 0);
+	close_file(&res, ret != CLI_EXIT_OK);
+	return ret;
+}
 
 int
 cli_delta_main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "phsync delta: not built yet\n");
-	return CLI_EXIT_ERROR;
+	phsync_ctx *ctx = NULL;
+	int ret;
+
+	if (argc < 2)
+		return usage_error(NULL);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage_text, stdout);
+		return CLI_EXIT_OK;
+	}
+	if (phsync_ctx_new(&ctx) < 0) {
+		fprintf(stderr, "phsync delta: out of memory\n");
+		return CLI_EXIT_ERROR;
+	}
+	if (strcmp(argv[1], "signature") == 0)
+		ret = cmd_signature(ctx, argc - 1, argv + 1);
+	else if (strcmp(argv[1], "diff") == 0)
+		ret = cmd_diff(ctx, argc - 1, argv + 1);
+	else if (strcmp(argv[1], "patch") == 0)
+		ret = cmd_patch(ctx, argc - 1, argv + 1);
+	else
+		ret = usage_error("unknown delta command");
+	phsync_ctx_free(ctx);
+	return ret;
 }
