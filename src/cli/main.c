@@ -1,19 +1,354 @@
-/* phsync command line: dispatch to subcommands. */
+/* phsync command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "phsync/phsync.h"
 #include "cli.h"
+#include "output.h"
+
+#define MAX_RULES 256
+
+/* The one mutable global: the signal handler's way to the running sync. */
+static phsync_ctx *volatile running_ctx;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (running_ctx != NULL)
+		phsync_ctx_interrupt(running_ctx);
+}
+
+static const char usage_text[] =
+"usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
+"       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
+"\n"
+"Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
+"destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
+"~/Pictures' gives ~/Pictures/Camera/... A file is copied when it is new or\n"
+"its size or modification time differ; nothing is ever deleted. HOST is a\n"
+"Host in ~/.ssh/config (or -F FILE), as with ssh and rsync.\n"
+"\n"
+"Options:\n"
+"  -F FILE            read this ssh config instead of ~/.ssh/config\n"
+"  -n, --dry-run      show what would be done; change nothing\n"
+"  -v, --verbose      one line per file and folder (-vv: also libssh debug)\n"
+"  -q, --quiet        print only errors\n"
+"      --json         one JSON object per line on stdout (events, summary)\n"
+"      --progress     show the progress line even when not on a terminal\n"
+"      --no-progress  never show it\n"
+"      --exclude GLOB skip paths matching GLOB (repeatable)\n"
+"      --include GLOB keep paths matching GLOB even if excluded (repeatable)\n"
+"      --no-fsync     do not fsync before renaming (faster; a power cut may\n"
+"                     then leave empty files, a crash of phsync cannot)\n"
+"  -h, --help         this text\n"
+"  -V, --version      print the version\n"
+"\n"
+"GLOB without '/' matches a name at any depth ('*.tmp', '.thumbnails');\n"
+"with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**');\n"
+"a trailing '/' matches folders only.\n"
+"\n"
+"Exit codes:\n"
+"  0  success\n"
+"  1  error: remote folder missing, local folder unusable, disk full, protocol\n"
+"  2  usage error\n"
+"  3  cannot connect or authenticate\n"
+"  4  host key changed, or unknown and not accepted\n"
+"  5  partial: some files failed (listed on stderr), the rest synced\n"
+"  6  interrupted; run again to finish\n";
+
+static int
+exit_code(int rc)
+{
+	switch (rc) {
+	case 0:
+		return CLI_EXIT_OK;
+	case PHSYNC_EINVAL:
+		return CLI_EXIT_USAGE;
+	case PHSYNC_ECONNECT:
+	case PHSYNC_EAUTH:
+		return CLI_EXIT_CONNECT;
+	case PHSYNC_EHOSTKEY:
+	case PHSYNC_EHOSTUNKNOWN:
+		return CLI_EXIT_HOSTKEY;
+	case PHSYNC_EPARTIAL:
+		return CLI_EXIT_PARTIAL;
+	case PHSYNC_EINTR:
+		return CLI_EXIT_INTERRUPTED;
+	default:
+		return CLI_EXIT_ERROR;
+	}
+}
+
+/* Reads an answer from the terminal (never from stdin, which may be data). */
+static int
+tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
+{
+	struct termios old, raw;
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+	size_t n = 0;
+	int rc = -1;
+
+	(void)arg;
+	if (fd < 0)
+		return -1;
+	cli_clear_line(arg);
+	if (write(fd, question, strlen(question)) < 0)
+		goto out;
+	if (!echo && tcgetattr(fd, &old) == 0) {
+		raw = old;
+		raw.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fd, TCSAFLUSH, &raw);
+	}
+	while (n + 1 < len) {
+		char c;
+		ssize_t r = read(fd, &c, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || c == '\n')
+			break;
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+	if (!echo) {
+		tcsetattr(fd, TCSAFLUSH, &old);
+		(void)!write(fd, "\n", 1);
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+static int
+has_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static void
+summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *err)
+{
+	char shown[1100];
+
+	if (o->json) {
+		fprintf(o->out, "{\"event\":\"summary\",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
+		        ",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64 ",\"dirs_created\":%" PRIu64
+		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
+		        ",\"dry_run\":%s,\"exit\":%d",
+		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
+		        st->dirs_created, st->bytes_done, st->bytes_todo, st->elapsed_ms,
+		        o->dry_run ? "true" : "false", code);
+		if (err != NULL && err[0]) {
+			fputs(",\"error\":", o->out);
+			cli_json_string(o->out, err);
+		}
+		fputs("}\n", o->out);
+		fflush(o->out);
+		return;
+	}
+	cli_clear_line(o);
+	if (err != NULL && err[0]) {
+		/* Server text can reach this message: keep it inert. */
+		size_t i, k = 0;
+
+		for (i = 0; err[i] && k + 5 < sizeof(shown); i++) {
+			unsigned char c = (unsigned char)err[i];
+
+			if (c < 0x20 || c == 0x7f)
+				k += (size_t)snprintf(shown + k, sizeof(shown) - k, "\\x%02x", c);
+			else
+				shown[k++] = (char)c;
+		}
+		shown[k] = '\0';
+		fprintf(o->err, "phsync: %s\n", shown);
+	}
+	if (o->quiet)
+		return;
+	if (o->dry_run || o->verbose || o->progress)
+		fprintf(o->err, "%s%" PRIu64 " of %" PRIu64 " files %s (%.1f MB), %" PRIu64
+		        " folders made, %" PRIu64 " skipped, %" PRIu64 " failed, %.1f s\n",
+		        o->dry_run ? "dry run: " : "", st->files_done, st->files_total,
+		        o->dry_run ? "would be copied" : "copied",
+		        (o->dry_run ? st->bytes_todo : st->bytes_done) / 1e6, st->dirs_created,
+		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
+}
+
+static int
+sync_main(int argc, char **argv, enum phsync_direction dir)
+{
+	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC };
+	static const struct option longopts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
+		{ "exclude", required_argument, NULL, O_EXCLUDE },
+		{ "include", required_argument, NULL, O_INCLUDE },
+		{ "no-fsync", no_argument, NULL, O_NO_FSYNC },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *excludes[MAX_RULES], *includes[MAX_RULES];
+	struct phsync_options opts;
+	struct phsync_stats st;
+	struct cli_out out;
+	struct sigaction sa;
+	phsync_ctx *ctx = NULL;
+	const char *remote, *local;
+	int c, rc, code, progress = -1;
+
+	phsync_options_init(&opts);
+	memset(&out, 0, sizeof(out));
+	memset(&st, 0, sizeof(st));
+	out.out = stdout;
+	out.err = stderr;
+	opts.excludes = excludes;
+	opts.includes = includes;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+F:nvqhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			opts.ssh_config = optarg;
+			break;
+		case 'n':
+			opts.dry_run = out.dry_run = 1;
+			break;
+		case 'v':
+			out.verbose++;
+			break;
+		case 'q':
+			out.quiet = 1;
+			break;
+		case O_JSON:
+			out.json = 1;
+			break;
+		case O_PROGRESS:
+			progress = 1;
+			break;
+		case O_NO_PROGRESS:
+			progress = 0;
+			break;
+		case O_EXCLUDE:
+		case O_INCLUDE:
+			if (opts.n_excludes + opts.n_includes >= MAX_RULES) {
+				fprintf(stderr, "phsync: at most %d --include/--exclude rules\n", MAX_RULES);
+				return CLI_EXIT_USAGE;
+			}
+			if (c == O_EXCLUDE)
+				excludes[opts.n_excludes++] = optarg;
+			else
+				includes[opts.n_includes++] = optarg;
+			break;
+		case O_NO_FSYNC:
+			opts.fsync = 0;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return CLI_EXIT_OK;
+		case 'V':
+			printf("phsync %s\n", PHSYNC_VERSION);
+			return CLI_EXIT_OK;
+		default:
+			fputs("Try 'phsync --help'.\n", stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "phsync %s: need a source and a destination\n%s",
+		        dir == PHSYNC_PULL ? "pull" : "push", usage_text);
+		return CLI_EXIT_USAGE;
+	}
+	remote = dir == PHSYNC_PULL ? argv[optind] : argv[optind + 1];
+	local = dir == PHSYNC_PULL ? argv[optind + 1] : argv[optind];
+	{
+		char *u, *h, *p;
+
+		if (phsync_parse_remote(remote, &u, &h, &p) != 0) {
+			fprintf(stderr, "phsync: '%s' is not HOST:DIR (the %s side must be remote)\n",
+			        remote, dir == PHSYNC_PULL ? "first" : "second");
+			return CLI_EXIT_USAGE;
+		}
+		free(u);
+		free(h);
+		free(p);
+	}
+	if (out.json)
+		out.progress = 0;
+	else if (progress >= 0)
+		out.progress = progress;
+	else
+		out.progress = isatty(STDERR_FILENO);
+	opts.on_event = cli_on_event;
+	opts.event_arg = &out;
+	opts.progress_ms = out.progress || out.json ? 250 : 0;
+	if (out.json && progress != 1)
+		opts.progress_ms = 1000;
+	if (has_tty()) {
+		opts.prompt = tty_prompt;
+		opts.prompt_arg = &out;
+	}
+	opts.ssh_verbosity = out.verbose >= 2 ? 3 : 0;
+
+	if (phsync_ctx_new(&ctx) != 0) {
+		fputs("phsync: out of memory\n", stderr);
+		return CLI_EXIT_ERROR;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	running_ctx = ctx;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = phsync_sync(ctx, dir, remote, local, &opts, &st);
+	code = exit_code(rc);
+	summary(&out, &st, code, rc != 0 ? phsync_ctx_error(ctx) : NULL);
+	running_ctx = NULL;
+	phsync_ctx_free(ctx);
+	return code;
+}
 
 int
 main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "delta") == 0)
+	const char *cmd = argc >= 2 ? argv[1] : "";
+
+	if (strcmp(cmd, "pull") == 0)
+		return sync_main(argc - 1, argv + 1, PHSYNC_PULL);
+	if (strcmp(cmd, "push") == 0)
+		return sync_main(argc - 1, argv + 1, PHSYNC_PUSH);
+	if (strcmp(cmd, "delta") == 0)
 		return cli_delta_main(argc - 1, argv + 1);
-	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "usage: phsync pull|push|delta ...\n");
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(usage_text, stdout);
+		return CLI_EXIT_OK;
+	}
+	fprintf(stderr, "phsync: %s%s%s\n%s", cmd[0] ? "unknown command '" : "no command given",
+	        cmd, cmd[0] ? "'" : "", usage_text);
 	return CLI_EXIT_USAGE;
 }

@@ -1,0 +1,200 @@
+/* CLI output; see output.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "output.h"
+
+/* From the library's escaping rules: control bytes and bad UTF-8 become
+ * \xNN so a hostile file name cannot drive the terminal. */
+static void
+escape(char *buf, size_t len, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	while (*p && o + 5 < len) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\' || (*p >= 0x80 && *p < 0xc2) || *p > 0xf4) {
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", *p);
+		} else {
+			buf[o++] = (char)*p;
+		}
+		p++;
+	}
+	buf[o] = '\0';
+}
+
+void
+cli_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	fputc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else if (*p >= 0x80) {
+			/* Pass valid UTF-8 through; a stray byte becomes U+FFFD. */
+			int n = (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+			int k;
+
+			for (k = 1; n > 0 && k <= n; k++)
+				if ((p[k] & 0xc0) != 0x80)
+					break;
+			if (n > 0 && k > n && *p >= 0xc2 && *p <= 0xf4) {
+				fwrite(p, 1, (size_t)n + 1, f);
+				p += n;
+			} else {
+				fputs("\\ufffd", f);
+			}
+		} else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+void
+cli_clear_line(struct cli_out *o)
+{
+	if (o->line_shown) {
+		fputs("\r\033[K", o->err);
+		o->line_shown = 0;
+	}
+}
+
+static void
+human_bytes(char *buf, size_t len, double b)
+{
+	const char *u[] = { "B", "kB", "MB", "GB", "TB" };
+	int i = 0;
+
+	while (b >= 1000 && i < 4) {
+		b /= 1000;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static void
+progress(struct cli_out *o, const struct phsync_stats *st)
+{
+	char done[32], todo[32], rate[32], eta[32] = "";
+	double secs = st->elapsed_ms / 1000.0;
+	double r = secs > 0 ? st->bytes_done / secs : 0;
+
+	human_bytes(done, sizeof(done), (double)st->bytes_done);
+	human_bytes(todo, sizeof(todo), (double)st->bytes_todo);
+	human_bytes(rate, sizeof(rate), r);
+	if (r > 0 && st->bytes_todo > st->bytes_done) {
+		uint64_t s = (uint64_t)((st->bytes_todo - st->bytes_done) / r);
+
+		snprintf(eta, sizeof(eta), " ETA %" PRIu64 ":%02" PRIu64, s / 60, s % 60);
+	}
+	fprintf(o->err, "\r\033[K%" PRIu64 "/%" PRIu64 " files  %s/%s  %s/s%s",
+	        st->files_done, st->files_todo, done, todo, rate, eta);
+	fflush(o->err);
+	o->line_shown = 1;
+}
+
+static void
+json_event(struct cli_out *o, const struct phsync_event *ev)
+{
+	const struct phsync_stats *st = ev->stats;
+	FILE *f = o->out;
+
+	switch (ev->type) {
+	case PHSYNC_EV_FILE_DONE:
+		fputs("{\"event\":\"file\",\"action\":", f);
+		cli_json_string(f, ev->action);
+		fputs(",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fprintf(f, ",\"size\":%" PRIu64 ",\"status\":\"ok\"%s}\n", ev->size,
+		        o->dry_run ? ",\"dry_run\":true" : "");
+		break;
+	case PHSYNC_EV_FILE_FAILED:
+		fputs("{\"event\":\"file\",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fputs(",\"status\":\"failed\",\"error\":", f);
+		cli_json_string(f, ev->message ? ev->message : phsync_strerror(ev->err));
+		fputs("}\n", f);
+		break;
+	case PHSYNC_EV_SKIPPED:
+		fputs("{\"event\":\"skip\",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fputs(",\"reason\":", f);
+		cli_json_string(f, ev->action);
+		fputs("}\n", f);
+		break;
+	case PHSYNC_EV_MKDIR:
+		fputs("{\"event\":\"mkdir\",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fputs("}\n", f);
+		break;
+	case PHSYNC_EV_WARNING:
+		fputs("{\"event\":\"warning\",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fputs(",\"message\":", f);
+		cli_json_string(f, ev->message);
+		fputs("}\n", f);
+		break;
+	case PHSYNC_EV_PROGRESS:
+		fprintf(f, "{\"event\":\"progress\",\"files_done\":%" PRIu64 ",\"files_todo\":%" PRIu64
+		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64 "}\n",
+		        st->files_done, st->files_todo, st->bytes_done, st->bytes_todo, st->elapsed_ms);
+		break;
+	case PHSYNC_EV_SUMMARY:
+		/* printed by main, which knows the exit code */
+		break;
+	}
+	fflush(f);
+}
+
+void
+cli_on_event(const struct phsync_event *ev, void *arg)
+{
+	struct cli_out *o = arg;
+	char shown[4096 * 4];
+
+	if (o->json) {
+		json_event(o, ev);
+		return;
+	}
+	if (ev->path != NULL)
+		escape(shown, sizeof(shown), ev->path);
+	switch (ev->type) {
+	case PHSYNC_EV_FILE_FAILED:
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: %s: %s\n", ev->path ? shown : "?",
+		        ev->message ? ev->message : phsync_strerror(ev->err));
+		break;
+	case PHSYNC_EV_WARNING:
+		if (o->quiet)
+			break;
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: warning: %s: %s\n", ev->path ? shown : "?",
+		        ev->message ? ev->message : "");
+		break;
+	case PHSYNC_EV_FILE_DONE:
+	case PHSYNC_EV_MKDIR:
+		if (o->quiet || (!o->verbose && !o->dry_run))
+			break;
+		cli_clear_line(o);
+		fprintf(o->out, "%s %s\n", ev->action, shown);
+		break;
+	case PHSYNC_EV_SKIPPED:
+		if (o->quiet || (!o->verbose && !o->dry_run))
+			break;
+		cli_clear_line(o);
+		fprintf(o->out, "skip %s (%s)\n", shown, ev->action);
+		break;
+	case PHSYNC_EV_PROGRESS:
+		if (o->progress && !o->quiet)
+			progress(o, ev->stats);
+		break;
+	case PHSYNC_EV_SUMMARY:
+		break;
+	}
+	fflush(o->out);
+}

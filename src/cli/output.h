@@ -1,0 +1,26 @@
+/* What the CLI prints: human lines, --json events, the progress line. */
+#ifndef PH_CLI_OUTPUT_H
+#define PH_CLI_OUTPUT_H
+
+#include <stdio.h>
+
+#include "phsync/phsync.h"
+
+struct cli_out {
+	int verbose;       /* -v count */
+	int quiet;
+	int json;
+	int progress;      /* draw the progress line on stderr */
+	int dry_run;
+	int line_shown;    /* a progress line is on screen */
+	FILE *out, *err;
+};
+
+/* The phsync_event_fn for the CLI (arg is a struct cli_out). */
+void cli_on_event(const struct phsync_event *ev, void *arg);
+/* Writes s as a JSON string (quotes included). */
+void cli_json_string(FILE *f, const char *s);
+/* Clears the progress line, if drawn. */
+void cli_clear_line(struct cli_out *o);
+
+#endif

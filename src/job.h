@@ -1,0 +1,51 @@
+/* One pull or push run: what the executors share. Internal. */
+#ifndef PH_JOB_H
+#define PH_JOB_H
+
+#include <stdint.h>
+
+#include "phsync/phsync.h"
+#include "plan.h"
+#include "sftp.h"
+#include "tree.h"
+
+struct ph_job {
+	phsync_ctx *ctx;
+	const struct phsync_options *o;
+	enum phsync_direction dir;
+	struct ph_sftp *sftp;
+	char *rroot;               /* remote root, no trailing '/' ("" = "/") */
+	int lroot;                 /* local root fd, -1 when absent (dry run) */
+	struct ph_filter filter;
+	struct ph_tree src, dst;
+	struct ph_plan plan;
+	uint8_t *dirty;            /* per source entry: a folder whose times to set */
+	int root_dirty;            /* the root folder's times to set */
+	int64_t root_mtime, root_atime;
+	struct phsync_stats st;
+	uint64_t t0_ms, last_progress_ms;
+};
+
+uint64_t ph_now_ms(void);
+
+/* Sends an event to the caller (stats are attached). */
+void ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
+                  const char *action, uint64_t size, int err, const char *msg);
+/* Emits a PROGRESS event when the interval has passed. */
+void ph_job_progress(struct ph_job *j);
+/* Marks the folder holding path as needing its times restored. */
+void ph_job_touch_parent(struct ph_job *j, const char *path);
+
+/* Builds "root/rel" for the remote side; caller frees. NULL on ENOMEM. */
+char *ph_job_rpath(const struct ph_job *j, const char *rel);
+
+/* Lists the remote tree under j->rroot into t, pipelined. Unsafe names are
+ * refused and reported; our temp files are removed when remove_temps. */
+int ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
+
+/* Executors: carry out j->plan. They return 0 or a fatal PHSYNC_E*; per
+ * file failures are counted in j->st.files_failed. */
+int ph_pull_run(struct ph_job *j);
+int ph_push_run(struct ph_job *j);
+
+#endif

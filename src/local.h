@@ -1,0 +1,32 @@
+/* The local side: every file and folder is reached beneath a root folder
+ * fd without following symlinks (openat2 RESOLVE_BENEATH where the kernel
+ * has it, else openat with O_NOFOLLOW per component). */
+#ifndef PH_LOCAL_H
+#define PH_LOCAL_H
+
+#include "phsync/phsync.h"
+#include "tree.h"
+
+/* Opens (and with create, makes, as mkdir -p would) the root folder the
+ * user named. The user's own path may contain symlinks; below it nothing
+ * is followed. Returns 0 or PHSYNC_E*. */
+int ph_local_open_root(phsync_ctx *ctx, const char *path, int create, int *fd);
+
+/* Opens folder rel ("" for the root itself) beneath root, refusing
+ * symlinks anywhere on the way. Returns 0 or PHSYNC_E* (PHSYNC_EUNSAFE for a
+ * symlink, PHSYNC_ENOENT, ...). */
+int ph_local_opendir(int root, const char *rel, int *fd);
+
+/* Splits rel into its folder and its last component: *dir gets a copy of
+ * the folder part ("" at top level), *base points into rel. */
+int ph_local_split(const char *rel, char **dir, const char **base);
+
+/* Walks the tree under root into t (unsorted), skipping excluded paths.
+ * Our leftover temporary files are removed when remove_temps is set (a
+ * killed run's debris) and never listed. Unreadable folders are reported
+ * through on_event as failures and counted in *failed. */
+int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
+                  int remove_temps, struct ph_tree *t,
+                  phsync_event_fn on_event, void *event_arg, uint64_t *failed);
+
+#endif

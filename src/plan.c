@@ -1,0 +1,98 @@
+/* The planner; see plan.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "phsync/error.h"
+#include "plan.h"
+
+static int
+under(const char *path, const char *dir, size_t dl)
+{
+	return strncmp(path, dir, dl) == 0 && path[dl] == '/';
+}
+
+size_t
+ph_plan_block_subtree(struct ph_plan *plan, const struct ph_tree *src, size_t i)
+{
+	const char *dir = src->v[plan->v[i].src].path;
+	size_t dl = strlen(dir), j, n = 0;
+
+	for (j = i + 1; j < plan->n && under(src->v[plan->v[j].src].path, dir, dl); j++) {
+		if (plan->v[j].kind != PH_A_BLOCKED) {
+			if (plan->v[j].kind == PH_A_NEW || plan->v[j].kind == PH_A_UPDATE) {
+				plan->files_todo--;
+				plan->bytes_todo -= src->v[plan->v[j].src].size;
+			}
+			plan->v[j].kind = PH_A_BLOCKED;
+			n++;
+		}
+	}
+	return n;
+}
+
+int
+ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_plan *plan)
+{
+	size_t i, j = 0;
+	const char *blocked = NULL;
+	size_t blen = 0;
+
+	memset(plan, 0, sizeof(*plan));
+	if (src->n == 0)
+		return 0;
+	if ((plan->v = calloc(src->n, sizeof(*plan->v))) == NULL)
+		return PHSYNC_ENOMEM;
+	for (i = 0; i < src->n; i++) {
+		const struct ph_entry *s = &src->v[i], *d = NULL;
+		struct ph_action a = { (uint32_t)i, -1, 0 };
+		int c = 1;
+
+		while (j < dst->n && (c = ph_path_cmp(dst->v[j].path, s->path)) < 0)
+			j++;
+		if (j < dst->n && c == 0) {
+			d = &dst->v[j];
+			a.dst = (int64_t)j;
+		}
+		if (s->type == PH_T_FILE)
+			plan->files_total++;
+		if (blocked != NULL && under(s->path, blocked, blen)) {
+			a.kind = PH_A_BLOCKED;
+		} else if (s->type == PH_T_LINK) {
+			a.kind = PH_A_SKIP_LINK;
+		} else if (s->type == PH_T_OTHER) {
+			a.kind = PH_A_SKIP_OTHER;
+		} else if (s->type == PH_T_DIR) {
+			if (d == NULL)
+				a.kind = PH_A_MKDIR;
+			else if (d->type != PH_T_DIR)
+				a.kind = PH_A_CONFLICT;
+			else if (d->mtime != s->mtime)
+				a.kind = PH_A_DIRTIME;
+			if (a.kind == PH_A_CONFLICT) {
+				blocked = s->path;
+				blen = strlen(blocked);
+			}
+		} else if (d == NULL) {
+			a.kind = PH_A_NEW;
+		} else if (d->type != PH_T_FILE) {
+			a.kind = PH_A_CONFLICT;
+		} else if (d->size != s->size || d->mtime != s->mtime) {
+			a.kind = PH_A_UPDATE;
+		}
+		if (a.kind == 0)
+			continue;
+		if (a.kind == PH_A_NEW || a.kind == PH_A_UPDATE) {
+			plan->files_todo++;
+			plan->bytes_todo += s->size;
+		}
+		plan->v[plan->n++] = a;
+	}
+	return 0;
+}
+
+void
+ph_plan_free(struct ph_plan *plan)
+{
+	free(plan->v);
+	memset(plan, 0, sizeof(*plan));
+}

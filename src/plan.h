@@ -1,0 +1,46 @@
+/* The planner: two sorted trees in, an ordered list of actions out. Pure:
+ * no I/O, so every rule is unit-tested (tests/unit/test_plan.c). */
+#ifndef PH_PLAN_H
+#define PH_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tree.h"
+
+enum ph_action_kind {
+	PH_A_MKDIR = 1,   /* create folder src (times set at the end) */
+	PH_A_NEW,         /* copy file src, absent at the destination */
+	PH_A_UPDATE,      /* copy file src over a differing destination file */
+	PH_A_DIRTIME,     /* folder exists; its mtime differs */
+	PH_A_SKIP_LINK,   /* symlink in the source: never followed nor created */
+	PH_A_SKIP_OTHER,  /* device, fifo, socket */
+	PH_A_CONFLICT,    /* destination holds another kind of entry: left alone */
+	PH_A_BLOCKED      /* inside a folder that could not be made */
+};
+
+struct ph_action {
+	uint32_t src;     /* index in the source tree */
+	int64_t dst;      /* index in the destination tree, -1 if absent */
+	uint8_t kind;
+};
+
+struct ph_plan {
+	struct ph_action *v;
+	size_t n;
+	uint64_t files_total; /* regular files in the source */
+	uint64_t files_todo, bytes_todo;
+};
+
+/* Compares src with dst (both sorted by ph_tree_sort) and fills plan in
+ * source order, so folders come before their contents. A file moves when
+ * it is absent or its size or mtime (seconds) differ. Returns 0 or
+ * PHSYNC_ENOMEM. */
+int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_plan *plan);
+void ph_plan_free(struct ph_plan *plan);
+
+/* Marks a folder subtree blocked: every action after index i whose path
+ * lies under src path p becomes PH_A_BLOCKED. Returns how many. */
+size_t ph_plan_block_subtree(struct ph_plan *plan, const struct ph_tree *src, size_t i);
+
+#endif

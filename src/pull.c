@@ -1,0 +1,604 @@
+/* Pull executor: remote files stream into local temp files through many
+ * pipelined SFTP reads, several files at once; finished files are handed
+ * to the committer (fsync, rename). Folders are made first and get their
+ * times back last. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "ctx.h"
+#include "job.h"
+#include "local.h"
+#include "platform.h"
+
+#define MAX_FILES 64          /* files open at once */
+#define MAX_READS 96          /* read requests in flight, all files */
+#define MAX_READS_FILE 32     /* read requests in flight, one file */
+#define WRITEBACK_STEP (8u << 20)
+
+struct pull;
+
+struct xfer {
+	struct pull *p;
+	size_t ai;                 /* plan index */
+	const struct ph_entry *e;
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen;
+	int fd, dirfd;
+	char *tmp;
+	const char *final;         /* points into e->path */
+	uint64_t next_off, got, eof_at, synced_to;
+	unsigned reads;
+	int opening, failed, silent;
+	size_t slot;               /* index in p->active */
+};
+
+struct rreq {
+	struct xfer *x;
+	uint64_t off;
+	uint32_t len;
+};
+
+struct pull {
+	struct ph_job *j;
+	struct ph_commit *commit;
+	struct xfer **active;      /* files in flight */
+	size_t nactive;
+	size_t reads;
+	uint32_t chunk;
+	size_t max_files;
+	char *cur_dir;             /* folder cache: consecutive files share it */
+	int cur_dirfd;
+	int fatal;                 /* stop starting files (full disk, dead link) */
+	int stopping;              /* interrupted: drop everything quietly */
+};
+
+static void xfer_maybe_done(struct xfer *x);
+
+static void
+xfer_fail(struct xfer *x, int err, const char *msg)
+{
+	struct pull *p = x->p;
+
+	if (x->failed)
+		return;
+	x->failed = 1;
+	if (x->fd >= 0) {
+		close(x->fd);
+		unlinkat(x->dirfd, x->tmp, 0);
+		x->fd = -1;
+	}
+	if (x->hlen > 0) {
+		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
+		x->hlen = 0;
+	}
+	if (err == PHSYNC_ENOSPC && !p->fatal)
+		p->fatal = ph_err(p->j->ctx, PHSYNC_ENOSPC,
+		                  "no space left on the local disk; stopped (partial "
+		                  "files were removed, existing files are intact)");
+	if (x->silent || p->stopping)
+		return;
+	p->j->st.files_failed++;
+	ph_job_event(p->j, PHSYNC_EV_FILE_FAILED, x->e->path, NULL, x->e->size, err, msg);
+}
+
+static void
+xfer_free(struct xfer *x)
+{
+	struct pull *p = x->p;
+
+	p->active[x->slot] = p->active[--p->nactive];
+	p->active[x->slot]->slot = x->slot;
+	if (x->dirfd >= 0)
+		close(x->dirfd);
+	free(x->tmp);
+	free(x);
+}
+
+/* Opens the folder holding rel beneath the root (cached). */
+static int
+dir_for(struct pull *p, const char *rel, int *fd)
+{
+	char *dir;
+	const char *base;
+	int rc;
+
+	if ((rc = ph_local_split(rel, &dir, &base)) != 0)
+		return rc;
+	if (p->cur_dir == NULL || strcmp(p->cur_dir, dir) != 0) {
+		int nfd;
+
+		if ((rc = ph_local_opendir(p->j->lroot, dir, &nfd)) != 0) {
+			free(dir);
+			return rc;
+		}
+		if (p->cur_dirfd >= 0)
+			close(p->cur_dirfd);
+		free(p->cur_dir);
+		p->cur_dir = dir;
+		p->cur_dirfd = nfd;
+	} else {
+		free(dir);
+	}
+	*fd = dup(p->cur_dirfd);
+	return *fd < 0 ? ph_err_from_errno(errno) : 0;
+}
+
+static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
+
+static int
+issue_reads(struct xfer *x)
+{
+	struct pull *p = x->p;
+
+	while (x->next_off < x->e->size && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
+		struct rreq *rq = malloc(sizeof(*rq));
+		uint64_t left = x->e->size - x->next_off;
+		int rc;
+
+		if (rq == NULL)
+			return PHSYNC_ENOMEM;
+		rq->x = x;
+		rq->off = x->next_off;
+		rq->len = left < p->chunk ? (uint32_t)left : p->chunk;
+		if ((rc = ph_sftp_read(p->j->sftp, x->h, x->hlen, rq->off, rq->len, read_cb, rq)) != 0) {
+			free(rq);
+			return rc;
+		}
+		x->next_off += rq->len;
+		x->reads++;
+		p->reads++;
+	}
+	return 0;
+}
+
+/* The file is complete when every requested byte came back. */
+static void
+xfer_complete(struct xfer *x)
+{
+	struct pull *p = x->p;
+	struct ph_job *j = p->j;
+	uint64_t want = x->eof_at < x->e->size ? x->eof_at : x->e->size;
+	struct timespec ts[2];
+	struct ph_commit_item it;
+
+	if (x->got != want) {
+		xfer_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read");
+		return;
+	}
+	ph_sftp_close(j->sftp, x->h, x->hlen, NULL, NULL);
+	x->hlen = 0;
+	ts[0].tv_sec = x->e->atime ? x->e->atime : x->e->mtime;
+	ts[0].tv_nsec = 0;
+	ts[1].tv_sec = x->e->mtime;
+	ts[1].tv_nsec = 0;
+	if (fchmod(x->fd, x->e->mode & 0666) != 0 || futimens(x->fd, ts) != 0) {
+		xfer_fail(x, ph_err_from_errno(errno), strerror(errno));
+		return;
+	}
+	memset(&it, 0, sizeof(it));
+	it.fd = x->fd;
+	it.dirfd = x->dirfd;
+	it.tmp = x->tmp;
+	it.final = strdup(x->final);
+	it.action = x->ai;
+	it.size = x->got;
+	if (it.final == NULL) {
+		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
+		return;
+	}
+	x->fd = -1;
+	x->dirfd = -1;
+	x->tmp = NULL;
+	if (ph_commit_push(p->commit, &it) != 0) {
+		close(it.fd);
+		unlinkat(it.dirfd, it.tmp, 0);
+		close(it.dirfd);
+		free(it.tmp);
+		free(it.final);
+		x->failed = 1;
+	}
+}
+
+static void
+xfer_maybe_done(struct xfer *x)
+{
+	if (x->reads > 0 || x->opening)
+		return;
+	if (!x->failed && x->p->stopping)
+		xfer_fail(x, PHSYNC_EINTR, "interrupted");
+	if (!x->failed && x->next_off >= x->e->size)
+		xfer_complete(x);
+	if (x->failed || x->fd < 0)
+		xfer_free(x);
+}
+
+static void
+read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct rreq *rq = arg;
+	struct xfer *x = rq->x;
+	struct pull *p = x->p;
+
+	(void)s;
+	x->reads--;
+	p->reads--;
+	if (x->failed || r->type == 0 || p->stopping) {
+		if (r->type == 0)
+			x->silent = 1;
+		if (!x->failed)
+			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (r->type == PH_FXP_DATA) {
+		if (r->len > rq->len) {
+			xfer_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
+		} else if (r->len == 0) {
+			if (rq->off < x->eof_at)
+				x->eof_at = rq->off;
+		} else {
+			const uint8_t *d = r->data;
+			uint64_t off = rq->off;
+			size_t left = r->len;
+
+			while (left > 0) {
+				ssize_t w = pwrite(x->fd, d, left, (off_t)off);
+
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0) {
+					int e = w < 0 ? errno : ENOSPC;
+
+					xfer_fail(x, ph_err_from_errno(e), strerror(e));
+					break;
+				}
+				d += w;
+				off += (uint64_t)w;
+				left -= (size_t)w;
+			}
+			if (!x->failed) {
+				x->got += r->len;
+				p->j->st.bytes_done += r->len;
+				if (r->len < rq->len) {
+					/* A short read: ask for the rest of this range. */
+					struct rreq *more = malloc(sizeof(*more));
+
+					if (more == NULL || ph_sftp_read(s, x->h, x->hlen, rq->off + r->len,
+					                                 rq->len - r->len, read_cb, more) != 0) {
+						free(more);
+						xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+					} else {
+						more->x = x;
+						more->off = rq->off + r->len;
+						more->len = rq->len - r->len;
+						x->reads++;
+						p->reads++;
+					}
+				}
+				if (p->j->o->fsync && x->got - x->synced_to >= WRITEBACK_STEP) {
+					ph_writeback_hint(x->fd, x->synced_to, x->got - x->synced_to);
+					x->synced_to = x->got;
+				}
+			}
+		}
+	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
+		if (rq->off < x->eof_at)
+			x->eof_at = rq->off;
+	} else {
+		xfer_fail(x, r->err ? r->err : PHSYNC_EPROTO,
+		          r->msg[0] ? r->msg : "the server refused to read this file");
+	}
+	free(rq);
+	if (!x->failed && x->eof_at == UINT64_MAX && issue_reads(x) != 0)
+		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	if (!x->failed && x->eof_at != UINT64_MAX)
+		x->next_off = x->e->size; /* past EOF: ask no more */
+	xfer_maybe_done(x);
+}
+
+static void
+open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct xfer *x = arg;
+	struct pull *p = x->p;
+	int rc, tries;
+
+	(void)s;
+	x->opening = 0;
+	if (r->type != PH_FXP_HANDLE) {
+		if (r->type == 0)
+			x->silent = 1;
+		xfer_fail(x, r->err ? r->err : PHSYNC_EPROTO,
+		          r->msg[0] ? r->msg : "the server would not open this file");
+		xfer_maybe_done(x);
+		return;
+	}
+	memcpy(x->h, r->data, r->len);
+	x->hlen = r->len;
+	if (p->stopping) {
+		xfer_maybe_done(x);
+		return;
+	}
+	if ((rc = dir_for(p, x->e->path, &x->dirfd)) != 0) {
+		xfer_fail(x, rc, rc == PHSYNC_EUNSAFE ?
+		          "a symlink on the local side is in the way; not written through" :
+		          "cannot open the local folder");
+		xfer_maybe_done(x);
+		return;
+	}
+	if ((x->tmp = malloc(256)) == NULL) {
+		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
+		xfer_maybe_done(x);
+		return;
+	}
+	for (tries = 0; tries < 16; tries++) {
+		ph_name_temp(x->tmp, 256, x->final);
+		x->fd = openat(x->dirfd, x->tmp,
+		               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (x->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (x->fd < 0) {
+		int e = errno;
+
+		xfer_fail(x, ph_err_from_errno(e), strerror(e));
+		xfer_maybe_done(x);
+		return;
+	}
+	if (issue_reads(x) != 0)
+		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	xfer_maybe_done(x);
+}
+
+static int
+start_file(struct pull *p, size_t ai)
+{
+	struct ph_job *j = p->j;
+	const struct ph_entry *e = &j->src.v[j->plan.v[ai].src];
+	struct xfer *x = calloc(1, sizeof(*x));
+	const char *slash = strrchr(e->path, '/');
+	char *rp;
+	int rc;
+
+	if (x == NULL || (rp = ph_job_rpath(j, e->path)) == NULL) {
+		free(x);
+		return PHSYNC_ENOMEM;
+	}
+	x->p = p;
+	x->ai = ai;
+	x->e = e;
+	x->fd = x->dirfd = -1;
+	x->final = slash ? slash + 1 : e->path;
+	x->eof_at = UINT64_MAX;
+	x->opening = 1;
+	rc = ph_sftp_open(j->sftp, rp, PH_FXF_READ, NULL, open_cb, x);
+	free(rp);
+	if (rc != 0) {
+		free(x);
+		return rc;
+	}
+	x->slot = p->nactive;
+	p->active[p->nactive++] = x;
+	return 0;
+}
+
+/* Reports what the committer finished. */
+static void
+reap(struct pull *p, int wait)
+{
+	struct ph_commit_item done[64];
+	size_t n, i;
+
+	while ((n = ph_commit_pop(p->commit, done, 64, wait)) > 0) {
+		for (i = 0; i < n; i++) {
+			struct ph_job *j = p->j;
+			const struct ph_action *a = &j->plan.v[done[i].action];
+			const struct ph_entry *e = &j->src.v[a->src];
+
+			if (done[i].err != 0) {
+				j->st.files_failed++;
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
+				             ph_err_from_errno(-done[i].err), strerror(-done[i].err));
+				if (done[i].err == -ENOSPC && !p->fatal)
+					p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
+					                  "no space left on the local disk; stopped");
+			} else {
+				j->st.files_done++;
+				ph_job_touch_parent(j, e->path);
+				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+				             a->kind == PH_A_NEW ? "new" : "update", done[i].size, 0, NULL);
+			}
+			close(done[i].dirfd);
+			free(done[i].tmp);
+			free(done[i].final);
+		}
+		wait = 0;
+	}
+}
+
+/* Makes the folders the plan needs, parents first. */
+static void
+make_dirs(struct pull *p)
+{
+	struct ph_job *j = p->j;
+	size_t i;
+
+	for (i = 0; i < j->plan.n; i++) {
+		struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+		char *dir;
+		const char *base;
+		int dfd, rc;
+
+		if (a->kind != PH_A_MKDIR)
+			continue;
+		if (j->o->dry_run) {
+			j->st.dirs_created++;
+			ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+			continue;
+		}
+		if ((rc = ph_local_split(e->path, &dir, &base)) == 0) {
+			rc = ph_local_opendir(j->lroot, dir, &dfd);
+			free(dir);
+		}
+		if (rc == 0) {
+			if (mkdirat(dfd, base, 0700) != 0 && errno != EEXIST)
+				rc = ph_err_from_errno(errno);
+			close(dfd);
+		}
+		if (rc != 0) {
+			size_t blocked = ph_plan_block_subtree(&j->plan, &j->src, i);
+
+			j->st.files_failed++;
+			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, "mkdir", 0, rc,
+			             rc == PHSYNC_EUNSAFE ? "a symlink is in the way; not followed" :
+			             "cannot create this folder");
+			(void)blocked;
+			continue;
+		}
+		j->st.dirs_created++;
+		ph_job_touch_parent(j, e->path);
+		j->dirty[a->src] = 1;
+		ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+	}
+}
+
+/* Gives folders their source mode and times, deepest first, and makes
+ * the renames in them durable. */
+static void
+finish_dirs(struct pull *p)
+{
+	struct ph_job *j = p->j;
+	size_t i = j->src.n;
+
+	while (i-- > 0) {
+		const struct ph_entry *e = &j->src.v[i];
+		struct timespec ts[2];
+		int dfd;
+
+		if (e->type != PH_T_DIR || !j->dirty[i])
+			continue;
+		if (ph_local_opendir(j->lroot, e->path, &dfd) != 0)
+			continue;
+		if (j->o->fsync)
+			fsync(dfd);
+		ts[0].tv_sec = e->atime ? e->atime : e->mtime;
+		ts[0].tv_nsec = 0;
+		ts[1].tv_sec = e->mtime;
+		ts[1].tv_nsec = 0;
+		fchmod(dfd, (e->mode & 0777) | 0700);
+		futimens(dfd, ts);
+		close(dfd);
+	}
+	if (j->root_dirty) {
+		struct timespec ts[2] = { { j->root_atime ? j->root_atime : j->root_mtime, 0 },
+		                          { j->root_mtime, 0 } };
+
+		if (j->o->fsync)
+			fsync(j->lroot);
+		futimens(j->lroot, ts);
+	}
+}
+
+int
+ph_pull_run(struct ph_job *j)
+{
+	struct pull p;
+	size_t ai = 0, i;
+	int rc = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.j = j;
+	p.cur_dirfd = -1;
+	p.chunk = ph_sftp_max_read(j->sftp);
+	p.max_files = MAX_FILES;
+	if (ph_sftp_max_handles(j->sftp) > 0 && ph_sftp_max_handles(j->sftp) / 2 < p.max_files)
+		p.max_files = ph_sftp_max_handles(j->sftp) / 2 ? ph_sftp_max_handles(j->sftp) / 2 : 1;
+	for (i = 0; i < j->plan.n; i++)
+		if (j->plan.v[i].kind == PH_A_DIRTIME)
+			j->dirty[j->plan.v[i].src] = 1;
+	make_dirs(&p);
+	if (j->o->dry_run) {
+		for (i = 0; i < j->plan.n; i++) {
+			const struct ph_action *a = &j->plan.v[i];
+			const struct ph_entry *e = &j->src.v[a->src];
+
+			if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+				j->st.files_done++;
+				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+				             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
+			}
+		}
+		return 0;
+	}
+	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
+		return PHSYNC_ENOMEM;
+	if ((rc = ph_commit_new(j->o->fsync, &p.commit)) != 0)
+		goto out;
+	while (rc == 0) {
+		if (j->ctx->interrupted && !p.stopping) {
+			p.stopping = 1;
+			for (i = p.nactive; i-- > 0;)
+				if (!p.active[i]->failed)
+					xfer_fail(p.active[i], PHSYNC_EINTR, "interrupted");
+		}
+		while (!p.fatal && !p.stopping && ai < j->plan.n && p.nactive < p.max_files &&
+		       p.reads < MAX_READS) {
+			uint8_t k = j->plan.v[ai].kind;
+
+			if ((k == PH_A_NEW || k == PH_A_UPDATE) && (rc = start_file(&p, ai)) != 0)
+				break;
+			ai++;
+		}
+		if (rc != 0)
+			break;
+		/* Files that hit the global read cap get their turn again. */
+		for (i = 0; i < p.nactive && p.reads < MAX_READS; i++) {
+			struct xfer *x = p.active[i];
+
+			if (!x->failed && !x->opening && x->fd >= 0 && x->reads < MAX_READS_FILE &&
+			    x->eof_at == UINT64_MAX && x->next_off < x->e->size &&
+			    issue_reads(x) != 0)
+				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+		}
+		reap(&p, 0);
+		ph_job_progress(j);
+		if (p.nactive == 0 && (ai >= j->plan.n || p.fatal || p.stopping))
+			break;
+		rc = ph_sftp_pump(j->sftp, 200);
+		if (rc == PHSYNC_EINTR)
+			rc = 0; /* handled at the top of the loop */
+	}
+	if (rc != 0) {
+		/* The link died: every callback has run; drop what is left. */
+		p.stopping = 1;
+	}
+	reap(&p, 1);
+	while (ph_commit_pending(p.commit) > 0)
+		reap(&p, 1);
+	if (!p.stopping || !j->ctx->interrupted)
+		finish_dirs(&p);
+	if (rc == 0)
+		rc = p.fatal;
+	if (rc == 0 && p.stopping)
+		rc = PHSYNC_EINTR;
+out:
+	/* Callbacks still pending would touch freed files: abandon them with
+	 * their temp files removed. */
+	for (i = p.nactive; i-- > 0;) {
+		struct xfer *x = p.active[i];
+
+		x->silent = 1;
+		xfer_fail(x, PHSYNC_EINTR, "abandoned");
+		xfer_free(x);
+	}
+	ph_commit_free(p.commit);
+	if (p.cur_dirfd >= 0)
+		close(p.cur_dirfd);
+	free(p.cur_dir);
+	free(p.active);
+	return rc;
+}

@@ -1,0 +1,588 @@
+/* Push executor: local files stream to remote temp files through many
+ * pipelined SFTP writes, several files at once; each is then fsync'ed
+ * (fsync@openssh.com), given its mode and times, closed and renamed into
+ * place (posix-rename@openssh.com where offered). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "job.h"
+#include "local.h"
+
+#define MAX_FILES 64
+#define MAX_WRITES 96
+#define MAX_WRITES_FILE 32
+
+enum pstate { P_OPENING, P_WRITING, P_CLOSING, P_RENAMING, P_REMOVING, P_DONE };
+
+struct push;
+
+struct pfile {
+	struct push *p;
+	size_t ai;
+	const struct ph_entry *e;
+	int fd;                    /* local source */
+	char *rtmp, *rfinal;       /* remote paths */
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen;
+	uint64_t next_off;
+	unsigned writes;           /* WRITE requests in flight */
+	unsigned pending;          /* every request in flight that calls back */
+	int state, failed, silent, times_failed, renamed_plain;
+	size_t slot;
+};
+
+struct push {
+	struct ph_job *j;
+	struct pfile **active;
+	size_t nactive;
+	size_t writes;
+	uint32_t chunk;
+	uint8_t *buf;
+	int fatal, stopping;
+};
+
+static void pf_step(struct pfile *f);
+
+static void
+pf_fail(struct pfile *f, int err, const char *msg)
+{
+	struct ph_job *j = f->p->j;
+
+	if (f->failed)
+		return;
+	f->failed = 1;
+	if (f->hlen > 0) {
+		ph_sftp_close(j->sftp, f->h, f->hlen, NULL, NULL);
+		f->hlen = 0;
+	}
+	if (f->rtmp != NULL && f->state != P_DONE)
+		ph_sftp_remove(j->sftp, f->rtmp, NULL, NULL);
+	if (err == PHSYNC_ENOSPC && !f->p->fatal)
+		f->p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
+		                     "no space left on the server; stopped (partial files "
+		                     "were removed, existing files are intact)");
+	if (f->silent || f->p->stopping)
+		return;
+	j->st.files_failed++;
+	ph_job_event(j, PHSYNC_EV_FILE_FAILED, f->e->path, NULL, f->e->size, err, msg);
+}
+
+static void
+pf_free(struct pfile *f)
+{
+	struct push *p = f->p;
+
+	p->active[f->slot] = p->active[--p->nactive];
+	p->active[f->slot]->slot = f->slot;
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->rtmp);
+	free(f->rfinal);
+	free(f);
+}
+
+static const char *
+msg_of(const struct ph_sftp_reply *r, const char *dflt)
+{
+	return r->msg != NULL && r->msg[0] ? r->msg : dflt;
+}
+
+static int
+status_ok(const struct ph_sftp_reply *r)
+{
+	return r->type == PH_FXP_STATUS && r->status == PH_FX_OK;
+}
+
+static void
+reply_err(struct pfile *f, const struct ph_sftp_reply *r, const char *what)
+{
+	if (r->type == 0)
+		f->silent = 1;
+	pf_fail(f, r->err ? r->err : PHSYNC_EPROTO, msg_of(r, what));
+}
+
+static void
+write_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->writes--;
+	f->pending--;
+	f->p->writes--;
+	if (!f->failed && !status_ok(r))
+		reply_err(f, r, "the server refused a write");
+	pf_step(f);
+}
+
+static void
+fsync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (!f->failed && !status_ok(r))
+		reply_err(f, r, "the server could not fsync the file");
+	pf_step(f);
+}
+
+static void
+setstat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type == 0)
+		reply_err(f, r, "connection lost");
+	else if (!status_ok(r))
+		f->times_failed = 1; /* many phones cannot set times: warn, go on */
+	pf_step(f);
+}
+
+static void
+close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	f->hlen = 0;
+	if (!f->failed && !status_ok(r))
+		reply_err(f, r, "the server could not close the file");
+	if (!f->failed)
+		f->state = P_RENAMING;
+	pf_step(f);
+}
+
+static void
+rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	struct ph_job *j = f->p->j;
+
+	f->pending--;
+	if (!f->failed && status_ok(r)) {
+		f->state = P_DONE;
+		j->st.files_done++;
+		ph_job_touch_parent(j, f->e->path);
+		if (f->times_failed)
+			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,
+			             "the server would not set this file's time or mode");
+		ph_job_event(j, PHSYNC_EV_FILE_DONE, f->e->path,
+		             j->plan.v[f->ai].kind == PH_A_NEW ? "new" : "update", f->e->size, 0,
+		             NULL);
+	} else if (!f->failed && r->type != 0 && !f->renamed_plain &&
+	           !(ph_sftp_exts(s) & PH_EXT_POSIX_RENAME) &&
+	           j->plan.v[f->ai].kind == PH_A_UPDATE) {
+		/* Plain SFTP rename will not replace: remove, then rename. */
+		f->renamed_plain = 1;
+		if (ph_sftp_remove(s, f->rfinal, NULL, NULL) != 0 ||
+		    ph_sftp_rename(s, f->rtmp, f->rfinal, 0, rename_cb, f) != 0)
+			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a rename");
+		else
+			f->pending++;
+	} else if (!f->failed) {
+		reply_err(f, r, "the server could not rename the file into place");
+	}
+	pf_step(f);
+}
+
+static int
+issue_writes(struct pfile *f)
+{
+	struct push *p = f->p;
+
+	while (f->next_off < f->e->size && f->writes < MAX_WRITES_FILE && p->writes < MAX_WRITES) {
+		uint64_t left = f->e->size - f->next_off;
+		uint32_t n = left < p->chunk ? (uint32_t)left : p->chunk;
+		ssize_t r = pread(f->fd, p->buf, n, (off_t)f->next_off);
+		int rc;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != (ssize_t)n) {
+			pf_fail(f, r < 0 ? ph_err_from_errno(errno) : PHSYNC_EIO,
+			        r < 0 ? strerror(errno) : "the local file shrank while being sent");
+			return 0;
+		}
+		rc = ph_sftp_write(p->j->sftp, f->h, f->hlen, f->next_off, p->buf, n, write_cb, f);
+		if (rc != 0)
+			return rc;
+		f->next_off += n;
+		f->writes++;
+		f->pending++;
+		p->writes++;
+		p->j->st.bytes_done += n;
+	}
+	return 0;
+}
+
+/* Moves a file along once its in-flight requests are answered; frees it
+ * when it is done or failed and nothing of it is in flight. */
+static void
+pf_step(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+	struct ph_sftp_attrs a = { 0 };
+	int rc = 0;
+
+	if (f->p->stopping && !f->failed && f->state != P_DONE)
+		pf_fail(f, PHSYNC_EINTR, "interrupted");
+	if (f->failed || f->state == P_DONE) {
+		if (f->pending == 0)
+			pf_free(f);
+		return;
+	}
+	if (f->pending > 0 && f->state != P_WRITING)
+		return;
+	switch (f->state) {
+	case P_WRITING:
+		if ((rc = issue_writes(f)) != 0 || f->failed)
+			break;
+		if (f->pending > 0 || f->next_off < f->e->size)
+			return;
+		/* All data acknowledged: make it durable, set mode and times. */
+		a.flags = PH_ATTR_PERMISSIONS | PH_ATTR_ACMODTIME;
+		a.perm = f->e->mode & 0666;
+		a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
+		a.mtime = (uint32_t)f->e->mtime;
+		if (j->o->fsync && (ph_sftp_exts(j->sftp) & PH_EXT_FSYNC)) {
+			if ((rc = ph_sftp_fsync(j->sftp, f->h, f->hlen, fsync_cb, f)) != 0)
+				break;
+			f->pending++;
+		}
+		if ((rc = ph_sftp_fsetstat(j->sftp, f->h, f->hlen, &a, setstat_cb, f)) != 0)
+			break;
+		f->pending++;
+		f->state = P_CLOSING;
+		return;
+	case P_CLOSING:
+		if ((rc = ph_sftp_close(j->sftp, f->h, f->hlen, close_cb, f)) != 0)
+			break;
+		f->pending++;
+		f->state = P_REMOVING; /* close_cb moves on to P_RENAMING */
+		return;
+	case P_RENAMING:
+		if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rfinal, 1, rename_cb, f)) != 0)
+			break;
+		f->pending++;
+		f->state = P_REMOVING;
+		return;
+	default:
+		return;
+	}
+	if (!f->failed)
+		pf_fail(f, rc, "cannot queue a request");
+	if (f->pending == 0)
+		pf_free(f);
+}
+
+static void
+open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	f->state = P_WRITING;
+	if (r->type != PH_FXP_HANDLE) {
+		/* Nothing was created: never remove a file of that name. */
+		free(f->rtmp);
+		f->rtmp = NULL;
+		reply_err(f, r, "the server would not create the file");
+	} else {
+		memcpy(f->h, r->data, r->len);
+		f->hlen = r->len;
+	}
+	pf_step(f);
+}
+
+static int
+start_file(struct push *p, size_t ai)
+{
+	struct ph_job *j = p->j;
+	const struct ph_entry *e = &j->src.v[j->plan.v[ai].src];
+	struct pfile *f = calloc(1, sizeof(*f));
+	struct ph_sftp_attrs a = { 0 };
+	struct stat st;
+	char *dir = NULL, tmpname[256], *tmprel = NULL;
+	const char *base;
+	int dfd = -1, rc;
+
+	if (f == NULL)
+		return PHSYNC_ENOMEM;
+	f->p = p;
+	f->ai = ai;
+	f->e = e;
+	f->fd = -1;
+	f->state = P_OPENING;
+	if ((rc = ph_local_split(e->path, &dir, &base)) != 0)
+		goto out;
+	rc = ph_local_opendir(j->lroot, dir, &dfd);
+	if (rc == 0 && (f->fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		rc = ph_err_from_errno(errno);
+	if (rc == 0 && (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)))
+		rc = PHSYNC_EUNSAFE;
+	if (dfd >= 0)
+		close(dfd);
+	if (rc != 0) {
+		j->st.files_failed++;
+		ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size, rc,
+		             rc == PHSYNC_EUNSAFE ? "changed into a non-file or a symlink is in the way" :
+		             phsync_strerror(rc));
+		rc = 0;
+		goto out;
+	}
+	ph_name_temp(tmpname, sizeof(tmpname), base);
+	if ((tmprel = malloc(strlen(dir) + strlen(tmpname) + 2)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	sprintf(tmprel, "%s%s%s", dir, dir[0] ? "/" : "", tmpname);
+	f->rtmp = ph_job_rpath(j, tmprel);
+	f->rfinal = ph_job_rpath(j, e->path);
+	if (f->rtmp == NULL || f->rfinal == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	a.flags = PH_ATTR_PERMISSIONS;
+	a.perm = 0600;
+	rc = ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a,
+	                  open_cb, f);
+	if (rc != 0)
+		goto out;
+	f->pending = 1;
+	f->slot = p->nactive;
+	p->active[p->nactive++] = f;
+	f = NULL;
+out:
+	if (f != NULL) {
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f->rtmp);
+		free(f->rfinal);
+		free(f);
+	}
+	free(tmprel);
+	free(dir);
+	return rc;
+}
+
+struct waiter {
+	struct push *p;
+	size_t ai;
+	int *left;
+};
+
+static void
+mkdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct waiter *w = arg;
+	struct ph_job *j = w->p->j;
+	struct ph_action *a = &j->plan.v[w->ai];
+	const struct ph_entry *e = &j->src.v[a->src];
+
+	(void)s;
+	(*w->left)--;
+	if (status_ok(r)) {
+		j->st.dirs_created++;
+		ph_job_touch_parent(j, e->path);
+		j->dirty[a->src] = 1;
+		ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+	} else if (r->type != 0) {
+		ph_plan_block_subtree(&j->plan, &j->src, w->ai);
+		j->st.files_failed++;
+		ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, "mkdir", 0,
+		             r->err ? r->err : PHSYNC_EPROTO, msg_of(r, "cannot create this folder"));
+	}
+	free(w);
+}
+
+/* Folders first. Sent in order and awaited level by level, so a server that
+ * answers out of order still sees a parent before its child. */
+static int
+make_dirs(struct push *p)
+{
+	struct ph_job *j = p->j;
+	size_t i;
+	int left = 0, rc = 0;
+
+	for (i = 0; i < j->plan.n && rc == 0; i++) {
+		struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+		struct ph_sftp_attrs at = { 0 };
+		struct waiter *w;
+		char *rp;
+
+		if (a->kind != PH_A_MKDIR)
+			continue;
+		if (j->o->dry_run) {
+			j->st.dirs_created++;
+			ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+			continue;
+		}
+		/* One at a time: a server may answer out of order, and a child
+		 * must not be asked before its parent exists. */
+		while (left > 0 && (rc = ph_sftp_pump(j->sftp, -1)) == 0)
+			;
+		if (rc != 0 || a->kind != PH_A_MKDIR)
+			continue;
+		at.flags = PH_ATTR_PERMISSIONS;
+		at.perm = (e->mode & 0777) | 0700;
+		if ((w = malloc(sizeof(*w))) == NULL || (rp = ph_job_rpath(j, e->path)) == NULL) {
+			free(w);
+			return PHSYNC_ENOMEM;
+		}
+		w->p = p;
+		w->ai = i;
+		w->left = &left;
+		rc = ph_sftp_mkdir(j->sftp, rp, &at, mkdir_cb, w);
+		free(rp);
+		if (rc != 0)
+			free(w);
+		else
+			left++;
+	}
+	while (rc == 0 && left > 0)
+		rc = ph_sftp_pump(j->sftp, -1);
+	return rc;
+}
+
+static void
+count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	(void)s;
+	(void)r;
+	(*(int *)arg)--;
+}
+
+/* Restores folder modes and times on the server, deepest first. */
+static int
+finish_dirs(struct push *p)
+{
+	struct ph_job *j = p->j;
+	size_t i = j->src.n;
+	int left = 0, rc = 0;
+	struct ph_sftp_attrs a = { 0 };
+
+	a.flags = PH_ATTR_PERMISSIONS | PH_ATTR_ACMODTIME;
+	while (i-- > 0 && rc == 0) {
+		const struct ph_entry *e = &j->src.v[i];
+		char *rp;
+
+		if (e->type != PH_T_DIR || !j->dirty[i])
+			continue;
+		if ((rp = ph_job_rpath(j, e->path)) == NULL)
+			return PHSYNC_ENOMEM;
+		a.perm = (e->mode & 0777) | 0700;
+		a.atime = (uint32_t)(e->atime ? e->atime : e->mtime);
+		a.mtime = (uint32_t)e->mtime;
+		rc = ph_sftp_setstat(j->sftp, rp, &a, count_cb, &left);
+		free(rp);
+		if (rc == 0)
+			left++;
+	}
+	if (rc == 0 && j->root_dirty) {
+		char *rp = ph_job_rpath(j, "");
+
+		a.flags = PH_ATTR_ACMODTIME;
+		a.atime = (uint32_t)(j->root_atime ? j->root_atime : j->root_mtime);
+		a.mtime = (uint32_t)j->root_mtime;
+		if (rp != NULL && ph_sftp_setstat(j->sftp, rp, &a, count_cb, &left) == 0)
+			left++;
+		free(rp);
+	}
+	while (rc == 0 && left > 0)
+		rc = ph_sftp_pump(j->sftp, -1);
+	return rc;
+}
+
+int
+ph_push_run(struct ph_job *j)
+{
+	struct push p;
+	size_t ai = 0, i;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.j = j;
+	p.chunk = ph_sftp_max_write(j->sftp);
+	for (i = 0; i < j->plan.n; i++)
+		if (j->plan.v[i].kind == PH_A_DIRTIME)
+			j->dirty[j->plan.v[i].src] = 1;
+	if ((rc = make_dirs(&p)) != 0)
+		return rc;
+	if (j->o->dry_run) {
+		for (i = 0; i < j->plan.n; i++) {
+			const struct ph_action *a = &j->plan.v[i];
+			const struct ph_entry *e = &j->src.v[a->src];
+
+			if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+				j->st.files_done++;
+				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+				             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
+			}
+		}
+		return 0;
+	}
+	p.active = calloc(MAX_FILES, sizeof(*p.active));
+	p.buf = malloc(p.chunk);
+	if (p.active == NULL || p.buf == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	while (rc == 0) {
+		if (j->ctx->interrupted && !p.stopping) {
+			p.stopping = 1;
+			for (i = p.nactive; i-- > 0;)
+				pf_fail(p.active[i], PHSYNC_EINTR, "interrupted");
+		}
+		while (!p.fatal && !p.stopping && ai < j->plan.n && p.nactive < MAX_FILES &&
+		       p.writes < MAX_WRITES) {
+			uint8_t k = j->plan.v[ai].kind;
+
+			if ((k == PH_A_NEW || k == PH_A_UPDATE) && (rc = start_file(&p, ai)) != 0)
+				break;
+			ai++;
+		}
+		if (rc != 0)
+			break;
+		for (i = 0; i < p.nactive && p.writes < MAX_WRITES; i++) {
+			struct pfile *f = p.active[i];
+
+			if (f->state == P_WRITING && !f->failed && f->next_off < f->e->size &&
+			    issue_writes(f) != 0)
+				pf_fail(f, PHSYNC_ENOMEM, "cannot queue a write");
+		}
+		ph_job_progress(j);
+		if (p.nactive == 0 && (ai >= j->plan.n || p.fatal || p.stopping))
+			break;
+		rc = ph_sftp_pump(j->sftp, 200);
+		if (rc == PHSYNC_EINTR)
+			rc = 0;
+	}
+	if (rc == 0 && !p.stopping)
+		rc = finish_dirs(&p);
+	if (rc == 0)
+		rc = p.fatal;
+	if (rc == 0 && p.stopping)
+		rc = PHSYNC_EINTR;
+out:
+	for (i = p.nactive; i-- > 0;) {
+		p.active[i]->silent = 1;
+		if (p.active[i]->fd >= 0)
+			close(p.active[i]->fd);
+		p.active[i]->fd = -1;
+	}
+	free(p.active);
+	free(p.buf);
+	return rc;
+}

@@ -1,0 +1,336 @@
+/* Pipelined listing of the remote tree: many folders are read at once so
+ * a tree of thousands of folders does not pay one round trip each. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "job.h"
+
+#define MAX_LISTERS 32
+#define MAX_QUEUE_PATHS (1u << 22)
+
+struct rscan;
+
+struct lister {
+	struct rscan *rs;
+	char *rel;
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen;
+};
+
+/* An entry whose type the listing did not give: asked with LSTAT. */
+struct pending_stat {
+	struct rscan *rs;
+	char *rel;
+};
+
+struct rscan {
+	struct ph_job *j;
+	struct ph_tree *t;
+	int remove_temps;
+	char **queue;      /* folders still to list (relative paths) */
+	size_t qhead, qlen, qcap;
+	size_t active;     /* listers and stats in flight */
+	int fatal;         /* a failure that stops the run */
+};
+
+static int
+enqueue(struct rscan *rs, char *rel)
+{
+	if (rs->qlen == rs->qcap) {
+		size_t ncap = rs->qcap ? rs->qcap * 2 : 256;
+		char **q;
+
+		if (ncap > MAX_QUEUE_PATHS)
+			return PHSYNC_ENOMEM;
+		if ((q = realloc(rs->queue, ncap * sizeof(*q))) == NULL)
+			return PHSYNC_ENOMEM;
+		rs->queue = q;
+		rs->qcap = ncap;
+	}
+	rs->queue[rs->qlen++] = rel;
+	return 0;
+}
+
+static void
+fail(struct rscan *rs, const char *rel, int err, const char *msg)
+{
+	rs->j->st.files_failed++;
+	ph_job_event(rs->j, PHSYNC_EV_FILE_FAILED, rel[0] ? rel : ".", NULL, 0, err, msg);
+}
+
+static uint8_t
+type_of(uint32_t perm)
+{
+	switch (perm & 0170000) {
+	case 0100000:
+		return PH_T_FILE;
+	case 0040000:
+		return PH_T_DIR;
+	case 0120000:
+		return PH_T_LINK;
+	default:
+		return PH_T_OTHER;
+	}
+}
+
+static char *
+join(const char *dir, const uint8_t *name, size_t nl)
+{
+	size_t dl = strlen(dir);
+	char *p = malloc(dl + nl + 2);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, dir, dl);
+	if (dl)
+		p[dl++] = '/';
+	memcpy(p + dl, name, nl);
+	p[dl + nl] = '\0';
+	return p;
+}
+
+/* Adds a listed entry to the tree (and a folder to the queue). */
+static void
+add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
+{
+	struct ph_entry e = { 0 };
+
+	e.type = type_of(a->perm);
+	if (!ph_filter_match(&rs->j->filter, rel, e.type == PH_T_DIR)) {
+		free(rel);
+		return;
+	}
+	e.size = (a->flags & PH_ATTR_SIZE) && e.type == PH_T_FILE ? a->size : 0;
+	e.mtime = (a->flags & PH_ATTR_ACMODTIME) ? a->mtime : 0;
+	e.atime = (a->flags & PH_ATTR_ACMODTIME) ? a->atime : 0;
+	e.mode = a->perm & 07777;
+	if (ph_tree_add(rs->t, rel, strlen(rel), &e) != 0) {
+		rs->fatal = PHSYNC_ENOMEM;
+		free(rel);
+		return;
+	}
+	if (e.type == PH_T_DIR) {
+		if (enqueue(rs, rel) != 0) {
+			rs->fatal = PHSYNC_ENOMEM;
+			free(rel);
+		}
+		return;
+	}
+	free(rel);
+}
+
+static void
+stat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pending_stat *ps = arg;
+	struct rscan *rs = ps->rs;
+
+	(void)s;
+	rs->active--;
+	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_PERMISSIONS)) {
+		add_entry(rs, ps->rel, &r->attrs);
+	} else {
+		if (r->type != 0)
+			fail(rs, ps->rel, r->err ? r->err : PHSYNC_EPROTO,
+			     "the server gave no file type for this entry");
+		free(ps->rel);
+	}
+	free(ps);
+}
+
+static void lister_done(struct lister *l);
+
+static void
+readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct lister *l = arg;
+	struct rscan *rs = l->rs;
+	struct ph_sftp_names it;
+	const uint8_t *name;
+	uint32_t nl;
+	struct ph_sftp_attrs a;
+	int k;
+
+	if (r->type == 0) { /* the link died; the pump reports it */
+		lister_done(l);
+		return;
+	}
+	if (r->type == PH_FXP_STATUS) {
+		if (r->status != PH_FX_EOF)
+			fail(rs, l->rel, r->err ? r->err : PHSYNC_EPROTO, "cannot list this folder");
+		ph_sftp_close(s, l->h, l->hlen, NULL, NULL);
+		lister_done(l);
+		return;
+	}
+	if (r->type != PH_FXP_NAME) {
+		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EPROTO,
+		                   "the server answered READDIR with packet type %u", r->type);
+		lister_done(l);
+		return;
+	}
+	ph_sftp_names_init(&it, r);
+	while ((k = ph_sftp_names_next(&it, &name, &nl, &a)) == 1) {
+		char shown[256 * 4 + 1], raw[256];
+		char *rel;
+
+		if ((nl == 1 && name[0] == '.') || (nl == 2 && name[0] == '.' && name[1] == '.'))
+			continue;
+		if (!ph_name_safe(name, nl)) {
+			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
+
+			memcpy(raw, name, n);
+			raw[n] = '\0';
+			for (size_t i = 0; i < n; i++)
+				if (raw[i] == '\0')
+					raw[i] = '?';
+			ph_escape(shown, sizeof(shown), raw);
+			if ((rel = join(l->rel, (const uint8_t *)shown, strlen(shown))) == NULL) {
+				rs->fatal = PHSYNC_ENOMEM;
+				break;
+			}
+			fail(rs, rel, PHSYNC_EUNSAFE,
+			     "the server sent an unsafe name (empty, '.', '..', or with '/', '\\' or "
+			     "control characters); refused");
+			free(rel);
+			continue;
+		}
+		if ((rel = join(l->rel, name, nl)) == NULL) {
+			rs->fatal = PHSYNC_ENOMEM;
+			break;
+		}
+		if (ph_name_is_temp(rel + (strlen(rel) - nl))) {
+			if (rs->remove_temps) {
+				char *full = ph_job_rpath(rs->j, rel);
+
+				if (full != NULL)
+					ph_sftp_remove(s, full, NULL, NULL);
+				free(full);
+			}
+			free(rel);
+			continue;
+		}
+		if (!(a.flags & PH_ATTR_PERMISSIONS)) {
+			struct pending_stat *ps = malloc(sizeof(*ps));
+			char *full = ph_job_rpath(rs->j, rel);
+
+			if (ps == NULL || full == NULL ||
+			    ph_sftp_stat(s, 1, full, stat_cb, ps) != 0) {
+				free(ps);
+				free(full);
+				free(rel);
+				rs->fatal = PHSYNC_ENOMEM;
+				break;
+			}
+			ps->rs = rs;
+			ps->rel = rel;
+			rs->active++;
+			free(full);
+			continue;
+		}
+		add_entry(rs, rel, &a);
+	}
+	if (k < 0) {
+		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EPROTO,
+		                   "the server sent a malformed folder listing");
+		lister_done(l);
+		return;
+	}
+	if (rs->fatal || ph_sftp_readdir(s, l->h, l->hlen, readdir_cb, l) != 0) {
+		lister_done(l);
+		return;
+	}
+}
+
+static void
+opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct lister *l = arg;
+	struct rscan *rs = l->rs;
+
+	if (r->type == PH_FXP_HANDLE) {
+		memcpy(l->h, r->data, r->len);
+		l->hlen = r->len;
+		if (ph_sftp_readdir(s, l->h, l->hlen, readdir_cb, l) == 0)
+			return;
+	} else if (r->type != 0) {
+		if (l->rel[0] == '\0')
+			rs->fatal = ph_err(rs->j->ctx, r->err ? r->err : PHSYNC_EPROTO,
+			                   "cannot list the remote folder: %s",
+			                   r->msg[0] ? r->msg : phsync_strerror(r->err));
+		else
+			fail(rs, l->rel, r->err ? r->err : PHSYNC_EPROTO, "cannot open this folder");
+	}
+	lister_done(l);
+}
+
+static void
+lister_done(struct lister *l)
+{
+	l->rs->active--;
+	free(l->rel);
+	free(l);
+}
+
+static int
+start_lister(struct rscan *rs, char *rel)
+{
+	struct lister *l = calloc(1, sizeof(*l));
+	char *full = ph_job_rpath(rs->j, rel);
+	int rc;
+
+	if (l == NULL || full == NULL) {
+		free(l);
+		free(full);
+		free(rel);
+		return PHSYNC_ENOMEM;
+	}
+	l->rs = rs;
+	l->rel = rel;
+	rc = ph_sftp_opendir(rs->j->sftp, full, opendir_cb, l);
+	free(full);
+	if (rc != 0) {
+		free(l->rel);
+		free(l);
+		return rc;
+	}
+	rs->active++;
+	return 0;
+}
+
+int
+ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
+{
+	struct rscan rs;
+	char *root = strdup("");
+	int rc = 0;
+
+	memset(&rs, 0, sizeof(rs));
+	rs.j = j;
+	rs.t = t;
+	rs.remove_temps = remove_temps;
+	if (root == NULL || enqueue(&rs, root) != 0) {
+		free(root);
+		return PHSYNC_ENOMEM;
+	}
+	while (rc == 0 && !rs.fatal && (rs.qhead < rs.qlen || rs.active > 0)) {
+		while (rs.qhead < rs.qlen && rs.active < MAX_LISTERS && rc == 0) {
+			rc = start_lister(&rs, rs.queue[rs.qhead]);
+			rs.queue[rs.qhead++] = NULL;
+		}
+		if (rc == 0)
+			rc = ph_sftp_pump(j->sftp, 250);
+		if (rc == 0 && j->ctx->interrupted)
+			rc = PHSYNC_EINTR;
+	}
+	if (rc == 0)
+		rc = rs.fatal;
+	/* Drain what is still in flight so no callback outlives rs. */
+	while (rs.active > 0 && ph_sftp_pump(j->sftp, 1000) == 0)
+		;
+	while (rs.qhead < rs.qlen)
+		free(rs.queue[rs.qhead++]);
+	free(rs.queue);
+	return rc;
+}

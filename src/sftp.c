@@ -1,0 +1,878 @@
+/* Pipelined SFTP v3 client. See sftp.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "ctx.h"
+#include "sftp.h"
+
+#define SLOTS 4096 /* requests in flight at most; a power of two */
+#define DEFAULT_IO (32u * 1024)
+#define MAX_IO (256u * 1024)
+#define READ_CHUNK (1u << 20)
+#define MAX_EXTS 64
+
+struct slot {
+	uint32_t id;
+	uint8_t used;
+	ph_sftp_cb cb;
+	void *arg;
+};
+
+struct ph_sftp {
+	phsync_ctx *ctx;
+	struct ph_chan chan;
+	struct ph_buf out;
+	uint8_t *in;       /* receive buffer, inlen bytes valid from inoff */
+	size_t incap, inlen, inoff;
+	struct slot *slots;
+	uint32_t next_id;
+	size_t inflight;
+	uint32_t exts;
+	uint32_t max_read, max_write;
+	uint64_t max_handles;
+	int timeout_ms;
+	int dead;          /* sticky link error */
+	char msg[256];     /* STATUS message of the reply being dispatched */
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+ph_sftp_status_err(uint32_t status)
+{
+	switch (status) {
+	case PH_FX_OK:
+	case PH_FX_EOF:
+		return 0;
+	case PH_FX_NO_SUCH_FILE:
+		return PHSYNC_ENOENT;
+	case PH_FX_PERMISSION_DENIED:
+		return PHSYNC_EPERM;
+	case PH_FX_BAD_MESSAGE:
+		return PHSYNC_EPROTO;
+	case PH_FX_NO_CONNECTION:
+	case PH_FX_CONNECTION_LOST:
+		return PHSYNC_ECONNECT;
+	case PH_FX_OP_UNSUPPORTED:
+		return PHSYNC_EUNSUPPORTED;
+	default:
+		return PHSYNC_EREMOTE;
+	}
+}
+
+static int
+parse_attrs(struct ph_rd *r, struct ph_sftp_attrs *a)
+{
+	uint32_t n, i;
+	const uint8_t *s;
+	uint32_t sl;
+
+	memset(a, 0, sizeof(*a));
+	if (ph_rd_u32(r, &a->flags) != 0)
+		return -1;
+	if ((a->flags & PH_ATTR_SIZE) && ph_rd_u64(r, &a->size) != 0)
+		return -1;
+	if ((a->flags & PH_ATTR_UIDGID) &&
+	    (ph_rd_u32(r, &a->uid) != 0 || ph_rd_u32(r, &a->gid) != 0))
+		return -1;
+	if ((a->flags & PH_ATTR_PERMISSIONS) && ph_rd_u32(r, &a->perm) != 0)
+		return -1;
+	if ((a->flags & PH_ATTR_ACMODTIME) &&
+	    (ph_rd_u32(r, &a->atime) != 0 || ph_rd_u32(r, &a->mtime) != 0))
+		return -1;
+	if (a->flags & PH_ATTR_EXTENDED) {
+		if (ph_rd_u32(r, &n) != 0)
+			return -1;
+		/* Each pair takes at least 8 bytes: a huge count cannot loop long. */
+		for (i = 0; i < n; i++)
+			if (ph_rd_str(r, &s, &sl) != 0 || ph_rd_str(r, &s, &sl) != 0)
+				return -1;
+	}
+	return 0;
+}
+
+static int
+put_attrs(struct ph_buf *b, const struct ph_sftp_attrs *a)
+{
+	uint32_t flags = a ? a->flags & ~PH_ATTR_EXTENDED : 0;
+	int rc = ph_buf_put_u32(b, flags);
+
+	if (rc == 0 && (flags & PH_ATTR_SIZE))
+		rc = ph_buf_put_u64(b, a->size);
+	if (rc == 0 && (flags & PH_ATTR_UIDGID)) {
+		rc = ph_buf_put_u32(b, a->uid);
+		if (rc == 0)
+			rc = ph_buf_put_u32(b, a->gid);
+	}
+	if (rc == 0 && (flags & PH_ATTR_PERMISSIONS))
+		rc = ph_buf_put_u32(b, a->perm);
+	if (rc == 0 && (flags & PH_ATTR_ACMODTIME)) {
+		rc = ph_buf_put_u32(b, a->atime);
+		if (rc == 0)
+			rc = ph_buf_put_u32(b, a->mtime);
+	}
+	return rc;
+}
+
+void
+ph_sftp_names_init(struct ph_sftp_names *it, const struct ph_sftp_reply *r)
+{
+	it->p = r->data;
+	it->left = r->len;
+	it->remaining = r->type == PH_FXP_NAME ? r->count : 0;
+}
+
+int
+ph_sftp_names_next(struct ph_sftp_names *it, const uint8_t **name,
+                   uint32_t *namelen, struct ph_sftp_attrs *attrs)
+{
+	struct ph_rd r = { it->p, it->left };
+	const uint8_t *lname;
+	uint32_t llen;
+
+	if (it->remaining == 0)
+		return 0;
+	if (ph_rd_str(&r, name, namelen) != 0 || ph_rd_str(&r, &lname, &llen) != 0 ||
+	    parse_attrs(&r, attrs) != 0)
+		return PHSYNC_EPROTO;
+	it->p = r.p;
+	it->left = r.left;
+	it->remaining--;
+	return 1;
+}
+
+/* Fails every pending request with err; the link is unusable afterwards. */
+static int
+kill_link(struct ph_sftp *s, int err)
+{
+	struct ph_sftp_reply rep;
+	size_t i;
+
+	if (!s->dead)
+		s->dead = err;
+	memset(&rep, 0, sizeof(rep));
+	rep.err = s->dead;
+	rep.msg = "";
+	for (i = 0; i < SLOTS && s->inflight > 0; i++) {
+		struct slot *sl = &s->slots[i];
+
+		if (!sl->used)
+			continue;
+		sl->used = 0;
+		s->inflight--;
+		if (sl->cb != NULL)
+			sl->cb(s, &rep, sl->arg);
+	}
+	return s->dead;
+}
+
+/* Starts a request packet: length placeholder, type, id. Returns the
+ * packet's offset in the out buffer through *start. */
+static int
+begin(struct ph_sftp *s, uint8_t type, ph_sftp_cb cb, void *arg, size_t *start)
+{
+	struct slot *sl;
+	uint32_t id;
+	int rc;
+
+	if (s->dead)
+		return s->dead;
+	if (s->inflight >= SLOTS)
+		return ph_err(s->ctx, PHSYNC_ENOMEM, "too many SFTP requests in flight");
+	do
+		id = s->next_id++;
+	while (s->slots[id & (SLOTS - 1)].used);
+	*start = s->out.len;
+	if ((rc = ph_buf_put_u32(&s->out, 0)) != 0 || (rc = ph_buf_put_u8(&s->out, type)) != 0 ||
+	    (rc = ph_buf_put_u32(&s->out, id)) != 0) {
+		s->out.len = *start;
+		return rc;
+	}
+	sl = &s->slots[id & (SLOTS - 1)];
+	sl->id = id;
+	sl->cb = cb;
+	sl->arg = arg;
+	return 0;
+}
+
+/* Finishes the packet begun at start (rc from the field writes). */
+static int
+end(struct ph_sftp *s, size_t start, int rc)
+{
+	uint32_t id;
+
+	if (rc != 0) {
+		s->out.len = start;
+		return rc;
+	}
+	ph_be32_put(s->out.data + start, (uint32_t)(s->out.len - start - 4));
+	id = ph_be32_get(s->out.data + start + 5);
+	s->slots[id & (SLOTS - 1)].used = 1;
+	s->inflight++;
+	return 0;
+}
+
+int
+ph_sftp_flush(struct ph_sftp *s)
+{
+	int rc;
+
+	if (s->dead)
+		return s->dead;
+	if (s->out.len == 0)
+		return 0;
+	rc = s->chan.write(s->chan.arg, s->out.data, s->out.len);
+	s->out.len = 0;
+	if (rc != 0)
+		return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
+	return 0;
+}
+
+/* Dispatches one complete packet (type + body, length prefix removed). */
+static int
+dispatch(struct ph_sftp *s, const uint8_t *p, uint32_t len)
+{
+	struct ph_rd r = { p, len };
+	struct ph_sftp_reply rep;
+	struct slot *sl;
+	uint8_t type;
+	uint32_t id, n;
+	const uint8_t *str;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.msg = "";
+	if (ph_rd_u8(&r, &type) != 0 || ph_rd_u32(&r, &id) != 0)
+		return ph_err(s->ctx, PHSYNC_EPROTO, "server sent a truncated SFTP packet");
+	sl = &s->slots[id & (SLOTS - 1)];
+	if (!sl->used || sl->id != id)
+		return ph_err(s->ctx, PHSYNC_EPROTO,
+		              "server answered SFTP request %u that is not pending", id);
+	rep.type = type;
+	switch (type) {
+	case PH_FXP_STATUS:
+		if (ph_rd_u32(&r, &rep.status) != 0)
+			goto bad;
+		/* The message and language tag are optional in practice. */
+		if (ph_rd_str(&r, &str, &n) == 0) {
+			if (n >= sizeof(s->msg))
+				n = sizeof(s->msg) - 1;
+			memcpy(s->msg, str, n);
+			s->msg[n] = '\0';
+			rep.msg = s->msg;
+		}
+		rep.err = ph_sftp_status_err(rep.status);
+		break;
+	case PH_FXP_HANDLE:
+		if (ph_rd_str(&r, &rep.data, &rep.len) != 0 || rep.len == 0 ||
+		    rep.len > PH_SFTP_MAX_HANDLE)
+			goto bad;
+		break;
+	case PH_FXP_DATA:
+		if (ph_rd_str(&r, &rep.data, &rep.len) != 0)
+			goto bad;
+		break;
+	case PH_FXP_NAME:
+		if (ph_rd_u32(&r, &rep.count) != 0)
+			goto bad;
+		/* An entry takes at least 12 bytes: reject impossible counts now. */
+		if (rep.count > r.left / 12)
+			goto bad;
+		rep.data = r.p;
+		rep.len = (uint32_t)r.left;
+		break;
+	case PH_FXP_ATTRS:
+		if (parse_attrs(&r, &rep.attrs) != 0)
+			goto bad;
+		break;
+	case PH_FXP_EXTENDED_REPLY:
+		rep.data = r.p;
+		rep.len = (uint32_t)r.left;
+		break;
+	default:
+		goto bad;
+	}
+	sl->used = 0;
+	s->inflight--;
+	if (sl->cb != NULL)
+		sl->cb(s, &rep, sl->arg);
+	return 0;
+bad:
+	return ph_err(s->ctx, PHSYNC_EPROTO, "server sent a malformed SFTP reply (type %u)",
+	              type);
+}
+
+/* Runs the callbacks of every complete packet in the receive buffer. */
+static int
+drain(struct ph_sftp *s)
+{
+	while (s->inlen >= 4) {
+		const uint8_t *p = s->in + s->inoff;
+		uint32_t plen = ph_be32_get(p);
+		int rc;
+
+		if (plen < 5 || plen > PH_SFTP_MAX_PACKET)
+			return ph_err(s->ctx, PHSYNC_EPROTO,
+			              "server sent an SFTP packet of %u bytes (allowed 5 to %u)",
+			              plen, PH_SFTP_MAX_PACKET);
+		if (s->inlen - 4 < plen)
+			break;
+		s->inoff += 4 + (size_t)plen;
+		s->inlen -= 4 + (size_t)plen;
+		if ((rc = dispatch(s, p + 4, plen)) != 0)
+			return rc;
+	}
+	if (s->inlen == 0)
+		s->inoff = 0;
+	return 0;
+}
+
+/* Reads what the channel has (waiting up to timeout_ms). *got tells. */
+static int
+fill(struct ph_sftp *s, int timeout_ms, size_t *got)
+{
+	int rc;
+
+	if (s->incap - s->inoff - s->inlen < READ_CHUNK / 4) {
+		memmove(s->in, s->in + s->inoff, s->inlen);
+		s->inoff = 0;
+	}
+	rc = s->chan.read(s->chan.arg, s->in + s->inoff + s->inlen,
+	                  s->incap - s->inoff - s->inlen, timeout_ms, got);
+	if (rc != 0)
+		return rc;
+	s->inlen += *got;
+	return 0;
+}
+
+int
+ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
+{
+	uint64_t start = now_ms(), idle_since = start;
+	size_t got;
+	int rc;
+
+	if ((rc = ph_sftp_flush(s)) != 0)
+		return rc;
+	if (s->inflight == 0)
+		return 0;
+	for (;;) {
+		int wait = timeout_ms;
+
+		if (wait < 0 || wait > 250)
+			wait = 250;
+		if ((rc = fill(s, wait, &got)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
+		if (got > 0)
+			break;
+		if (s->ctx != NULL && s->ctx->interrupted)
+			return PHSYNC_EINTR;
+		if (now_ms() - idle_since >= (uint64_t)s->timeout_ms)
+			return kill_link(s, ph_err(s->ctx, PHSYNC_ECONNECT,
+			                           "the server sent nothing for %d s",
+			                           s->timeout_ms / 1000));
+		if (timeout_ms >= 0 && now_ms() - start >= (uint64_t)timeout_ms)
+			return 0;
+	}
+	/* Take everything already buffered without waiting again. */
+	do {
+		if ((rc = drain(s)) != 0)
+			return kill_link(s, rc);
+		if (s->inflight == 0)
+			break;
+		if ((rc = fill(s, 0, &got)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
+	} while (got > 0);
+	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
+}
+
+int
+ph_sftp_wait(struct ph_sftp *s, const int *flag)
+{
+	int rc;
+
+	while (!*flag) {
+		if ((rc = ph_sftp_pump(s, -1)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+simple_path(struct ph_sftp *s, uint8_t type, const char *path,
+            const struct ph_sftp_attrs *a, int with_attrs, ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc = begin(s, type, cb, arg, &start);
+
+	if (rc != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, path);
+	if (rc == 0 && with_attrs)
+		rc = put_attrs(&s->out, a);
+	return end(s, start, rc);
+}
+
+static int
+simple_handle(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen,
+              ph_sftp_cb cb, void *arg, size_t *start)
+{
+	int rc = begin(s, type, cb, arg, start);
+
+	if (rc != 0)
+		return rc;
+	return ph_buf_put_str(&s->out, h, hlen);
+}
+
+int
+ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
+             const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc = begin(s, PH_FXP_OPEN, cb, arg, &start);
+
+	if (rc != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, path);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, pflags);
+	if (rc == 0)
+		rc = put_attrs(&s->out, a);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_opendir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_OPENDIR, path, NULL, 0, cb, arg);
+}
+
+int
+ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+                void *arg)
+{
+	size_t start;
+	int rc = simple_handle(s, PH_FXP_READDIR, h, hlen, cb, arg, &start);
+
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+              void *arg)
+{
+	size_t start;
+	int rc = simple_handle(s, PH_FXP_CLOSE, h, hlen, cb, arg, &start);
+
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+             uint32_t len, ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc = simple_handle(s, PH_FXP_READ, h, hlen, cb, arg, &start);
+
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, off);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, len);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+              const void *data, uint32_t len, ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
+
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, off);
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, data, len);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, lstat ? PH_FXP_LSTAT : PH_FXP_STAT, path, NULL, 0, cb, arg);
+}
+
+int
+ph_sftp_setstat(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a,
+                ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_SETSTAT, path, a, 1, cb, arg);
+}
+
+int
+ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                 const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, hlen, cb, arg, &start);
+
+	if (rc == 0)
+		rc = put_attrs(&s->out, a);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_mkdir(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a,
+              ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_MKDIR, path, a, 1, cb, arg);
+}
+
+int
+ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_REMOVE, path, NULL, 0, cb, arg);
+}
+
+int
+ph_sftp_realpath(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_REALPATH, path, NULL, 0, cb, arg);
+}
+
+int
+ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
+               ph_sftp_cb cb, void *arg)
+{
+	size_t start;
+	int rc;
+
+	if (posix && (s->exts & PH_EXT_POSIX_RENAME)) {
+		rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
+		if (rc != 0)
+			return rc;
+		rc = ph_buf_put_cstr(&s->out, "posix-rename@openssh.com");
+	} else {
+		rc = begin(s, PH_FXP_RENAME, cb, arg, &start);
+		if (rc != 0)
+			return rc;
+	}
+	if (rc == 0)
+		rc = ph_buf_put_cstr(&s->out, from);
+	if (rc == 0)
+		rc = ph_buf_put_cstr(&s->out, to);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+              void *arg)
+{
+	size_t start;
+	int rc;
+
+	if (!(s->exts & PH_EXT_FSYNC))
+		return PHSYNC_EUNSUPPORTED;
+	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
+	if (rc != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "fsync@openssh.com");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	return end(s, start, rc);
+}
+
+/* Synchronous wrappers: a reply is copied out before the buffer moves on. */
+struct sync_wait {
+	int done;
+	int err;
+	uint8_t type;
+	struct ph_sftp_attrs attrs;
+	char *name;
+};
+
+static void
+sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct sync_wait *w = arg;
+	struct ph_sftp_names it;
+	const uint8_t *name;
+	uint32_t nlen;
+	struct ph_sftp_attrs a;
+
+	(void)s;
+	w->done = 1;
+	w->type = r->type;
+	w->err = r->err;
+	if (r->type == PH_FXP_STATUS && r->err == 0)
+		w->err = r->status == PH_FX_OK ? 0 : PHSYNC_EPROTO;
+	if (r->type == PH_FXP_ATTRS)
+		w->attrs = r->attrs;
+	if (r->type == PH_FXP_NAME) {
+		ph_sftp_names_init(&it, r);
+		if (ph_sftp_names_next(&it, &name, &nlen, &a) == 1 &&
+		    (w->name = malloc((size_t)nlen + 1)) != NULL) {
+			memcpy(w->name, name, nlen);
+			w->name[nlen] = '\0';
+		} else {
+			w->err = PHSYNC_EPROTO;
+		}
+	}
+}
+
+int
+ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
+                  struct ph_sftp_attrs *a)
+{
+	struct sync_wait w = { 0 };
+	int rc = ph_sftp_stat(s, lstat, path, sync_cb, &w);
+
+	if (rc == 0)
+		rc = ph_sftp_wait(s, &w.done);
+	if (rc != 0)
+		return rc;
+	if (w.err != 0)
+		return w.err;
+	if (w.type != PH_FXP_ATTRS)
+		return PHSYNC_EPROTO;
+	*a = w.attrs;
+	return 0;
+}
+
+int
+ph_sftp_realpath_sync(struct ph_sftp *s, const char *path, char **out)
+{
+	struct sync_wait w = { 0 };
+	int rc = ph_sftp_realpath(s, path, sync_cb, &w);
+
+	if (rc == 0)
+		rc = ph_sftp_wait(s, &w.done);
+	if (rc == 0 && w.err == 0 && w.name == NULL)
+		rc = PHSYNC_EPROTO;
+	if (rc != 0 || w.err != 0) {
+		free(w.name);
+		return rc != 0 ? rc : w.err;
+	}
+	*out = w.name;
+	return 0;
+}
+
+int
+ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode)
+{
+	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = mode };
+	struct sync_wait w = { 0 };
+	int rc = ph_sftp_mkdir(s, path, &a, sync_cb, &w);
+
+	if (rc == 0)
+		rc = ph_sftp_wait(s, &w.done);
+	return rc != 0 ? rc : w.err;
+}
+
+/* Reads exactly one packet outside the request table (VERSION). */
+static int
+read_packet(struct ph_sftp *s, const uint8_t **p, uint32_t *len)
+{
+	uint64_t start = now_ms();
+	size_t got;
+	int rc;
+
+	for (;;) {
+		if (s->inlen >= 4) {
+			uint32_t plen = ph_be32_get(s->in + s->inoff);
+
+			if (plen < 1 || plen > 256 * 1024)
+				return ph_err(s->ctx, PHSYNC_EPROTO,
+				              "the server's SFTP greeting is %u bytes long; is "
+				              "the remote shell printing text on login?", plen);
+			if (s->inlen - 4 >= plen) {
+				*p = s->in + s->inoff + 4;
+				*len = plen;
+				s->inoff += 4 + (size_t)plen;
+				s->inlen -= 4 + (size_t)plen;
+				return 0;
+			}
+		}
+		if ((rc = fill(s, 250, &got)) != 0)
+			return ph_err(s->ctx, rc, "the server closed the SFTP channel "
+			              "during the greeting");
+		if (s->ctx != NULL && s->ctx->interrupted)
+			return PHSYNC_EINTR;
+		if (got == 0 && now_ms() - start > (uint64_t)s->timeout_ms)
+			return ph_err(s->ctx, PHSYNC_ECONNECT, "no SFTP greeting from the server");
+	}
+}
+
+static int
+parse_version(struct ph_sftp *s, const uint8_t *p, uint32_t len)
+{
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} known[] = {
+		{ "posix-rename@openssh.com", PH_EXT_POSIX_RENAME },
+		{ "fsync@openssh.com", PH_EXT_FSYNC },
+		{ "limits@openssh.com", PH_EXT_LIMITS },
+		{ "statvfs@openssh.com", PH_EXT_STATVFS },
+		{ "hardlink@openssh.com", PH_EXT_HARDLINK },
+		{ "copy-data", PH_EXT_COPY_DATA },
+		{ "lsetstat@openssh.com", PH_EXT_LSETSTAT },
+		{ "check-file", PH_EXT_CHECK_FILE },
+	};
+	struct ph_rd r = { p, len };
+	uint8_t type;
+	uint32_t version, nl, dl;
+	const uint8_t *name, *data;
+	size_t i;
+	int n = 0;
+
+	if (ph_rd_u8(&r, &type) != 0 || type != PH_FXP_VERSION || ph_rd_u32(&r, &version) != 0)
+		return ph_err(s->ctx, PHSYNC_EPROTO, "the server did not answer SFTP INIT");
+	if (version < 3)
+		return ph_err(s->ctx, PHSYNC_EUNSUPPORTED,
+		              "the server speaks SFTP version %u; phsync needs 3", version);
+	while (r.left > 0 && n++ < MAX_EXTS) {
+		if (ph_rd_str(&r, &name, &nl) != 0 || ph_rd_str(&r, &data, &dl) != 0)
+			return ph_err(s->ctx, PHSYNC_EPROTO, "malformed SFTP extension list");
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strlen(known[i].name) == nl && memcmp(known[i].name, name, nl) == 0)
+				s->exts |= known[i].bit;
+	}
+	return 0;
+}
+
+static void
+limits_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct ph_rd rd = { r->data, r->len };
+	uint64_t maxpkt, maxread, maxwrite, handles;
+
+	*(int *)arg = 1;
+	if (r->type != PH_FXP_EXTENDED_REPLY || ph_rd_u64(&rd, &maxpkt) != 0 ||
+	    ph_rd_u64(&rd, &maxread) != 0 || ph_rd_u64(&rd, &maxwrite) != 0 ||
+	    ph_rd_u64(&rd, &handles) != 0)
+		return; /* keep the safe defaults */
+	/* 0 means "no limit"; we still never go past MAX_IO. Reads and writes
+	 * smaller than 1 KiB would make no sense: keep the default then. */
+	if (maxread == 0 || maxread > MAX_IO)
+		maxread = MAX_IO;
+	if (maxwrite == 0 || maxwrite > MAX_IO)
+		maxwrite = MAX_IO;
+	if (maxpkt != 0) {
+		if (maxwrite + 1024 > maxpkt)
+			maxwrite = maxpkt > 2048 ? maxpkt - 1024 : 0;
+	}
+	if (maxread >= 1024)
+		s->max_read = (uint32_t)maxread;
+	if (maxwrite >= 1024)
+		s->max_write = (uint32_t)maxwrite;
+	s->max_handles = handles;
+}
+
+int
+ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out)
+{
+	struct ph_sftp *s;
+	const uint8_t *p;
+	uint32_t len;
+	size_t start;
+	int rc, done = 0;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return PHSYNC_ENOMEM;
+	s->ctx = ctx;
+	s->chan = *chan;
+	s->out.max = 64u << 20;
+	s->incap = PH_SFTP_MAX_PACKET + 4 + READ_CHUNK;
+	s->in = malloc(s->incap);
+	s->slots = calloc(SLOTS, sizeof(*s->slots));
+	s->max_read = s->max_write = DEFAULT_IO;
+	s->timeout_ms = 60000;
+	s->next_id = 1;
+	if (s->in == NULL || s->slots == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	/* INIT has no request id: write it by hand. */
+	if ((rc = ph_buf_put_u32(&s->out, 5)) != 0 || (rc = ph_buf_put_u8(&s->out, PH_FXP_INIT)) != 0 ||
+	    (rc = ph_buf_put_u32(&s->out, 3)) != 0)
+		goto out;
+	if ((rc = ph_sftp_flush(s)) != 0)
+		goto out;
+	if ((rc = read_packet(s, &p, &len)) != 0 || (rc = parse_version(s, p, len)) != 0)
+		goto out;
+	if (s->exts & PH_EXT_LIMITS) {
+		if ((rc = begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
+			goto out;
+		rc = end(s, start, ph_buf_put_cstr(&s->out, "limits@openssh.com"));
+		if (rc == 0)
+			rc = ph_sftp_wait(s, &done);
+		if (rc != 0)
+			goto out;
+	}
+	*out = s;
+	return 0;
+out:
+	ph_sftp_free(s);
+	return rc;
+}
+
+void
+ph_sftp_free(struct ph_sftp *s)
+{
+	if (s == NULL)
+		return;
+	ph_buf_free(&s->out);
+	free(s->in);
+	free(s->slots);
+	free(s);
+}
+
+uint32_t
+ph_sftp_exts(const struct ph_sftp *s)
+{
+	return s->exts;
+}
+
+uint32_t
+ph_sftp_max_read(const struct ph_sftp *s)
+{
+	return s->max_read;
+}
+
+uint32_t
+ph_sftp_max_write(const struct ph_sftp *s)
+{
+	return s->max_write;
+}
+
+uint64_t
+ph_sftp_max_handles(const struct ph_sftp *s)
+{
+	return s->max_handles;
+}
+
+size_t
+ph_sftp_inflight(const struct ph_sftp *s)
+{
+	return s->inflight;
+}
+
+size_t
+ph_sftp_queued(const struct ph_sftp *s)
+{
+	return s->out.len;
+}
+
+void
+ph_sftp_set_timeout(struct ph_sftp *s, int ms)
+{
+	s->timeout_ms = ms > 0 ? ms : 60000;
+}

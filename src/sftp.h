@@ -1,0 +1,166 @@
+/* A pipelined SFTP v3 client over any byte channel (an SSH channel in
+ * production, pipes to sftp-server in tests). Requests are asynchronous:
+ * each takes a callback that runs from ph_sftp_pump() when the reply comes.
+ * Every length and count the server sends is checked before use. */
+#ifndef PH_SFTP_H
+#define PH_SFTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phsync/phsync.h"
+
+struct ph_sftp;
+
+/* The byte pipe under SFTP. write sends all n bytes or fails; read waits
+ * up to timeout_ms (-1: forever) and sets *got (0 on timeout). Both return
+ * 0 or a negative PHSYNC_E* (PHSYNC_ECONNECT when the peer is gone). */
+struct ph_chan {
+	int (*write)(void *arg, const void *p, size_t n);
+	int (*read)(void *arg, void *p, size_t n, int timeout_ms, size_t *got);
+	void *arg;
+};
+
+/* Wire constants (draft-ietf-secsh-filexfer-02, version 3). */
+enum {
+	PH_FXP_INIT = 1, PH_FXP_VERSION = 2, PH_FXP_OPEN = 3, PH_FXP_CLOSE = 4,
+	PH_FXP_READ = 5, PH_FXP_WRITE = 6, PH_FXP_LSTAT = 7, PH_FXP_FSTAT = 8,
+	PH_FXP_SETSTAT = 9, PH_FXP_FSETSTAT = 10, PH_FXP_OPENDIR = 11,
+	PH_FXP_READDIR = 12, PH_FXP_REMOVE = 13, PH_FXP_MKDIR = 14,
+	PH_FXP_RMDIR = 15, PH_FXP_REALPATH = 16, PH_FXP_STAT = 17,
+	PH_FXP_RENAME = 18, PH_FXP_READLINK = 19, PH_FXP_SYMLINK = 20,
+	PH_FXP_STATUS = 101, PH_FXP_HANDLE = 102, PH_FXP_DATA = 103,
+	PH_FXP_NAME = 104, PH_FXP_ATTRS = 105, PH_FXP_EXTENDED = 200,
+	PH_FXP_EXTENDED_REPLY = 201
+};
+enum {
+	PH_FXF_READ = 0x01, PH_FXF_WRITE = 0x02, PH_FXF_APPEND = 0x04,
+	PH_FXF_CREAT = 0x08, PH_FXF_TRUNC = 0x10, PH_FXF_EXCL = 0x20
+};
+enum {
+	PH_FX_OK = 0, PH_FX_EOF = 1, PH_FX_NO_SUCH_FILE = 2,
+	PH_FX_PERMISSION_DENIED = 3, PH_FX_FAILURE = 4, PH_FX_BAD_MESSAGE = 5,
+	PH_FX_NO_CONNECTION = 6, PH_FX_CONNECTION_LOST = 7,
+	PH_FX_OP_UNSUPPORTED = 8
+};
+enum {
+	PH_ATTR_SIZE = 0x1, PH_ATTR_UIDGID = 0x2, PH_ATTR_PERMISSIONS = 0x4,
+	PH_ATTR_ACMODTIME = 0x8, PH_ATTR_EXTENDED = 0x80000000u
+};
+/* Extensions the server offered (bits of ph_sftp_exts()). */
+enum {
+	PH_EXT_POSIX_RENAME = 1 << 0, PH_EXT_FSYNC = 1 << 1,
+	PH_EXT_LIMITS = 1 << 2, PH_EXT_STATVFS = 1 << 3,
+	PH_EXT_HARDLINK = 1 << 4, PH_EXT_COPY_DATA = 1 << 5,
+	PH_EXT_LSETSTAT = 1 << 6, PH_EXT_CHECK_FILE = 1 << 7
+};
+
+#define PH_SFTP_MAX_HANDLE 256        /* the spec's bound on handle strings */
+#define PH_SFTP_MAX_PACKET (4u << 20) /* largest packet we accept */
+
+struct ph_sftp_attrs {
+	uint32_t flags;
+	uint64_t size;
+	uint32_t uid, gid;
+	uint32_t perm;
+	uint32_t atime, mtime;
+};
+
+struct ph_sftp_reply {
+	uint8_t type;          /* PH_FXP_*, or 0 when the request died with the link */
+	int err;               /* 0, or PHSYNC_E* for a failure status / dead link */
+	uint32_t status;       /* PH_FX_* for STATUS replies */
+	const char *msg;       /* server's message for STATUS (terminated, may be "") */
+	const uint8_t *data;   /* DATA bytes, HANDLE bytes, EXTENDED_REPLY or NAME body */
+	uint32_t len;
+	uint32_t count;        /* NAME: number of entries in data */
+	struct ph_sftp_attrs attrs; /* ATTRS */
+};
+
+typedef void (*ph_sftp_cb)(struct ph_sftp *s, const struct ph_sftp_reply *r,
+                           void *arg);
+
+/* Iterates over the entries of a NAME reply. Returns 1 with an entry, 0 at
+ * the end, or PHSYNC_EPROTO when the body is malformed. name is not
+ * terminated; namelen is its length. */
+struct ph_sftp_names {
+	const uint8_t *p;
+	size_t left;
+	uint32_t remaining;
+};
+void ph_sftp_names_init(struct ph_sftp_names *it, const struct ph_sftp_reply *r);
+int ph_sftp_names_next(struct ph_sftp_names *it, const uint8_t **name,
+                       uint32_t *namelen, struct ph_sftp_attrs *attrs);
+
+/* Starts SFTP on chan: sends INIT, reads VERSION and the extensions, and
+ * asks limits@openssh.com where offered. Returns 0 or PHSYNC_E* with the
+ * message in ctx. */
+int ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out);
+/* Frees the client; pending callbacks are not run. NULL is a no-op. */
+void ph_sftp_free(struct ph_sftp *s);
+
+uint32_t ph_sftp_exts(const struct ph_sftp *s);
+/* Request sizes negotiated from limits@openssh.com (else 32 KiB). */
+uint32_t ph_sftp_max_read(const struct ph_sftp *s);
+uint32_t ph_sftp_max_write(const struct ph_sftp *s);
+/* Open-handle limit the server announced (0 = not announced). */
+uint64_t ph_sftp_max_handles(const struct ph_sftp *s);
+/* Requests sent and not yet answered. */
+size_t ph_sftp_inflight(const struct ph_sftp *s);
+/* Bytes queued but not yet written to the channel. */
+size_t ph_sftp_queued(const struct ph_sftp *s);
+/* Sets how long the server may stay silent with requests pending before
+ * the link is declared dead (ms, default 60000). */
+void ph_sftp_set_timeout(struct ph_sftp *s, int ms);
+
+/* Sends what is queued, then waits up to timeout_ms for replies and runs
+ * their callbacks. Returns 0, or a PHSYNC_E* when the link failed (then every
+ * pending callback has run with type 0 and err set). */
+int ph_sftp_pump(struct ph_sftp *s, int timeout_ms);
+/* Sends what is queued. */
+int ph_sftp_flush(struct ph_sftp *s);
+
+/* Asynchronous requests: return 0 once queued, or a PHSYNC_E*. A NULL cb
+ * means nobody needs the answer. Paths are NUL-terminated byte strings. */
+int ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
+                 const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
+int ph_sftp_opendir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
+int ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                    ph_sftp_cb cb, void *arg);
+int ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                  ph_sftp_cb cb, void *arg);
+int ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                 uint64_t off, uint32_t len, ph_sftp_cb cb, void *arg);
+int ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                  uint64_t off, const void *data, uint32_t len, ph_sftp_cb cb,
+                  void *arg);
+int ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb,
+                 void *arg);
+int ph_sftp_setstat(struct ph_sftp *s, const char *path,
+                    const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
+int ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                     const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
+int ph_sftp_mkdir(struct ph_sftp *s, const char *path,
+                  const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
+int ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
+int ph_sftp_realpath(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
+/* RENAME, or posix-rename@openssh.com (replaces the target) when offered
+ * and posix is set. */
+int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
+                   int posix, ph_sftp_cb cb, void *arg);
+/* fsync@openssh.com; PHSYNC_EUNSUPPORTED when the server lacks it. */
+int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                  ph_sftp_cb cb, void *arg);
+
+/* Synchronous helpers for the few one-off calls (setup, tests). */
+int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
+                      struct ph_sftp_attrs *a);
+int ph_sftp_realpath_sync(struct ph_sftp *s, const char *path, char **out);
+int ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode);
+/* Runs the pump until *flag becomes nonzero. */
+int ph_sftp_wait(struct ph_sftp *s, const int *flag);
+
+/* Translates an SFTP status code to PHSYNC_E* (the one place that does). */
+int ph_sftp_status_err(uint32_t status);
+
+#endif

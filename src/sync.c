@@ -1,0 +1,376 @@
+/* phsync_sync: connect, scan both sides, plan, execute, report. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "job.h"
+#include "local.h"
+#include "platform.h"
+#include "ssh.h"
+
+uint64_t
+ph_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+phsync_options_init(struct phsync_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->fsync = 1;
+}
+
+int
+phsync_parse_remote(const char *spec, char **user, char **host, char **path)
+{
+	const char *at, *colon, *h = spec, *hend;
+
+	*user = *host = *path = NULL;
+	/* A local path with a '/' before any ':' is no remote spec (as rsync). */
+	colon = strchr(spec, ':');
+	if (colon == NULL || colon == spec)
+		return PHSYNC_EINVAL;
+	at = memchr(spec, '@', (size_t)(colon - spec));
+	if (spec[0] != '[' && memchr(spec, '/', (size_t)(colon - spec)) != NULL)
+		return PHSYNC_EINVAL;
+	if (at != NULL) {
+		if (at == spec)
+			return PHSYNC_EINVAL;
+		*user = strndup(spec, (size_t)(at - spec));
+		h = at + 1;
+	}
+	if (*h == '[') {
+		hend = strchr(h, ']');
+		if (hend == NULL || hend[1] != ':')
+			goto bad;
+		*host = strndup(h + 1, (size_t)(hend - h - 1));
+		colon = hend + 1;
+	} else {
+		colon = strchr(h, ':');
+		*host = strndup(h, (size_t)(colon - h));
+	}
+	if (*host == NULL || (*host)[0] == '\0')
+		goto bad;
+	*path = strdup(colon + 1);
+	if (*path == NULL)
+		goto bad;
+	return 0;
+bad:
+	free(*user);
+	free(*host);
+	free(*path);
+	*user = *host = *path = NULL;
+	return PHSYNC_EINVAL;
+}
+
+void
+ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
+             const char *action, uint64_t size, int err, const char *msg)
+{
+	struct phsync_event ev;
+
+	if (j->o->on_event == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = type;
+	ev.path = path;
+	ev.action = action;
+	ev.size = size;
+	ev.err = err;
+	ev.message = msg;
+	j->st.elapsed_ms = ph_now_ms() - j->t0_ms;
+	ev.stats = &j->st;
+	j->o->on_event(&ev, j->o->event_arg);
+}
+
+void
+ph_job_progress(struct ph_job *j)
+{
+	uint64_t now;
+
+	if (j->o->progress_ms == 0)
+		return;
+	now = ph_now_ms();
+	if (now - j->last_progress_ms < j->o->progress_ms)
+		return;
+	j->last_progress_ms = now;
+	ph_job_event(j, PHSYNC_EV_PROGRESS, NULL, NULL, 0, 0, NULL);
+}
+
+void
+ph_job_touch_parent(struct ph_job *j, const char *path)
+{
+	const char *s = strrchr(path, '/');
+	const struct ph_entry *e;
+	char *dir;
+
+	if (s == NULL) {
+		j->root_dirty = 1;
+		return;
+	}
+	if ((dir = strndup(path, (size_t)(s - path))) == NULL)
+		return;
+	e = ph_tree_find(&j->src, dir);
+	if (e != NULL)
+		j->dirty[e - j->src.v] = 1;
+	free(dir);
+}
+
+char *
+ph_job_rpath(const struct ph_job *j, const char *rel)
+{
+	size_t a = strlen(j->rroot), b = strlen(rel);
+	char *p = malloc(a + b + 3);
+
+	if (p == NULL)
+		return NULL;
+	if (b == 0) {
+		memcpy(p, a ? j->rroot : "/", a ? a + 1 : 2);
+		return p;
+	}
+	memcpy(p, j->rroot, a);
+	p[a] = '/';
+	memcpy(p + a + 1, rel, b + 1);
+	return p;
+}
+
+/* Trims trailing slashes; "" means the server's "/" root only when the
+ * user wrote "/", else the login folder ("."). */
+static char *
+remote_root(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n == 0)
+		return strdup(".");
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n == 1 && path[0] == '/')
+		return strdup("");
+	return strndup(path, n);
+}
+
+static int
+build_filter(struct ph_job *j, const char ***pat, uint8_t **incl)
+{
+	const struct phsync_options *o = j->o;
+	size_t n = o->n_excludes + o->n_includes, k = 0, i;
+
+	*pat = NULL;
+	*incl = NULL;
+	if (n == 0)
+		return 0;
+	*pat = calloc(n, sizeof(**pat));
+	*incl = calloc(n, 1);
+	if (*pat == NULL || *incl == NULL)
+		return PHSYNC_ENOMEM;
+	/* Includes first: an include re-admits what an exclude would drop. */
+	for (i = 0; i < o->n_includes; i++, k++) {
+		(*pat)[k] = o->includes[i];
+		(*incl)[k] = 1;
+	}
+	for (i = 0; i < o->n_excludes; i++, k++)
+		(*pat)[k] = o->excludes[i];
+	j->filter.pat = *pat;
+	j->filter.incl = *incl;
+	j->filter.n = n;
+	return 0;
+}
+
+static void
+report_skips(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->plan.n; i++) {
+		const struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+
+		switch (a->kind) {
+		case PH_A_SKIP_LINK:
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "symlink", 0, 0,
+			             "symlink (never followed nor created)");
+			break;
+		case PH_A_SKIP_OTHER:
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "special", 0, 0,
+			             "not a regular file or folder");
+			break;
+		case PH_A_CONFLICT:
+			j->st.files_failed++;
+			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EUNSAFE,
+			             e->type == PH_T_DIR ?
+			             "the destination has a non-folder here; left alone" :
+			             "the destination has a folder, symlink or special file "
+			             "here; left alone");
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+int
+phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+            const char *local_dir, const struct phsync_options *opts,
+            struct phsync_stats *stats)
+{
+	struct phsync_options defaults;
+	struct ph_job j;
+	struct ph_ssh *ssh = NULL;
+	struct ph_ssh_params sp;
+	struct ph_chan chan;
+	struct ph_sftp_attrs ra;
+	char *user = NULL, *host = NULL, *rpath = NULL;
+	const char **pat = NULL;
+	uint8_t *incl = NULL;
+	int rc, pull = dir == PHSYNC_PULL;
+
+	ctx->err[0] = '\0';
+	ctx->interrupted = 0;
+	if (opts == NULL) {
+		phsync_options_init(&defaults);
+		opts = &defaults;
+	}
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.o = opts;
+	j.dir = dir;
+	j.lroot = -1;
+	j.t0_ms = j.last_progress_ms = ph_now_ms();
+	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
+		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull or push");
+	if (phsync_parse_remote(remote, &user, &host, &rpath) != 0)
+		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
+	if ((rc = build_filter(&j, &pat, &incl)) != 0)
+		goto out;
+	if ((j.rroot = remote_root(rpath)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	ph_raise_nofile();
+
+	/* The local side first: a bad local path should not cost a login. */
+	if (pull) {
+		rc = ph_local_open_root(ctx, local_dir, !opts->dry_run, &j.lroot);
+		if (rc == PHSYNC_ENOENT && opts->dry_run)
+			rc = 0, j.lroot = -1;
+	} else {
+		rc = ph_local_open_root(ctx, local_dir, 0, &j.lroot);
+	}
+	if (rc != 0)
+		goto out;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.user = user;
+	sp.host = host;
+	sp.config = opts->ssh_config;
+	sp.prompt = opts->prompt;
+	sp.prompt_arg = opts->prompt_arg;
+	sp.verbosity = opts->ssh_verbosity;
+	if ((rc = ph_ssh_connect(ctx, &sp, &ssh)) != 0)
+		goto out;
+	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
+		goto out;
+	if ((rc = ph_sftp_new(ctx, &chan, &j.sftp)) != 0)
+		goto out;
+
+	/* The remote root must be a folder (the destination of a push may be
+	 * created: one level, as mkdir would). */
+	{
+		char *rp = ph_job_rpath(&j, "");
+
+		rc = rp ? ph_sftp_stat_sync(j.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
+		if (rc == PHSYNC_ENOENT && !pull && !opts->dry_run) {
+			rc = ph_sftp_mkdir_sync(j.sftp, rp, 0755);
+			if (rc == 0)
+				rc = ph_sftp_stat_sync(j.sftp, 0, rp, &ra);
+		}
+		free(rp);
+		if (rc == PHSYNC_ENOENT && !pull && opts->dry_run) {
+			rc = 0;
+			ra.flags = PH_ATTR_PERMISSIONS;
+			ra.perm = 040755;
+		}
+		if (rc != 0) {
+			rc = ph_err(ctx, rc == PHSYNC_ENOENT ? PHSYNC_ENOENT : rc,
+			            "%s:%s: %s", host, rpath,
+			            rc == PHSYNC_ENOENT ? "no such folder on the server" :
+			            phsync_strerror(rc));
+			goto out;
+		}
+		if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
+			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
+			goto out;
+		}
+	}
+
+	j.root_mtime = ra.mtime;
+	j.root_atime = ra.atime;
+
+	/* Scan both sides. Our own leftovers (a killed run's temp files) are
+	 * removed on the destination side, never on the source. */
+	if (pull) {
+		if ((rc = ph_remote_scan(&j, &j.src, 0)) != 0)
+			goto out;
+		if (j.lroot >= 0 &&
+		    (rc = ph_local_scan(ctx, j.lroot, &j.filter, !opts->dry_run, &j.dst, NULL, NULL,
+		                        &j.st.files_failed)) != 0)
+			goto out;
+	} else {
+		if ((rc = ph_local_scan(ctx, j.lroot, &j.filter, 0, &j.src, opts->on_event,
+		                        opts->event_arg, &j.st.files_failed)) != 0)
+			goto out;
+		if ((rc = ph_remote_scan(&j, &j.dst, !opts->dry_run)) != 0)
+			goto out;
+	}
+	ph_tree_sort(&j.src);
+	ph_tree_sort(&j.dst);
+	if ((rc = ph_plan_make(&j.src, &j.dst, &j.plan)) != 0)
+		goto out;
+	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	j.st.files_total = j.plan.files_total;
+	j.st.files_todo = j.plan.files_todo;
+	j.st.bytes_todo = j.plan.bytes_todo;
+	report_skips(&j);
+	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
+	if (rc == 0 && ctx->interrupted)
+		rc = PHSYNC_EINTR;
+	if (rc == 0 && j.st.files_failed > 0)
+		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
+		            (unsigned long long)j.st.files_failed);
+out:
+	if (rc == PHSYNC_EINTR)
+		ph_err(ctx, rc, "interrupted; run again to finish");
+	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	if (stats != NULL)
+		*stats = j.st;
+	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_plan_free(&j.plan);
+	ph_tree_free(&j.src);
+	ph_tree_free(&j.dst);
+	free(j.dirty);
+	ph_sftp_free(j.sftp);
+	ph_ssh_free(ssh);
+	if (j.lroot >= 0)
+		close(j.lroot);
+	free(j.rroot);
+	free(pat);
+	free(incl);
+	free(user);
+	free(host);
+	free(rpath);
+	return rc;
+}

@@ -1,0 +1,63 @@
+/* A scanned tree: a flat array of entries sorted so that every folder's
+ * subtree directly follows it ('/' sorts before every other byte). Also
+ * the name rules every side applies and the include/exclude filter. */
+#ifndef PH_TREE_H
+#define PH_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
+
+struct ph_entry {
+	char *path;      /* relative, '/'-separated, never empty */
+	uint64_t size;
+	int64_t mtime;   /* seconds */
+	int64_t atime;
+	uint32_t mode;   /* permission bits (07777) */
+	uint8_t type;    /* enum ph_type */
+};
+
+struct ph_tree {
+	struct ph_entry *v;
+	size_t n, cap;
+	char **blocks;   /* string storage */
+	size_t nblocks;
+	size_t block_used, block_cap;
+};
+
+/* Adds an entry; path is copied. Returns 0 or PHSYNC_ENOMEM. */
+int ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen,
+                const struct ph_entry *e);
+/* Sorts into subtree order (see above). */
+void ph_tree_sort(struct ph_tree *t);
+/* Compares two relative paths in subtree order. */
+int ph_path_cmp(const char *a, const char *b);
+/* Binary search in a sorted tree; NULL when absent. */
+const struct ph_entry *ph_tree_find(const struct ph_tree *t, const char *path);
+void ph_tree_free(struct ph_tree *t);
+
+/* Is name (len bytes, one path component) safe to create locally? Refuses
+ * "", ".", "..", and names with '/', '\\', NUL or control characters.
+ * Returns 1 when safe. */
+int ph_name_safe(const uint8_t *name, size_t len);
+
+/* Is name one of our temporary files (".X.phsync-ABCDEF")? */
+int ph_name_is_temp(const char *name);
+/* Writes a fresh temporary name for final into buf (NAME_MAX-safe). */
+void ph_name_temp(char *buf, size_t len, const char *final);
+
+/* Writes s into buf with control bytes, backslashes and invalid UTF-8
+ * escaped (\xNN), so a hostile name cannot drive the terminal. */
+void ph_escape(char *buf, size_t len, const char *s);
+
+/* --include/--exclude rules, first match wins; no match means include. */
+struct ph_filter {
+	const char *const *pat;
+	const uint8_t *incl;  /* per rule: 1 include, 0 exclude */
+	size_t n;
+};
+/* Returns 1 when path (is_dir tells the type) is to be synced. */
+int ph_filter_match(const struct ph_filter *f, const char *path, int is_dir);
+
+#endif
