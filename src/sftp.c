@@ -410,7 +410,7 @@ static int
 simple_path(struct ph_sftp *s, uint8_t type, const char *path,
             const struct ph_sftp_attrs *a, int with_attrs, ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = begin(s, type, cb, arg, &start);
 
 	if (rc != 0)
@@ -436,7 +436,7 @@ int
 ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
              const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = begin(s, PH_FXP_OPEN, cb, arg, &start);
 
 	if (rc != 0)
@@ -459,7 +459,7 @@ int
 ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
                 void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = simple_handle(s, PH_FXP_READDIR, h, hlen, cb, arg, &start);
 
 	return end(s, start, rc);
@@ -469,7 +469,7 @@ int
 ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
               void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = simple_handle(s, PH_FXP_CLOSE, h, hlen, cb, arg, &start);
 
 	return end(s, start, rc);
@@ -479,7 +479,7 @@ int
 ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
              uint32_t len, ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = simple_handle(s, PH_FXP_READ, h, hlen, cb, arg, &start);
 
 	if (rc == 0)
@@ -493,7 +493,7 @@ int
 ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
               const void *data, uint32_t len, ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
 
 	if (rc == 0)
@@ -520,7 +520,7 @@ int
 ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
                  const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, hlen, cb, arg, &start);
 
 	if (rc == 0)
@@ -551,7 +551,7 @@ int
 ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
                ph_sftp_cb cb, void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc;
 
 	if (posix && (s->exts & PH_EXT_POSIX_RENAME)) {
@@ -575,7 +575,7 @@ int
 ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
               void *arg)
 {
-	size_t start;
+	size_t start = 0;
 	int rc;
 
 	if (!(s->exts & PH_EXT_FSYNC))
@@ -780,9 +780,9 @@ int
 ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out)
 {
 	struct ph_sftp *s;
-	const uint8_t *p;
-	uint32_t len;
-	size_t start;
+	const uint8_t *p = NULL;
+	uint32_t len = 0;
+	size_t start = 0;
 	int rc, done = 0;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL)
