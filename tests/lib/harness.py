@@ -363,7 +363,8 @@ class SshServer:
         known_hosts: "good" (the real host key), "none" (an empty file), "missing" (no file),
                      "wrong" (another ed25519 key under the same [127.0.0.1]:PORT name)
         strict:      StrictHostKeyChecking value, or None to leave it out (ssh's default: ask)
-        identity:    "good", "wrong" (a key not in authorized_keys), "none" (no such file)
+        identity:    "good", "wrong" (a key not in authorized_keys), "none" (no such file),
+                     "agent" (no IdentityFile/IdentitiesOnly lines: the agent's keys are used)
         port:        a different port (e.g. a closed one); hostname: a different HostName
         """
         self._variant_n += 1
@@ -388,15 +389,15 @@ class SshServer:
                 f.write(lines)
         elif os.path.exists(kh):
             os.unlink(kh)
-        idf = {"good": self.user_key, "wrong": self.wrong_user_key,
-               "none": os.path.join(self.dir, "no_such_key")}[identity]
         cfg = ["Host %s" % host,
                "  HostName %s" % hostname,
                "  Port %d" % port,
-               "  User %s" % self.user,
-               "  IdentityFile %s" % idf,
-               "  IdentitiesOnly yes",
-               "  UserKnownHostsFile %s" % kh,
+               "  User %s" % self.user]
+        if identity != "agent":
+            idf = {"good": self.user_key, "wrong": self.wrong_user_key,
+                   "none": os.path.join(self.dir, "no_such_key")}[identity]
+            cfg += ["  IdentityFile %s" % idf, "  IdentitiesOnly yes"]
+        cfg += ["  UserKnownHostsFile %s" % kh,
                "  GlobalKnownHostsFile /dev/null"]
         if strict is not None:
             cfg.append("  StrictHostKeyChecking %s" % strict)

@@ -1,0 +1,170 @@
+"""Host key verification and authentication.
+
+HostKeyTest  a changed host key is refused with exit 4, a message naming the host and the
+             server key's SHA256 fingerprint, nothing written on either side and known_hosts
+             untouched (also with accept-new, and on push); an unknown key is refused without
+             a terminal (exit 4; with `StrictHostKeyChecking yes`, with the default "ask", and
+             with no known_hosts file at all); `accept-new` accepts it, adds exactly one line
+             (creating the file if needed) and the next run recognises it.
+AuthTest     a key the server does not accept -> exit 3; a missing key file -> exit 3; no
+             password prompt without a terminal (the run ends, it does not hang); a closed port
+             and an unresolvable host -> exit 3; the agent's key is used when the config names
+             no identity file.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import SyncTestCase, free_port, sample_tree, tree, write_file
+
+T0 = 1700000000
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+class HostKeyTest(SyncTestCase):
+
+    def setUp(self):
+        super().setUp()
+        sample_tree(self.remote)
+        self.remote_before = tree(self.remote)
+
+    def assertNothingWritten(self):
+        self.assertFalse(os.path.lexists(self.local), "LOCALDIR created although the host was refused")
+        after = tree(self.remote)
+        self.assertEqual(sorted(after), sorted(self.remote_before))
+        self.assertOutsideUntouched()
+
+    def test_changed_host_key_refused(self):
+        cfg = self.srv.write_config(known_hosts="wrong")
+        kh = self.srv.known_hosts_of(cfg)
+        kh_before = read(kh)
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertIn(self.srv.host_fingerprint, r.err, "message must show the server's SHA256 fingerprint")
+        self.assertTrue("127.0.0.1" in r.err or "phone" in r.err, "message must name the host")
+        self.assertEqual(read(kh), kh_before, "known_hosts changed")
+        self.assertNothingWritten()
+
+    def test_changed_host_key_refused_on_push(self):
+        cfg = self.srv.write_config(known_hosts="wrong")
+        os.makedirs(self.local)
+        write_file(os.path.join(self.local, "new.jpg"), b"n", mtime=T0)
+        r = self.push(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertEqual(sorted(tree(self.remote)), sorted(self.remote_before), "server written")
+
+    def test_changed_host_key_refused_even_with_accept_new(self):
+        cfg = self.srv.write_config(known_hosts="wrong", strict="accept-new")
+        kh = self.srv.known_hosts_of(cfg)
+        kh_before = read(kh)
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertEqual(read(kh), kh_before)
+        self.assertNothingWritten()
+
+    def test_unknown_host_refused_without_terminal(self):
+        for label, kw in [("strict yes", dict(known_hosts="none", strict="yes")),
+                          ("default (ask)", dict(known_hosts="none", strict=None)),
+                          ("no known_hosts file", dict(known_hosts="missing", strict=None))]:
+            with self.subTest(label):
+                cfg = self.srv.write_config(**kw)
+                kh = self.srv.known_hosts_of(cfg)
+                r = self.pull(config=cfg, timeout=60)
+                self.assertEqual(r.code, 4, r)
+                self.assertNotEqual(r.err.strip(), "", "no message for a refused unknown host")
+                self.assertNotIn(self.srv.host_pub.split()[1], read(kh) or "", "key added without consent")
+                self.assertNothingWritten()
+
+    def test_accept_new_adds_key_once(self):
+        cfg = self.srv.write_config(known_hosts="none", strict="accept-new")
+        kh = self.srv.known_hosts_of(cfg)
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertTreesEqual(self.remote, self.local)
+        lines = [l for l in read(kh).splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn(self.srv.host_pub.split()[1], lines[0])
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(len([l for l in read(kh).splitlines() if l.strip()]), 1, "key added twice")
+        # The line is usable by OpenSSH itself.
+        p = subprocess.run(["ssh", "-F", cfg, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "phone", "true"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_accept_new_creates_missing_known_hosts(self):
+        cfg = self.srv.write_config(known_hosts="missing", strict="accept-new")
+        kh = self.srv.known_hosts_of(cfg)
+        self.assertFalse(os.path.exists(kh))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn(self.srv.host_pub.split()[1], read(kh) or "")
+
+
+class AuthTest(SyncTestCase):
+
+    def setUp(self):
+        super().setUp()
+        sample_tree(self.remote)
+
+    def _refused(self, cfg, code=3, max_s=30):
+        t = time.monotonic()
+        r = self.pull(config=cfg, timeout=90)
+        self.assertEqual(r.code, code, r)
+        self.assertLess(time.monotonic() - t, max_s, "took too long to give up")
+        self.assertNotEqual(r.err.strip(), "", "no error message")
+        self.assertFalse(os.path.lexists(self.local), "LOCALDIR created although nothing could be pulled")
+        return r
+
+    def test_wrong_user_key(self):
+        self._refused(self.srv.write_config(identity="wrong"))
+
+    def test_missing_key_file(self):
+        self._refused(self.srv.write_config(identity="none"))
+
+    def test_closed_port(self):
+        self._refused(self.srv.write_config(port=free_port()))
+
+    def test_unresolvable_host(self):
+        self._refused(self.srv.write_config(hostname="no-such-host.invalid", known_hosts="none"), max_s=60)
+
+    def test_agent_key_used(self):
+        if not shutil.which("ssh-agent"):
+            self.skipTest("ssh-agent not installed")
+        d = tempfile.mkdtemp(prefix="phsync-agent-")
+        self.addCleanup(shutil.rmtree, d, True)
+        sock = os.path.join(d, "agent.sock")
+        agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        env = dict(os.environ, SSH_AUTH_SOCK=sock)
+        subprocess.run(["ssh-add", "-q", self.srv.user_key], env=env, check=True,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+        cfg = self.srv.write_config(identity="agent")
+        r = self.srv.run(["pull", "-F", cfg, "phone:" + self.remote, self.local],
+                         env={"SSH_AUTH_SOCK": sock}, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertTreesEqual(self.remote, self.local)
+        # ... and without the agent the same config cannot log in.
+        r = self.srv.run(["pull", "-F", cfg, "phone:" + self.remote, self.local + "2"], timeout=60)
+        self.assertEqual(r.code, 3, r)
+
+
+if __name__ == "__main__":
+    unittest.main()
