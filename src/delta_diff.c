@@ -263,6 +263,7 @@ finish(phsync_diff *d)
 			matched(d, s->info.count - 1, r);
 			return;
 		}
+		d->pos = d->end; /* the rest is literal */
 	}
 	if (d->start < d->end) {
 		size_t n = d->end - d->start;
