@@ -1,0 +1,143 @@
+"""`phsync delta signature|diff|patch` on real files: bytes must round-trip,
+stdin/stdout must work, and bad input must fail with the documented exit
+codes (0 ok, 1 error, 2 usage) without leaving a partial output file."""
+import os
+import random
+import subprocess
+import tempfile
+import unittest
+
+PHSYNC = os.environ.get("PHSYNC_BIN", "phsync")
+
+
+def run(*args, stdin=None):
+    return subprocess.run([PHSYNC, "delta", *args], input=stdin,
+                          capture_output=True, timeout=120)
+
+
+class DeltaCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        self.rng = random.Random(3)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    def write(self, name, data):
+        with open(self.path(name), "wb") as f:
+            f.write(data)
+        return self.path(name)
+
+    def read(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+    def ok(self, *args, stdin=None):
+        r = run(*args, stdin=stdin)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        return r.stdout
+
+    def roundtrip(self, old, new, block=None):
+        o, n = self.write("old", old), self.write("new", new)
+        sig, delta, out = self.path("sig"), self.path("delta"), self.path("out")
+        self.ok("signature", *(["-b", str(block)] if block else []), o, sig)
+        self.ok("diff", sig, n, delta)
+        self.ok("patch", o, delta, out)
+        self.assertEqual(self.read("out"), new)
+        return os.path.getsize(delta)
+
+    def edited(self, data, k):
+        b = bytearray(data)
+        for _ in range(k):
+            p = self.rng.randrange(len(b) + 1)
+            kind = self.rng.randrange(3)
+            if kind == 0:
+                b[p:p] = self.rng.randbytes(self.rng.randrange(1, 500))
+            elif kind == 1:
+                del b[p:p + self.rng.randrange(1, 500)]
+            else:
+                b[p:p + 64] = self.rng.randbytes(64)
+        return bytes(b)
+
+    def test_roundtrip_edits(self):
+        old = self.rng.randbytes(3 << 20)
+        new = self.edited(old, 25)
+        size = self.roundtrip(old, new)
+        self.assertLess(size, 25 * 2 * 2048 + 20000)  # ~a block per edit
+
+    def test_roundtrip_small_and_empty(self):
+        self.roundtrip(b"", b"")
+        self.roundtrip(b"", b"new content")
+        self.roundtrip(b"old content", b"")
+        self.roundtrip(b"short", b"shorter")
+        text = b"".join(b"line %d of a text file\n" % i for i in range(20000))
+        self.roundtrip(text, self.edited(text, 10), block=64)
+
+    def test_identical_file_delta_is_tiny(self):
+        old = self.rng.randbytes(1 << 20)
+        self.assertLess(self.roundtrip(old, old), 100)
+
+    def test_stdin_stdout(self):
+        old = self.rng.randbytes(500000)
+        new = self.edited(old, 5)
+        o = self.write("old", old)
+        sig = self.ok("signature", "-", "-", stdin=old)
+        self.assertEqual(sig, self.ok("signature", "-b", "4096", o, "-"))
+        self.write("sig", sig)
+        delta = self.ok("diff", self.path("sig"), "-", "-", stdin=new)
+        self.assertEqual(self.ok("patch", o, "-", "-", stdin=delta), new)
+
+    def test_corrupt_delta_fails_and_leaves_no_output(self):
+        old = self.rng.randbytes(200000)
+        new = self.edited(old, 3)
+        o, n = self.write("old", old), self.write("new", new)
+        self.ok("signature", o, self.path("sig"))
+        self.ok("diff", self.path("sig"), n, self.path("delta"))
+        delta = bytearray(self.read("delta"))
+        delta[-1] ^= 1  # the whole-file hash
+        self.write("bad", bytes(delta))
+        r = run("patch", o, self.path("bad"), self.path("out"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"XXH3-128", r.stderr)
+        self.assertFalse(os.path.exists(self.path("out")))
+        self.write("trunc", bytes(delta[:len(delta) // 2]))
+        r = run("patch", o, self.path("trunc"), self.path("out"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"corrupt delta", r.stderr)
+
+    def test_corrupt_signature(self):
+        self.write("sig", b"PHSS\x01\x08\x00\x00\x00\x00\x00\x0f" + bytes(8))
+        self.write("new", b"x")
+        r = run("diff", self.path("sig"), self.path("new"), self.path("delta"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"block length", r.stderr)
+        self.assertFalse(os.path.exists(self.path("delta")))
+
+    def test_usage_errors(self):
+        self.assertEqual(run().returncode, 2)
+        self.assertEqual(run("frobnicate").returncode, 2)
+        self.assertEqual(run("diff", "a").returncode, 2)
+        self.assertEqual(run("signature", "-b", "7", "a", "b").returncode, 2)
+        self.assertEqual(run("patch", "-", "d", "o").returncode, 2)
+        h = run("--help")
+        self.assertEqual(h.returncode, 0)
+        self.assertIn(b"phsync delta signature", h.stdout)
+        r = run("signature", self.path("missing"), self.path("sig"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"missing", r.stderr)
+
+    def test_patch_refuses_out_equal_old(self):
+        o = self.write("old", b"data" * 1000)
+        self.ok("signature", o, self.path("sig"))
+        self.ok("diff", self.path("sig"), o, self.path("delta"))
+        r = run("patch", o, self.path("delta"), o)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(self.read("old"), b"data" * 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
