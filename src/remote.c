@@ -190,9 +190,11 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 				rs->fatal = PHSYNC_ENOMEM;
 				break;
 			}
-			fail(rs, rel, PHSYNC_EUNSAFE,
-			     "the server sent an unsafe name (empty, '.', '..', or with '/', '\\' or "
-			     "control characters); refused");
+			/* Reported as a skip, counted as a failure: the run is partial. */
+			rs->j->st.files_failed++;
+			ph_job_event(rs->j, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
+			             "the server sent an unsafe name (empty, '.', '..', or with "
+			             "'/', '\\' or control characters); refused");
 			free(rel);
 			continue;
 		}

@@ -233,7 +233,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	char *user = NULL, *host = NULL, *rpath = NULL;
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
-	int rc, pull = dir == PHSYNC_PULL;
+	int rc, pull = dir == PHSYNC_PULL, remote_missing = 0;
 
 	ctx->err[0] = '\0';
 	ctx->interrupted = 0;
@@ -259,14 +259,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	}
 	ph_raise_nofile();
 
-	/* The local side first: a bad local path should not cost a login. */
-	if (pull) {
-		rc = ph_local_open_root(ctx, local_dir, !opts->dry_run, &j.lroot);
-		if (rc == PHSYNC_ENOENT && opts->dry_run)
-			rc = 0, j.lroot = -1;
-	} else {
-		rc = ph_local_open_root(ctx, local_dir, 0, &j.lroot);
-	}
+	/* The local side first: a bad local path should not cost a login. A
+	 * pull's missing destination is made only once the source is known
+	 * good, so a refused host or a typo leaves nothing behind. */
+	rc = ph_local_open_root(ctx, local_dir, 0, &j.lroot);
+	if (rc == PHSYNC_ENOENT && pull)
+		rc = 0, j.lroot = -1;
 	if (rc != 0)
 		goto out;
 
@@ -297,6 +295,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		}
 		free(rp);
 		if (rc == PHSYNC_ENOENT && !pull && opts->dry_run) {
+			remote_missing = 1;
 			rc = 0;
 			ra.flags = PH_ATTR_PERMISSIONS;
 			ra.perm = 040755;
@@ -316,6 +315,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 
 	j.root_mtime = ra.mtime;
 	j.root_atime = ra.atime;
+	if (pull && j.lroot < 0 && !opts->dry_run &&
+	    (rc = ph_local_open_root(ctx, local_dir, 1, &j.lroot)) != 0)
+		goto out;
 
 	/* Scan both sides. Our own leftovers (a killed run's temp files) are
 	 * removed on the destination side, never on the source. */
@@ -330,7 +332,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		if ((rc = ph_local_scan(ctx, j.lroot, &j.filter, 0, &j.src, opts->on_event,
 		                        opts->event_arg, &j.st.files_failed)) != 0)
 			goto out;
-		if ((rc = ph_remote_scan(&j, &j.dst, !opts->dry_run)) != 0)
+		if (!remote_missing && (rc = ph_remote_scan(&j, &j.dst, !opts->dry_run)) != 0)
 			goto out;
 	}
 	ph_tree_sort(&j.src);

@@ -184,6 +184,11 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		fprintf(o->out, "%s %s\n", ev->action, shown);
 		break;
 	case PHSYNC_EV_SKIPPED:
+		if (ev->err != 0) { /* refused, not merely skipped: always said */
+			cli_clear_line(o);
+			fprintf(o->err, "phsync: %s: %s\n", shown, ev->message ? ev->message : "refused");
+			break;
+		}
 		if (o->quiet || (!o->verbose && !o->dry_run))
 			break;
 		cli_clear_line(o);
