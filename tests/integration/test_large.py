@@ -21,7 +21,7 @@ NEED_FREE = 6 << 30
 
 def markers(seed):
     rng = random.Random(seed)
-    offs = [0, 4093, (1 << 31) - 3, (1 << 31) + 1, (1 << 32) - 5, (1 << 32) + 65536, SIZE - 7]
+    offs = [0, 4093, (1 << 31) - 3, (1 << 31) + 100, (1 << 32) - 5, (1 << 32) + 65536, SIZE - 7]  # none overlap
     return [(o, rng.randbytes(min(64, SIZE - o))) for o in offs]
 
 
