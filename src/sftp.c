@@ -362,6 +362,9 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 
 	if ((rc = ph_sftp_flush(s)) != 0)
 		return rc;
+	/* Replies may already sit in the buffer (read with an earlier packet). */
+	if ((rc = drain(s)) != 0)
+		return kill_link(s, rc);
 	if (s->inflight == 0)
 		return 0;
 	for (;;) {

@@ -1,0 +1,208 @@
+/* The planner and the tree/name rules, without any I/O. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "phsync/error.h"
+#include "plan.h"
+#include "tree.h"
+
+static void
+add(struct ph_tree *t, const char *path, uint8_t type, uint64_t size, int64_t mtime)
+{
+	struct ph_entry e = { 0 };
+
+	e.type = type;
+	e.size = size;
+	e.mtime = mtime;
+	e.mode = 0644;
+	assert_int_equal(ph_tree_add(t, path, strlen(path), &e), 0);
+}
+
+static const char *
+kind_path(const struct ph_plan *p, const struct ph_tree *src, size_t i, uint8_t *kind)
+{
+	*kind = p->v[i].kind;
+	return src->v[p->v[i].src].path;
+}
+
+static void
+test_sort_keeps_subtrees_together(void **state)
+{
+	struct ph_tree t = { 0 };
+
+	(void)state;
+	add(&t, "a-b", PH_T_FILE, 1, 1);
+	add(&t, "a/x", PH_T_FILE, 1, 1);
+	add(&t, "a", PH_T_DIR, 0, 1);
+	add(&t, "a.txt", PH_T_FILE, 1, 1);
+	add(&t, "a/b/c", PH_T_FILE, 1, 1);
+	add(&t, "a/b", PH_T_DIR, 0, 1);
+	ph_tree_sort(&t);
+	assert_string_equal(t.v[0].path, "a");
+	assert_string_equal(t.v[1].path, "a/b");
+	assert_string_equal(t.v[2].path, "a/b/c");
+	assert_string_equal(t.v[3].path, "a/x");
+	assert_string_equal(t.v[4].path, "a-b");
+	assert_string_equal(t.v[5].path, "a.txt");
+	assert_non_null(ph_tree_find(&t, "a/b/c"));
+	assert_null(ph_tree_find(&t, "a/b/d"));
+	ph_tree_free(&t);
+}
+
+static void
+test_plan_new_update_same(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "DCIM", PH_T_DIR, 0, 10);
+	add(&src, "DCIM/new.jpg", PH_T_FILE, 100, 5);
+	add(&src, "DCIM/same.jpg", PH_T_FILE, 50, 5);
+	add(&src, "DCIM/bigger.jpg", PH_T_FILE, 70, 5);
+	add(&src, "DCIM/touched.jpg", PH_T_FILE, 60, 9);
+	add(&src, "link", PH_T_LINK, 0, 5);
+	add(&src, "fifo", PH_T_OTHER, 0, 5);
+	add(&dst, "DCIM", PH_T_DIR, 0, 10);
+	add(&dst, "DCIM/same.jpg", PH_T_FILE, 50, 5);
+	add(&dst, "DCIM/bigger.jpg", PH_T_FILE, 69, 5);
+	add(&dst, "DCIM/touched.jpg", PH_T_FILE, 60, 8);
+	add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(p.n, 5);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "DCIM/bigger.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_string_equal(kind_path(&p, &src, 1, &k), "DCIM/new.jpg");
+	assert_int_equal(k, PH_A_NEW);
+	assert_string_equal(kind_path(&p, &src, 2, &k), "DCIM/touched.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_string_equal(kind_path(&p, &src, 3, &k), "fifo");
+	assert_int_equal(k, PH_A_SKIP_OTHER);
+	assert_string_equal(kind_path(&p, &src, 4, &k), "link");
+	assert_int_equal(k, PH_A_SKIP_LINK);
+	assert_int_equal(p.files_total, 4);
+	assert_int_equal(p.files_todo, 3);
+	assert_int_equal(p.bytes_todo, 230);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+static void
+test_plan_conflicts_block_subtree(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "a", PH_T_DIR, 0, 1);
+	add(&src, "a/f", PH_T_FILE, 3, 1);
+	add(&src, "b", PH_T_FILE, 3, 1);
+	add(&src, "c", PH_T_DIR, 0, 7);
+	add(&src, "c/g", PH_T_FILE, 4, 1);
+	add(&dst, "a", PH_T_FILE, 3, 1);   /* a file where a folder goes */
+	add(&dst, "b", PH_T_LINK, 0, 1);   /* a symlink where a file goes */
+	add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(p.n, 5);
+	kind_path(&p, &src, 0, &k);
+	assert_int_equal(k, PH_A_CONFLICT);
+	assert_string_equal(kind_path(&p, &src, 1, &k), "a/f");
+	assert_int_equal(k, PH_A_BLOCKED);
+	kind_path(&p, &src, 2, &k);
+	assert_int_equal(k, PH_A_CONFLICT);
+	kind_path(&p, &src, 3, &k);
+	assert_int_equal(k, PH_A_DIRTIME);
+	kind_path(&p, &src, 4, &k);
+	assert_int_equal(k, PH_A_NEW);
+	assert_int_equal(p.files_todo, 1);
+	/* A folder that cannot be made blocks its contents, counts adjusted. */
+	ph_plan_free(&p);
+	ph_tree_free(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(p.v[3].kind, PH_A_MKDIR);
+	assert_int_equal(p.files_todo, 3);
+	assert_int_equal(ph_plan_block_subtree(&p, &src, 3), 1);
+	assert_int_equal(p.v[4].kind, PH_A_BLOCKED);
+	assert_int_equal(p.files_todo, 2);
+	assert_int_equal(p.bytes_todo, 6);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+}
+
+static void
+test_names(void **state)
+{
+	char buf[256];
+
+	(void)state;
+	assert_true(ph_name_safe((const uint8_t *)"IMG 1.jpg", 9));
+	assert_true(ph_name_safe((const uint8_t *)"\xc3\xa9t\xc3\xa9", 5));
+	assert_false(ph_name_safe((const uint8_t *)"", 0));
+	assert_false(ph_name_safe((const uint8_t *)".", 1));
+	assert_false(ph_name_safe((const uint8_t *)"..", 2));
+	assert_false(ph_name_safe((const uint8_t *)"a/b", 3));
+	assert_false(ph_name_safe((const uint8_t *)"a\\b", 3));
+	assert_false(ph_name_safe((const uint8_t *)"a\0b", 3));
+	assert_false(ph_name_safe((const uint8_t *)"x\x1b[31m", 6));
+	assert_false(ph_name_safe((const uint8_t *)"del\x7f", 4));
+	ph_name_temp(buf, sizeof(buf), "photo.jpg");
+	assert_true(ph_name_is_temp(buf));
+	assert_int_equal(strncmp(buf, ".photo.jpg.phsync-", 18), 0);
+	assert_int_equal(strlen(buf), 24);
+	assert_false(ph_name_is_temp("photo.jpg"));
+	assert_false(ph_name_is_temp(".photo.jpg.phsync-ab"));
+	{
+		char longname[256];
+
+		memset(longname, 'n', 255);
+		longname[255] = '\0';
+		ph_name_temp(buf, sizeof(buf), longname);
+		assert_true(strlen(buf) <= 255);
+		assert_true(ph_name_is_temp(buf));
+	}
+	ph_escape(buf, sizeof(buf), "a\x1b[31m\\b\xff\xc3\xa9");
+	assert_string_equal(buf, "a\\x1b[31m\\x5cb\\xff\xc3\xa9");
+}
+
+static void
+test_filter(void **state)
+{
+	const char *pat[] = { "keep.tmp", "*.tmp", ".thumbnails/", "DCIM/*/raw", "/top.txt" };
+	const uint8_t incl[] = { 1, 0, 0, 0, 0 };
+	struct ph_filter f = { pat, incl, 5 };
+
+	(void)state;
+	assert_true(ph_filter_match(&f, "DCIM/a.jpg", 0));
+	assert_false(ph_filter_match(&f, "DCIM/x/a.tmp", 0));
+	assert_true(ph_filter_match(&f, "DCIM/x/keep.tmp", 0));
+	assert_false(ph_filter_match(&f, "DCIM/.thumbnails", 1));
+	assert_true(ph_filter_match(&f, "DCIM/.thumbnails", 0)); /* a file, not a folder */
+	assert_false(ph_filter_match(&f, "DCIM/Camera/raw", 0));
+	assert_true(ph_filter_match(&f, "DCIM/Camera/deep/raw", 0));
+	assert_false(ph_filter_match(&f, "top.txt", 0));
+	assert_true(ph_filter_match(&f, "sub/top.txt", 0));
+	assert_true(ph_filter_match(NULL, "anything", 0));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sort_keeps_subtrees_together),
+		cmocka_unit_test(test_plan_new_update_same),
+		cmocka_unit_test(test_plan_conflicts_block_subtree),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_filter),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

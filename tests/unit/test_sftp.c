@@ -1,0 +1,335 @@
+/* The SFTP client against OpenSSH's real sftp-server over pipes, and
+ * against scripted hostile replies over a socketpair. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "ctx.h"
+#include "sftp.h"
+
+#define SFTP_SERVER "/usr/lib/openssh/sftp-server"
+
+struct pipes {
+	int rfd, wfd;
+	pid_t pid;
+};
+
+static int
+p_write(void *arg, const void *p, size_t n)
+{
+	struct pipes *pp = arg;
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(pp->wfd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return PHSYNC_ECONNECT;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+p_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
+{
+	struct pipes *pp = arg;
+	struct pollfd pfd = { pp->rfd, POLLIN, 0 };
+	ssize_t r;
+
+	*got = 0;
+	if (poll(&pfd, 1, timeout_ms) == 0)
+		return 0;
+	r = read(pp->rfd, p, n);
+	if (r <= 0)
+		return PHSYNC_ECONNECT;
+	*got = (size_t)r;
+	return 0;
+}
+
+static struct pipes
+spawn_server(void)
+{
+	int to[2], from[2];
+	struct pipes pp;
+
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	pp.pid = fork();
+	assert_true(pp.pid >= 0);
+	if (pp.pid == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		close(to[1]);
+		close(from[0]);
+		execl(SFTP_SERVER, SFTP_SERVER, (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	pp.rfd = from[0];
+	pp.wfd = to[1];
+	return pp;
+}
+
+static void
+stop(struct pipes *pp)
+{
+	close(pp->wfd);
+	close(pp->rfd);
+	if (pp->pid > 0)
+		waitpid(pp->pid, NULL, 0);
+}
+
+struct cb_state {
+	int done, err;
+	uint8_t type;
+	uint32_t status;
+	uint8_t h[256];
+	uint32_t hlen;
+	struct ph_buf data;
+	int names;
+};
+
+static void
+cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct cb_state *st = arg;
+
+	(void)s;
+	st->done++;
+	st->type = r->type;
+	st->err = r->err;
+	st->status = r->status;
+	if (r->type == PH_FXP_HANDLE) {
+		memcpy(st->h, r->data, r->len);
+		st->hlen = r->len;
+	}
+	if (r->type == PH_FXP_DATA)
+		assert_int_equal(ph_buf_put(&st->data, r->data, r->len), 0);
+	if (r->type == PH_FXP_NAME) {
+		struct ph_sftp_names it;
+		const uint8_t *n;
+		uint32_t nl;
+		struct ph_sftp_attrs a;
+
+		ph_sftp_names_init(&it, r);
+		while (ph_sftp_names_next(&it, &n, &nl, &a) == 1)
+			st->names++;
+	}
+}
+
+static void
+wait_n(struct ph_sftp *s, struct cb_state *st, int n)
+{
+	while (st->done < n)
+		assert_int_equal(ph_sftp_pump(s, 1000), 0);
+}
+
+static void
+test_real_server_roundtrip(void **state)
+{
+	struct pipes pp = spawn_server();
+	struct ph_chan ch = { p_write, p_read, &pp };
+	phsync_ctx *ctx;
+	struct ph_sftp *s;
+	struct cb_state st;
+	struct ph_sftp_attrs a;
+	char dir[] = "/tmp/phsync-sftp-XXXXXX", path[128], path2[128];
+	uint8_t *blob;
+	const size_t size = 3 * 1000 * 1000 + 17;
+	size_t off;
+	int n = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_sftp_new(ctx, &ch, &s), 0);
+	assert_true(ph_sftp_exts(s) & PH_EXT_POSIX_RENAME);
+	assert_true(ph_sftp_exts(s) & PH_EXT_FSYNC);
+	assert_true(ph_sftp_max_read(s) >= 32768);
+	blob = malloc(size);
+	for (off = 0; off < size; off++)
+		blob[off] = (uint8_t)(off * 2654435761u >> 13);
+
+	/* Pipelined writes of a 3 MB file, then fsync, close, rename. */
+	memset(&st, 0, sizeof(st));
+	snprintf(path, sizeof(path), "%s/a.bin", dir);
+	snprintf(path2, sizeof(path2), "%s/b.bin", dir);
+	memset(&a, 0, sizeof(a));
+	a.flags = PH_ATTR_PERMISSIONS;
+	a.perm = 0600;
+	assert_int_equal(ph_sftp_open(s, path, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a, cb, &st), 0);
+	wait_n(s, &st, ++n);
+	assert_int_equal(st.type, PH_FXP_HANDLE);
+	for (off = 0; off < size; off += ph_sftp_max_write(s)) {
+		uint32_t len = size - off < ph_sftp_max_write(s) ? (uint32_t)(size - off) : ph_sftp_max_write(s);
+
+		assert_int_equal(ph_sftp_write(s, st.h, st.hlen, off, blob + off, len, cb, &st), 0);
+		n++;
+	}
+	assert_true(ph_sftp_inflight(s) > 1); /* really pipelined */
+	assert_int_equal(ph_sftp_fsync(s, st.h, st.hlen, cb, &st), 0);
+	assert_int_equal(ph_sftp_close(s, st.h, st.hlen, cb, &st), 0);
+	assert_int_equal(ph_sftp_rename(s, path, path2, 1, cb, &st), 0);
+	n += 3;
+	wait_n(s, &st, n);
+	assert_int_equal(st.err, 0);
+	assert_int_equal(ph_sftp_stat_sync(s, 0, path2, &a), 0);
+	assert_int_equal(a.size, size);
+	assert_int_equal(ph_sftp_stat_sync(s, 0, path, &a), PHSYNC_ENOENT);
+
+	/* Pipelined reads back; a read past the end answers EOF. */
+	memset(&st, 0, sizeof(st));
+	n = 0;
+	assert_int_equal(ph_sftp_open(s, path2, PH_FXF_READ, NULL, cb, &st), 0);
+	wait_n(s, &st, ++n);
+	for (off = 0; off < size; off += 65536) {
+		assert_int_equal(ph_sftp_read(s, st.h, st.hlen, off, 65536, cb, &st), 0);
+		wait_n(s, &st, ++n); /* in order, so the buffer is the file */
+	}
+	assert_int_equal(st.data.len, size);
+	assert_memory_equal(st.data.data, blob, size);
+	assert_int_equal(ph_sftp_read(s, st.h, st.hlen, size, 10, cb, &st), 0);
+	wait_n(s, &st, ++n);
+	assert_int_equal(st.type, PH_FXP_STATUS);
+	assert_int_equal(st.status, PH_FX_EOF);
+
+	/* mkdir, readdir, and errors translated. */
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(ph_sftp_mkdir_sync(s, path, 0755), 0);
+	assert_int_equal(ph_sftp_mkdir_sync(s, path, 0755), PHSYNC_EREMOTE);
+	ph_buf_free(&st.data);
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(ph_sftp_opendir(s, dir, cb, &st), 0);
+	wait_n(s, &st, 1);
+	assert_int_equal(ph_sftp_readdir(s, st.h, st.hlen, cb, &st), 0);
+	wait_n(s, &st, 2);
+	assert_int_equal(st.names, 4); /* ".", "..", "b.bin", "sub" */
+	assert_int_equal(ph_sftp_stat_sync(s, 1, "/nonexistent/x", &a), PHSYNC_ENOENT);
+
+	ph_buf_free(&st.data);
+	free(blob);
+	ph_sftp_free(s);
+	phsync_ctx_free(ctx);
+	stop(&pp);
+	{
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* A scripted server: answers INIT with VERSION, then sends `reply` raw. */
+static int
+hostile(const uint8_t *reply, size_t rlen, phsync_ctx *ctx, struct ph_sftp **sp, struct pipes *pp)
+{
+	int sv[2];
+	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
+	struct ph_chan ch = { p_write, p_read, pp };
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pp->rfd = pp->wfd = sv[0];
+	pp->pid = -1;
+	assert_int_equal(write(sv[1], version, sizeof(version)), (ssize_t)sizeof(version));
+	if (rlen > 0)
+		assert_int_equal(write(sv[1], reply, rlen), (ssize_t)rlen);
+	shutdown(sv[1], SHUT_WR);
+	return ph_sftp_new(ctx, &ch, sp) == 0 ? sv[1] : -1;
+}
+
+static int
+hostile_stat(const uint8_t *reply, size_t rlen, char *msg, size_t msglen)
+{
+	phsync_ctx *ctx;
+	struct ph_sftp *s = NULL;
+	struct pipes pp;
+	struct ph_sftp_attrs a;
+	int other, rc;
+
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	other = hostile(reply, rlen, ctx, &s, &pp);
+	assert_true(other >= 0);
+	rc = ph_sftp_stat_sync(s, 0, "/x", &a);
+	snprintf(msg, msglen, "%s", phsync_ctx_error(ctx));
+	ph_sftp_free(s);
+	phsync_ctx_free(ctx);
+	close(other);
+	close(pp.rfd);
+	return rc;
+}
+
+static void
+test_hostile_replies(void **state)
+{
+	char msg[1024];
+	/* request ids start at 1 */
+	static const uint8_t huge[] = { 0x7f, 0xff, 0xff, 0xff, PH_FXP_ATTRS, 0, 0, 0, 1 };
+	static const uint8_t wrong_id[] = { 0, 0, 0, 9, PH_FXP_ATTRS, 0, 0, 0, 77, 0, 0, 0, 0 };
+	static const uint8_t short_attrs[] = { 0, 0, 0, 9, PH_FXP_ATTRS, 0, 0, 0, 1, 0, 0, 0, 1 };
+	static const uint8_t bad_type[] = { 0, 0, 0, 5, 99, 0, 0, 0, 1 };
+	static const uint8_t ok[] = { 0, 0, 0, 17, PH_FXP_ATTRS, 0, 0, 0, 1, 0, 0, 0, 1,
+	                              0, 0, 0, 0, 0, 0, 0, 42 };
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(hostile_stat(huge, sizeof(huge), msg, sizeof(msg)), PHSYNC_EPROTO);
+	assert_non_null(strstr(msg, "packet of"));
+	assert_int_equal(hostile_stat(wrong_id, sizeof(wrong_id), msg, sizeof(msg)), PHSYNC_EPROTO);
+	assert_non_null(strstr(msg, "not pending"));
+	assert_int_equal(hostile_stat(short_attrs, sizeof(short_attrs), msg, sizeof(msg)), PHSYNC_EPROTO);
+	assert_int_equal(hostile_stat(bad_type, sizeof(bad_type), msg, sizeof(msg)), PHSYNC_EPROTO);
+	/* The link closing with a request pending is a connection error. */
+	assert_int_equal(hostile_stat(NULL, 0, msg, sizeof(msg)), PHSYNC_ECONNECT);
+	/* And a well-formed answer is accepted. */
+	assert_int_equal(hostile_stat(ok, sizeof(ok), msg, sizeof(msg)), 0);
+}
+
+static void
+test_names_reply_bounds(void **state)
+{
+	struct ph_sftp_reply r;
+	struct ph_sftp_names it;
+	const uint8_t *n;
+	uint32_t nl;
+	struct ph_sftp_attrs a;
+	/* one entry claims a 1000-byte name in a 12-byte body */
+	static const uint8_t body[] = { 0, 0, 3, 0xe8, 'a', 'b', 0, 0, 0, 0, 0, 0 };
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.type = PH_FXP_NAME;
+	r.count = 1;
+	r.data = body;
+	r.len = sizeof(body);
+	ph_sftp_names_init(&it, &r);
+	assert_int_equal(ph_sftp_names_next(&it, &n, &nl, &a), PHSYNC_EPROTO);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_real_server_roundtrip),
+		cmocka_unit_test(test_hostile_replies),
+		cmocka_unit_test(test_names_reply_bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
