@@ -112,7 +112,12 @@ class PushTest(SyncTestCase):
             write_file(os.path.join(self.local, n, "f"), b"f", mtime=T0)
             os.chmod(os.path.join(self.local, n), m)
         self.push(expect=0)
-        for n, m in list(modes.items()) + list(dirs.items()):
+        # Files carry plain rw bits only (issue 2): no x, never setuid/setgid/sticky.
+        for n, m in modes.items():
+            got = os.lstat(os.path.join(self.remote, n)).st_mode & 0o7777
+            self.assertEqual(oct(got), oct(m & 0o666), "remote mode of %s" % n)
+        # Folders keep rwx (a folder without x cannot be entered), never special bits.
+        for n, m in dirs.items():
             got = os.lstat(os.path.join(self.remote, n)).st_mode & 0o7777
             self.assertEqual(oct(got), oct(m & 0o777), "remote mode of %s" % n)
         # Updating a read-only remote file works.
