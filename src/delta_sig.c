@@ -420,7 +420,7 @@ build_index(phsync_sig *s)
 	tbits = ceil_log2(uniq);
 	if (tbits < 4)
 		tbits = 4;
-	fbits = ceil_log2(uniq) + 5;
+	fbits = ceil_log2(uniq) + 6;
 	if (fbits < 12)
 		fbits = 12;
 	if (fbits > 27)
