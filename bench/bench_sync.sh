@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Benchmark: phsync pull vs rsync -a over ssh vs OpenSSH sftp -r, on one throwaway loopback
+# sshd, in one run with alternating repetitions; prints medians and ratios.
+#
+#   bench/bench_sync.sh                     5 reps, both data sets, all tools
+#   bench/bench_sync.sh --reps 3 --sets small --tools phsync,rsync
+#   bench/bench_sync.sh --help              every option
+#
+# The corpora are generated once (bench/mkcorpus.py) under /var/tmp/phsync-bench (about
+# 1.6 GB; --data DIR or PHSYNC_BENCH_DATA to move it) and reused.  phsync is the Release build
+# in build/ (built here if missing; PHSYNC_BIN or --phsync to use another).  Raw numbers go to
+# bench/out/.  Needs: rsync, openssh-client/server, GNU time (scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${PHSYNC_BIN:-}" ] && ! printf '%s\n' "$@" | grep -q -- '^--phsync'; then
+  if [ ! -x build/phsync ] || ! grep -q 'CMAKE_BUILD_TYPE:STRING=Release' build/CMakeCache.txt 2>/dev/null; then
+    echo "building a Release phsync in build/ ..." >&2
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_TESTS=OFF >/dev/null
+  fi
+  cmake --build build -j"$(nproc)" --target phsync >/dev/null
+fi
+exec python3 bench/bench_sync.py "$@"
