@@ -365,6 +365,17 @@ add_block(phsync_sig *s, uint32_t weak, uint64_t strong)
 	return 0;
 }
 
+/* Appends the block described by one serialized record. */
+static int
+add_record(phsync_sig *s, const uint8_t *p)
+{
+	uint64_t strong = 0;
+
+	for (size_t i = 0; i < s->info.strong_len; i++)
+		strong = strong << 8 | p[4 + i];
+	return add_block(s, ph_get_be32(p), strong);
+}
+
 struct sort_ent {
 	uint32_t weak;
 	uint32_t block;
@@ -511,12 +522,7 @@ phsync_sig_load(phsync_sig *s, struct phsync_in *in, int end)
 		if (avail == 0)
 			break;
 		while (s->rec_len == 0 && avail >= rec && s->n < s->info.count) {
-			const uint8_t *p = src + in->pos;
-			uint64_t strong = 0;
-
-			for (size_t i = 0; i < s->info.strong_len; i++)
-				strong = strong << 8 | p[4 + i];
-			rc = add_block(s, ph_get_be32(p), strong);
+			rc = add_record(s, src + in->pos);
 			if (rc < 0)
 				goto fail;
 			in->pos += rec;
@@ -531,11 +537,7 @@ phsync_sig_load(phsync_sig *s, struct phsync_in *in, int end)
 			s->rec_len += n;
 			in->pos += n;
 			if (s->rec_len == rec) {
-				uint64_t strong = 0;
-
-				for (size_t i = 0; i < s->info.strong_len; i++)
-					strong = strong << 8 | s->rec[4 + i];
-				rc = add_block(s, ph_get_be32(s->rec), strong);
+				rc = add_record(s, s->rec);
 				if (rc < 0)
 					goto fail;
 				s->rec_len = 0;

@@ -401,9 +401,11 @@ cli_delta_main(int argc, char **argv)
 
 	if (argc < 2)
 		return usage_error(NULL);
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage_text, stdout);
-		return CLI_EXIT_OK;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage_text, stdout);
+			return CLI_EXIT_OK;
+		}
 	}
 	if (phsync_ctx_new(&ctx) < 0) {
 		fprintf(stderr, "phsync delta: out of memory\n");
