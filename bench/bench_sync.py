@@ -126,19 +126,25 @@ def _children(pid):
     return out
 
 
-def _rss_kb(pid):
+def _status(pid):
+    """(tgid, VmRSS kB) of a task, or (None, 0)."""
+    tgid, rss = None, 0
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
+                if line.startswith("Tgid:"):
+                    tgid = int(line.split()[1])
+                elif line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return tgid, rss
 
 
 class TreeRss(threading.Thread):
-    """Samples the summed RSS of a process tree (below `root`, excluding it) every interval."""
+    """Samples the summed RSS of the processes below `root` every interval.  Threads show up
+    as children too (a thread's parent is its process's parent), so each process (thread
+    group) is counted once."""
 
     def __init__(self, root, interval=0.05):
         super().__init__(daemon=True)
@@ -147,12 +153,16 @@ class TreeRss(threading.Thread):
 
     def run(self):
         while not self.stop_ev.is_set():
-            pids, todo = [], _children(self.root)
+            seen, total, todo = set(), 0, _children(self.root)
             while todo:
                 p = todo.pop()
-                pids.append(p)
-                todo += _children(p)
-            self.peak_kb = max(self.peak_kb, sum(_rss_kb(p) for p in pids))
+                tgid, rss = _status(p)
+                if tgid is None or tgid in seen:
+                    continue
+                seen.add(tgid)
+                total += rss
+                todo += _children(tgid)
+            self.peak_kb = max(self.peak_kb, total)
             self.stop_ev.wait(self.interval)
 
 

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# README's first command: on a fresh Debian 12 machine, install what phsync
-# needs, build it, and show the main job with no phone at hand: a throwaway
-# OpenSSH server on 127.0.0.1 serves a generated sample phone folder, and
-# phsync pulls it, then pulls again (nothing moves the second time).
+# README's first command: on a fresh Debian 12 machine, install what phsync needs, build it
+# (Release, into build/), and show the main job with no phone at hand: a throwaway OpenSSH
+# server on 127.0.0.1 (tests/lib/harness.py) serves a generated sample phone folder
+# (bench/mkcorpus.py at a small scale), phsync pulls it with a progress line, then pulls again
+# (nothing moves the second time), and the result is listed and compared.  Everything it makes
+# lives in one temp folder that is removed at the end (DEMO_KEEP=1 keeps it).
+#
+#   scripts/demo.sh                 install, build, demo
+#   DEMO_SKIP_DEPS=1 scripts/demo.sh   skip the apt-get step
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+if [ -z "${DEMO_SKIP_DEPS:-}" ]; then
+  scripts/install-deps.sh
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target phsync
 
@@ -16,38 +23,56 @@ phone="$work/phone"
 dest="$work/Pictures"
 server_pid=
 cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  if [ -z "${DEMO_KEEP:-}" ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work"
+  fi
 }
 trap cleanup EXIT
 
 echo "== making a sample phone folder in $phone"
-python3 - "$phone" <<'PY'
-import os, random, sys
-root, rng, t = sys.argv[1], random.Random(7), 1700000000
-for sub, n, lo, hi in (("DCIM/Camera", 40, 1_000_000, 4_000_000),
-                       ("Pictures/Screenshots", 20, 100_000, 600_000),
-                       ("DCIM/.thumbnails", 200, 9_000, 30_000)):
-    os.makedirs(os.path.join(root, sub), exist_ok=True)
-    for i in range(n):
-        t += 60
-        p = os.path.join(root, sub, "IMG_%06d.jpg" % i)
-        with open(p, "wb") as f:
-            f.write(b"\xff\xd8" + rng.randbytes(rng.randint(lo, hi)) + b"\xff\xd9")
-        os.utime(p, (t, t))
-PY
+# About 75 MB: 20 photos, a video, 6 screenshots, 300 thumbnails (same recipe as the benchmark).
+python3 bench/mkcorpus.py "$phone" --scale 0.05 --small 300
+python3 bench/mkcorpus.py "$phone" --stat | awk '{printf "   %d files, %.1f MB\n", $1, $2/1e6}'
 
-echo "== starting a throwaway sshd on 127.0.0.1"
+echo "== starting a throwaway sshd on 127.0.0.1 (keys and ssh_config in $state)"
+mkdir -p "$state"
 python3 tests/lib/harness.py serve "$state" > "$work/config-path" &
 server_pid=$!
-for _ in $(seq 100); do [ -s "$work/config-path" ] && break; sleep 0.1; done
-cfg=$(cat "$work/config-path")
+for _ in $(seq 150); do
+  [ -s "$work/config-path" ] && break
+  kill -0 "$server_pid" 2>/dev/null || { echo "the test sshd did not start" >&2; exit 1; }
+  sleep 0.1
+done
+cfg=$(head -n1 "$work/config-path")
+[ -n "$cfg" ] || { echo "the test sshd did not start" >&2; exit 1; }
 echo "   ssh config: $cfg (Host phone)"
 
-echo "== phsync pull -F $cfg phone:$phone $dest"
-build/phsync pull --progress -F "$cfg" "phone:$phone" "$dest"
-echo "== again: nothing has changed, so nothing moves"
-build/phsync pull -v --progress -F "$cfg" "phone:$phone" "$dest"
+echo
+echo "== phsync pull --progress -F $cfg phone:$phone/DCIM $dest"
+build/phsync pull --progress -F "$cfg" "phone:$phone/DCIM" "$dest"
+echo
+echo "== again: nothing has changed on the phone, so nothing moves"
+build/phsync pull -v --progress -F "$cfg" "phone:$phone/DCIM" "$dest"
+echo
+echo "== a new photo on the phone: only it moves"
+cp -p "$phone/DCIM/Camera/IMG_20231114_100000.jpg" "$phone/DCIM/Camera/IMG_20231115_090000.jpg"
+build/phsync pull -v -F "$cfg" "phone:$phone/DCIM" "$dest"
+echo
 echo "== result"
-find "$dest" -maxdepth 2 | sort | head -12
-diff -r "$phone" "$dest" && echo "identical: $(find "$dest" -type f | wc -l) files"
+for d in "$dest"/* "$dest"/.[!.]*; do
+  [ -e "$d" ] && printf '   %-14s %4d files\n' "${d#"$dest"/}/" "$(find "$d" -type f | wc -l)"
+done
+ls -l --time-style=+%Y-%m-%d\ %H:%M "$dest/Camera" | sed -n '2,6p'
+echo "   ..."
+if diff -r "$phone/DCIM" "$dest" >/dev/null; then
+  echo "identical to the phone's DCIM: $(find "$dest" -type f | wc -l) files"
+else
+  echo "DIFFERENT from the phone's DCIM" >&2
+  exit 1
+fi

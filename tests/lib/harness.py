@@ -743,16 +743,25 @@ class SyncTestCase(unittest.TestCase):
     # -- running -------------------------------------------------------------------------------
 
     def pull(self, *opts, src=None, dst=None, config=None, expect=None, **kw):
-        r = self.srv.pull(src or self.remote, dst or self.local, *opts, config=config, **kw)
+        dst = dst or self.local
+        r = self.srv.pull(src or self.remote, dst, *opts, config=config, **kw)
         if expect is not None:
             self.assertEqual(r.code, expect, r)
+        self._no_temps_after_success(r, dst)
         return r
 
     def push(self, *opts, src=None, dst=None, config=None, expect=None, **kw):
-        r = self.srv.push(src or self.local, dst or self.remote, *opts, config=config, **kw)
+        dst = dst or self.remote
+        r = self.srv.push(src or self.local, dst, *opts, config=config, **kw)
         if expect is not None:
             self.assertEqual(r.code, expect, r)
+        self._no_temps_after_success(r, dst)
         return r
+
+    def _no_temps_after_success(self, r, dst):
+        # "No stray .phsync- temp file after any successful run", checked after every one.
+        if r.code == 0 and os.path.isdir(dst):
+            self.assertEqual(leftovers(dst), [], "temp files left by a successful run: %r" % (r,))
 
     # -- assertions -------------------------------------------------------------------------------
 
