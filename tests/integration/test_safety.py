@@ -12,6 +12,9 @@ HostileServerTest  evil_sftp.py as the server: listings naming "..", "../x", "a/
                 escape bytes never reach the terminal; forged lengths/counts/ids, over-long READ
                 replies and absurd sizes fail cleanly (no crash, no sanitizer report, no hang);
                 a denied open and a failing read give exit 5 with the rest synced.
+ConnectionCutTest  the TCP connection cut (RST) during the handshake, early in and deep into a
+                transfer, both ways: a non-zero exit (1, 3 or 5), no partial file under a final
+                name, and the next run completes with nothing left over.
 EnospcTest      a full local disk: the file fails, the old version stays intact, no temp left.
 """
 
@@ -23,8 +26,8 @@ import sys
 import time
 import unittest
 
-from harness import (EVIL_SFTP, SyncTestCase, leftovers, random_bytes, read_at, sample_tree, tree,
-                     write_file, TEMP_RE)
+from harness import (EVIL_SFTP, CuttingProxy, SyncTestCase, leftovers, random_bytes, read_at, sample_tree,
+                     tree, write_file, TEMP_RE)
 
 T0 = 1700000000
 BIG = 300 * 1024 * 1024
@@ -351,6 +354,52 @@ class HostileServerTest(SyncTestCase):
         self.assertEqual(failed, ["broken.mp4", "secret.jpg"], r)
         summary = [e for e in r.json() if e["event"] == "summary"][-1]
         self.assertEqual((summary["files_failed"], summary["exit"]), (2, 5), r)
+
+
+class ConnectionCutTest(SyncTestCase):
+    CUTS = (3_000, 200_000, 3 << 20, 40 << 20)   # handshake, listing/first file, early, deep
+
+    def _through_proxy(self, cut):
+        proxy = CuttingProxy(self.srv.port, cut)
+        self.addCleanup(proxy.close)
+        return proxy, self.srv.write_config(port=proxy.port)
+
+    def test_connection_cut_mid_pull(self):
+        sample_tree(self.remote)
+        big = os.path.join(self.remote, "DCIM/Camera/VID_long.mp4")
+        make_big(big, size=64 << 20, seed=9)
+        for cut in self.CUTS:
+            with self.subTest(cut=cut):
+                proxy, cfg = self._through_proxy(cut)
+                r = self.pull(config=cfg, timeout=120)
+                self.assertEqual(proxy.cuts, 1, "the proxy did not cut (finished first?)")
+                self.assertIn(r.code, (1, 3, 5), r)
+                self.assertNotEqual(r.err.strip(), "", "no message after a cut connection")
+                final = os.path.join(self.local, "DCIM/Camera/VID_long.mp4")
+                if os.path.lexists(final):
+                    self.assertTrue(same_file(big, final), "partial file under its final name")
+        self.pull(expect=0, timeout=120)
+        self.assertTreesEqual(self.remote, self.local)
+        self.assertEqual(leftovers(self.local), [])
+        self.assertOutsideUntouched()
+
+    def test_connection_cut_mid_push(self):
+        os.makedirs(self.local)
+        sample_tree(self.local)
+        big = os.path.join(self.local, "Movies/VID_long.mp4")
+        make_big(big, size=64 << 20, seed=10)
+        for cut in self.CUTS:
+            with self.subTest(cut=cut):
+                proxy, cfg = self._through_proxy(cut)
+                r = self.push(config=cfg, timeout=120)
+                self.assertEqual(proxy.cuts, 1, "the proxy did not cut (finished first?)")
+                self.assertIn(r.code, (1, 3, 5), r)
+                final = os.path.join(self.remote, "Movies/VID_long.mp4")
+                if os.path.lexists(final):
+                    self.assertTrue(same_file(big, final), "partial file under its final name on the server")
+        self.push(expect=0, timeout=120)
+        self.assertTreesEqual(self.local, self.remote)
+        self.assertEqual(leftovers(self.remote), [])
 
 
 class EnospcTest(SyncTestCase):

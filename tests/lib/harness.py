@@ -38,6 +38,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -577,6 +578,81 @@ class SshServer:
 
 class _PortTaken(Exception):
     pass
+
+
+class CuttingProxy:
+    """A TCP proxy on 127.0.0.1 in front of a server port that forwards both ways and cuts
+    the connection (both sockets closed, RST on the client side) once `cut_after` bytes have
+    passed (both directions together); None never cuts.  Counts bytes each way (.down, .up).
+    Serves connections one after another, each with a fresh count."""
+
+    def __init__(self, target_port, cut_after=None):
+        import threading
+        self.target_port, self.cut_after = target_port, cut_after
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(8)
+        self.port = self.lsock.getsockname()[1]
+        self.down = self.up = 0
+        self.cuts = 0
+        self._stop = False
+        self._t = threading.Thread(target=self._serve, daemon=True)
+        self._t.start()
+
+    def _serve(self):
+        import select
+        while not self._stop:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            try:
+                s = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                c.close()
+                continue
+            self.down = self.up = 0
+            socks = [c, s]
+            try:
+                while not self._stop:
+                    r, _, _ = select.select(socks, [], [], 0.2)
+                    done = False
+                    for x in r:
+                        data = x.recv(65536)
+                        if not data:
+                            done = True
+                            break
+                        peer = c if x is s else s
+                        total = self.down + self.up
+                        if self.cut_after is not None and total + len(data) >= self.cut_after:
+                            peer.sendall(data[:max(0, self.cut_after - total)])
+                            self.cuts += 1
+                            done = True
+                            break
+                        peer.sendall(data)
+                        if x is s:
+                            self.down += len(data)
+                        else:
+                            self.up += len(data)
+                    if done:
+                        break
+            except OSError:
+                pass
+            finally:
+                try:  # RST rather than FIN towards the client: a real cut
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+                c.close()
+                s.close()
+
+    def close(self):
+        self._stop = True
+        try:
+            self.lsock.close()
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------------------------------
