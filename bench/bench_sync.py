@@ -154,10 +154,11 @@ class TreeRss(threading.Thread):
     def run(self):
         while not self.stop_ev.is_set():
             seen, total, todo = set(), 0, _children(self.root)
+            procs = set(os.listdir("/proc"))  # lists processes (thread group leaders) only
             while todo:
                 p = todo.pop()
                 tgid, rss = _status(p)
-                if tgid is None or tgid in seen:
+                if tgid is None or tgid in seen or tgid != p or str(p) not in procs:
                     continue
                 seen.add(tgid)
                 total += rss
@@ -322,7 +323,13 @@ def main(argv):
 
     clean_home = os.geteuid() == 0 and not a.no_clean_home
     srv = harness.SshServer(statedir=os.path.join(a.data, "server"), clean_home=clean_home, log_level="INFO")
-    srv.start()
+    try:
+        srv.start()
+    except harness.Unavailable as e:
+        log("note: %s; sessions will run the login user's shell start-up files" % e)
+        clean_home = False
+        srv = harness.SshServer(statedir=os.path.join(a.data, "server"), log_level="INFO")
+        srv.start()
     env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": ""})
     dstroot = os.path.join(a.data, "dst")
     os.makedirs(dstroot, exist_ok=True)

@@ -441,6 +441,9 @@ class SshServer:
                 self.proc = None
                 if "Address already in use" in log or "Bind to port" in log or "Failed listening" in log:
                     raise _PortTaken(log)
+                if argv[0] == "unshare" and ("unshare:" in log or "mount:" in log):
+                    raise Unavailable("no private mount namespace here (needed for %s): %s"
+                                      % ("Dropbear" if self.kind == "dropbear" else "clean_home", log.strip()[-300:]))
                 raise RuntimeError("%s exited at start:\n%s" % (argv[0], log))
             if self._banner_ok():
                 return
