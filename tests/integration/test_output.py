@@ -265,6 +265,31 @@ class FilterTest(SyncTestCase):
         self.assertNotIn("c.mp4", got)
         self.assertIn("DCIM/Camera/a.jpg", got)
 
+    def test_include_readmits_whatever_the_order(self):
+        # --help: "--include GLOB  keep paths matching GLOB even if excluded"
+        self.pull("--exclude", "*.mp4", "--include", "keep.mp4", expect=0)
+        got = self.got(self.local)
+        self.assertIn("DCIM/Camera/keep.mp4", got)
+        self.assertNotIn("DCIM/Camera/b.mp4", got)
+
+    def test_trailing_slash_matches_folders_only(self):
+        # --help: "a trailing '/' matches folders only"
+        write_file(os.path.join(self.remote, "Camera"), b"a file named like the folder", mtime=T0)
+        self.pull("--exclude", "Camera/", expect=0)
+        got = self.got(self.local)
+        self.assertIn("Camera", got, "a file was excluded by a folders-only pattern")
+        self.assertNotIn("DCIM/Camera/a.jpg", got)
+        self.assertNotIn("Pictures/Camera/y.jpg", got)
+        self.assertFalse(os.path.lexists(os.path.join(self.local, "DCIM/Camera")))
+
+    def test_double_star(self):
+        # --help: "with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**')"
+        self.pull("--exclude", "DCIM/**", expect=0)
+        got = self.got(self.local)
+        self.assertFalse([g for g in got if g.startswith("DCIM/")], got)
+        self.assertIn("Pictures/x.png", got)
+        self.assertIn("c.mp4", got)
+
     def test_filters_on_push(self):
         src = os.path.join(self.tmp, "src")
         os.rename(self.remote, src)
