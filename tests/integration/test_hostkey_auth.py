@@ -6,6 +6,9 @@ HostKeyTest  a changed host key is refused with exit 4, a message naming the hos
              a terminal (exit 4; with `StrictHostKeyChecking yes`, with the default "ask", and
              with no known_hosts file at all); `accept-new` accepts it, adds exactly one line
              (creating the file if needed) and the next run recognises it.
+TerminalPromptTest  on a terminal an unknown key is asked about, showing its SHA256
+             fingerprint: "yes" accepts it (known_hosts gains it, the pull runs), "no" refuses
+             it (exit 4, nothing written); a changed key is refused without asking.
 AuthTest     a key the server does not accept -> exit 3; a missing key file -> exit 3; no
              password prompt without a terminal (the run ends, it does not hang); a closed port
              and an unresolvable host -> exit 3; the agent's key is used when the config names
@@ -13,6 +16,8 @@ AuthTest     a key the server does not accept -> exit 3; a missing key file -> e
 """
 
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -20,7 +25,7 @@ import tempfile
 import time
 import unittest
 
-from harness import SyncTestCase, free_port, sample_tree, tree, write_file
+from harness import SyncTestCase, check_sanitizers, free_port, sample_tree, tree, write_file
 
 T0 = 1700000000
 
@@ -111,6 +116,85 @@ class HostKeyTest(SyncTestCase):
         r = self.pull(config=cfg, timeout=60)
         self.assertEqual(r.code, 0, r)
         self.assertIn(self.srv.host_pub.split()[1], read(kh) or "")
+
+
+class TerminalPromptTest(SyncTestCase):
+
+    def setUp(self):
+        super().setUp()
+        sample_tree(self.remote)
+
+    def run_on_tty(self, cfg, answer, timeout=60):
+        """Runs a pull with a pty as controlling terminal and stdin/stdout/stderr; once the
+        server key's fingerprint has been shown and output pauses, types `answer`."""
+        argv = self.srv.argv(["pull", "-F", cfg, "phone:" + self.remote, self.local])
+        env = self.srv.env()
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(self.srv.home)
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, answered, last = b"", False, time.monotonic()
+        deadline = time.monotonic() + timeout
+        status = None
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        break
+                    out += chunk
+                    last = time.monotonic()
+                elif (not answered and self.srv.host_fingerprint.encode() in out
+                      and time.monotonic() - last > 0.3):
+                    os.write(fd, answer + b"\n")
+                    answered = True
+                wpid, st = os.waitpid(pid, os.WNOHANG)
+                if wpid:
+                    status = st
+                    break
+        finally:
+            if status is None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        return code, text, answered
+
+    def test_unknown_key_yes_on_terminal(self):
+        cfg = self.srv.write_config(known_hosts="none", strict=None)
+        kh = self.srv.known_hosts_of(cfg)
+        code, out, answered = self.run_on_tty(cfg, b"yes")
+        self.assertTrue(answered, "no prompt showing the SHA256 fingerprint:\n" + out)
+        self.assertEqual(code, 0, out)
+        self.assertIn(self.srv.host_pub.split()[1], read(kh) or "")
+        self.assertTreesEqual(self.remote, self.local)
+
+    def test_unknown_key_no_on_terminal(self):
+        cfg = self.srv.write_config(known_hosts="none", strict=None)
+        kh = self.srv.known_hosts_of(cfg)
+        code, out, answered = self.run_on_tty(cfg, b"no")
+        self.assertTrue(answered, "no prompt showing the SHA256 fingerprint:\n" + out)
+        self.assertEqual(code, 4, out)
+        self.assertNotIn(self.srv.host_pub.split()[1], read(kh) or "")
+        self.assertFalse(os.path.lexists(self.local))
+
+    def test_changed_key_not_asked_on_terminal(self):
+        cfg = self.srv.write_config(known_hosts="wrong", strict=None)
+        code, out, answered = self.run_on_tty(cfg, b"yes", timeout=30)
+        self.assertEqual(code, 4, out)
+        self.assertFalse(os.path.lexists(self.local))
 
 
 class AuthTest(SyncTestCase):
