@@ -8,6 +8,9 @@
 #include "rollsum.h"
 
 #define DIFF_CHUNK (256u * 1024) /* input taken per refill, beyond a window */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DIFF_X86_DISPATCH 1 /* pick the scan loop by CPU feature */
+#endif
 #define QUEUE_MAX 4
 
 struct phsync_diff {
@@ -30,6 +33,7 @@ struct phsync_diff {
 	uint64_t pc_off, pc_len; /* COPY being merged, not yet queued */
 	uint64_t out_off;      /* new-file offset of the next queued op */
 	int finishing, ended;
+	int bmi2;              /* the CPU has BMI2: use search_bmi2 */
 	XXH3_state_t *hash;
 	struct phsync_delta_op q[QUEUE_MAX];
 	unsigned qhead, qlen;
@@ -63,6 +67,10 @@ phsync_diff_new(phsync_ctx *ctx, const phsync_sig *sig, phsync_diff **out)
 	if (d->buf == NULL || d->hash == NULL)
 		goto fail;
 	XXH3_128bits_reset(d->hash);
+#ifdef DIFF_X86_DISPATCH
+	__builtin_cpu_init();
+	d->bmi2 = __builtin_cpu_supports("bmi2") != 0;
+#endif
 	*out = d;
 	return 0;
 fail:
@@ -206,56 +214,87 @@ lookup(phsync_diff *d, const uint8_t *p, uint32_t w, uint64_t off)
 	return UINT64_MAX;
 }
 
-#define FILTER_BIT(filter, f) (((filter)[(f) >> 6] >> ((f) & 63)) & 1)
+/* The filter bit of weak sum w: word by the top bits, bit by the low six
+ * (one load and one variable shift, which x86 masks to six bits itself). */
+#define FILTER_WORD(filter, wshift, w) ((filter)[(w) >> (wshift)] >> ((w) & 63))
+#define ROLL(a, b, in, out, L)                                                 \
+	do {                                                                   \
+		(a) += (uint32_t)(in) - (out);                                 \
+		(b) += (a) - (L) * (out);                                      \
+	} while (0)
+
+/* Looks up the n positions from p one by one, rolling a and b from the
+ * window at p; returns the first matching block and sets *at to its
+ * offset from p, or UINT64_MAX. Kept out of search's loop so that loop
+ * holds nothing but the sums. */
+static __attribute__((noinline)) uint64_t
+search_group(phsync_diff *d, size_t p, int n, uint32_t a, uint32_t b, int *at)
+{
+	const phsync_sig *s = d->sig;
+	const uint8_t *q = d->buf + p, *r = q + d->L;
+	const uint32_t L = d->L;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t w = ph_rollsum_weak(a, b), out = q[i];
+
+		if (FILTER_WORD(s->filter, s->fshift, w) & 1) {
+			uint64_t k = lookup(d, q + i, w, d->base + p + (size_t)i);
+
+			if (k != UINT64_MAX) {
+				*at = i;
+				return k;
+			}
+		}
+		ROLL(a, b, r[i], out, L);
+	}
+	return UINT64_MAX;
+}
 
 /* Rolls from pos towards stop (inclusive), looking each window up.
  * Returns the matching block with pos at its window, or UINT64_MAX with
- * pos == stop and the window there checked. The main loop does four
- * positions per filter branch; the roll is inlined, with no calls. */
-static uint64_t
-search(phsync_diff *d, size_t stop)
+ * pos == stop and the window there checked. The main loop tests eight
+ * positions per branch and keeps nothing but a, b and the OR of their
+ * filter words; a group with a hit is looked at again by search_group.
+ * The roll is inlined, with no calls. */
+static inline __attribute__((always_inline)) uint64_t
+search_body(phsync_diff *d, size_t stop)
 {
 	const phsync_sig *s = d->sig;
 	const uint64_t *filter = s->filter;
-	const unsigned fshift = s->fshift;
+	const unsigned wshift = s->fshift;
 	const uint8_t *buf = d->buf;
 	const uint32_t L = d->L;
 	uint32_t a = d->a, b = d->b;
 	size_t p = d->pos;
 	uint64_t k = UINT64_MAX;
 
-	while (p + 4 <= stop) {
-		uint32_t w[4], f[4], hit;
+	while (p + 8 <= stop) {
+		const uint8_t *q = buf + p, *r = q + L;
+		uint32_t a0 = a, b0 = b;
+		uint64_t hit = 0;
 
-		for (int i = 0; i < 4; i++) {
-			uint32_t out = buf[p + i], in = buf[p + i + L];
+		for (int i = 0; i < 8; i++) {
+			uint32_t w = ph_rollsum_weak(a, b), out = q[i];
 
-			w[i] = ph_rollsum_weak(a, b);
-			f[i] = w[i] >> fshift;
-			a += in - out;
-			b += a - L * out;
+			hit |= FILTER_WORD(filter, wshift, w);
+			ROLL(a, b, r[i], out, L);
 		}
-		hit = FILTER_BIT(filter, f[0]) | FILTER_BIT(filter, f[1]) |
-		      FILTER_BIT(filter, f[2]) | FILTER_BIT(filter, f[3]);
-		if (hit) {
-			for (int i = 0; i < 4; i++) {
-				if (!FILTER_BIT(filter, f[i]))
-					continue;
-				k = lookup(d, buf + p + i, w[i], d->base + p + i);
-				if (k != UINT64_MAX) {
-					d->pos = p + i;
-					d->checked = 0;
-					return k;
-				}
+		if (__builtin_expect(hit & 1, 0)) {
+			int at;
+
+			k = search_group(d, p, 8, a0, b0, &at);
+			if (k != UINT64_MAX) {
+				d->pos = p + (size_t)at;
+				d->checked = 0;
+				return k;
 			}
 		}
-		p += 4;
+		p += 8;
 	}
 	for (;;) {
 		uint32_t w = ph_rollsum_weak(a, b);
-		uint32_t f = w >> fshift;
 
-		if (FILTER_BIT(filter, f)) {
+		if (FILTER_WORD(filter, wshift, w) & 1) {
 			k = lookup(d, buf + p, w, d->base + p);
 			if (k != UINT64_MAX)
 				break;
@@ -263,10 +302,9 @@ search(phsync_diff *d, size_t stop)
 		if (p == stop)
 			break;
 		{
-			uint32_t out = buf[p], in = buf[p + L];
+			uint32_t out = buf[p];
 
-			a += in - out;
-			b += a - L * out;
+			ROLL(a, b, buf[p + L], out, L);
 		}
 		p++;
 	}
@@ -275,6 +313,38 @@ search(phsync_diff *d, size_t stop)
 	d->b = b;
 	d->checked = k == UINT64_MAX;
 	return k;
+}
+
+static uint64_t
+search_portable(phsync_diff *d, size_t stop)
+{
+	return search_body(d, stop);
+}
+
+#ifdef DIFF_X86_DISPATCH
+/* The same loop with BMI2's shifts (shrx: any register, no flags), which
+ * saves the moves through %cl that the filter test needs otherwise. */
+static __attribute__((target("bmi2"))) uint64_t
+search_bmi2(phsync_diff *d, size_t stop)
+{
+	return search_body(d, stop);
+}
+#endif
+
+static uint64_t
+search(phsync_diff *d, size_t stop)
+{
+#ifdef DIFF_X86_DISPATCH
+	if (d->bmi2)
+		return search_bmi2(d, stop);
+#endif
+	return search_portable(d, stop);
+}
+
+void
+ph_diff_force_portable(phsync_diff *d)
+{
+	d->bmi2 = 0;
 }
 
 /* End of input: match the short last block, flush literals, queue END. */
@@ -348,10 +418,9 @@ scan(phsync_diff *d, struct phsync_in *in, int end)
 			d->have_sum = 1;
 			d->checked = 0;
 		} else if (d->checked) {
-			uint32_t out = d->buf[d->pos], inb = d->buf[d->pos + L];
+			uint32_t out = d->buf[d->pos];
 
-			d->a += inb - out;
-			d->b += d->a - (uint32_t)L * out;
+			ROLL(d->a, d->b, d->buf[d->pos + L], out, (uint32_t)L);
 			d->pos++;
 			d->checked = 0;
 		}

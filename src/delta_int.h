@@ -42,12 +42,17 @@ struct phsync_sig {
 	uint8_t rec[4 + PHSYNC_SIG_MAX_STRONG];
 	size_t rec_len;
 	/* match index: entries sorted by weak, bucketed by its top tbits,
-	 * behind a bitmap filter on its top fbits */
+	 * behind a bitmap filter of 2^fbits bits: the top fbits - 6 bits of
+	 * the weak sum pick a 64-bit word, its low 6 bits the bit */
 	struct ph_sig_entry *entries;
 	uint32_t *bucket;      /* 2^tbits + 1 start offsets into entries */
 	uint64_t *filter;      /* 2^fbits bits */
-	unsigned tshift, fshift; /* 32 - tbits, 32 - fbits */
+	unsigned tshift, fshift; /* 32 - tbits, 32 - (fbits - 6) */
 };
+
+/* Makes d use the portable scan loop even where a CPU-specific one exists
+ * (tests compare the two). */
+void ph_diff_force_portable(phsync_diff *d);
 
 /* Strong hash of a block: the top strong_len bytes of its XXH3-64. */
 static inline uint64_t

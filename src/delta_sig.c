@@ -437,7 +437,7 @@ build_index(phsync_sig *s)
 	if (fbits > 27)
 		fbits = 27;
 	s->tshift = 32 - tbits;
-	s->fshift = 32 - fbits;
+	s->fshift = 32 - (fbits - 6);
 	s->entries = malloc((uniq ? uniq : 1) * sizeof(*s->entries));
 	s->bucket = calloc(((size_t)1 << tbits) + 1, sizeof(*s->bucket));
 	s->filter = calloc((size_t)1 << (fbits - 6), sizeof(*s->filter));
@@ -460,7 +460,7 @@ build_index(phsync_sig *s)
 		s->entries[kept].weak = tmp[i].weak;
 		s->entries[kept].block = tmp[i].block;
 		kept++;
-		s->filter[f >> 6] |= 1ull << (f & 63);
+		s->filter[f] |= 1ull << (tmp[i].weak & 63);
 	}
 	for (uint64_t k = uniq ? (uint64_t)cur + 1 : 0; k <= (1ull << tbits); k++)
 		s->bucket[k] = kept;
