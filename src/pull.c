@@ -1,7 +1,8 @@
 /* Pull executor: remote files stream into local temp files through many
- * pipelined SFTP reads, several files at once; finished files are handed
- * to the committer (fsync, rename). Folders are made first and get their
- * times back last. */
+ * pipelined SFTP reads, several files at once. This thread drives the
+ * network; the bytes go to the local I/O thread (lio.c), which writes,
+ * makes files durable and renames them into place. Folders are made first
+ * and get their times back last. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commit.h"
+#include "lio.h"
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
@@ -19,7 +20,6 @@
 #define MAX_FILES 64          /* files open at once */
 #define MAX_READS 96          /* read requests in flight, all files */
 #define MAX_READS_FILE 32     /* read requests in flight, one file */
-#define WRITEBACK_STEP (8u << 20)
 
 struct pull;
 
@@ -29,12 +29,11 @@ struct xfer {
 	const struct ph_entry *e;
 	uint8_t h[PH_SFTP_MAX_HANDLE];
 	uint32_t hlen;
-	int fd, dirfd;
-	char *tmp;
+	struct ph_lio_file *wf;    /* the local temp file, until finished */
 	const char *final;         /* points into e->path */
-	uint64_t next_off, got, eof_at, synced_to;
+	uint64_t next_off, got, eof_at;
 	unsigned reads;
-	int opening, failed, silent;
+	int opening, failed, silent, done;
 	size_t slot;               /* index in p->active */
 };
 
@@ -46,7 +45,7 @@ struct rreq {
 
 struct pull {
 	struct ph_job *j;
-	struct ph_commit *commit;
+	struct ph_lio *lio;
 	struct xfer **active;      /* files in flight */
 	size_t nactive;
 	size_t reads;
@@ -68,10 +67,9 @@ xfer_fail(struct xfer *x, int err, const char *msg)
 	if (x->failed)
 		return;
 	x->failed = 1;
-	if (x->fd >= 0) {
-		close(x->fd);
-		unlinkat(x->dirfd, x->tmp, 0);
-		x->fd = -1;
+	if (x->wf != NULL) {
+		ph_lio_finish(p->lio, x->wf, 0);
+		x->wf = NULL;
 	}
 	if (x->hlen > 0) {
 		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
@@ -94,9 +92,8 @@ xfer_free(struct xfer *x)
 
 	p->active[x->slot] = p->active[--p->nactive];
 	p->active[x->slot]->slot = x->slot;
-	if (x->dirfd >= 0)
-		close(x->dirfd);
-	free(x->tmp);
+	if (x->wf != NULL)
+		ph_lio_file_free(x->wf);
 	free(x);
 }
 
@@ -162,47 +159,17 @@ static void
 xfer_complete(struct xfer *x)
 {
 	struct pull *p = x->p;
-	struct ph_job *j = p->j;
 	uint64_t want = x->eof_at < x->e->size ? x->eof_at : x->e->size;
-	struct timespec ts[2];
-	struct ph_commit_item it;
 
 	if (x->got != want) {
 		xfer_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read");
 		return;
 	}
-	ph_sftp_close(j->sftp, x->h, x->hlen, NULL, NULL);
+	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
 	x->hlen = 0;
-	ts[0].tv_sec = x->e->atime ? x->e->atime : x->e->mtime;
-	ts[0].tv_nsec = 0;
-	ts[1].tv_sec = x->e->mtime;
-	ts[1].tv_nsec = 0;
-	if (fchmod(x->fd, x->e->mode & 0666) != 0 || futimens(x->fd, ts) != 0) {
-		xfer_fail(x, ph_err_from_errno(errno), strerror(errno));
-		return;
-	}
-	memset(&it, 0, sizeof(it));
-	it.fd = x->fd;
-	it.dirfd = x->dirfd;
-	it.tmp = x->tmp;
-	it.final = strdup(x->final);
-	it.action = x->ai;
-	it.size = x->got;
-	if (it.final == NULL) {
-		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
-		return;
-	}
-	x->fd = -1;
-	x->dirfd = -1;
-	x->tmp = NULL;
-	if (ph_commit_push(p->commit, &it) != 0) {
-		close(it.fd);
-		unlinkat(it.dirfd, it.tmp, 0);
-		close(it.dirfd);
-		free(it.tmp);
-		free(it.final);
-		x->failed = 1;
-	}
+	ph_lio_finish(p->lio, x->wf, 1);
+	x->wf = NULL;
+	x->done = 1;
 }
 
 static void
@@ -214,7 +181,7 @@ xfer_maybe_done(struct xfer *x)
 		xfer_fail(x, PHSYNC_EINTR, "interrupted");
 	if (!x->failed && x->next_off >= x->e->size)
 		xfer_complete(x);
-	if (x->failed || x->fd < 0)
+	if (x->failed || x->done)
 		xfer_free(x);
 }
 
@@ -239,48 +206,25 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		} else if (r->len == 0) {
 			if (rq->off < x->eof_at)
 				x->eof_at = rq->off;
+		} else if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
+			xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
 		} else {
-			const uint8_t *d = r->data;
-			uint64_t off = rq->off;
-			size_t left = r->len;
+			x->got += r->len;
+			p->j->st.bytes_done += r->len;
+			if (r->len < rq->len) {
+				/* A short read: ask for the rest of this range. */
+				struct rreq *more = malloc(sizeof(*more));
 
-			while (left > 0) {
-				ssize_t w = pwrite(x->fd, d, left, (off_t)off);
-
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0) {
-					int e = w < 0 ? errno : ENOSPC;
-
-					xfer_fail(x, ph_err_from_errno(e), strerror(e));
-					break;
-				}
-				d += w;
-				off += (uint64_t)w;
-				left -= (size_t)w;
-			}
-			if (!x->failed) {
-				x->got += r->len;
-				p->j->st.bytes_done += r->len;
-				if (r->len < rq->len) {
-					/* A short read: ask for the rest of this range. */
-					struct rreq *more = malloc(sizeof(*more));
-
-					if (more == NULL || ph_sftp_read(s, x->h, x->hlen, rq->off + r->len,
-					                                 rq->len - r->len, read_cb, more) != 0) {
-						free(more);
-						xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-					} else {
-						more->x = x;
-						more->off = rq->off + r->len;
-						more->len = rq->len - r->len;
-						x->reads++;
-						p->reads++;
-					}
-				}
-				if (p->j->o->fsync && x->got - x->synced_to >= WRITEBACK_STEP) {
-					ph_writeback_hint(x->fd, x->synced_to, x->got - x->synced_to);
-					x->synced_to = x->got;
+				if (more == NULL || ph_sftp_read(s, x->h, x->hlen, rq->off + r->len,
+				                                 rq->len - r->len, read_cb, more) != 0) {
+					free(more);
+					xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+				} else {
+					more->x = x;
+					more->off = rq->off + r->len;
+					more->len = rq->len - r->len;
+					x->reads++;
+					p->reads++;
 				}
 			}
 		}
@@ -322,28 +266,43 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		xfer_maybe_done(x);
 		return;
 	}
-	if ((rc = dir_for(p, x->e->path, &x->dirfd)) != 0) {
+	if ((x->wf = calloc(1, sizeof(*x->wf))) == NULL ||
+	    (x->wf->tmp = malloc(256)) == NULL || (x->wf->final = strdup(x->final)) == NULL) {
+		if (x->wf != NULL) {
+			free(x->wf->tmp);
+			free(x->wf);
+			x->wf = NULL;
+		}
+		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
+		xfer_maybe_done(x);
+		return;
+	}
+	x->wf->fd = x->wf->dirfd = -1;
+	x->wf->mode = x->e->mode & 0666;
+	x->wf->atime = x->e->atime;
+	x->wf->mtime = x->e->mtime;
+	x->wf->cookie = x->ai;
+	if ((rc = dir_for(p, x->e->path, &x->wf->dirfd)) != 0) {
+		ph_lio_file_free(x->wf);
+		x->wf = NULL;
 		xfer_fail(x, rc, rc == PHSYNC_EUNSAFE ?
 		          "a symlink on the local side is in the way; not written through" :
 		          "cannot open the local folder");
 		xfer_maybe_done(x);
 		return;
 	}
-	if ((x->tmp = malloc(256)) == NULL) {
-		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
-		xfer_maybe_done(x);
-		return;
-	}
 	for (tries = 0; tries < 16; tries++) {
-		ph_name_temp(x->tmp, 256, x->final);
-		x->fd = openat(x->dirfd, x->tmp,
-		               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (x->fd >= 0 || errno != EEXIST)
+		ph_name_temp(x->wf->tmp, 256, x->final);
+		x->wf->fd = openat(x->wf->dirfd, x->wf->tmp,
+		                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (x->wf->fd >= 0 || errno != EEXIST)
 			break;
 	}
-	if (x->fd < 0) {
+	if (x->wf->fd < 0) {
 		int e = errno;
 
+		ph_lio_file_free(x->wf);
+		x->wf = NULL;
 		xfer_fail(x, ph_err_from_errno(e), strerror(e));
 		xfer_maybe_done(x);
 		return;
@@ -370,7 +329,6 @@ start_file(struct pull *p, size_t ai)
 	x->p = p;
 	x->ai = ai;
 	x->e = e;
-	x->fd = x->dirfd = -1;
 	x->final = slash ? slash + 1 : e->path;
 	x->eof_at = UINT64_MAX;
 	x->opening = 1;
@@ -385,38 +343,40 @@ start_file(struct pull *p, size_t ai)
 	return 0;
 }
 
-/* Reports what the committer finished. */
+/* Reports what the I/O thread finished. */
 static void
 reap(struct pull *p, int wait)
 {
-	struct ph_commit_item done[64];
+	struct ph_lio_file *done[64];
 	size_t n, i;
 
-	while ((n = ph_commit_pop(p->commit, done, 64, wait)) > 0) {
+	while ((n = ph_lio_pop(p->lio, done, 64, wait)) > 0) {
 		for (i = 0; i < n; i++) {
 			struct ph_job *j = p->j;
-			const struct ph_action *a = &j->plan.v[done[i].action];
+			const struct ph_action *a = &j->plan.v[done[i]->cookie];
 			const struct ph_entry *e = &j->src.v[a->src];
+			int err = done[i]->err;
 
-			if (done[i].err != 0) {
+			if (err == -ECANCELED) {
+				/* aborted by us; already reported */
+			} else if (err != 0) {
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
-				             ph_err_from_errno(-done[i].err), strerror(-done[i].err));
-				if (done[i].err == -ENOSPC && !p->fatal)
-					p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
-					                  "no space left on the local disk; stopped");
+				             ph_err_from_errno(-err), strerror(-err));
 			} else {
 				j->st.files_done++;
 				ph_job_touch_parent(j, e->path);
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-				             a->kind == PH_A_NEW ? "new" : "update", done[i].size, 0, NULL);
+				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);
 			}
-			close(done[i].dirfd);
-			free(done[i].tmp);
-			free(done[i].final);
+			ph_lio_file_free(done[i]);
 		}
 		wait = 0;
 	}
+	if (!p->fatal && ph_lio_error(p->lio) == -ENOSPC)
+		p->fatal = ph_err(p->j->ctx, PHSYNC_ENOSPC,
+		                  "no space left on the local disk; stopped (partial files "
+		                  "were removed, existing files are intact)");
 }
 
 /* Makes the folders the plan needs, parents first. */
@@ -536,7 +496,7 @@ ph_pull_run(struct ph_job *j)
 	}
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
 		return PHSYNC_ENOMEM;
-	if ((rc = ph_commit_new(j->o->fsync, &p.commit)) != 0)
+	if ((rc = ph_lio_new(j->o->fsync, &p.lio)) != 0)
 		goto out;
 	while (rc == 0) {
 		if (j->ctx->interrupted && !p.stopping) {
@@ -559,7 +519,7 @@ ph_pull_run(struct ph_job *j)
 		for (i = 0; i < p.nactive && p.reads < MAX_READS; i++) {
 			struct xfer *x = p.active[i];
 
-			if (!x->failed && !x->opening && x->fd >= 0 && x->reads < MAX_READS_FILE &&
+			if (!x->failed && !x->opening && x->wf != NULL && x->reads < MAX_READS_FILE &&
 			    x->eof_at == UINT64_MAX && x->next_off < x->e->size &&
 			    issue_reads(x) != 0)
 				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
@@ -576,8 +536,7 @@ ph_pull_run(struct ph_job *j)
 		/* The link died: every callback has run; drop what is left. */
 		p.stopping = 1;
 	}
-	reap(&p, 1);
-	while (ph_commit_pending(p.commit) > 0)
+	while (ph_lio_pending(p.lio) > 0)
 		reap(&p, 1);
 	if (!p.stopping || !j->ctx->interrupted)
 		finish_dirs(&p);
@@ -595,7 +554,11 @@ out:
 		xfer_fail(x, PHSYNC_EINTR, "abandoned");
 		xfer_free(x);
 	}
-	ph_commit_free(p.commit);
+	if (p.lio != NULL) {
+		while (ph_lio_pending(p.lio) > 0)
+			reap(&p, 1);
+		ph_lio_free(p.lio);
+	}
 	if (p.cur_dirfd >= 0)
 		close(p.cur_dirfd);
 	free(p.cur_dir);

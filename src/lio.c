@@ -1,0 +1,363 @@
+/* The local I/O thread; see lio.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "phsync/error.h"
+#include "lio.h"
+#include "platform.h"
+
+#define MAX_QUEUED_BYTES (64u << 20)  /* copied data waiting to be written */
+#define MAX_BATCH 512                 /* files made durable together */
+#define MAX_BATCH_BYTES (256u << 20)
+#define WRITEBACK_STEP (8u << 20)
+
+struct op {
+	struct op *next;
+	struct ph_lio_file *f;
+	uint64_t off;
+	size_t len;          /* 0 with f->commit set by finish: the end op */
+	int end;
+	uint8_t data[];
+};
+
+struct ph_lio {
+	pthread_mutex_t mu;
+	pthread_cond_t work, room, done_cv;
+	struct op *head, *tail;
+	size_t queued_bytes;
+	struct ph_lio_file **done;   /* finished files for the caller */
+	size_t ndone, donecap;
+	size_t pending;              /* finished by the caller, not yet popped */
+	int durable, stop, error;
+	pthread_t th;
+	/* thread-only state */
+	struct ph_lio_file *batch[MAX_BATCH];
+	int fds[MAX_BATCH];
+	size_t nbatch;
+	uint64_t batch_bytes;
+};
+
+static void
+deliver(struct ph_lio *l, struct ph_lio_file **v, size_t n)
+{
+	pthread_mutex_lock(&l->mu);
+	if (l->ndone + n > l->donecap) {
+		size_t cap = (l->ndone + n) * 2;
+		struct ph_lio_file **d = realloc(l->done, cap * sizeof(*d));
+
+		if (d == NULL) {
+			/* Cannot report: never lose a temp file silently, keep it. */
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		l->done = d;
+		l->donecap = cap;
+	}
+	memcpy(l->done + l->ndone, v, n * sizeof(*v));
+	l->ndone += n;
+	pthread_cond_broadcast(&l->done_cv);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* Makes the batch durable, renames each file into place, hands them back. */
+static void
+flush_batch(struct ph_lio *l)
+{
+	size_t i;
+	int e = 0;
+
+	if (l->nbatch == 0)
+		return;
+	if (l->durable) {
+		for (i = 0; i < l->nbatch; i++)
+			l->fds[i] = l->batch[i]->fd;
+		e = ph_durable_sync(l->fds, l->nbatch);
+	}
+	for (i = 0; i < l->nbatch; i++) {
+		struct ph_lio_file *f = l->batch[i];
+
+		if (f->err == 0 && e != 0)
+			f->err = e;
+		if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0)
+			f->err = -errno;
+		if (f->err != 0)
+			unlinkat(f->dirfd, f->tmp, 0);
+		close(f->fd);
+		f->fd = -1;
+	}
+	deliver(l, l->batch, l->nbatch);
+	l->nbatch = 0;
+	l->batch_bytes = 0;
+}
+
+static void
+do_write(struct ph_lio *l, struct op *o)
+{
+	struct ph_lio_file *f = o->f;
+	const uint8_t *p = o->data;
+	uint64_t off = o->off;
+	size_t left = o->len;
+
+	if (f->err != 0)
+		return;
+	while (left > 0) {
+		ssize_t w = pwrite(f->fd, p, left, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			f->err = w < 0 ? -errno : -ENOSPC;
+			pthread_mutex_lock(&l->mu);
+			if (l->error == 0)
+				l->error = f->err;
+			pthread_mutex_unlock(&l->mu);
+			return;
+		}
+		p += w;
+		off += (uint64_t)w;
+		left -= (size_t)w;
+	}
+	if (l->durable && off / WRITEBACK_STEP != o->off / WRITEBACK_STEP)
+		ph_writeback_hint(f->fd, (off / WRITEBACK_STEP - 1) * WRITEBACK_STEP, WRITEBACK_STEP);
+}
+
+static void
+do_end(struct ph_lio *l, struct ph_lio_file *f)
+{
+	struct timespec ts[2];
+
+	if (!f->commit && f->err == 0)
+		f->err = -ECANCELED;
+	if (f->err == 0) {
+		ts[0].tv_sec = f->atime ? f->atime : f->mtime;
+		ts[0].tv_nsec = 0;
+		ts[1].tv_sec = f->mtime;
+		ts[1].tv_nsec = 0;
+		if (fchmod(f->fd, f->mode) != 0 || futimens(f->fd, ts) != 0)
+			f->err = -errno;
+	}
+	if (f->err != 0) {
+		unlinkat(f->dirfd, f->tmp, 0);
+		close(f->fd);
+		f->fd = -1;
+		deliver(l, &f, 1);
+		return;
+	}
+	l->batch[l->nbatch++] = f;
+	l->batch_bytes += f->size;
+	if (l->nbatch == MAX_BATCH || l->batch_bytes >= MAX_BATCH_BYTES)
+		flush_batch(l);
+}
+
+static void *
+run(void *arg)
+{
+	struct ph_lio *l = arg;
+	struct op *o;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		if (l->head == NULL) {
+			/* Idle: a good moment to make the batch durable. */
+			if (l->nbatch > 0) {
+				pthread_mutex_unlock(&l->mu);
+				flush_batch(l);
+				pthread_mutex_lock(&l->mu);
+				continue;
+			}
+			if (l->stop)
+				break;
+			pthread_cond_wait(&l->work, &l->mu);
+			continue;
+		}
+		o = l->head;
+		l->head = o->next;
+		if (l->head == NULL)
+			l->tail = NULL;
+		pthread_mutex_unlock(&l->mu);
+		if (o->end)
+			do_end(l, o->f);
+		else
+			do_write(l, o);
+		pthread_mutex_lock(&l->mu);
+		l->queued_bytes -= o->len;
+		pthread_cond_broadcast(&l->room);
+		free(o);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int
+ph_lio_new(int durable, struct ph_lio **out)
+{
+	struct ph_lio *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return PHSYNC_ENOMEM;
+	l->durable = durable;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->work, NULL);
+	pthread_cond_init(&l->room, NULL);
+	pthread_cond_init(&l->done_cv, NULL);
+	if (pthread_create(&l->th, NULL, run, l) != 0) {
+		pthread_mutex_destroy(&l->mu);
+		pthread_cond_destroy(&l->work);
+		pthread_cond_destroy(&l->room);
+		pthread_cond_destroy(&l->done_cv);
+		free(l);
+		return PHSYNC_ENOMEM;
+	}
+	*out = l;
+	return 0;
+}
+
+static void
+enqueue(struct ph_lio *l, struct op *o)
+{
+	pthread_mutex_lock(&l->mu);
+	while (o->len > 0 && l->queued_bytes + o->len > MAX_QUEUED_BYTES && l->queued_bytes > 0)
+		pthread_cond_wait(&l->room, &l->mu);
+	o->next = NULL;
+	if (l->tail)
+		l->tail->next = o;
+	else
+		l->head = o;
+	l->tail = o;
+	l->queued_bytes += o->len;
+	if (o->end)
+		l->pending++;
+	pthread_cond_signal(&l->work);
+	pthread_mutex_unlock(&l->mu);
+}
+
+int
+ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data, size_t len)
+{
+	struct op *o;
+
+	if (len == 0)
+		return 0;
+	if ((o = malloc(sizeof(*o) + len)) == NULL)
+		return PHSYNC_ENOMEM;
+	o->f = f;
+	o->off = off;
+	o->len = len;
+	o->end = 0;
+	memcpy(o->data, data, len);
+	f->size = off + len > f->size ? off + len : f->size;
+	enqueue(l, o);
+	return 0;
+}
+
+void
+ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit)
+{
+	/* The end op is small and must not fail: preallocate-free path. */
+	struct op *o = malloc(sizeof(*o));
+
+	f->commit = commit;
+	if (o == NULL) {
+		/* Out of memory: finish it here, as an abort, keeping order by
+		 * waiting for the queue to drain first. */
+		pthread_mutex_lock(&l->mu);
+		while (l->head != NULL)
+			pthread_cond_wait(&l->room, &l->mu);
+		l->pending++;
+		pthread_mutex_unlock(&l->mu);
+		f->commit = 0;
+		f->err = -ENOMEM;
+		unlinkat(f->dirfd, f->tmp, 0);
+		close(f->fd);
+		f->fd = -1;
+		deliver(l, &f, 1);
+		return;
+	}
+	o->f = f;
+	o->off = 0;
+	o->len = 0;
+	o->end = 1;
+	enqueue(l, o);
+}
+
+size_t
+ph_lio_pop(struct ph_lio *l, struct ph_lio_file **out, size_t max, int wait)
+{
+	size_t n;
+
+	pthread_mutex_lock(&l->mu);
+	while (wait && l->ndone == 0 && l->pending > 0)
+		pthread_cond_wait(&l->done_cv, &l->mu);
+	n = l->ndone < max ? l->ndone : max;
+	if (n > 0) {
+		memcpy(out, l->done, n * sizeof(*out));
+		memmove(l->done, l->done + n, (l->ndone - n) * sizeof(*l->done));
+		l->ndone -= n;
+		l->pending -= n;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+size_t
+ph_lio_pending(struct ph_lio *l)
+{
+	size_t n;
+
+	pthread_mutex_lock(&l->mu);
+	n = l->pending;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+int
+ph_lio_error(struct ph_lio *l)
+{
+	int e;
+
+	pthread_mutex_lock(&l->mu);
+	e = l->error;
+	pthread_mutex_unlock(&l->mu);
+	return e;
+}
+
+void
+ph_lio_file_free(struct ph_lio_file *f)
+{
+	if (f == NULL)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
+	free(f->tmp);
+	free(f->final);
+	free(f);
+}
+
+void
+ph_lio_free(struct ph_lio *l)
+{
+	size_t i;
+
+	if (l == NULL)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = 1;
+	pthread_cond_signal(&l->work);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->th, NULL);
+	for (i = 0; i < l->ndone; i++)
+		ph_lio_file_free(l->done[i]);
+	free(l->done);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->work);
+	pthread_cond_destroy(&l->room);
+	pthread_cond_destroy(&l->done_cv);
+	free(l);
+}

@@ -1,0 +1,50 @@
+/* Local output on a thread of its own: the network thread hands over the
+ * bytes of each file (copied) and, at the end, a commit or an abort; the
+ * I/O thread writes, sets mode and times, makes a batch durable (one
+ * syncfs for many small files) and renames each temp file into place.
+ * Decryption and the kernel's page-cache copy then run on two cores, as
+ * ssh and rsync's receiver do. Operations of one file run in order. */
+#ifndef PH_LIO_H
+#define PH_LIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ph_lio;
+
+/* One temp file being written. Created by the caller; owned by the I/O
+ * thread from ph_lio_finish() on, and handed back by ph_lio_pop(). */
+struct ph_lio_file {
+	int fd;              /* the temp file */
+	int dirfd;           /* its folder */
+	char *tmp, *final;   /* names in dirfd */
+	uint32_t mode;       /* permission bits to set */
+	int64_t atime, mtime;
+	size_t cookie;       /* caller's (plan index) */
+	uint64_t size;       /* bytes written */
+	int err;             /* result: 0 or -errno */
+	int commit;          /* 1: commit, 0: abort (set by ph_lio_finish) */
+};
+
+/* Starts the I/O thread; durable asks for fsync before rename. */
+int ph_lio_new(int durable, struct ph_lio **out);
+/* Queues a copy of len bytes for offset off of f. Blocks while too much
+ * is queued. Returns 0 or PHSYNC_ENOMEM. */
+int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,
+                 size_t len);
+/* Queues the end of f: commit (rename into place) or abort (remove). The
+ * caller must not touch f until ph_lio_pop() returns it. */
+void ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit);
+/* Takes up to max finished files; with wait, blocks until one is ready or
+ * none is pending. Returns how many. */
+size_t ph_lio_pop(struct ph_lio *l, struct ph_lio_file **out, size_t max, int wait);
+/* Files handed to ph_lio_finish() and not yet popped. */
+size_t ph_lio_pending(struct ph_lio *l);
+/* The first write error seen (-errno), sticky; 0 if none. */
+int ph_lio_error(struct ph_lio *l);
+/* Frees a finished file's names and fds. NULL is a no-op. */
+void ph_lio_file_free(struct ph_lio_file *f);
+/* Drains the queue, stops the thread, frees; NULL is a no-op. */
+void ph_lio_free(struct ph_lio *l);
+
+#endif
