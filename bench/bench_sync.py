@@ -266,6 +266,23 @@ def report(results, tools, scenarios):
             if "rsync" in tools:
                 parts.append("peak RSS (tree) %s/rsync %s" % (v, ratio(meds[(sc, v)][2], meds[(sc, "rsync")][2])))
             lines.append("  %-16s %s" % (sc, "   ".join(parts)))
+    if "rsync" in tools and "phsync" in tools:
+        lines.append("")
+        lines.append("issue 2 targets for phsync (default options) against rsync:")
+        for sc, limit in (("corpus fresh", 0.95), ("small fresh", 1.0), ("corpus no-change", 1.0),
+                          ("small no-change", 1.0)):
+            if sc not in scenarios:
+                continue
+            a, b = meds[(sc, "phsync")][0], meds[(sc, "rsync")][0]
+            if a is None or not b:
+                continue
+            lines.append("  %-16s wall %.2f <= %.2f x rsync: %s" % (sc, a / b, limit, "met" if a / b <= limit else "NOT met"))
+        for sc in scenarios:
+            a, b = meds[(sc, "phsync")][2], meds[(sc, "rsync")][2]
+            if a is None or not b:
+                continue
+            lines.append("  %-16s peak RSS (tree) %.0f MB <= rsync's %.0f MB: %s" % (
+                sc, a / 1024, b / 1024, "met" if a <= b else "NOT met"))
     return "\n".join(lines)
 
 
@@ -288,7 +305,20 @@ def main(argv):
     ap.add_argument("--no-clean-home", action="store_true",
                     help="let sessions run the login user's shell start-up files (root only; default hides them)")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="raw results folder (default bench/out)")
+    ap.add_argument("--report", metavar="RAW.json", help="print the table of an earlier run's raw results and exit")
     a = ap.parse_args(argv)
+
+    if a.report:
+        with open(a.report) as f:
+            raw = json.load(f)
+        res = raw["results"]
+        tools_ = [t for t in ALL_TOOLS if any(r["tool"] == t for r in res)]
+        scen = []
+        for r in res:
+            if r["scenario"] not in scen:
+                scen.append(r["scenario"])
+        print(report(res, tools_, scen))
+        return 0
 
     tools = [t for t in a.tools.split(",") if t]
     for t in tools:
