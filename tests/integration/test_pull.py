@@ -9,6 +9,7 @@ if missing, followed if it is itself a symlink; user@host form.
 """
 
 import os
+import shutil
 import unicodedata
 import unittest
 
@@ -252,6 +253,25 @@ class PullTest(SyncTestCase):
         self.pull(expect=0)
         self.assertTrue(os.path.islink(self.local))
         self.assertTreesEqual(self.remote, real, dir_mtimes=False)
+
+
+class RelativeRemotePathTest(SyncTestCase):
+    """`phone:DCIM` is relative to the login's home on the server, as with scp/rsync/sftp.
+    The server runs with a temp home bind-mounted over the login user's (clean_home; root
+    only), so the test can put files there without touching the real home."""
+    server_kwargs = {"clean_home": True}
+
+    def test_relative_remote_path(self):
+        home = os.path.join(self.srv.dir, "login-home")
+        src = os.path.join(home, "DCIM")
+        self.addCleanup(shutil.rmtree, src, True)
+        sample_tree(src)
+        self.pull(src="DCIM", expect=0)
+        self.assertTreesEqual(src, self.local)
+        back = os.path.join(home, "Backup")
+        self.addCleanup(shutil.rmtree, back, True)
+        self.push(dst="Backup", expect=0)
+        self.assertTreesEqual(self.local, back)
 
 
 if __name__ == "__main__":
