@@ -34,6 +34,7 @@ struct phsync_diff {
 	uint64_t out_off;      /* new-file offset of the next queued op */
 	int finishing, ended;
 	int bmi2;              /* the CPU has BMI2: use search_bmi2 */
+	int avx2;              /* ... AVX2: ph_rollsum_block_fast may use it */
 	XXH3_state_t *hash;
 	struct phsync_delta_op q[QUEUE_MAX];
 	unsigned qhead, qlen;
@@ -71,6 +72,7 @@ phsync_diff_new(phsync_ctx *ctx, const phsync_sig *sig, phsync_diff **out)
 	__builtin_cpu_init();
 	d->bmi2 = __builtin_cpu_supports("bmi2") != 0;
 #endif
+	d->avx2 = ph_rollsum_have_avx2();
 	*out = d;
 	return 0;
 fail:
@@ -345,6 +347,7 @@ void
 ph_diff_force_portable(phsync_diff *d)
 {
 	d->bmi2 = 0;
+	d->avx2 = 0;
 }
 
 /* End of input: match the short last block, flush literals, queue END. */
@@ -414,7 +417,7 @@ scan(phsync_diff *d, struct phsync_in *in, int end)
 			}
 		}
 		if (!d->have_sum) {
-			ph_rollsum_block(d->buf + d->pos, L, &d->a, &d->b);
+			ph_rollsum_block_fast(d->buf + d->pos, L, &d->a, &d->b, d->avx2);
 			d->have_sum = 1;
 			d->checked = 0;
 		} else if (d->checked) {

@@ -4,6 +4,7 @@
 #ifndef PH_DELTA_INT_H
 #define PH_DELTA_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <xxhash.h>
 
@@ -53,6 +54,13 @@ struct phsync_sig {
 /* Makes d use the portable scan loop even where a CPU-specific one exists
  * (tests compare the two). */
 void ph_diff_force_portable(phsync_diff *d);
+
+/* Nonzero when the CPU can run ph_rollsum_block_fast's AVX2 path. */
+int ph_rollsum_have_avx2(void);
+/* ph_rollsum_block (rollsum.h), the same a and b, with AVX2 when avx2 is
+ * set (from ph_rollsum_have_avx2) and the build has it. */
+void ph_rollsum_block_fast(const uint8_t *p, size_t n, uint32_t *pa, uint32_t *pb,
+                           int avx2);
 
 /* Strong hash of a block: the top strong_len bytes of its XXH3-64. */
 static inline uint64_t

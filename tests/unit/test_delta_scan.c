@@ -13,6 +13,7 @@
 
 #include "test_delta.h"
 #include "delta_int.h"
+#include "rollsum.h"
 
 /* The delta of nw against s, new-file bytes given in ichunk pieces, with
  * the portable scan loop when portable is set. */
@@ -139,12 +140,49 @@ test_match_at_every_offset(void **state)
 	dt_free(&junk);
 }
 
+/* The AVX2 block sum equals the portable one for every length around the
+ * 32-byte steps, any alignment, and bytes at their maximum (no saturation
+ * in the 16-bit products). */
+static void
+test_block_sum(void **state)
+{
+	struct bytes buf = { 0 };
+	uint64_t seed = 9;
+	int avx2 = ph_rollsum_have_avx2();
+
+	(void)state;
+	dt_random(&buf, 300000, &seed);
+	memset(buf.p + 200000, 0xFF, 100000);
+	for (size_t n = 0; n <= 200; n++) {
+		for (size_t off = 0; off < 4; off++) {
+			uint32_t a0, b0, a1, b1;
+
+			ph_rollsum_block(buf.p + off, n, &a0, &b0);
+			ph_rollsum_block_fast(buf.p + off, n, &a1, &b1, avx2);
+			assert_int_equal(a0, a1);
+			assert_int_equal(b0, b1);
+		}
+	}
+	for (size_t i = 0; i < 3; i++) {
+		static const size_t lens[] = { 17344, 65537, 99999 };
+		size_t from[] = { 0, 1, 200000 };
+		uint32_t a0, b0, a1, b1;
+
+		ph_rollsum_block(buf.p + from[i], lens[i], &a0, &b0);
+		ph_rollsum_block_fast(buf.p + from[i], lens[i], &a1, &b1, avx2);
+		assert_int_equal(a0, a1);
+		assert_int_equal(b0, b1);
+	}
+	dt_free(&buf);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_loops_agree),
 		cmocka_unit_test(test_match_at_every_offset),
+		cmocka_unit_test(test_block_sum),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
