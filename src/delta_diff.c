@@ -216,9 +216,18 @@ lookup(phsync_diff *d, const uint8_t *p, uint32_t w, uint64_t off)
 	return UINT64_MAX;
 }
 
-/* The filter bit of weak sum w: word by the top bits, bit by the low six
- * (one load and one variable shift, which x86 masks to six bits itself). */
-#define FILTER_WORD(filter, wshift, w) ((filter)[(w) >> (wshift)] >> ((w) & 63))
+/* Bit 0 is set when weak sum w passes the filter: the top bits of w pick
+ * a 64-bit word, which must have two bits set, picked by bits 0..5 and
+ * 6..11 of w (docs/DELTA.md, "Match index"). One load; the shifts need no
+ * masking on x86, which takes the count mod 64 itself. */
+static inline uint64_t
+filter_test(const uint64_t *filter, unsigned wshift, uint32_t w)
+{
+	uint64_t f = filter[w >> wshift];
+
+	return (f >> (w & 63)) & (f >> (w >> 6 & 63));
+}
+
 #define ROLL(a, b, in, out, L)                                                 \
 	do {                                                                   \
 		(a) += (uint32_t)(in) - (out);                                 \
@@ -239,7 +248,7 @@ search_group(phsync_diff *d, size_t p, int n, uint32_t a, uint32_t b, int *at)
 	for (int i = 0; i < n; i++) {
 		uint32_t w = ph_rollsum_weak(a, b), out = q[i];
 
-		if (FILTER_WORD(s->filter, s->fshift, w) & 1) {
+		if (filter_test(s->filter, s->fshift, w) & 1) {
 			uint64_t k = lookup(d, q + i, w, d->base + p + (size_t)i);
 
 			if (k != UINT64_MAX) {
@@ -278,7 +287,7 @@ search_body(phsync_diff *d, size_t stop)
 		for (int i = 0; i < 8; i++) {
 			uint32_t w = ph_rollsum_weak(a, b), out = q[i];
 
-			hit |= FILTER_WORD(filter, wshift, w);
+			hit |= filter_test(filter, wshift, w);
 			ROLL(a, b, r[i], out, L);
 		}
 		if (__builtin_expect(hit & 1, 0)) {
@@ -296,7 +305,7 @@ search_body(phsync_diff *d, size_t stop)
 	for (;;) {
 		uint32_t w = ph_rollsum_weak(a, b);
 
-		if (FILTER_WORD(filter, wshift, w) & 1) {
+		if (filter_test(filter, wshift, w) & 1) {
 			k = lookup(d, buf + p, w, d->base + p);
 			if (k != UINT64_MAX)
 				break;

@@ -44,7 +44,8 @@ struct phsync_sig {
 	size_t rec_len;
 	/* match index: entries sorted by weak, bucketed by its top tbits,
 	 * behind a bitmap filter of 2^fbits bits: the top fbits - 6 bits of
-	 * the weak sum pick a 64-bit word, its low 6 bits the bit */
+	 * the weak sum pick a 64-bit word, its bits 0..5 and 6..11 two bits
+	 * in it, which are both set for each entry */
 	struct ph_sig_entry *entries;
 	uint32_t *bucket;      /* 2^tbits + 1 start offsets into entries */
 	uint64_t *filter;      /* 2^fbits bits */

@@ -536,7 +536,7 @@ build_index(phsync_sig *s)
 		s->entries[kept].weak = tmp[i].weak;
 		s->entries[kept].block = tmp[i].block;
 		kept++;
-		s->filter[f] |= 1ull << (tmp[i].weak & 63);
+		s->filter[f] |= 1ull << (tmp[i].weak & 63) | 1ull << (tmp[i].weak >> 6 & 63);
 	}
 	for (uint64_t k = uniq ? (uint64_t)cur + 1 : 0; k <= (1ull << tbits); k++)
 		s->bucket[k] = kept;
