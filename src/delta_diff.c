@@ -225,7 +225,8 @@ filter_test(const uint64_t *filter, unsigned wshift, uint32_t w)
 {
 	uint64_t f = filter[w >> wshift];
 
-	return (f >> (w & 63)) & (f >> (w >> 6 & 63));
+	/* w rotated right by 6 has bits 6..11 at the bottom: one rorx */
+	return (f >> (w & 63)) & (f >> ((w >> 6 | w << 26) & 63));
 }
 
 #define ROLL(a, b, in, out, L)                                                 \
