@@ -1,5 +1,6 @@
 /* The local I/O thread; see lio.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +9,11 @@
 #include <unistd.h>
 
 #include "phsync/error.h"
+#include "ctx.h"
 #include "lio.h"
+#include "local.h"
 #include "platform.h"
+#include "tree.h"
 
 #define MAX_QUEUED_BYTES (64u << 20)  /* copied data waiting to be written */
 #define MAX_BATCH 512                 /* files made durable together */
@@ -33,9 +37,11 @@ struct ph_lio {
 	struct ph_lio_file **done;   /* finished files for the caller */
 	size_t ndone, donecap;
 	size_t pending;              /* finished by the caller, not yet popped */
-	int durable, stop, error;
+	int root, durable, stop, error;
 	pthread_t th;
 	/* thread-only state */
+	char *cur_dir;               /* folder cache: consecutive files share it */
+	int cur_dirfd;
 	struct ph_lio_file *batch[MAX_BATCH];
 	int fds[MAX_BATCH];
 	size_t nbatch;
@@ -95,6 +101,52 @@ flush_batch(struct ph_lio *l)
 	l->batch_bytes = 0;
 }
 
+/* Creates f's temp file beside its final place, beneath the root. */
+static void
+open_file(struct ph_lio *l, struct ph_lio_file *f)
+{
+	const char *slash = strrchr(f->rel, '/');
+	size_t dl = slash ? (size_t)(slash - f->rel) : 0;
+	int tries, rc;
+
+	f->opened = 1;
+	if (l->cur_dir == NULL || strlen(l->cur_dir) != dl || memcmp(l->cur_dir, f->rel, dl) != 0) {
+		char *dir = strndup(f->rel, dl);
+		int nfd;
+
+		if (dir == NULL) {
+			f->err = -ENOMEM;
+			return;
+		}
+		if ((rc = ph_local_opendir(l->root, dir, &nfd)) != 0) {
+			free(dir);
+			/* Kept as -errno like every other failure of the file. */
+			f->err = rc == PHSYNC_EUNSAFE ? -ELOOP : rc == PHSYNC_ENOENT ? -ENOENT :
+			         rc == PHSYNC_ENOTDIR ? -ENOTDIR : rc == PHSYNC_EPERM ? -EACCES :
+			         rc == PHSYNC_ENOMEM ? -ENOMEM : -EIO;
+			return;
+		}
+		if (l->cur_dirfd >= 0)
+			close(l->cur_dirfd);
+		free(l->cur_dir);
+		l->cur_dir = dir;
+		l->cur_dirfd = nfd;
+	}
+	if ((f->dirfd = dup(l->cur_dirfd)) < 0 || (f->tmp = malloc(256)) == NULL) {
+		f->err = -ENOMEM;
+		return;
+	}
+	for (tries = 0; tries < 16; tries++) {
+		ph_name_temp(f->tmp, 256, f->final);
+		f->fd = openat(f->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		               0600);
+		if (f->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (f->fd < 0)
+		f->err = -errno;
+}
+
 static void
 do_write(struct ph_lio *l, struct op *o)
 {
@@ -103,6 +155,8 @@ do_write(struct ph_lio *l, struct op *o)
 	uint64_t off = o->off;
 	size_t left = o->len;
 
+	if (!f->opened)
+		open_file(l, f);
 	if (f->err != 0)
 		return;
 	while (left > 0) {
@@ -131,6 +185,8 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 {
 	struct timespec ts[2];
 
+	if (!f->opened && f->commit)
+		open_file(l, f); /* an empty file: nothing was written */
 	if (!f->commit && f->err == 0)
 		f->err = -ECANCELED;
 	if (f->err == 0) {
@@ -142,9 +198,11 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 			f->err = -errno;
 	}
 	if (f->err != 0) {
-		unlinkat(f->dirfd, f->tmp, 0);
-		close(f->fd);
-		f->fd = -1;
+		if (f->fd >= 0) {
+			unlinkat(f->dirfd, f->tmp, 0);
+			close(f->fd);
+			f->fd = -1;
+		}
 		deliver(l, &f, 1);
 		return;
 	}
@@ -193,13 +251,31 @@ run(void *arg)
 	return NULL;
 }
 
+struct ph_lio_file *
+ph_lio_file_new(const char *rel)
+{
+	struct ph_lio_file *f = calloc(1, sizeof(*f));
+	const char *slash;
+
+	if (f == NULL || (f->rel = strdup(rel)) == NULL) {
+		free(f);
+		return NULL;
+	}
+	slash = strrchr(f->rel, '/');
+	f->final = slash ? slash + 1 : f->rel;
+	f->fd = f->dirfd = -1;
+	return f;
+}
+
 int
-ph_lio_new(int durable, struct ph_lio **out)
+ph_lio_new(int root, int durable, struct ph_lio **out)
 {
 	struct ph_lio *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
 		return PHSYNC_ENOMEM;
+	l->root = root;
+	l->cur_dirfd = -1;
 	l->durable = durable;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
@@ -272,9 +348,11 @@ ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit)
 		pthread_mutex_unlock(&l->mu);
 		f->commit = 0;
 		f->err = -ENOMEM;
-		unlinkat(f->dirfd, f->tmp, 0);
-		close(f->fd);
-		f->fd = -1;
+		if (f->fd >= 0) {
+			unlinkat(f->dirfd, f->tmp, 0);
+			close(f->fd);
+			f->fd = -1;
+		}
 		deliver(l, &f, 1);
 		return;
 	}
@@ -336,7 +414,7 @@ ph_lio_file_free(struct ph_lio_file *f)
 	if (f->dirfd >= 0)
 		close(f->dirfd);
 	free(f->tmp);
-	free(f->final);
+	free(f->rel);
 	free(f);
 }
 
@@ -352,6 +430,9 @@ ph_lio_free(struct ph_lio *l)
 	pthread_cond_signal(&l->work);
 	pthread_mutex_unlock(&l->mu);
 	pthread_join(l->th, NULL);
+	if (l->cur_dirfd >= 0)
+		close(l->cur_dirfd);
+	free(l->cur_dir);
 	for (i = 0; i < l->ndone; i++)
 		ph_lio_file_free(l->done[i]);
 	free(l->done);

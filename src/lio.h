@@ -12,22 +12,31 @@
 
 struct ph_lio;
 
-/* One temp file being written. Created by the caller; owned by the I/O
- * thread from ph_lio_finish() on, and handed back by ph_lio_pop(). */
+/* One file being written. The caller fills rel, mode, times and cookie;
+ * the I/O thread creates the temp file beside rel's final place on the
+ * first operation (so the network thread makes no file system calls).
+ * Owned by the I/O thread from ph_lio_finish() on, handed back by
+ * ph_lio_pop(). */
 struct ph_lio_file {
-	int fd;              /* the temp file */
-	int dirfd;           /* its folder */
-	char *tmp, *final;   /* names in dirfd */
+	char *rel;           /* path below the root, '/'-separated (owned) */
+	int fd;              /* the temp file, -1 until created */
+	int dirfd;           /* its folder, -1 until opened */
+	char *tmp;           /* temp name in dirfd */
+	const char *final;   /* last component of rel */
+	int opened;          /* creation was tried */
 	uint32_t mode;       /* permission bits to set */
 	int64_t atime, mtime;
 	size_t cookie;       /* caller's (plan index) */
 	uint64_t size;       /* bytes written */
-	int err;             /* result: 0 or -errno */
+	int err;             /* result: 0 or -errno (-ELOOP: a symlink in the way) */
 	int commit;          /* 1: commit, 0: abort (set by ph_lio_finish) */
 };
 
-/* Starts the I/O thread; durable asks for fsync before rename. */
-int ph_lio_new(int durable, struct ph_lio **out);
+/* Starts the I/O thread for files beneath root (an fd the caller keeps
+ * open); durable asks for fsync before rename. */
+int ph_lio_new(int root, int durable, struct ph_lio **out);
+/* A new file record for rel (copied), fds unset. NULL on ENOMEM. */
+struct ph_lio_file *ph_lio_file_new(const char *rel);
 /* Queues a copy of len bytes for offset off of f. Blocks while too much
  * is queued. Returns 0 or PHSYNC_ENOMEM. */
 int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,

@@ -51,8 +51,6 @@ struct pull {
 	size_t reads;
 	uint32_t chunk;
 	size_t max_files;
-	char *cur_dir;             /* folder cache: consecutive files share it */
-	int cur_dirfd;
 	int fatal;                 /* stop starting files (full disk, dead link) */
 	int stopping;              /* interrupted: drop everything quietly */
 };
@@ -95,35 +93,6 @@ xfer_free(struct xfer *x)
 	if (x->wf != NULL)
 		ph_lio_file_free(x->wf);
 	free(x);
-}
-
-/* Opens the folder holding rel beneath the root (cached). */
-static int
-dir_for(struct pull *p, const char *rel, int *fd)
-{
-	char *dir;
-	const char *base;
-	int rc;
-
-	if ((rc = ph_local_split(rel, &dir, &base)) != 0)
-		return rc;
-	if (p->cur_dir == NULL || strcmp(p->cur_dir, dir) != 0) {
-		int nfd;
-
-		if ((rc = ph_local_opendir(p->j->lroot, dir, &nfd)) != 0) {
-			free(dir);
-			return rc;
-		}
-		if (p->cur_dirfd >= 0)
-			close(p->cur_dirfd);
-		free(p->cur_dir);
-		p->cur_dir = dir;
-		p->cur_dirfd = nfd;
-	} else {
-		free(dir);
-	}
-	*fd = dup(p->cur_dirfd);
-	return *fd < 0 ? ph_err_from_errno(errno) : 0;
 }
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
@@ -248,7 +217,6 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct xfer *x = arg;
 	struct pull *p = x->p;
-	int rc, tries;
 
 	(void)s;
 	x->opening = 0;
@@ -266,47 +234,16 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		xfer_maybe_done(x);
 		return;
 	}
-	if ((x->wf = calloc(1, sizeof(*x->wf))) == NULL ||
-	    (x->wf->tmp = malloc(256)) == NULL || (x->wf->final = strdup(x->final)) == NULL) {
-		if (x->wf != NULL) {
-			free(x->wf->tmp);
-			free(x->wf);
-			x->wf = NULL;
-		}
+	/* The I/O thread creates the local temp file on the first write. */
+	if ((x->wf = ph_lio_file_new(x->e->path)) == NULL) {
 		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
 		xfer_maybe_done(x);
 		return;
 	}
-	x->wf->fd = x->wf->dirfd = -1;
 	x->wf->mode = x->e->mode & 0666;
 	x->wf->atime = x->e->atime;
 	x->wf->mtime = x->e->mtime;
 	x->wf->cookie = x->ai;
-	if ((rc = dir_for(p, x->e->path, &x->wf->dirfd)) != 0) {
-		ph_lio_file_free(x->wf);
-		x->wf = NULL;
-		xfer_fail(x, rc, rc == PHSYNC_EUNSAFE ?
-		          "a symlink on the local side is in the way; not written through" :
-		          "cannot open the local folder");
-		xfer_maybe_done(x);
-		return;
-	}
-	for (tries = 0; tries < 16; tries++) {
-		ph_name_temp(x->wf->tmp, 256, x->final);
-		x->wf->fd = openat(x->wf->dirfd, x->wf->tmp,
-		                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (x->wf->fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (x->wf->fd < 0) {
-		int e = errno;
-
-		ph_lio_file_free(x->wf);
-		x->wf = NULL;
-		xfer_fail(x, ph_err_from_errno(e), strerror(e));
-		xfer_maybe_done(x);
-		return;
-	}
 	if (issue_reads(x) != 0)
 		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 	xfer_maybe_done(x);
@@ -360,9 +297,13 @@ reap(struct pull *p, int wait)
 			if (err == -ECANCELED) {
 				/* aborted by us; already reported */
 			} else if (err != 0) {
+				int code = ph_err_from_errno(-err);
+
 				j->st.files_failed++;
-				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
-				             ph_err_from_errno(-err), strerror(-err));
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size, code,
+				             code == PHSYNC_EUNSAFE ?
+				             "a symlink on the local side is in the way; not written through" :
+				             strerror(-err));
 			} else {
 				j->st.files_done++;
 				ph_job_touch_parent(j, e->path);
@@ -472,7 +413,6 @@ ph_pull_run(struct ph_job *j)
 
 	memset(&p, 0, sizeof(p));
 	p.j = j;
-	p.cur_dirfd = -1;
 	p.chunk = ph_sftp_max_read(j->sftp);
 	p.max_files = MAX_FILES;
 	if (ph_sftp_max_handles(j->sftp) > 0 && ph_sftp_max_handles(j->sftp) / 2 < p.max_files)
@@ -496,7 +436,7 @@ ph_pull_run(struct ph_job *j)
 	}
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
 		return PHSYNC_ENOMEM;
-	if ((rc = ph_lio_new(j->o->fsync, &p.lio)) != 0)
+	if ((rc = ph_lio_new(j->lroot, j->o->fsync, &p.lio)) != 0)
 		goto out;
 	while (rc == 0) {
 		if (j->ctx->interrupted && !p.stopping) {
@@ -559,9 +499,6 @@ out:
 			reap(&p, 1);
 		ph_lio_free(p.lio);
 	}
-	if (p.cur_dirfd >= 0)
-		close(p.cur_dirfd);
-	free(p.cur_dir);
 	free(p.active);
 	return rc;
 }
