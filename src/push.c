@@ -43,7 +43,6 @@ struct push {
 	size_t nactive;
 	size_t writes;
 	uint32_t chunk;
-	uint8_t *buf;
 	int fatal, stopping;
 };
 
@@ -195,6 +194,27 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	pf_step(f);
 }
 
+/* Reads the next piece of the local file straight into the send buffer. */
+static int
+fill_from_file(void *arg, void *dst, uint32_t len)
+{
+	struct pfile *f = arg;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = pread(f->fd, (uint8_t *)dst + got, len - got, (off_t)(f->next_off + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return ph_err_from_errno(errno);
+		if (r == 0)
+			return PHSYNC_ECORRUPT; /* the file shrank while being sent */
+		got += (size_t)r;
+	}
+	return 0;
+}
+
 static int
 issue_writes(struct pfile *f)
 {
@@ -203,17 +223,15 @@ issue_writes(struct pfile *f)
 	while (f->next_off < f->e->size && f->writes < MAX_WRITES_FILE && p->writes < MAX_WRITES) {
 		uint64_t left = f->e->size - f->next_off;
 		uint32_t n = left < p->chunk ? (uint32_t)left : p->chunk;
-		ssize_t r = pread(f->fd, p->buf, n, (off_t)f->next_off);
-		int rc;
+		int rc = ph_sftp_write_fill(p->j->sftp, f->h, f->hlen, f->next_off, n, fill_from_file,
+		                            f, write_cb, f);
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r != (ssize_t)n) {
-			pf_fail(f, r < 0 ? ph_err_from_errno(errno) : PHSYNC_EIO,
-			        r < 0 ? strerror(errno) : "the local file shrank while being sent");
+		if (rc == PHSYNC_ECORRUPT || (rc != 0 && rc != PHSYNC_ENOMEM)) {
+			pf_fail(f, rc == PHSYNC_ECORRUPT ? PHSYNC_EIO : rc,
+			        rc == PHSYNC_ECORRUPT ? "the local file shrank while being sent" :
+			        "cannot read the local file");
 			return 0;
 		}
-		rc = ph_sftp_write(p->j->sftp, f->h, f->hlen, f->next_off, p->buf, n, write_cb, f);
 		if (rc != 0)
 			return rc;
 		f->next_off += n;
@@ -534,8 +552,7 @@ ph_push_run(struct ph_job *j)
 		return 0;
 	}
 	p.active = calloc(MAX_FILES, sizeof(*p.active));
-	p.buf = malloc(p.chunk);
-	if (p.active == NULL || p.buf == NULL) {
+	if (p.active == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -583,6 +600,5 @@ out:
 		p.active[i]->fd = -1;
 	}
 	free(p.active);
-	free(p.buf);
 	return rc;
 }

@@ -507,6 +507,25 @@ ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
 }
 
 int
+ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+                   uint32_t len, ph_sftp_fill_fn fill_fn, void *fill_arg, ph_sftp_cb cb,
+                   void *arg)
+{
+	size_t start = 0;
+	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
+
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, off);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, len);
+	if (rc == 0)
+		rc = ph_buf_reserve(&s->out, len);
+	if (rc == 0 && (rc = fill_fn(fill_arg, s->out.data + s->out.len, len)) == 0)
+		s->out.len += len;
+	return end(s, start, rc);
+}
+
+int
 ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void *arg)
 {
 	return simple_path(s, lstat ? PH_FXP_LSTAT : PH_FXP_STAT, path, NULL, 0, cb, arg);

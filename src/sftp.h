@@ -134,6 +134,13 @@ int ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 int ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
                   uint64_t off, const void *data, uint32_t len, ph_sftp_cb cb,
                   void *arg);
+/* A WRITE whose data a callback puts straight into the send buffer (no
+ * intermediate copy): fill(fill_arg, dst, len) returns 0, or a PHSYNC_E*
+ * that cancels the request (nothing is queued then). */
+typedef int (*ph_sftp_fill_fn)(void *fill_arg, void *dst, uint32_t len);
+int ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                       uint64_t off, uint32_t len, ph_sftp_fill_fn fill,
+                       void *fill_arg, ph_sftp_cb cb, void *arg);
 int ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb,
                  void *arg);
 int ph_sftp_setstat(struct ph_sftp *s, const char *path,
