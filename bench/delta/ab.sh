@@ -3,7 +3,9 @@
 # B in each repetition (the machine is shared, so wall times drift); prints
 # the median and minimum wall, user and sys seconds of each.
 #   bench/delta/ab.sh A_BIN B_BIN REPS -- delta diff SIG NEW OUT
-# OUT is overwritten. Example (files from bench/delta/mkfiles.py):
+# OUT (the last argument) is removed before each run unless it is a device,
+# so no run waits for the write-back of the previous one's output.
+# Example (files from bench/delta/mkfiles.py):
 #   bench/delta/ab.sh /tmp/phsync.old build-delta-rel/phsync 9 -- \
 #       delta diff $D/sig $D/other $D/out
 set -euo pipefail
@@ -17,6 +19,7 @@ for ((r = 1; r <= reps; r++)); do
 	for which in A B; do
 		bin=$a
 		[[ $which == B ]] && bin=$b
+		[[ -c ${*: -1} ]] || rm -f "${*: -1}"
 		s=$(date +%s%N)
 		/usr/bin/time -f '%U %S' -o "$tmp/t" "$bin" "$@" >/dev/null
 		e=$(date +%s%N)
