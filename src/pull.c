@@ -487,10 +487,14 @@ ph_pull_run(struct ph_job *j)
 out:
 	/* Callbacks still pending would touch freed files: abandon them with
 	 * their temp files removed. */
-	for (i = p.nactive; i-- > 0;) {
-		struct xfer *x = p.active[i];
+	if (p.nactive > 0) {
+		for (i = 0; i < p.nactive; i++)
+			p.active[i]->silent = 1;
+		ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EINTR);
+	}
+	while (p.nactive > 0) {
+		struct xfer *x = p.active[p.nactive - 1];
 
-		x->silent = 1;
 		xfer_fail(x, PHSYNC_EINTR, "abandoned");
 		xfer_free(x);
 	}

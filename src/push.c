@@ -17,6 +17,9 @@
 #define MAX_FILES 64
 #define MAX_WRITES 96
 #define MAX_WRITES_FILE 32
+/* Bytes of WRITE requests in flight: the server's channel window (2 MiB
+ * on OpenSSH) bounds what moves anyway; more would only sit in memory. */
+#define MAX_WRITE_BYTES (6u << 20)
 
 enum pstate { P_OPENING, P_WRITING, P_CLOSING, P_RENAMING, P_REMOVING, P_DONE };
 
@@ -42,6 +45,7 @@ struct push {
 	struct pfile **active;
 	size_t nactive;
 	size_t writes;
+	uint64_t write_bytes;
 	uint32_t chunk;
 	int fatal, stopping;
 };
@@ -106,15 +110,23 @@ reply_err(struct pfile *f, const struct ph_sftp_reply *r, const char *what)
 	pf_fail(f, r->err ? r->err : PHSYNC_EPROTO, msg_of(r, what));
 }
 
+struct wreq {
+	struct pfile *f;
+	uint32_t len;
+};
+
 static void
 write_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
-	struct pfile *f = arg;
+	struct wreq *w = arg;
+	struct pfile *f = w->f;
 
 	(void)s;
 	f->writes--;
 	f->pending--;
 	f->p->writes--;
+	f->p->write_bytes -= w->len;
+	free(w);
 	if (!f->failed && !status_ok(r))
 		reply_err(f, r, "the server refused a write");
 	pf_step(f);
@@ -220,11 +232,21 @@ issue_writes(struct pfile *f)
 {
 	struct push *p = f->p;
 
-	while (f->next_off < f->e->size && f->writes < MAX_WRITES_FILE && p->writes < MAX_WRITES) {
+	while (f->next_off < f->e->size && f->writes < MAX_WRITES_FILE && p->writes < MAX_WRITES &&
+	       p->write_bytes < MAX_WRITE_BYTES) {
 		uint64_t left = f->e->size - f->next_off;
 		uint32_t n = left < p->chunk ? (uint32_t)left : p->chunk;
-		int rc = ph_sftp_write_fill(p->j->sftp, f->h, f->hlen, f->next_off, n, fill_from_file,
-		                            f, write_cb, f);
+		struct wreq *w = malloc(sizeof(*w));
+		int rc;
+
+		if (w == NULL)
+			return PHSYNC_ENOMEM;
+		w->f = f;
+		w->len = n;
+		rc = ph_sftp_write_fill(p->j->sftp, f->h, f->hlen, f->next_off, n, fill_from_file, f,
+		                        write_cb, w);
+		if (rc != 0)
+			free(w);
 
 		if (rc == PHSYNC_ECORRUPT || (rc != 0 && rc != PHSYNC_ENOMEM)) {
 			pf_fail(f, rc == PHSYNC_ECORRUPT ? PHSYNC_EIO : rc,
@@ -238,6 +260,7 @@ issue_writes(struct pfile *f)
 		f->writes++;
 		f->pending++;
 		p->writes++;
+		p->write_bytes += n;
 		p->j->st.bytes_done += n;
 	}
 	return 0;
@@ -593,11 +616,18 @@ ph_push_run(struct ph_job *j)
 	if (rc == 0 && p.stopping)
 		rc = PHSYNC_EINTR;
 out:
-	for (i = p.nactive; i-- > 0;) {
-		p.active[i]->silent = 1;
-		if (p.active[i]->fd >= 0)
-			close(p.active[i]->fd);
-		p.active[i]->fd = -1;
+	/* Leaving early (link lost, interrupted): run the callbacks still
+	 * pending so each file and request is released exactly once. */
+	if (p.nactive > 0) {
+		for (i = 0; i < p.nactive; i++)
+			p.active[i]->silent = 1;
+		ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EINTR);
+	}
+	while (p.nactive > 0) {
+		struct pfile *f = p.active[p.nactive - 1];
+
+		f->failed = 1;
+		pf_free(f);
 	}
 	free(p.active);
 	return rc;

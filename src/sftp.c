@@ -221,6 +221,12 @@ end(struct ph_sftp *s, size_t start, int rc)
 	return 0;
 }
 
+void
+ph_sftp_abort(struct ph_sftp *s, int err)
+{
+	kill_link(s, err);
+}
+
 int
 ph_sftp_flush(struct ph_sftp *s)
 {

@@ -119,6 +119,9 @@ void ph_sftp_set_timeout(struct ph_sftp *s, int ms);
 int ph_sftp_pump(struct ph_sftp *s, int timeout_ms);
 /* Sends what is queued. */
 int ph_sftp_flush(struct ph_sftp *s);
+/* Gives up on the link: every pending callback runs now with type 0 and
+ * err, and later requests fail with err. For leaving a run early. */
+void ph_sftp_abort(struct ph_sftp *s, int err);
 
 /* Asynchronous requests: return 0 once queued, or a PHSYNC_E*. A NULL cb
  * means nobody needs the answer. Paths are NUL-terminated byte strings. */
