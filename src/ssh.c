@@ -207,6 +207,90 @@ fail:
 	              rc == SSH_AUTH_ERROR ? ssh_get_error(ssh->sess) : "");
 }
 
+/* Appends s to buf single-quoted for /bin/sh. Returns 0 or -1 when full. */
+static int
+shell_quote(char *buf, size_t len, const char *s)
+{
+	size_t o = strlen(buf);
+
+	if (o + 1 >= len)
+		return -1;
+	buf[o++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (o + 4 >= len)
+				return -1;
+			memcpy(buf + o, "'\\''", 4);
+			o += 4;
+		} else {
+			if (o + 1 >= len)
+				return -1;
+			buf[o++] = *s;
+		}
+	}
+	if (o + 2 > len)
+		return -1;
+	buf[o++] = '\'';
+	buf[o] = '\0';
+	return 0;
+}
+
+/* libssh 0.10 turns ProxyJump into "ssh -W [%h]:%p JUMP" without the -F
+ * file, so a jump host defined in that file is unknown to the inner ssh.
+ * With -F, phsync builds the command itself and passes the file on. */
+static int
+proxy_jump(struct ph_ssh *ssh, const char *config)
+{
+	char jump[512], cmd[2048] = "ssh -F ";
+	const char *last;
+
+	if (ph_sshconf_get(config, ssh->host, "ProxyJump", jump, sizeof(jump)) != 1 ||
+	    strcasecmp(jump, "none") == 0)
+		return 0;
+	if (shell_quote(cmd, sizeof(cmd), config) != 0)
+		return ph_err(ssh->ctx, PHSYNC_EINVAL, "ssh config path too long");
+	last = strrchr(jump, ',');
+	if (last != NULL) {
+		/* jump1,jump2,...,jumpN: the inner ssh reaches jumpN through the rest */
+		strncat(cmd, " -J ", sizeof(cmd) - strlen(cmd) - 1);
+		jump[last - jump] = '\0';
+		if (shell_quote(cmd, sizeof(cmd), jump) != 0)
+			return ph_err(ssh->ctx, PHSYNC_EINVAL, "ProxyJump too long");
+		last++;
+	} else {
+		last = jump;
+	}
+	/* The last hop is [user@]host[:port], which ssh takes as -l/-p. */
+	{
+		char hop[512], *host = hop, *at, *colon;
+
+		snprintf(hop, sizeof(hop), "%s", last);
+		if ((at = strchr(hop, '@')) != NULL) {
+			*at = '\0';
+			host = at + 1;
+			strncat(cmd, " -l ", sizeof(cmd) - strlen(cmd) - 1);
+			if (shell_quote(cmd, sizeof(cmd), hop) != 0)
+				return ph_err(ssh->ctx, PHSYNC_EINVAL, "ProxyJump too long");
+		}
+		colon = strrchr(host, ':');
+		if (colon != NULL && (strchr(host, ']') == NULL || strchr(host, ']') < colon)) {
+			*colon = '\0';
+			strncat(cmd, " -p ", sizeof(cmd) - strlen(cmd) - 1);
+			if (shell_quote(cmd, sizeof(cmd), colon + 1) != 0)
+				return ph_err(ssh->ctx, PHSYNC_EINVAL, "ProxyJump too long");
+		}
+		if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+			host[strlen(host) - 1] = '\0';
+			host++;
+		}
+		strncat(cmd, " -W '[%h]:%p' ", sizeof(cmd) - strlen(cmd) - 1);
+		if (shell_quote(cmd, sizeof(cmd), host) != 0 ||
+		    ssh_options_set(ssh->sess, SSH_OPTIONS_PROXYCOMMAND, cmd) != 0)
+			return ph_err(ssh->ctx, PHSYNC_EINVAL, "cannot use ProxyJump %s", last);
+	}
+	return 0;
+}
+
 int
 ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **out)
 {
@@ -236,6 +320,8 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		goto out;
 	}
 	ssh_options_set(ssh->sess, SSH_OPTIONS_PROCESS_CONFIG, &no);
+	if (p->config != NULL && (rc = proxy_jump(ssh, p->config)) != 0)
+		goto out;
 	if (p->user != NULL)
 		ssh_options_set(ssh->sess, SSH_OPTIONS_USER, p->user);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_NODELAY, &yes);
