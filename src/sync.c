@@ -1,5 +1,6 @@
 /* phsync_sync: connect, scan both sides, plan, execute, report. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,86 @@ report_skips(struct ph_job *j)
 	}
 }
 
+/* The local walk on its own thread, with its own error buffer; the
+ * failures it meets are kept and reported by the caller's thread. */
+struct lscan_fail {
+	char *path;
+	int err;
+	char *msg;
+};
+
+struct lscan {
+	pthread_t th;
+	phsync_ctx ctx;
+	int root, remove_temps, rc;
+	const struct ph_filter *filter;
+	struct ph_tree *t;
+	uint64_t failed;
+	struct lscan_fail *fails;
+	size_t nfails, capfails;
+};
+
+static void
+lscan_event(const struct phsync_event *ev, void *arg)
+{
+	struct lscan *ls = arg;
+	struct lscan_fail *f;
+
+	if (ls->nfails == ls->capfails) {
+		size_t cap = ls->capfails ? ls->capfails * 2 : 16;
+
+		if ((f = realloc(ls->fails, cap * sizeof(*f))) == NULL)
+			return;
+		ls->fails = f;
+		ls->capfails = cap;
+	}
+	f = &ls->fails[ls->nfails];
+	f->path = strdup(ev->path ? ev->path : "");
+	f->msg = strdup(ev->message ? ev->message : "");
+	f->err = ev->err;
+	if (f->path != NULL && f->msg != NULL)
+		ls->nfails++;
+	else {
+		free(f->path);
+		free(f->msg);
+	}
+}
+
+static void *
+lscan_run(void *arg)
+{
+	struct lscan *ls = arg;
+
+	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps, ls->t,
+	                       lscan_event, ls, &ls->failed);
+	if (ls->rc == 0)
+		ph_tree_sort(ls->t);
+	return NULL;
+}
+
+static void
+lscan_report(struct ph_job *j, struct lscan *ls)
+{
+	size_t i;
+
+	j->st.files_failed += ls->failed;
+	for (i = 0; i < ls->nfails; i++)
+		ph_job_event(j, PHSYNC_EV_FILE_FAILED, ls->fails[i].path, NULL, 0, ls->fails[i].err,
+		             ls->fails[i].msg);
+}
+
+static void
+lscan_free(struct lscan *ls)
+{
+	size_t i;
+
+	for (i = 0; i < ls->nfails; i++) {
+		free(ls->fails[i].path);
+		free(ls->fails[i].msg);
+	}
+	free(ls->fails);
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -230,6 +311,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
 	struct ph_sftp_attrs ra;
+	struct lscan ls;
 	char *user = NULL, *host = NULL, *rpath = NULL;
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
@@ -319,24 +401,37 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	    (rc = ph_local_open_root(ctx, local_dir, 1, &j.lroot)) != 0)
 		goto out;
 
-	/* Scan both sides. Our own leftovers (a killed run's temp files) are
-	 * removed on the destination side, never on the source. */
-	if (pull) {
-		if ((rc = ph_remote_scan(&j, &j.src, 0)) != 0)
+	/* Scan both sides at once: the local walk runs on a thread while this
+	 * one lists the server (rsync's sender and generator overlap the same
+	 * way). Our own leftovers (a killed run's temp files) are removed on
+	 * the destination side, never on the source. */
+	{
+		struct ph_tree *ltree = pull ? &j.dst : &j.src;
+		int do_local = j.lroot >= 0, started = 0, rrc = 0;
+
+		memset(&ls, 0, sizeof(ls));
+		ls.root = j.lroot;
+		ls.filter = &j.filter;
+		ls.remove_temps = pull && !opts->dry_run;
+		ls.t = ltree;
+		if (do_local)
+			started = pthread_create(&ls.th, NULL, lscan_run, &ls) == 0;
+		if (do_local && !started)
+			lscan_run(&ls);
+		if (pull)
+			rrc = ph_remote_scan(&j, &j.src, 0);
+		else if (!remote_missing)
+			rrc = ph_remote_scan(&j, &j.dst, !opts->dry_run);
+		if (started)
+			pthread_join(ls.th, NULL);
+		lscan_report(&j, &ls);
+		if (rrc == 0 && ls.rc != 0)
+			rrc = ph_err(ctx, ls.rc, "%s: %s", local_dir, ls.ctx.err);
+		lscan_free(&ls);
+		if ((rc = rrc) != 0)
 			goto out;
-		if (j.lroot >= 0 &&
-		    (rc = ph_local_scan(ctx, j.lroot, &j.filter, !opts->dry_run, &j.dst, NULL, NULL,
-		                        &j.st.files_failed)) != 0)
-			goto out;
-	} else {
-		if ((rc = ph_local_scan(ctx, j.lroot, &j.filter, 0, &j.src, opts->on_event,
-		                        opts->event_arg, &j.st.files_failed)) != 0)
-			goto out;
-		if (!remote_missing && (rc = ph_remote_scan(&j, &j.dst, !opts->dry_run)) != 0)
-			goto out;
+		ph_tree_sort(pull ? &j.src : &j.dst);
 	}
-	ph_tree_sort(&j.src);
-	ph_tree_sort(&j.dst);
 	if ((rc = ph_plan_make(&j.src, &j.dst, &j.plan)) != 0)
 		goto out;
 	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
