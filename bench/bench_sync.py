@@ -299,7 +299,7 @@ def main(argv):
     ap.add_argument("--scale", type=float, default=1.0, help="camera corpus scale (default 1.0: about 1.5 GB)")
     ap.add_argument("--small-tree", nargs=2, type=int, default=[500, 100], metavar=("DIRS", "FILES"))
     ap.add_argument("--phsync", default=os.environ.get("PHSYNC_BIN", os.path.join(REPO, "build", "phsync")),
-                    help="the phsync binary (default build/phsync, a Release build)")
+                    help="the phsync binary (default: $PHSYNC_BIN, set by bench_sync.sh to its Release build in build-bench/)")
     ap.add_argument("--no-drop-caches", action="store_true", help="keep the page cache between runs")
     ap.add_argument("--no-rerun", action="store_true", help="skip the no-change re-pulls")
     ap.add_argument("--no-clean-home", action="store_true",

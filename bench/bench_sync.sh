@@ -8,16 +8,16 @@
 #
 # The corpora are generated once (bench/mkcorpus.py) under /var/tmp/phsync-bench (about
 # 1.6 GB; --data DIR or PHSYNC_BENCH_DATA to move it) and reused.  phsync is the Release build
-# in build/ (built here if missing; PHSYNC_BIN or --phsync to use another).  Raw numbers go to
+# in build-bench/ (built here; PHSYNC_BIN or --phsync to use another).  Raw numbers go to
 # bench/out/.  Needs: rsync, openssh-client/server, GNU time (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The benchmark's own Release build: never a sanitizer or debug build that a
+# developer's build/ might hold (an ASan phsync uses 400 MB and runs slower).
 if [ -z "${PHSYNC_BIN:-}" ] && ! printf '%s\n' "$@" | grep -q -- '^--phsync'; then
-  if [ ! -x build/phsync ] || ! grep -q 'CMAKE_BUILD_TYPE:STRING=Release' build/CMakeCache.txt 2>/dev/null; then
-    echo "building a Release phsync in build/ ..." >&2
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_TESTS=OFF >/dev/null
-  fi
-  cmake --build build -j"$(nproc)" --target phsync >/dev/null
+  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DPHSYNC_SANITIZE=OFF -DPHSYNC_TESTS=OFF >/dev/null
+  cmake --build build-bench -j"$(nproc)" --target phsync >/dev/null
+  export PHSYNC_BIN=$PWD/build-bench/phsync
 fi
 exec python3 bench/bench_sync.py "$@"

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 if [ -z "${DEMO_SKIP_DEPS:-}" ]; then
   scripts/install-deps.sh
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_SANITIZE=OFF -DPHSYNC_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target phsync
 
 work=$(mktemp -d /tmp/phsync-demo-XXXXXX)
