@@ -38,6 +38,7 @@ struct ph_lio {
 	size_t ndone, donecap;
 	size_t pending;              /* finished by the caller, not yet popped */
 	int root, durable, stop, error;
+	mode_t umask;                /* the process's, read once at start */
 	pthread_t th;
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
@@ -138,8 +139,10 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 	}
 	for (tries = 0; tries < 16; tries++) {
 		ph_name_temp(f->tmp, 256, f->final);
+		/* Created with its final mode: when the umask keeps those bits the
+		 * fchmod at the end is saved (one metadata update per file). */
 		f->fd = openat(f->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		               0600);
+		               f->mode & 0666);
 		if (f->fd >= 0 || errno != EEXIST)
 			break;
 	}
@@ -194,7 +197,8 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = f->mtime;
 		ts[1].tv_nsec = 0;
-		if (fchmod(f->fd, f->mode) != 0 || futimens(f->fd, ts) != 0)
+		if (((f->mode & ~l->umask) != f->mode && fchmod(f->fd, f->mode) != 0) ||
+		    futimens(f->fd, ts) != 0)
 			f->err = -errno;
 	}
 	if (f->err != 0) {
@@ -277,6 +281,10 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	l->root = root;
 	l->cur_dirfd = -1;
 	l->durable = durable;
+	/* POSIX reads the umask only by setting it: for that instant another
+	 * thread creating a file would get 077, stricter, never looser. */
+	l->umask = umask(077);
+	umask(l->umask);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);
