@@ -15,7 +15,7 @@
 #include "platform.h"
 #include "tree.h"
 
-#define MAX_QUEUED_BYTES (8u << 20)   /* copied data waiting to be written */
+#define MAX_QUEUED_BYTES (4u << 20)   /* copied data waiting to be written */
 #define MAX_BATCH 512                 /* files made durable together */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)

@@ -347,12 +347,18 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 {
 	int rc;
 
-	if (s->incap - s->inoff - s->inlen < READ_CHUNK / 4) {
+	size_t room;
+
+	/* Keep the bytes near the front, so the memory this buffer touches
+	 * stays about two reads' worth unless a packet really is larger. */
+	if (s->inoff > 0 && (s->inoff >= READ_CHUNK || s->incap - s->inoff - s->inlen < READ_CHUNK)) {
 		memmove(s->in, s->in + s->inoff, s->inlen);
 		s->inoff = 0;
 	}
-	rc = s->chan.read(s->chan.arg, s->in + s->inoff + s->inlen,
-	                  s->incap - s->inoff - s->inlen, timeout_ms, got);
+	room = s->incap - s->inoff - s->inlen;
+	if (room > READ_CHUNK)
+		room = READ_CHUNK;
+	rc = s->chan.read(s->chan.arg, s->in + s->inoff + s->inlen, room, timeout_ms, got);
 	if (rc != 0)
 		return rc;
 	s->inlen += *got;
