@@ -36,6 +36,12 @@ void ph_job_progress(struct ph_job *j);
 /* Marks the folder holding path as needing its times restored. */
 void ph_job_touch_parent(struct ph_job *j, const char *path);
 
+/* Counts and reports folder src (a source index) as made, and marks it
+ * and its parent for their times to be restored. */
+void ph_job_dir_made(struct ph_job *j, size_t src);
+/* Dry run: reports every file the plan would copy as done. */
+void ph_job_dry_run_files(struct ph_job *j);
+
 /* Builds "root/rel" for the remote side; caller frees. NULL on ENOMEM. */
 char *ph_job_rpath(const struct ph_job *j, const char *rel);
 

@@ -337,8 +337,7 @@ make_dirs(struct pull *p)
 		if (a->kind != PH_A_MKDIR)
 			continue;
 		if (j->o->dry_run) {
-			j->st.dirs_created++;
-			ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+			ph_job_dir_made(j, a->src);
 			continue;
 		}
 		if ((rc = ph_local_split(e->path, &dir, &base)) == 0) {
@@ -360,10 +359,7 @@ make_dirs(struct pull *p)
 			(void)blocked;
 			continue;
 		}
-		j->st.dirs_created++;
-		ph_job_touch_parent(j, e->path);
-		j->dirty[a->src] = 1;
-		ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+		ph_job_dir_made(j, a->src);
 	}
 }
 
@@ -422,16 +418,7 @@ ph_pull_run(struct ph_job *j)
 			j->dirty[j->plan.v[i].src] = 1;
 	make_dirs(&p);
 	if (j->o->dry_run) {
-		for (i = 0; i < j->plan.n; i++) {
-			const struct ph_action *a = &j->plan.v[i];
-			const struct ph_entry *e = &j->src.v[a->src];
-
-			if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
-				j->st.files_done++;
-				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-				             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
-			}
-		}
+		ph_job_dry_run_files(j);
 		return 0;
 	}
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)

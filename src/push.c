@@ -434,10 +434,7 @@ mkdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	(*w->left)--;
 	if (status_ok(r)) {
-		j->st.dirs_created++;
-		ph_job_touch_parent(j, e->path);
-		j->dirty[a->src] = 1;
-		ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+		ph_job_dir_made(j, a->src);
 	} else if (r->type != 0) {
 		ph_plan_block_subtree(&j->plan, &j->src, w->ai);
 		j->st.files_failed++;
@@ -466,8 +463,7 @@ make_dirs(struct push *p)
 		if (a->kind != PH_A_MKDIR)
 			continue;
 		if (j->o->dry_run) {
-			j->st.dirs_created++;
-			ph_job_event(j, PHSYNC_EV_MKDIR, e->path, "mkdir", 0, 0, NULL);
+			ph_job_dir_made(j, a->src);
 			continue;
 		}
 		/* One at a time: a server may answer out of order, and a child
@@ -562,16 +558,7 @@ ph_push_run(struct ph_job *j)
 	if ((rc = make_dirs(&p)) != 0)
 		return rc;
 	if (j->o->dry_run) {
-		for (i = 0; i < j->plan.n; i++) {
-			const struct ph_action *a = &j->plan.v[i];
-			const struct ph_entry *e = &j->src.v[a->src];
-
-			if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
-				j->st.files_done++;
-				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-				             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
-			}
-		}
+		ph_job_dry_run_files(j);
 		return 0;
 	}
 	p.active = calloc(MAX_FILES, sizeof(*p.active));

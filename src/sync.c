@@ -125,6 +125,34 @@ ph_job_touch_parent(struct ph_job *j, const char *path)
 	free(dir);
 }
 
+void
+ph_job_dir_made(struct ph_job *j, size_t src)
+{
+	const char *path = j->src.v[src].path;
+
+	j->st.dirs_created++;
+	ph_job_touch_parent(j, path);
+	j->dirty[src] = 1;
+	ph_job_event(j, PHSYNC_EV_MKDIR, path, "mkdir", 0, 0, NULL);
+}
+
+void
+ph_job_dry_run_files(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->plan.n; i++) {
+		const struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+
+		if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+			j->st.files_done++;
+			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+			             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
+		}
+	}
+}
+
 char *
 ph_job_rpath(const struct ph_job *j, const char *rel)
 {
