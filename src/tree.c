@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "phsync/error.h"
+#include "phsync/phsync.h"
 #include "tree.h"
 
 #define BLOCK (256u * 1024)
@@ -204,6 +204,12 @@ utf8_len(const unsigned char *p, size_t n)
 	if (cp >= 0x80 && cp <= 0x9f)
 		return 0;
 	return need;
+}
+
+void
+phsync_escape(char *buf, size_t len, const char *s)
+{
+	ph_escape(buf, len, s);
 }
 
 void

@@ -106,6 +106,11 @@ int phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
                 const char *local_dir, const struct phsync_options *opts,
                 struct phsync_stats *stats);
 
+/* Writes s into buf (always terminated) with control characters,
+ * backslashes and invalid UTF-8 shown as \xNN, so a name or message from a
+ * hostile server cannot drive a terminal. */
+void phsync_escape(char *buf, size_t len, const char *s);
+
 /* Asks a running phsync_sync (from a signal handler or another thread) to
  * stop at the next safe point; it then returns PHSYNC_EINTR. */
 void phsync_ctx_interrupt(phsync_ctx *ctx);

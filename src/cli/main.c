@@ -144,7 +144,7 @@ has_tty(void)
 static void
 summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *err)
 {
-	char shown[1100];
+	char shown[4200];
 
 	if (o->json) {
 		fprintf(o->out, "{\"event\":\"summary\",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
@@ -165,17 +165,7 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 	cli_clear_line(o);
 	if (err != NULL && err[0]) {
 		/* Server text can reach this message: keep it inert. */
-		size_t i, k = 0;
-
-		for (i = 0; err[i] && k + 5 < sizeof(shown); i++) {
-			unsigned char c = (unsigned char)err[i];
-
-			if (c < 0x20 || c == 0x7f)
-				k += (size_t)snprintf(shown + k, sizeof(shown) - k, "\\x%02x", c);
-			else
-				shown[k++] = (char)c;
-		}
-		shown[k] = '\0';
+		phsync_escape(shown, sizeof(shown), err);
 		fprintf(o->err, "phsync: %s\n", shown);
 	}
 	if (o->quiet)

@@ -5,25 +5,6 @@
 
 #include "output.h"
 
-/* From the library's escaping rules: control bytes and bad UTF-8 become
- * \xNN so a hostile file name cannot drive the terminal. */
-static void
-escape(char *buf, size_t len, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
-
-	while (*p && o + 5 < len) {
-		if (*p < 0x20 || *p == 0x7f || *p == '\\' || (*p >= 0x80 && *p < 0xc2) || *p > 0xf4) {
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", *p);
-		} else {
-			buf[o++] = (char)*p;
-		}
-		p++;
-	}
-	buf[o] = '\0';
-}
-
 void
 cli_json_string(FILE *f, const char *s)
 {
@@ -155,26 +136,27 @@ void
 cli_on_event(const struct phsync_event *ev, void *arg)
 {
 	struct cli_out *o = arg;
-	char shown[4096 * 4];
+	char shown[4096 * 4], msg[1024 * 4];
 
 	if (o->json) {
 		json_event(o, ev);
 		return;
 	}
 	if (ev->path != NULL)
-		escape(shown, sizeof(shown), ev->path);
+		phsync_escape(shown, sizeof(shown), ev->path);
+	/* Messages can carry the server's own text: inert too. */
+	phsync_escape(msg, sizeof(msg), ev->message ? ev->message :
+	              ev->type == PHSYNC_EV_SKIPPED ? "refused" : phsync_strerror(ev->err));
 	switch (ev->type) {
 	case PHSYNC_EV_FILE_FAILED:
 		cli_clear_line(o);
-		fprintf(o->err, "phsync: %s: %s\n", ev->path ? shown : "?",
-		        ev->message ? ev->message : phsync_strerror(ev->err));
+		fprintf(o->err, "phsync: %s: %s\n", ev->path ? shown : "?", msg);
 		break;
 	case PHSYNC_EV_WARNING:
 		if (o->quiet)
 			break;
 		cli_clear_line(o);
-		fprintf(o->err, "phsync: warning: %s: %s\n", ev->path ? shown : "?",
-		        ev->message ? ev->message : "");
+		fprintf(o->err, "phsync: warning: %s: %s\n", ev->path ? shown : "?", msg);
 		break;
 	case PHSYNC_EV_FILE_DONE:
 	case PHSYNC_EV_MKDIR:
@@ -186,7 +168,7 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 	case PHSYNC_EV_SKIPPED:
 		if (ev->err != 0) { /* refused, not merely skipped: always said */
 			cli_clear_line(o);
-			fprintf(o->err, "phsync: %s: %s\n", shown, ev->message ? ev->message : "refused");
+			fprintf(o->err, "phsync: %s: %s\n", shown, msg);
 			break;
 		}
 		if (o->quiet || (!o->verbose && !o->dry_run))
