@@ -3,6 +3,7 @@
  * state machines in 1 MiB chunks; "-" is stdin or stdout. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,30 +133,213 @@ engine_error(phsync_ctx *ctx, int rc)
 	return CLI_EXIT_ERROR;
 }
 
+/* A thread that does one side's I/O (reading ahead of the engine, or
+ * writing behind it) through a ring of buffers, so the kernel's copies
+ * run on the second core while the engine scans. */
+#define RING 4
+
+struct ring {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct file *f;
+	int writer;              /* 1: writes buffers out; 0: reads them in */
+	uint8_t *buf[RING];
+	size_t len[RING];
+	unsigned head, count;    /* head: next for the consumer; count: filled */
+	int eof, err, stop;
+	pthread_t th;
+};
+
+static void *
+ring_run(void *arg)
+{
+	struct ring *r = arg;
+	unsigned slot = 0;
+
+	for (;;) {
+		ssize_t n = 0;
+
+		pthread_mutex_lock(&r->mu);
+		if (r->writer) {
+			while (r->count == 0 && !r->stop)
+				pthread_cond_wait(&r->cv, &r->mu);
+			if (r->count == 0) {
+				pthread_mutex_unlock(&r->mu);
+				break;
+			}
+			slot = r->head;
+		} else {
+			while (r->count == RING && !r->stop)
+				pthread_cond_wait(&r->cv, &r->mu);
+			if (r->stop) {
+				pthread_mutex_unlock(&r->mu);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&r->mu);
+		if (r->writer) {
+			if (!r->err && write_all(r->f, r->buf[slot], r->len[slot]) != 0)
+				r->err = 1;
+		} else {
+			n = read_some(r->f, r->buf[slot], IO_CHUNK);
+		}
+		pthread_mutex_lock(&r->mu);
+		if (r->writer) {
+			r->head = (r->head + 1) % RING;
+			r->count--;
+		} else {
+			if (n < 0)
+				r->err = 1;
+			r->len[slot] = n > 0 ? (size_t)n : 0;
+			r->count++;
+			if (n <= 0)
+				r->eof = 1;
+		}
+		pthread_cond_broadcast(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		slot = (slot + 1) % RING;
+		if (!r->writer && n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+static int
+ring_start(struct ring *r, struct file *f, int writer)
+{
+	unsigned i;
+
+	memset(r, 0, sizeof(*r));
+	r->f = f;
+	r->writer = writer;
+	for (i = 0; i < RING; i++)
+		if ((r->buf[i] = malloc(IO_CHUNK)) == NULL)
+			return -1;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (pthread_create(&r->th, NULL, ring_run, r) != 0) {
+		pthread_mutex_destroy(&r->mu);
+		pthread_cond_destroy(&r->cv);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reader side: the next filled buffer (len 0 at the end); -1 on error. */
+static int
+ring_take(struct ring *r, uint8_t **buf, size_t *len)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	while (r->count == 0 && !r->eof)
+		pthread_cond_wait(&r->cv, &r->mu);
+	if (r->count == 0) {
+		*len = 0;
+		rc = r->err ? -1 : 0;
+	} else {
+		*buf = r->buf[r->head];
+		*len = r->len[r->head];
+		if (*len == 0 && r->err)
+			rc = -1;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+/* Reader side: the buffer from ring_take is consumed. */
+static void
+ring_release(struct ring *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->head = (r->head + 1) % RING;
+	r->count--;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Writer side: a free buffer to fill (waits while all are queued). */
+static uint8_t *
+ring_free_buf(struct ring *r)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&r->mu);
+	while (r->count == RING)
+		pthread_cond_wait(&r->cv, &r->mu);
+	b = r->buf[(r->head + r->count) % RING];
+	pthread_mutex_unlock(&r->mu);
+	return b;
+}
+
+/* Writer side: queues the buffer from ring_free_buf with len bytes. */
+static int
+ring_put(struct ring *r, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&r->mu);
+	r->len[(r->head + r->count) % RING] = len;
+	r->count++;
+	err = r->err;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return err ? -1 : 0;
+}
+
+/* Stops the thread (a writer first writes what is queued); returns -1
+ * when its I/O failed. */
+static int
+ring_stop(struct ring *r)
+{
+	unsigned i;
+	int err;
+
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->th, NULL);
+	err = r->err;
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	for (i = 0; i < RING; i++)
+		free(r->buf[i]);
+	return err ? -1 : 0;
+}
+
 /* Streams src through the step into dst until the engine is done and src
- * is at its end. */
+ * is at its end; reading and writing run on threads of their own. */
 static int
 run_pump(phsync_ctx *ctx, const struct pump *pp, struct file *src, struct file *dst)
 {
-	uint8_t *ibuf = malloc(IO_CHUNK), *obuf = malloc(IO_CHUNK);
-	struct phsync_in in = { ibuf, 0, 0 };
-	int eof = 0, done = 0, ret = CLI_EXIT_ERROR;
+	struct ring rin, wout;
+	struct phsync_in in = { NULL, 0, 0 };
+	int eof = 0, done = 0, ret = CLI_EXIT_ERROR, have_in = 0, rstarted, wstarted;
 
-	if (ibuf == NULL || obuf == NULL) {
+	rstarted = ring_start(&rin, src, 0) == 0;
+	wstarted = rstarted && ring_start(&wout, dst, 1) == 0;
+	if (!rstarted || !wstarted) {
 		fprintf(stderr, "phsync delta: out of memory\n");
 		goto out;
 	}
 	while (!(done && eof && in.pos == in.size)) {
-		struct phsync_out o = { obuf, IO_CHUNK, 0 };
+		struct phsync_out o = { ring_free_buf(&wout), IO_CHUNK, 0 };
 		int rc;
 
 		if (in.pos == in.size && !eof) {
-			ssize_t n = read_some(src, ibuf, IO_CHUNK);
+			uint8_t *b = NULL;
+			size_t n;
 
-			if (n < 0)
+			if (have_in)
+				ring_release(&rin);
+			have_in = 0;
+			if (ring_take(&rin, &b, &n) != 0)
 				goto out;
 			eof = n == 0;
-			in.size = (size_t)n;
+			have_in = !eof;
+			in.ptr = b;
+			in.size = n;
 			in.pos = 0;
 		}
 		rc = pp->step(pp->obj, &o, &in, eof, &done);
@@ -163,7 +347,7 @@ run_pump(phsync_ctx *ctx, const struct pump *pp, struct file *src, struct file *
 			ret = engine_error(ctx, rc);
 			goto out;
 		}
-		if (write_all(dst, obuf, o.pos) != 0)
+		if (o.pos > 0 && ring_put(&wout, o.pos) != 0)
 			goto out;
 		if (eof && in.pos == in.size && o.pos == 0 && !done) {
 			fprintf(stderr, "phsync delta: internal error: no progress\n");
@@ -172,8 +356,13 @@ run_pump(phsync_ctx *ctx, const struct pump *pp, struct file *src, struct file *
 	}
 	ret = CLI_EXIT_OK;
 out:
-	free(ibuf);
-	free(obuf);
+	if (rstarted) {
+		if (have_in)
+			ring_release(&rin);
+		ring_stop(&rin);
+	}
+	if (wstarted && ring_stop(&wout) != 0)
+		ret = CLI_EXIT_ERROR;
 	return ret;
 }
 
