@@ -19,5 +19,16 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${PKGS[@]}"
+# Another apt (unattended-upgrades, a parallel job) may hold the lock for a
+# while: wait for it, and retry a failed step a few times.
+apt_get() {
+  local try
+  for try in 1 2 3 4 5; do
+    $SUDO apt-get -o DPkg::Lock::Timeout=120 "$@" && return 0
+    echo "apt-get $1 failed (try $try); retrying in 10 s" >&2
+    sleep 10
+  done
+  return 1
+}
+apt_get update -q
+apt_get install -y -q --no-install-recommends "${PKGS[@]}"
