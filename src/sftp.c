@@ -681,24 +681,6 @@ ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
 }
 
 int
-ph_sftp_realpath_sync(struct ph_sftp *s, const char *path, char **out)
-{
-	struct sync_wait w = { 0 };
-	int rc = ph_sftp_realpath(s, path, sync_cb, &w);
-
-	if (rc == 0)
-		rc = ph_sftp_wait(s, &w.done);
-	if (rc == 0 && w.err == 0 && w.name == NULL)
-		rc = PHSYNC_EPROTO;
-	if (rc != 0 || w.err != 0) {
-		free(w.name);
-		return rc != 0 ? rc : w.err;
-	}
-	*out = w.name;
-	return 0;
-}
-
-int
 ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode)
 {
 	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = mode };
@@ -828,7 +810,7 @@ ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out)
 	s->in = malloc(s->incap);
 	s->slots = calloc(SLOTS, sizeof(*s->slots));
 	s->max_read = s->max_write = DEFAULT_IO;
-	s->timeout_ms = 60000;
+	s->timeout_ms = chan->silence_ms > 0 ? chan->silence_ms : 60000;
 	s->next_id = 1;
 	if (s->in == NULL || s->slots == NULL) {
 		rc = PHSYNC_ENOMEM;
@@ -897,16 +879,4 @@ size_t
 ph_sftp_inflight(const struct ph_sftp *s)
 {
 	return s->inflight;
-}
-
-size_t
-ph_sftp_queued(const struct ph_sftp *s)
-{
-	return s->out.len;
-}
-
-void
-ph_sftp_set_timeout(struct ph_sftp *s, int ms)
-{
-	s->timeout_ms = ms > 0 ? ms : 60000;
 }

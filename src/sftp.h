@@ -19,6 +19,7 @@ struct ph_chan {
 	int (*write)(void *arg, const void *p, size_t n);
 	int (*read)(void *arg, void *p, size_t n, int timeout_ms, size_t *got);
 	void *arg;
+	int silence_ms;   /* give up on a server silent this long (0: 60 s) */
 };
 
 /* Wire constants (draft-ietf-secsh-filexfer-02, version 3). */
@@ -107,11 +108,6 @@ uint32_t ph_sftp_max_write(const struct ph_sftp *s);
 uint64_t ph_sftp_max_handles(const struct ph_sftp *s);
 /* Requests sent and not yet answered. */
 size_t ph_sftp_inflight(const struct ph_sftp *s);
-/* Bytes queued but not yet written to the channel. */
-size_t ph_sftp_queued(const struct ph_sftp *s);
-/* Sets how long the server may stay silent with requests pending before
- * the link is declared dead (ms, default 60000). */
-void ph_sftp_set_timeout(struct ph_sftp *s, int ms);
 
 /* Sends what is queued, then waits up to timeout_ms for replies and runs
  * their callbacks. Returns 0, or a PHSYNC_E* when the link failed (then every
@@ -165,7 +161,6 @@ int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 /* Synchronous helpers for the few one-off calls (setup, tests). */
 int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                       struct ph_sftp_attrs *a);
-int ph_sftp_realpath_sync(struct ph_sftp *s, const char *path, char **out);
 int ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode);
 /* Runs the pump until *flag becomes nonzero. */
 int ph_sftp_wait(struct ph_sftp *s, const int *flag);

@@ -297,7 +297,7 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 	struct ph_ssh *ssh;
 	char val[256];
 	int rc, yes = 1, no = 0, verbosity = p->verbosity;
-	long timeout = 30;
+	long timeout = p->timeout_s ? (long)p->timeout_s : 60;
 
 	if ((ssh = calloc(1, sizeof(*ssh))) == NULL)
 		return PHSYNC_ENOMEM;

@@ -15,6 +15,7 @@ struct ph_ssh_params {
 	phsync_prompt_fn prompt; /* NULL: never ask */
 	void *prompt_arg;
 	int verbosity;           /* libssh log level */
+	unsigned timeout_s;      /* connect timeout */
 };
 
 /* Connects, verifies the host key against known_hosts and authenticates.

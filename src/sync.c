@@ -385,10 +385,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	sp.prompt = opts->prompt;
 	sp.prompt_arg = opts->prompt_arg;
 	sp.verbosity = opts->ssh_verbosity;
+	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
 	if ((rc = ph_ssh_connect(ctx, &sp, &ssh)) != 0)
 		goto out;
 	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
 		goto out;
+	chan.silence_ms = (int)sp.timeout_s * 1000;
 	if ((rc = ph_sftp_new(ctx, &chan, &j.sftp)) != 0)
 		goto out;
 

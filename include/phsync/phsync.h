@@ -80,6 +80,9 @@ struct phsync_options {
 	void *prompt_arg;
 	unsigned progress_ms;          /* interval of PROGRESS events, 0 = none */
 	int ssh_verbosity;             /* libssh log level, 0 = quiet */
+	unsigned timeout_s;            /* a silent server is given up after this
+	                                  many seconds (connect and transfer);
+	                                  0 = 60 */
 };
 
 /* Creates a context; returns 0 or PHSYNC_ENOMEM. */

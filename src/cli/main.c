@@ -50,6 +50,7 @@ static const char usage_text[] =
 "      --include GLOB keep paths matching GLOB even if excluded (repeatable)\n"
 "      --no-fsync     do not fsync before renaming (faster; a power cut may\n"
 "                     then leave empty files, a crash of phsync cannot)\n"
+"      --timeout SEC  give up on a server silent for SEC seconds (default 60)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -182,7 +183,8 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
-	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC };
+	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
+	       O_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -193,6 +195,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "exclude", required_argument, NULL, O_EXCLUDE },
 		{ "include", required_argument, NULL, O_INCLUDE },
 		{ "no-fsync", no_argument, NULL, O_NO_FSYNC },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -251,6 +254,17 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_NO_FSYNC:
 			opts.fsync = 0;
 			break;
+		case O_TIMEOUT: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v == 0 || v > 86400) {
+				fprintf(stderr, "phsync: --timeout takes 1 to 86400 seconds\n");
+				return CLI_EXIT_USAGE;
+			}
+			opts.timeout_s = (unsigned)v;
+			break;
+		}
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_EXIT_OK;
