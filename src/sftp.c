@@ -576,12 +576,6 @@ ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
 }
 
 int
-ph_sftp_realpath(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_REALPATH, path, NULL, 0, cb, arg);
-}
-
-int
 ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
                ph_sftp_cb cb, void *arg)
 {
@@ -623,23 +617,19 @@ ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
 	return end(s, start, rc);
 }
 
-/* Synchronous wrappers: a reply is copied out before the buffer moves on. */
+/* Synchronous wrappers: a reply is copied out before the buffer moves on.
+ * They expect STATUS or ATTRS; any other reply type is a protocol error. */
 struct sync_wait {
 	int done;
 	int err;
 	uint8_t type;
 	struct ph_sftp_attrs attrs;
-	char *name;
 };
 
 static void
 sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct sync_wait *w = arg;
-	struct ph_sftp_names it;
-	const uint8_t *name;
-	uint32_t nlen;
-	struct ph_sftp_attrs a;
 
 	(void)s;
 	w->done = 1;
@@ -647,18 +637,10 @@ sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	w->err = r->err;
 	if (r->type == PH_FXP_STATUS && r->err == 0)
 		w->err = r->status == PH_FX_OK ? 0 : PHSYNC_EPROTO;
-	if (r->type == PH_FXP_ATTRS)
+	else if (r->type == PH_FXP_ATTRS)
 		w->attrs = r->attrs;
-	if (r->type == PH_FXP_NAME) {
-		ph_sftp_names_init(&it, r);
-		if (ph_sftp_names_next(&it, &name, &nlen, &a) == 1 &&
-		    (w->name = malloc((size_t)nlen + 1)) != NULL) {
-			memcpy(w->name, name, nlen);
-			w->name[nlen] = '\0';
-		} else {
-			w->err = PHSYNC_EPROTO;
-		}
-	}
+	else if (r->type != PH_FXP_STATUS && r->err == 0)
+		w->err = PHSYNC_EPROTO;
 }
 
 int
@@ -689,6 +671,8 @@ ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode)
 
 	if (rc == 0)
 		rc = ph_sftp_wait(s, &w.done);
+	if (rc == 0 && w.err == 0 && w.type != PH_FXP_STATUS)
+		rc = PHSYNC_EPROTO;
 	return rc != 0 ? rc : w.err;
 }
 

@@ -149,7 +149,6 @@ int ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 int ph_sftp_mkdir(struct ph_sftp *s, const char *path,
                   const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
 int ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
-int ph_sftp_realpath(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
 /* RENAME, or posix-rename@openssh.com (replaces the target) when offered
  * and posix is set. */
 int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
