@@ -183,6 +183,7 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (!f->failed && status_ok(r)) {
 		f->state = P_DONE;
 		j->st.files_done++;
+		j->st.bytes_committed += f->e->size;
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
 			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,

@@ -382,12 +382,22 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 		r = ssh_channel_read_nonblocking(ssh->chan, p, k, 0);
 	else
 		r = ssh_channel_read_timeout(ssh->chan, p, k, 0, timeout_ms);
-	if (r == SSH_ERROR)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
-		              ssh_get_error(ssh->sess));
-	if (r == 0 && (ssh_channel_is_eof(ssh->chan) || ssh_channel_is_closed(ssh->chan)))
+	/* Every negative return is the end of the link: SSH_ERROR, and SSH_EOF
+	 * (-127) when the server closed its side mid-reply. Passing one on as a
+	 * byte count once wrapped the receive buffer's length (issue 6). Only
+	 * SSH_AGAIN, from the non-blocking read, means "nothing yet". */
+	if (r == SSH_AGAIN)
+		return 0;
+	if (r == SSH_EOF || (r == 0 && (ssh_channel_is_eof(ssh->chan) ||
+	                                ssh_channel_is_closed(ssh->chan))))
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel",
 		              ssh->host);
+	if (r < 0)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	if ((uint32_t)r > k)
+		return ph_err(ssh->ctx, PHSYNC_EPROTO, "%s: the SSH library returned %d bytes for "
+		              "a read of %u", ssh->host, r, k);
 	*got = (size_t)r;
 	return 0;
 }

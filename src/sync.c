@@ -147,6 +147,7 @@ ph_job_dry_run_files(struct ph_job *j)
 
 		if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
 			j->st.files_done++;
+			j->st.bytes_committed += e->size;
 			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
 			             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
 		}

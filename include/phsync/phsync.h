@@ -44,8 +44,10 @@ struct phsync_stats {
 	uint64_t files_skipped;   /* symlinks, specials, unsafe names, excluded */
 	uint64_t dirs_created;
 	uint64_t bytes_todo;      /* bytes the plan copies */
-	uint64_t bytes_done;      /* payload bytes moved so far */
+	uint64_t bytes_done;      /* payload bytes moved so far (progress) */
 	uint64_t elapsed_ms;
+	uint64_t bytes_committed; /* bytes of the files counted in files_done:
+	                             what is now in place (the summary's figure) */
 };
 
 struct phsync_event {
