@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_config.h"
@@ -9,21 +10,14 @@
 
 /* Below this many files one fsync each is as cheap as a syncfs. */
 #define SYNCFS_MIN_FILES 8
+/* File systems one batch may span before per-file fsync is simpler. */
+#define MAX_DEVS 8
 
-int
-ph_durable_sync(const int *fds, size_t n)
+static int
+sync_each(const int *fds, size_t n)
 {
 	size_t i;
 
-#ifdef HAVE_SYNCFS
-	if (n >= SYNCFS_MIN_FILES) {
-		/* syncfs reports write-back errors of the file system since the
-		 * fd was opened (Linux >= 5.8); fall back to per-file fsync on
-		 * any failure so an error is attributed, not lost. */
-		if (syncfs(fds[0]) == 0)
-			return 0;
-	}
-#endif
 	for (i = 0; i < n; i++) {
 #ifdef F_FULLFSYNC
 		if (fcntl(fds[i], F_FULLFSYNC) == 0)
@@ -33,6 +27,41 @@ ph_durable_sync(const int *fds, size_t n)
 			return -errno;
 	}
 	return 0;
+}
+
+int
+ph_durable_sync(const int *fds, size_t n)
+{
+#ifdef HAVE_SYNCFS
+	dev_t devs[MAX_DEVS];
+	size_t ndev = 0, i, k;
+	struct stat st;
+
+	if (n < SYNCFS_MIN_FILES)
+		return sync_each(fds, n);
+	/* syncfs covers one file system: the files of a batch may sit on
+	 * several (a mount point below the destination), so one syncfs per
+	 * file system, each through a file of that file system. */
+	for (i = 0; i < n; i++) {
+		if (fstat(fds[i], &st) != 0)
+			return -errno;
+		for (k = 0; k < ndev && devs[k] != st.st_dev; k++)
+			;
+		if (k < ndev)
+			continue;
+		if (ndev == MAX_DEVS)
+			return sync_each(fds, n);
+		devs[ndev++] = st.st_dev;
+		/* syncfs reports write-back errors of the file system since the
+		 * fd was opened (Linux >= 5.8); on any failure fall back to
+		 * per-file fsync so an error is attributed, not lost. */
+		if (syncfs(fds[i]) != 0)
+			return sync_each(fds, n);
+	}
+	return 0;
+#else
+	return sync_each(fds, n);
+#endif
 }
 
 void

@@ -13,6 +13,7 @@
 #include "lio.h"
 #include "local.h"
 #include "platform.h"
+#include "tempname.h"
 #include "tree.h"
 
 #define MAX_QUEUED_BYTES (4u << 20)   /* copied data waiting to be written */
@@ -34,11 +35,10 @@ struct ph_lio {
 	pthread_cond_t work, room, done_cv;
 	struct op *head, *tail;
 	size_t queued_bytes;
-	struct ph_lio_file **done;   /* finished files for the caller */
-	size_t ndone, donecap;
+	struct ph_lio_file *done_head, *done_tail; /* finished, for the caller */
 	size_t pending;              /* finished by the caller, not yet popped */
 	int root, durable, stop, error;
-	mode_t umask;                /* the process's, read once at start */
+	struct ph_temp_owner owner;  /* for the temp names */
 	pthread_t th;
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
@@ -52,26 +52,23 @@ struct ph_lio {
 static void
 deliver(struct ph_lio *l, struct ph_lio_file **v, size_t n)
 {
-	pthread_mutex_lock(&l->mu);
-	if (l->ndone + n > l->donecap) {
-		size_t cap = (l->ndone + n) * 2;
-		struct ph_lio_file **d = realloc(l->done, cap * sizeof(*d));
+	size_t i;
 
-		if (d == NULL) {
-			/* Cannot report: never lose a temp file silently, keep it. */
-			pthread_mutex_unlock(&l->mu);
-			return;
-		}
-		l->done = d;
-		l->donecap = cap;
+	pthread_mutex_lock(&l->mu);
+	for (i = 0; i < n; i++) {
+		v[i]->next_done = NULL;
+		if (l->done_tail != NULL)
+			l->done_tail->next_done = v[i];
+		else
+			l->done_head = v[i];
+		l->done_tail = v[i];
 	}
-	memcpy(l->done + l->ndone, v, n * sizeof(*v));
-	l->ndone += n;
 	pthread_cond_broadcast(&l->done_cv);
 	pthread_mutex_unlock(&l->mu);
 }
 
-/* Makes the batch durable, renames each file into place, hands them back. */
+/* Makes the batch durable, closes each file (NFS reports write errors
+ * there), renames it into place, hands them back. */
 static void
 flush_batch(struct ph_lio *l)
 {
@@ -90,12 +87,13 @@ flush_batch(struct ph_lio *l)
 
 		if (f->err == 0 && e != 0)
 			f->err = e;
+		if (close(f->fd) != 0 && f->err == 0 && errno != EINTR)
+			f->err = -errno;
+		f->fd = -1;
 		if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0)
 			f->err = -errno;
 		if (f->err != 0)
 			unlinkat(f->dirfd, f->tmp, 0);
-		close(f->fd);
-		f->fd = -1;
 	}
 	deliver(l, l->batch, l->nbatch);
 	l->nbatch = 0;
@@ -138,11 +136,14 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 		return;
 	}
 	for (tries = 0; tries < 16; tries++) {
-		ph_name_temp(f->tmp, 256, f->final);
-		/* Created with its final mode: when the umask keeps those bits the
-		 * fchmod at the end is saved (one metadata update per file). */
+		if (ph_temp_name(f->tmp, 256, f->final, PH_TEMP_NEW, &l->owner) != 0) {
+			errno = EINVAL;
+			break;
+		}
+		/* A new file is created with the source's rw bits under the
+		 * umask, as cp does; a replaced one gets its old bits at the end. */
 		f->fd = openat(f->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		               f->mode & 0666);
+		               f->exact_mode ? 0600 : f->mode & 0666);
 		if (f->fd >= 0 || errno != EEXIST)
 			break;
 	}
@@ -187,6 +188,7 @@ static void
 do_end(struct ph_lio *l, struct ph_lio_file *f)
 {
 	struct timespec ts[2];
+	struct stat st;
 
 	if (!f->opened && f->commit)
 		open_file(l, f); /* an empty file: nothing was written */
@@ -197,9 +199,12 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = f->mtime;
 		ts[1].tv_nsec = 0;
-		if (((f->mode & ~l->umask) != f->mode && fchmod(f->fd, f->mode) != 0) ||
+		if (fstat(f->fd, &st) != 0 ||
+		    (f->exact_mode && fchmod(f->fd, f->mode & 07777) != 0) ||
 		    futimens(f->fd, ts) != 0)
 			f->err = -errno;
+		else if ((uint64_t)st.st_size != f->expect || f->size != f->expect)
+			f->err = -EIO; /* never a file of another length than what came */
 	}
 	if (f->err != 0) {
 		if (f->fd >= 0) {
@@ -261,7 +266,10 @@ ph_lio_file_new(const char *rel)
 	struct ph_lio_file *f = calloc(1, sizeof(*f));
 	const char *slash;
 
-	if (f == NULL || (f->rel = strdup(rel)) == NULL) {
+	if (f == NULL || (f->rel = strdup(rel)) == NULL ||
+	    (f->end_op = malloc(sizeof(struct op))) == NULL) {
+		if (f != NULL)
+			free(f->rel);
 		free(f);
 		return NULL;
 	}
@@ -281,10 +289,7 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	l->root = root;
 	l->cur_dirfd = -1;
 	l->durable = durable;
-	/* POSIX reads the umask only by setting it: for that instant another
-	 * thread creating a file would get 077, stricter, never looser. */
-	l->umask = umask(077);
-	umask(l->umask);
+	ph_temp_owner_self(&l->owner);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);
@@ -342,28 +347,10 @@ ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *
 void
 ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit)
 {
-	/* The end op is small and must not fail: preallocate-free path. */
-	struct op *o = malloc(sizeof(*o));
+	struct op *o = f->end_op;
 
+	f->end_op = NULL;
 	f->commit = commit;
-	if (o == NULL) {
-		/* Out of memory: finish it here, as an abort, keeping order by
-		 * waiting for the queue to drain first. */
-		pthread_mutex_lock(&l->mu);
-		while (l->head != NULL)
-			pthread_cond_wait(&l->room, &l->mu);
-		l->pending++;
-		pthread_mutex_unlock(&l->mu);
-		f->commit = 0;
-		f->err = -ENOMEM;
-		if (f->fd >= 0) {
-			unlinkat(f->dirfd, f->tmp, 0);
-			close(f->fd);
-			f->fd = -1;
-		}
-		deliver(l, &f, 1);
-		return;
-	}
 	o->f = f;
 	o->off = 0;
 	o->len = 0;
@@ -374,18 +361,18 @@ ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit)
 size_t
 ph_lio_pop(struct ph_lio *l, struct ph_lio_file **out, size_t max, int wait)
 {
-	size_t n;
+	size_t n = 0;
 
 	pthread_mutex_lock(&l->mu);
-	while (wait && l->ndone == 0 && l->pending > 0)
+	while (wait && l->done_head == NULL && l->pending > 0)
 		pthread_cond_wait(&l->done_cv, &l->mu);
-	n = l->ndone < max ? l->ndone : max;
-	if (n > 0) {
-		memcpy(out, l->done, n * sizeof(*out));
-		memmove(l->done, l->done + n, (l->ndone - n) * sizeof(*l->done));
-		l->ndone -= n;
-		l->pending -= n;
+	while (n < max && l->done_head != NULL) {
+		out[n++] = l->done_head;
+		l->done_head = l->done_head->next_done;
 	}
+	if (l->done_head == NULL)
+		l->done_tail = NULL;
+	l->pending -= n;
 	pthread_mutex_unlock(&l->mu);
 	return n;
 }
@@ -423,14 +410,13 @@ ph_lio_file_free(struct ph_lio_file *f)
 		close(f->dirfd);
 	free(f->tmp);
 	free(f->rel);
+	free(f->end_op);
 	free(f);
 }
 
 void
 ph_lio_free(struct ph_lio *l)
 {
-	size_t i;
-
 	if (l == NULL)
 		return;
 	pthread_mutex_lock(&l->mu);
@@ -441,9 +427,12 @@ ph_lio_free(struct ph_lio *l)
 	if (l->cur_dirfd >= 0)
 		close(l->cur_dirfd);
 	free(l->cur_dir);
-	for (i = 0; i < l->ndone; i++)
-		ph_lio_file_free(l->done[i]);
-	free(l->done);
+	while (l->done_head != NULL) {
+		struct ph_lio_file *f = l->done_head;
+
+		l->done_head = f->next_done;
+		ph_lio_file_free(f);
+	}
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->work);
 	pthread_cond_destroy(&l->room);

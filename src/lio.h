@@ -24,12 +24,17 @@ struct ph_lio_file {
 	char *tmp;           /* temp name in dirfd */
 	const char *final;   /* last component of rel */
 	int opened;          /* creation was tried */
-	uint32_t mode;       /* permission bits to set */
+	uint32_t mode;       /* permission bits: created with mode & 0666 under
+	                        the umask, as cp does for a new file */
+	int exact_mode;      /* set mode exactly (replacing a file: keep its bits) */
 	int64_t atime, mtime;
 	size_t cookie;       /* caller's (plan index) */
 	uint64_t size;       /* bytes written */
+	uint64_t expect;     /* the size a commit must find on disk */
 	int err;             /* result: 0 or -errno (-ELOOP: a symlink in the way) */
 	int commit;          /* 1: commit, 0: abort (set by ph_lio_finish) */
+	void *end_op;        /* preallocated: finishing never allocates */
+	struct ph_lio_file *next_done; /* the finished list (no allocation) */
 };
 
 /* Starts the I/O thread for files beneath root (an fd the caller keeps
@@ -41,8 +46,10 @@ struct ph_lio_file *ph_lio_file_new(const char *rel);
  * is queued. Returns 0 or PHSYNC_ENOMEM. */
 int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,
                  size_t len);
-/* Queues the end of f: commit (rename into place) or abort (remove). The
- * caller must not touch f until ph_lio_pop() returns it. */
+/* Queues the end of f: commit (rename into place) or abort (remove). A
+ * commit checks that the temp file holds exactly f->expect bytes and that
+ * every write, the sync and the close succeeded; anything else aborts.
+ * The caller must not touch f until ph_lio_pop() returns it. */
 void ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit);
 /* Takes up to max finished files; with wait, blocks until one is ready or
  * none is pending. Returns how many. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ph_config.h"
@@ -15,6 +16,7 @@
 
 #include "ctx.h"
 #include "local.h"
+#include "tempname.h"
 
 int
 ph_local_open_root(phsync_ctx *ctx, const char *path, int create, int *fd)
@@ -131,7 +133,9 @@ ph_local_split(const char *rel, char **dir, const char **base)
 struct scan {
 	phsync_ctx *ctx;
 	const struct ph_filter *filter;
-	int remove_temps;
+	int remove_temps, check_names;
+	struct ph_temp_owner self;
+	int64_t now;
 	struct ph_tree *t;
 	phsync_event_fn on_event;
 	void *event_arg;
@@ -171,23 +175,52 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		const char *name = de->d_name;
 		size_t nl = strlen(name);
 		struct ph_entry e = { 0 };
+		struct ph_temp_info ti;
 		struct stat st;
 
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 			continue;
-		if (plen + 1 + nl >= sizeof(s->path))
+		if (plen + 1 + nl >= sizeof(s->path)) {
+			s->path[plen] = '\0';
+			scan_fail(s, plen ? s->path : ".", PHSYNC_EUNSAFE,
+			          "a name in this folder makes a path longer than 4095 bytes; "
+			          "left out");
 			continue;
+		}
 		if (plen > 0)
 			s->path[plen] = '/';
 		memcpy(s->path + plen + (plen > 0), name, nl + 1);
-		if (ph_name_is_temp(name)) {
-			if (s->remove_temps)
+		if (ph_temp_parse(name, nl, &ti)) {
+			/* Ours: never listed; a dead run's leftover is removed. */
+			if (s->remove_temps && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode) &&
+			    ph_temp_stale(&ti.owner, st.st_mtim.tv_sec, &s->self, s->now))
 				unlinkat(dirfd(d), name, 0);
 			continue;
 		}
 		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			if (errno != ENOENT)
 				scan_fail(s, s->path, ph_err_from_errno(errno), strerror(errno));
+			continue;
+		}
+		if (s->check_names && !ph_name_safe((const uint8_t *)name, nl)) {
+			char shown[4096 * 4 + 1];
+
+			/* The same rule both ways: a name the remote could take for a
+			 * path ('\\' on a Windows server) or a terminal command. */
+			ph_escape(shown, sizeof(shown), s->path);
+			(*s->failed)++;
+			if (s->on_event != NULL) {
+				struct phsync_event ev = { 0 };
+
+				ev.type = PHSYNC_EV_SKIPPED;
+				ev.path = shown;
+				ev.action = "unsafe name";
+				ev.err = PHSYNC_EUNSAFE;
+				ev.message = "an unsafe name (with '\\' or control characters); "
+				             "not sent";
+				s->on_event(&ev, s->event_arg);
+			}
 			continue;
 		}
 		e.type = S_ISREG(st.st_mode) ? PH_T_FILE : S_ISDIR(st.st_mode) ? PH_T_DIR :
@@ -223,7 +256,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 
 int
 ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int remove_temps,
-              struct ph_tree *t, phsync_event_fn on_event, void *event_arg, uint64_t *failed)
+              int check_names, struct ph_tree *t, phsync_event_fn on_event, void *event_arg,
+              uint64_t *failed)
 {
 	struct scan s;
 	int fd = dup(root);
@@ -234,6 +268,9 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
 	s.ctx = ctx;
 	s.filter = filter;
 	s.remove_temps = remove_temps;
+	s.check_names = check_names;
+	ph_temp_owner_self(&s.self);
+	s.now = (int64_t)time(NULL);
 	s.t = t;
 	s.on_event = on_event;
 	s.event_arg = event_arg;

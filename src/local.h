@@ -22,11 +22,13 @@ int ph_local_opendir(int root, const char *rel, int *fd);
 int ph_local_split(const char *rel, char **dir, const char **base);
 
 /* Walks the tree under root into t (unsorted), skipping excluded paths.
- * Our leftover temporary files are removed when remove_temps is set (a
- * killed run's debris) and never listed. Unreadable folders are reported
- * through on_event as failures and counted in *failed. */
+ * Our temp files (tempname.h) are never listed; with remove_temps, those a
+ * dead run left are removed. With check_names, names that are unsafe to
+ * send (ph_name_safe) are reported as skipped and counted in *failed.
+ * Unreadable folders are reported through on_event as failures and counted
+ * in *failed. */
 int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
-                  int remove_temps, struct ph_tree *t,
+                  int remove_temps, int check_names, struct ph_tree *t,
                   phsync_event_fn on_event, void *event_arg, uint64_t *failed);
 
 #endif

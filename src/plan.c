@@ -76,7 +76,7 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_pla
 			a.kind = PH_A_NEW;
 		} else if (d->type != PH_T_FILE) {
 			a.kind = PH_A_CONFLICT;
-		} else if (d->size != s->size || d->mtime != s->mtime) {
+		} else if (s->nosize || d->nosize || d->size != s->size || d->mtime != s->mtime) {
 			a.kind = PH_A_UPDATE;
 		}
 		if (a.kind == 0)

@@ -34,7 +34,8 @@ struct ph_plan {
 
 /* Compares src with dst (both sorted by ph_tree_sort) and fills plan in
  * source order, so folders come before their contents. A file moves when
- * it is absent or its size or mtime (seconds) differ. Returns 0 or
+ * it is absent or its size or mtime (seconds) differ, or either side
+ * could not tell its size. Returns 0 or
  * PHSYNC_ENOMEM. */
 int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);

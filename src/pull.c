@@ -31,8 +31,12 @@ struct xfer {
 	uint32_t hlen;
 	struct ph_lio_file *wf;    /* the local temp file, until finished */
 	const char *final;         /* points into e->path */
-	uint64_t next_off, got, eof_at;
+	uint64_t next_off;         /* next offset to ask for */
+	uint64_t got;              /* bytes that arrived, in complete replies */
+	uint64_t hi;               /* end of the furthest bytes that arrived */
+	uint64_t eof_at;           /* lowest offset the server said EOF at */
 	unsigned reads;
+	int probed;                /* the read at the listed size was sent */
 	int opening, failed, silent, done;
 	size_t slot;               /* index in p->active */
 };
@@ -55,7 +59,7 @@ struct pull {
 	int stopping;              /* interrupted: drop everything quietly */
 };
 
-static void xfer_maybe_done(struct xfer *x);
+static int xfer_maybe_done(struct xfer *x);
 
 static void
 xfer_fail(struct xfer *x, int err, const char *msg)
@@ -97,61 +101,105 @@ xfer_free(struct xfer *x)
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
 
+/* Is there more to ask for? The listed size is a hint, never trusted: a
+ * file of known size S is read up to S plus one read at S that must answer
+ * EOF (else the file grew); a file of unknown size is read until EOF. */
+static int
+want_more(const struct xfer *x)
+{
+	if (x->eof_at != UINT64_MAX)
+		return 0;
+	if (x->e->nosize)
+		return 1;
+	return x->next_off < x->e->size || !x->probed;
+}
+
+static int
+queue_read(struct xfer *x, uint64_t off, uint32_t len)
+{
+	struct pull *p = x->p;
+	struct rreq *rq = malloc(sizeof(*rq));
+	int rc;
+
+	if (rq == NULL)
+		return PHSYNC_ENOMEM;
+	rq->x = x;
+	rq->off = off;
+	rq->len = len;
+	if ((rc = ph_sftp_read(p->j->sftp, x->h, x->hlen, off, len, read_cb, rq)) != 0) {
+		free(rq);
+		return rc;
+	}
+	x->reads++;
+	p->reads++;
+	return 0;
+}
+
 static int
 issue_reads(struct xfer *x)
 {
 	struct pull *p = x->p;
+	int rc;
 
-	while (x->next_off < x->e->size && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
-		struct rreq *rq = malloc(sizeof(*rq));
-		uint64_t left = x->e->size - x->next_off;
-		int rc;
+	while (want_more(x) && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
+		uint32_t len = p->chunk;
 
-		if (rq == NULL)
-			return PHSYNC_ENOMEM;
-		rq->x = x;
-		rq->off = x->next_off;
-		rq->len = left < p->chunk ? (uint32_t)left : p->chunk;
-		if ((rc = ph_sftp_read(p->j->sftp, x->h, x->hlen, rq->off, rq->len, read_cb, rq)) != 0) {
-			free(rq);
+		if (!x->e->nosize && x->next_off < x->e->size && x->e->size - x->next_off < len)
+			len = (uint32_t)(x->e->size - x->next_off);
+		if ((rc = queue_read(x, x->next_off, len)) != 0)
 			return rc;
-		}
-		x->next_off += rq->len;
-		x->reads++;
-		p->reads++;
+		if (!x->e->nosize && x->next_off >= x->e->size)
+			x->probed = 1;
+		x->next_off += len;
 	}
 	return 0;
 }
 
-/* The file is complete when every requested byte came back. */
+/* Commits the file only when every byte from 0 to the EOF the server
+ * reported arrived in complete replies, and that EOF is the listed size
+ * (or the size was unknown). Anything else aborts the file: it is retried
+ * by the next run, never kept cut or padded. */
 static void
 xfer_complete(struct xfer *x)
 {
 	struct pull *p = x->p;
-	uint64_t want = x->eof_at < x->e->size ? x->eof_at : x->e->size;
+	char msg[160];
 
-	if (x->got != want) {
-		xfer_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read");
+	if (x->eof_at == UINT64_MAX || x->got != x->eof_at || x->hi > x->eof_at) {
+		xfer_fail(x, PHSYNC_EREMOTE, "the server's replies did not cover the file; "
+		          "not copied (retried next run)");
+		return;
+	}
+	if (!x->e->nosize && x->eof_at != x->e->size) {
+		snprintf(msg, sizeof(msg), "the file ends at byte %llu, not at the %llu the "
+		         "server listed (changed while read?); not copied, retried next run",
+		         (unsigned long long)x->eof_at, (unsigned long long)x->e->size);
+		xfer_fail(x, PHSYNC_EREMOTE, msg);
 		return;
 	}
 	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
 	x->hlen = 0;
+	x->wf->expect = x->got;
 	ph_lio_finish(p->lio, x->wf, 1);
 	x->wf = NULL;
 	x->done = 1;
 }
 
-static void
+/* Frees x when nothing of it is in flight; returns 1 when it did. */
+static int
 xfer_maybe_done(struct xfer *x)
 {
 	if (x->reads > 0 || x->opening)
-		return;
+		return 0;
 	if (!x->failed && x->p->stopping)
 		xfer_fail(x, PHSYNC_EINTR, "interrupted");
-	if (!x->failed && x->next_off >= x->e->size)
+	if (!x->failed && !want_more(x))
 		xfer_complete(x);
-	if (x->failed || x->done)
+	if (x->failed || x->done) {
 		xfer_free(x);
+		return 1;
+	}
+	return 0;
 }
 
 static void
@@ -160,6 +208,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct rreq *rq = arg;
 	struct xfer *x = rq->x;
 	struct pull *p = x->p;
+	uint64_t end = rq->off + r->len;
 
 	(void)s;
 	x->reads--;
@@ -169,46 +218,40 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			x->silent = 1;
 		if (!x->failed)
 			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
-	} else if (r->type == PH_FXP_DATA) {
-		if (r->len > rq->len) {
-			xfer_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
-		} else if (r->len == 0) {
-			if (rq->off < x->eof_at)
-				x->eof_at = rq->off;
-		} else if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
+	} else if (r->type == PH_FXP_DATA && r->len > rq->len) {
+		xfer_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
+	} else if (r->type == PH_FXP_DATA && r->len > 0 && !x->e->nosize && end > x->e->size) {
+		xfer_fail(x, PHSYNC_EREMOTE, "the file grew on the server while it was read; "
+		          "not copied (retried next run)");
+	} else if (r->type == PH_FXP_DATA && r->len > 0 && end > x->eof_at) {
+		xfer_fail(x, PHSYNC_EPROTO, "the server sent data past the end it reported");
+	} else if (r->type == PH_FXP_DATA && r->len > 0) {
+		if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
 			xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
 		} else {
 			x->got += r->len;
+			if (end > x->hi)
+				x->hi = end;
 			p->j->st.bytes_done += r->len;
-			if (r->len < rq->len) {
-				/* A short read: ask for the rest of this range. */
-				struct rreq *more = malloc(sizeof(*more));
-
-				if (more == NULL || ph_sftp_read(s, x->h, x->hlen, rq->off + r->len,
-				                                 rq->len - r->len, read_cb, more) != 0) {
-					free(more);
-					xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-				} else {
-					more->x = x;
-					more->off = rq->off + r->len;
-					more->len = rq->len - r->len;
-					x->reads++;
-					p->reads++;
-				}
-			}
+			/* A short read: ask for the rest of this range. */
+			if (r->len < rq->len && queue_read(x, end, rq->len - r->len) != 0)
+				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 		}
-	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
+	} else if (r->type == PH_FXP_DATA ||
+	           (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF)) {
+		/* EOF (an empty DATA reply counts as one). */
 		if (rq->off < x->eof_at)
 			x->eof_at = rq->off;
+		if (x->hi > x->eof_at)
+			xfer_fail(x, PHSYNC_EPROTO, "the server reported an end before data it "
+			          "had sent");
 	} else {
 		xfer_fail(x, r->err ? r->err : PHSYNC_EPROTO,
 		          r->msg[0] ? r->msg : "the server refused to read this file");
 	}
 	free(rq);
-	if (!x->failed && x->eof_at == UINT64_MAX && issue_reads(x) != 0)
+	if (!x->failed && issue_reads(x) != 0)
 		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-	if (!x->failed && x->eof_at != UINT64_MAX)
-		x->next_off = x->e->size; /* past EOF: ask no more */
 	xfer_maybe_done(x);
 }
 
@@ -240,7 +283,18 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		xfer_maybe_done(x);
 		return;
 	}
-	x->wf->mode = x->e->mode & 0666;
+	{
+		const struct ph_action *a = &p->j->plan.v[x->ai];
+
+		/* New: the source's rw bits under the umask (as cp, rsync without
+		 * -p). Replacing: the file keeps the bits it has. */
+		if (a->kind == PH_A_UPDATE && a->dst >= 0) {
+			x->wf->mode = p->j->dst.v[a->dst].mode & 0777;
+			x->wf->exact_mode = 1;
+		} else {
+			x->wf->mode = x->e->mode & 0666;
+		}
+	}
 	x->wf->atime = x->e->atime;
 	x->wf->mtime = x->e->mtime;
 	x->wf->cookie = x->ai;
@@ -346,7 +400,9 @@ make_dirs(struct pull *p)
 			free(dir);
 		}
 		if (rc == 0) {
-			if (mkdirat(dfd, base, 0700) != 0 && errno != EEXIST)
+			/* The source's bits under the umask, as mkdir does; always
+			 * writable by us, or its contents could not be made. */
+			if (mkdirat(dfd, base, (e->mode & 0777) | 0700) != 0 && errno != EEXIST)
 				rc = ph_err_from_errno(errno);
 			close(dfd);
 		}
@@ -364,8 +420,29 @@ make_dirs(struct pull *p)
 	}
 }
 
-/* Gives folders their source mode and times, deepest first, and makes
- * the renames in them durable. */
+static void
+dir_failed(struct ph_job *j, const char *path, int err, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+	j->st.files_failed++;
+	ph_job_event(j, PHSYNC_EV_FILE_FAILED, path, NULL, 0, ph_err_from_errno(err), msg);
+}
+
+static void
+dir_warn(struct ph_job *j, const char *path, int err, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+	ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, ph_err_from_errno(err), msg);
+}
+
+/* Makes the renames in touched folders durable and gives them their source
+ * times, deepest first. Their modes are left as made (or as they were). A
+ * folder that cannot be made durable is a failure (the files in it may not
+ * survive a power cut); one whose time cannot be set is a warning. */
 static void
 finish_dirs(struct pull *p)
 {
@@ -375,29 +452,36 @@ finish_dirs(struct pull *p)
 	while (i-- > 0) {
 		const struct ph_entry *e = &j->src.v[i];
 		struct timespec ts[2];
-		int dfd;
+		int dfd, rc;
 
 		if (e->type != PH_T_DIR || !j->dirty[i])
 			continue;
-		if (ph_local_opendir(j->lroot, e->path, &dfd) != 0)
+		if ((rc = ph_local_opendir(j->lroot, e->path, &dfd)) != 0) {
+			if (rc != PHSYNC_ENOENT) {
+				j->st.files_failed++;
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, rc,
+				             "cannot open this folder to make it durable");
+			}
 			continue;
-		if (j->o->fsync)
-			fsync(dfd);
+		}
+		if (j->o->fsync && fsync(dfd) != 0)
+			dir_failed(j, e->path, errno, "cannot make this folder durable (fsync)");
 		ts[0].tv_sec = e->atime ? e->atime : e->mtime;
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = e->mtime;
 		ts[1].tv_nsec = 0;
-		fchmod(dfd, (e->mode & 0777) | 0700);
-		futimens(dfd, ts);
+		if (futimens(dfd, ts) != 0)
+			dir_warn(j, e->path, errno, "cannot set this folder's time");
 		close(dfd);
 	}
 	if (j->root_dirty) {
 		struct timespec ts[2] = { { j->root_atime ? j->root_atime : j->root_mtime, 0 },
 		                          { j->root_mtime, 0 } };
 
-		if (j->o->fsync)
-			fsync(j->lroot);
-		futimens(j->lroot, ts);
+		if (j->o->fsync && fsync(j->lroot) != 0)
+			dir_failed(j, ".", errno, "cannot make the destination folder durable (fsync)");
+		if (futimens(j->lroot, ts) != 0)
+			dir_warn(j, ".", errno, "cannot set the destination folder's time");
 	}
 }
 
@@ -427,13 +511,14 @@ ph_pull_run(struct ph_job *j)
 	if ((rc = ph_lio_new(j->lroot, j->o->fsync, &p.lio)) != 0)
 		goto out;
 	while (rc == 0) {
-		if (j->ctx->interrupted && !p.stopping) {
+		if (j->ctx->interrupted) {
+			/* Stop now, without waiting for the replies in flight (the
+			 * server may be the reason for the Ctrl-C): the files in
+			 * flight are abandoned below and their temp files removed. */
 			p.stopping = 1;
-			for (i = p.nactive; i-- > 0;)
-				if (!p.active[i]->failed)
-					xfer_fail(p.active[i], PHSYNC_EINTR, "interrupted");
+			break;
 		}
-		while (!p.fatal && !p.stopping && ai < j->plan.n && p.nactive < p.max_files &&
+		while (!p.fatal && ai < j->plan.n && p.nactive < p.max_files &&
 		       p.reads < MAX_READS) {
 			uint8_t k = j->plan.v[ai].kind;
 
@@ -443,14 +528,19 @@ ph_pull_run(struct ph_job *j)
 		}
 		if (rc != 0)
 			break;
-		/* Files that hit the global read cap get their turn again. */
-		for (i = 0; i < p.nactive && p.reads < MAX_READS; i++) {
+		/* Files that hit the global read cap get their turn again. A file
+		 * that fails here with nothing in flight is freed now (it would
+		 * otherwise wait forever for a reply that never comes). */
+		for (i = 0; i < p.nactive && p.reads < MAX_READS;) {
 			struct xfer *x = p.active[i];
 
 			if (!x->failed && !x->opening && x->wf != NULL && x->reads < MAX_READS_FILE &&
-			    x->eof_at == UINT64_MAX && x->next_off < x->e->size &&
-			    issue_reads(x) != 0)
+			    want_more(x) && issue_reads(x) != 0) {
 				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+				if (xfer_maybe_done(x))
+					continue; /* slot i now holds another file */
+			}
+			i++;
 		}
 		reap(&p, 0);
 		ph_job_progress(j);
@@ -464,10 +554,11 @@ ph_pull_run(struct ph_job *j)
 		/* The link died: every callback has run; drop what is left. */
 		p.stopping = 1;
 	}
+	/* What the I/O thread already has is local work: let it finish, so
+	 * every file committed is counted and its folder made durable. */
 	while (ph_lio_pending(p.lio) > 0)
 		reap(&p, 1);
-	if (!p.stopping || !j->ctx->interrupted)
-		finish_dirs(&p);
+	finish_dirs(&p);
 	if (rc == 0)
 		rc = p.fatal;
 	if (rc == 0 && p.stopping)

@@ -1,7 +1,11 @@
 /* Push executor: local files stream to remote temp files through many
  * pipelined SFTP writes, several files at once; each is then fsync'ed
- * (fsync@openssh.com), given its mode and times, closed and renamed into
- * place (posix-rename@openssh.com where offered). */
+ * (fsync@openssh.com), given its times, closed and renamed into place
+ * (posix-rename@openssh.com where offered). A server without posix-rename
+ * cannot RENAME over a file: the old one is renamed aside first, the new
+ * one in, then the aside copy removed; if the new one cannot go in, the old
+ * one is put back. At no moment is the content nowhere: a run cut between
+ * the two renames leaves the aside copy, which the next run puts back. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "tempname.h"
 
 #define MAX_FILES 64
 #define MAX_WRITES 96
@@ -20,8 +25,18 @@
 /* Bytes of WRITE requests in flight: the server's channel window (2 MiB
  * on OpenSSH) bounds what moves anyway; more would only sit in memory. */
 #define MAX_WRITE_BYTES (6u << 20)
+/* After Ctrl-C: how long the temp files' removal may take before the link
+ * is abandoned (the next run removes what is left). */
+#define STOP_GRACE_MS 2000
 
-enum pstate { P_OPENING, P_WRITING, P_CLOSING, P_RENAMING, P_REMOVING, P_DONE };
+enum pstate {
+	P_OPENING,   /* OPEN of the temp file sent */
+	P_WRITING,   /* WRITEs, then fsync and times */
+	P_CLOSING,   /* ready to CLOSE */
+	P_RENAMING,  /* closed: ready to move into place */
+	P_WAIT,      /* a step's reply is awaited */
+	P_DONE
+};
 
 struct push;
 
@@ -31,12 +46,14 @@ struct pfile {
 	const struct ph_entry *e;
 	int fd;                    /* local source */
 	char *rtmp, *rfinal;       /* remote paths */
+	char *raside;              /* the old file's aside copy, once moved */
 	uint8_t h[PH_SFTP_MAX_HANDLE];
 	uint32_t hlen;
 	uint64_t next_off;
 	unsigned writes;           /* WRITE requests in flight */
 	unsigned pending;          /* every request in flight that calls back */
-	int state, failed, silent, times_failed, renamed_plain;
+	int state, failed, silent, times_failed;
+	int tmp_made;              /* the temp file exists on the server */
 	size_t slot;
 };
 
@@ -47,10 +64,31 @@ struct push {
 	size_t writes;
 	uint64_t write_bytes;
 	uint32_t chunk;
+	struct ph_temp_owner owner;
 	int fatal, stopping;
 };
 
 static void pf_step(struct pfile *f);
+
+static void
+cleanup_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	(void)r;
+	f->pending--;
+	pf_step(f);
+}
+
+/* Queues a request whose answer only releases f (counted, so f lives and
+ * the request is sent before the run ends). */
+static void
+pf_cleanup(struct pfile *f, int rc)
+{
+	if (rc == 0)
+		f->pending++;
+}
 
 static void
 pf_fail(struct pfile *f, int err, const char *msg)
@@ -61,11 +99,13 @@ pf_fail(struct pfile *f, int err, const char *msg)
 		return;
 	f->failed = 1;
 	if (f->hlen > 0) {
-		ph_sftp_close(j->sftp, f->h, f->hlen, NULL, NULL);
+		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
 		f->hlen = 0;
 	}
-	if (f->rtmp != NULL && f->state != P_DONE)
-		ph_sftp_remove(j->sftp, f->rtmp, NULL, NULL);
+	if (f->tmp_made && f->state != P_DONE) {
+		pf_cleanup(f, ph_sftp_remove(j->sftp, f->rtmp, cleanup_cb, f));
+		f->tmp_made = 0;
+	}
 	if (err == PHSYNC_ENOSPC && !f->p->fatal)
 		f->p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
 		                     "no space left on the server; stopped (partial files "
@@ -87,7 +127,20 @@ pf_free(struct pfile *f)
 		close(f->fd);
 	free(f->rtmp);
 	free(f->rfinal);
+	free(f->raside);
 	free(f);
+}
+
+/* Frees f when it is finished and nothing of it is in flight; returns 1
+ * when it did. */
+static int
+pf_settle(struct pfile *f)
+{
+	if ((f->failed || f->state == P_DONE) && f->pending == 0) {
+		pf_free(f);
+		return 1;
+	}
+	return 0;
 }
 
 static const char *
@@ -174,14 +227,45 @@ close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 }
 
 static void
+unaside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type != 0 && !status_ok(r))
+		ph_job_event(f->p->j, PHSYNC_EV_WARNING, f->e->path, NULL, 0,
+		             r->err ? r->err : PHSYNC_EREMOTE,
+		             "the old version could not be put back; it is kept beside the "
+		             "file as .NAME.phsync-o.* and the next run puts it back");
+	pf_step(f);
+}
+
+static void
+drop_aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type != 0 && !status_ok(r))
+		ph_job_event(f->p->j, PHSYNC_EV_WARNING, f->e->path, NULL, 0,
+		             r->err ? r->err : PHSYNC_EREMOTE,
+		             "the old version, set aside during the replace, could not be "
+		             "removed; the next run removes it");
+	pf_step(f);
+}
+
+static void
 rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct pfile *f = arg;
 	struct ph_job *j = f->p->j;
 
 	f->pending--;
-	if (!f->failed && status_ok(r)) {
+	if (status_ok(r) && !f->failed) {
 		f->state = P_DONE;
+		f->tmp_made = 0;
 		j->st.files_done++;
 		j->st.bytes_committed += f->e->size;
 		ph_job_touch_parent(j, f->e->path);
@@ -191,18 +275,49 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		ph_job_event(j, PHSYNC_EV_FILE_DONE, f->e->path,
 		             j->plan.v[f->ai].kind == PH_A_NEW ? "new" : "update", f->e->size, 0,
 		             NULL);
-	} else if (!f->failed && r->type != 0 && !f->renamed_plain &&
-	           !(ph_sftp_exts(s) & PH_EXT_POSIX_RENAME) &&
-	           j->plan.v[f->ai].kind == PH_A_UPDATE) {
-		/* Plain SFTP rename will not replace: remove, then rename. */
-		f->renamed_plain = 1;
-		if (ph_sftp_remove(s, f->rfinal, NULL, NULL) != 0 ||
-		    ph_sftp_rename(s, f->rtmp, f->rfinal, 0, rename_cb, f) != 0)
-			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a rename");
-		else
-			f->pending++;
-	} else if (!f->failed) {
+		if (f->raside != NULL)
+			pf_cleanup(f, ph_sftp_remove(s, f->raside, drop_aside_cb, f));
+	} else {
+		/* Not in place: the old version goes back where it was. */
+		if (f->raside != NULL && r->type != 0)
+			pf_cleanup(f, ph_sftp_rename(s, f->raside, f->rfinal, 0, unaside_cb, f));
 		reply_err(f, r, "the server could not rename the file into place");
+	}
+	pf_step(f);
+}
+
+static void
+aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	int rc;
+
+	f->pending--;
+	if (f->failed) {
+		/* Cut off while the old file moved: if it did, put it back. */
+		if (status_ok(r))
+			pf_cleanup(f, ph_sftp_rename(s, f->raside, f->rfinal, 0, unaside_cb, f));
+		pf_step(f);
+		return;
+	}
+	if (!status_ok(r) && !(r->type == PH_FXP_STATUS && r->status == PH_FX_NO_SUCH_FILE)) {
+		free(f->raside);
+		f->raside = NULL;
+		reply_err(f, r, "the server would not move the old version aside to replace it");
+		pf_step(f);
+		return;
+	}
+	if (!status_ok(r)) {
+		/* The old file is gone already: nothing to set aside. */
+		free(f->raside);
+		f->raside = NULL;
+	}
+	if ((rc = ph_sftp_rename(s, f->rtmp, f->rfinal, 0, rename_cb, f)) != 0) {
+		if (f->raside != NULL)
+			pf_cleanup(f, ph_sftp_rename(s, f->raside, f->rfinal, 0, unaside_cb, f));
+		pf_fail(f, rc, "cannot queue a rename");
+	} else {
+		f->pending++;
 	}
 	pf_step(f);
 }
@@ -228,13 +343,16 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 	return 0;
 }
 
+/* Queues writes while there is room. Returns 0, or PHSYNC_ENOMEM when the
+ * request table is full (retried later); a file that cannot be read is
+ * failed here. */
 static int
 issue_writes(struct pfile *f)
 {
 	struct push *p = f->p;
 
-	while (f->next_off < f->e->size && f->writes < MAX_WRITES_FILE && p->writes < MAX_WRITES &&
-	       p->write_bytes < MAX_WRITE_BYTES) {
+	while (!f->failed && f->next_off < f->e->size && f->writes < MAX_WRITES_FILE &&
+	       p->writes < MAX_WRITES && p->write_bytes < MAX_WRITE_BYTES) {
 		uint64_t left = f->e->size - f->next_off;
 		uint32_t n = left < p->chunk ? (uint32_t)left : p->chunk;
 		struct wreq *w = malloc(sizeof(*w));
@@ -248,11 +366,13 @@ issue_writes(struct pfile *f)
 		                        write_cb, w);
 		if (rc != 0)
 			free(w);
-
-		if (rc == PHSYNC_ECORRUPT || (rc != 0 && rc != PHSYNC_ENOMEM)) {
-			pf_fail(f, rc == PHSYNC_ECORRUPT ? PHSYNC_EIO : rc,
-			        rc == PHSYNC_ECORRUPT ? "the local file shrank while being sent" :
-			        "cannot read the local file");
+		if (rc == PHSYNC_ECORRUPT) {
+			pf_fail(f, PHSYNC_EIO, "the local file shrank while being sent; not sent "
+			        "(retried next run)");
+			return 0;
+		}
+		if (rc != 0 && rc != PHSYNC_ENOMEM) {
+			pf_fail(f, rc, "cannot read the local file");
 			return 0;
 		}
 		if (rc != 0)
@@ -273,16 +393,16 @@ static void
 pf_step(struct pfile *f)
 {
 	struct ph_job *j = f->p->j;
+	const struct ph_action *act = &j->plan.v[f->ai];
 	struct ph_sftp_attrs a = { 0 };
 	int rc = 0;
 
-	if (f->p->stopping && !f->failed && f->state != P_DONE)
+	/* Ctrl-C abandons a file until its rename starts; from there the few
+	 * requests left finish it (or put the old version back). */
+	if (f->p->stopping && !f->failed && f->state < P_RENAMING)
 		pf_fail(f, PHSYNC_EINTR, "interrupted");
-	if (f->failed || f->state == P_DONE) {
-		if (f->pending == 0)
-			pf_free(f);
+	if (pf_settle(f) || f->failed || f->state == P_DONE)
 		return;
-	}
 	if (f->pending > 0 && f->state != P_WRITING)
 		return;
 	switch (f->state) {
@@ -291,11 +411,16 @@ pf_step(struct pfile *f)
 			break;
 		if (f->pending > 0 || f->next_off < f->e->size)
 			return;
-		/* All data acknowledged: make it durable, set mode and times. */
-		a.flags = PH_ATTR_PERMISSIONS | PH_ATTR_ACMODTIME;
-		a.perm = f->e->mode & 0666;
+		/* All data acknowledged: make it durable, set its times (and, when
+		 * replacing a file, the bits that file had; a new file keeps what
+		 * the server's umask made of the source's bits). */
+		a.flags = PH_ATTR_ACMODTIME;
 		a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
 		a.mtime = (uint32_t)f->e->mtime;
+		if (act->kind == PH_A_UPDATE && act->dst >= 0 && j->dst.v[act->dst].mode != 0) {
+			a.flags |= PH_ATTR_PERMISSIONS;
+			a.perm = j->dst.v[act->dst].mode & 0777;
+		}
 		if (j->o->fsync && (ph_sftp_exts(j->sftp) & PH_EXT_FSYNC)) {
 			if ((rc = ph_sftp_fsync(j->sftp, f->h, f->hlen, fsync_cb, f)) != 0)
 				break;
@@ -310,21 +435,40 @@ pf_step(struct pfile *f)
 		if ((rc = ph_sftp_close(j->sftp, f->h, f->hlen, close_cb, f)) != 0)
 			break;
 		f->pending++;
-		f->state = P_REMOVING; /* close_cb moves on to P_RENAMING */
+		f->state = P_WAIT; /* close_cb moves on to P_RENAMING */
 		return;
 	case P_RENAMING:
-		if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rfinal, 1, rename_cb, f)) != 0)
+		if (act->kind == PH_A_UPDATE && !(ph_sftp_exts(j->sftp) & PH_EXT_POSIX_RENAME)) {
+			/* Plain RENAME will not replace: the old file goes aside first. */
+			const char *base = strrchr(f->rfinal, '/');
+			size_t dl = base ? (size_t)(base - f->rfinal) + 1 : 0;
+			char name[256];
+
+			base = base ? base + 1 : f->rfinal;
+			if (ph_temp_name(name, sizeof(name), base, PH_TEMP_OLD, &f->p->owner) != 0 ||
+			    (f->raside = malloc(dl + strlen(name) + 1)) == NULL) {
+				rc = PHSYNC_ENOMEM;
+				break;
+			}
+			memcpy(f->raside, f->rfinal, dl);
+			strcpy(f->raside + dl, name);
+			if ((rc = ph_sftp_rename(j->sftp, f->rfinal, f->raside, 0, aside_cb, f)) != 0)
+				break;
+		} else if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rfinal, 1, rename_cb, f)) != 0) {
 			break;
+		}
 		f->pending++;
-		f->state = P_REMOVING;
+		f->state = P_WAIT;
 		return;
 	default:
 		return;
 	}
-	if (!f->failed)
+	if (!f->failed) {
+		free(f->raside);
+		f->raside = NULL; /* nothing was moved aside */
 		pf_fail(f, rc, "cannot queue a request");
-	if (f->pending == 0)
-		pf_free(f);
+	}
+	pf_settle(f);
 }
 
 static void
@@ -337,12 +481,11 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	f->state = P_WRITING;
 	if (r->type != PH_FXP_HANDLE) {
 		/* Nothing was created: never remove a file of that name. */
-		free(f->rtmp);
-		f->rtmp = NULL;
 		reply_err(f, r, "the server would not create the file");
 	} else {
 		memcpy(f->h, r->data, r->len);
 		f->hlen = r->len;
+		f->tmp_made = 1;
 	}
 	pf_step(f);
 }
@@ -351,7 +494,8 @@ static int
 start_file(struct push *p, size_t ai)
 {
 	struct ph_job *j = p->j;
-	const struct ph_entry *e = &j->src.v[j->plan.v[ai].src];
+	const struct ph_action *act = &j->plan.v[ai];
+	const struct ph_entry *e = &j->src.v[act->src];
 	struct pfile *f = calloc(1, sizeof(*f));
 	struct ph_sftp_attrs a = { 0 };
 	struct stat st;
@@ -383,8 +527,8 @@ start_file(struct push *p, size_t ai)
 		rc = 0;
 		goto out;
 	}
-	ph_name_temp(tmpname, sizeof(tmpname), base);
-	if ((tmprel = malloc(strlen(dir) + strlen(tmpname) + 2)) == NULL) {
+	if (ph_temp_name(tmpname, sizeof(tmpname), base, PH_TEMP_NEW, &p->owner) != 0 ||
+	    (tmprel = malloc(strlen(dir) + strlen(tmpname) + 2)) == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -395,8 +539,11 @@ start_file(struct push *p, size_t ai)
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
+	/* A new file: the source's rw bits, which the server's umask trims
+	 * (as cp and rsync without -p). A replacement gets its old bits at
+	 * the end; until then only we may read it. */
 	a.flags = PH_ATTR_PERMISSIONS;
-	a.perm = 0600;
+	a.perm = act->kind == PH_A_UPDATE ? 0600 : e->mode & 0666;
 	rc = ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a,
 	                  open_cb, f);
 	if (rc != 0)
@@ -494,53 +641,90 @@ make_dirs(struct push *p)
 	return rc;
 }
 
+struct dirwait {
+	struct ph_job *j;
+	int *left;
+	char *path;        /* relative, for the warning */
+};
+
 static void
-count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+dirtime_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
+	struct dirwait *w = arg;
+
 	(void)s;
-	(void)r;
-	(*(int *)arg)--;
+	(*w->left)--;
+	if (r->type != 0 && !status_ok(r))
+		ph_job_event(w->j, PHSYNC_EV_WARNING, w->path, NULL, 0,
+		             r->err ? r->err : PHSYNC_EREMOTE,
+		             msg_of(r, "the server would not set this folder's time"));
+	free(w->path);
+	free(w);
 }
 
-/* Restores folder modes and times on the server, deepest first. */
+/* Gives touched folders their source times on the server, deepest first.
+ * Their modes are left as made (the server's umask on the source's bits)
+ * or as they were. A refusal is a warning (many phones cannot set times). */
 static int
 finish_dirs(struct push *p)
 {
 	struct ph_job *j = p->j;
-	size_t i = j->src.n;
+	size_t i = j->src.n + 1;
 	int left = 0, rc = 0;
 	struct ph_sftp_attrs a = { 0 };
 
-	a.flags = PH_ATTR_PERMISSIONS | PH_ATTR_ACMODTIME;
+	a.flags = PH_ATTR_ACMODTIME;
 	while (i-- > 0 && rc == 0) {
-		const struct ph_entry *e = &j->src.v[i];
+		const struct ph_entry *e = i < j->src.n ? &j->src.v[i] : NULL;
+		struct dirwait *w;
 		char *rp;
 
-		if (e->type != PH_T_DIR || !j->dirty[i])
+		if (e != NULL && (e->type != PH_T_DIR || !j->dirty[i]))
 			continue;
-		if ((rp = ph_job_rpath(j, e->path)) == NULL)
-			return PHSYNC_ENOMEM;
-		a.perm = (e->mode & 0777) | 0700;
-		a.atime = (uint32_t)(e->atime ? e->atime : e->mtime);
-		a.mtime = (uint32_t)e->mtime;
-		rc = ph_sftp_setstat(j->sftp, rp, &a, count_cb, &left);
+		if (e == NULL && !j->root_dirty)
+			continue;
+		if (e != NULL) {
+			a.atime = (uint32_t)(e->atime ? e->atime : e->mtime);
+			a.mtime = (uint32_t)e->mtime;
+		} else {
+			a.atime = (uint32_t)(j->root_atime ? j->root_atime : j->root_mtime);
+			a.mtime = (uint32_t)j->root_mtime;
+		}
+		rp = ph_job_rpath(j, e ? e->path : "");
+		w = malloc(sizeof(*w));
+		if (rp == NULL || w == NULL || (w->path = strdup(e ? e->path : ".")) == NULL) {
+			free(rp);
+			free(w);
+			rc = PHSYNC_ENOMEM;
+			break;
+		}
+		w->j = j;
+		w->left = &left;
+		rc = ph_sftp_setstat(j->sftp, rp, &a, dirtime_cb, w);
 		free(rp);
-		if (rc == 0)
+		if (rc == 0) {
 			left++;
+		} else {
+			free(w->path);
+			free(w);
+		}
 	}
-	if (rc == 0 && j->root_dirty) {
-		char *rp = ph_job_rpath(j, "");
-
-		a.flags = PH_ATTR_ACMODTIME;
-		a.atime = (uint32_t)(j->root_atime ? j->root_atime : j->root_mtime);
-		a.mtime = (uint32_t)j->root_mtime;
-		if (rp != NULL && ph_sftp_setstat(j->sftp, rp, &a, count_cb, &left) == 0)
-			left++;
-		free(rp);
-	}
-	while (rc == 0 && left > 0)
-		rc = ph_sftp_pump(j->sftp, -1);
+	while (left > 0 && ph_sftp_pump(j->sftp, -1) == 0)
+		;
+	if (left > 0)
+		ph_sftp_abort(j->sftp, PHSYNC_ECONNECT); /* w must not outlive the run */
 	return rc;
+}
+
+/* Frees every file that is finished with nothing in flight. */
+static void
+settle_all(struct push *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nactive;)
+		if (!pf_settle(p->active[i]))
+			i++;
 }
 
 int
@@ -548,11 +732,13 @@ ph_push_run(struct ph_job *j)
 {
 	struct push p;
 	size_t ai = 0, i;
+	uint64_t stop_at = 0;
 	int rc;
 
 	memset(&p, 0, sizeof(p));
 	p.j = j;
 	p.chunk = ph_sftp_max_write(j->sftp);
+	ph_temp_owner_self(&p.owner);
 	for (i = 0; i < j->plan.n; i++)
 		if (j->plan.v[i].kind == PH_A_DIRTIME)
 			j->dirty[j->plan.v[i].src] = 1;
@@ -569,10 +755,17 @@ ph_push_run(struct ph_job *j)
 	}
 	while (rc == 0) {
 		if (j->ctx->interrupted && !p.stopping) {
+			/* Remove the temp files, finish the renames under way, and
+			 * give that a short while: a hung server is abandoned. */
 			p.stopping = 1;
+			stop_at = ph_now_ms() + STOP_GRACE_MS;
 			for (i = p.nactive; i-- > 0;)
-				pf_fail(p.active[i], PHSYNC_EINTR, "interrupted");
+				if (p.active[i]->state < P_RENAMING)
+					pf_fail(p.active[i], PHSYNC_EINTR, "interrupted");
 		}
+		settle_all(&p);
+		if (p.stopping && ph_now_ms() >= stop_at)
+			break;
 		while (!p.fatal && !p.stopping && ai < j->plan.n && p.nactive < MAX_FILES &&
 		       p.writes < MAX_WRITES) {
 			uint8_t k = j->plan.v[ai].kind;
@@ -583,6 +776,8 @@ ph_push_run(struct ph_job *j)
 		}
 		if (rc != 0)
 			break;
+		/* Files that hit the global write cap get their turn again; one
+		 * that fails here is freed once its cleanup is answered. */
 		for (i = 0; i < p.nactive && p.writes < MAX_WRITES; i++) {
 			struct pfile *f = p.active[i];
 
@@ -590,10 +785,11 @@ ph_push_run(struct ph_job *j)
 			    issue_writes(f) != 0)
 				pf_fail(f, PHSYNC_ENOMEM, "cannot queue a write");
 		}
+		settle_all(&p);
 		ph_job_progress(j);
 		if (p.nactive == 0 && (ai >= j->plan.n || p.fatal || p.stopping))
 			break;
-		rc = ph_sftp_pump(j->sftp, 200);
+		rc = ph_sftp_pump(j->sftp, p.stopping ? 100 : 200);
 		if (rc == PHSYNC_EINTR)
 			rc = 0;
 	}

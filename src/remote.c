@@ -3,12 +3,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctx.h"
 #include "job.h"
+#include "tempname.h"
 
 #define MAX_LISTERS 32
 #define MAX_QUEUE_PATHS (1u << 22)
+/* A server whose tree loops (a folder listing itself, a bind mount of a
+ * parent) would be listed forever: these caps end it with a clear error. */
+#define MAX_DEPTH 256
+#define MAX_ENTRIES 20000000u
+#define MAX_PATH 4095
 
 struct rscan;
 
@@ -19,10 +26,19 @@ struct lister {
 	uint32_t hlen;
 };
 
-/* An entry whose type the listing did not give: asked with LSTAT. */
+/* An entry whose type, size or time the listing did not give: asked
+ * with LSTAT. */
 struct pending_stat {
 	struct rscan *rs;
 	char *rel;
+};
+
+/* An aside copy of a replaced file a dead run left (see tempname.h):
+ * resolved once the whole tree is known. */
+struct aside {
+	char *rel;          /* the aside copy */
+	char *final;        /* the file it stands for */
+	struct ph_sftp_attrs a;
 };
 
 struct rscan {
@@ -33,6 +49,10 @@ struct rscan {
 	size_t qhead, qlen, qcap;
 	size_t active;     /* listers and stats in flight */
 	int fatal;         /* a failure that stops the run */
+	struct ph_temp_owner self;
+	int64_t now;
+	struct aside *asides;
+	size_t nasides, capasides;
 };
 
 static int
@@ -91,6 +111,16 @@ join(const char *dir, const uint8_t *name, size_t nl)
 	return p;
 }
 
+static int
+depth_of(const char *rel)
+{
+	int d = 1;
+
+	for (; *rel; rel++)
+		d += *rel == '/';
+	return d;
+}
+
 /* Adds a listed entry to the tree (and a folder to the queue). */
 static void
 add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
@@ -102,6 +132,21 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 		free(rel);
 		return;
 	}
+	if (rs->t->n >= MAX_ENTRIES) {
+		rs->fatal = ph_err(rs->j->ctx, PHSYNC_ENOMEM,
+		                   "the remote tree has more than %u entries; stopped (does "
+		                   "the server's tree loop back on itself?)", MAX_ENTRIES);
+		free(rel);
+		return;
+	}
+	if (e.type == PH_T_DIR && depth_of(rel) > MAX_DEPTH) {
+		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EUNSAFE,
+		                   "the remote tree is nested deeper than %d folders; stopped "
+		                   "(does the server's tree loop back on itself?)", MAX_DEPTH);
+		free(rel);
+		return;
+	}
+	e.nosize = e.type == PH_T_FILE && !(a->flags & PH_ATTR_SIZE);
 	e.size = (a->flags & PH_ATTR_SIZE) && e.type == PH_T_FILE ? a->size : 0;
 	e.mtime = (a->flags & PH_ATTR_ACMODTIME) ? a->mtime : 0;
 	e.atime = (a->flags & PH_ATTR_ACMODTIME) ? a->atime : 0;
@@ -143,6 +188,67 @@ stat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static void lister_done(struct lister *l);
 
 static void
+count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	(void)s;
+	(void)r;
+	((struct rscan *)arg)->active--;
+}
+
+/* Removes a dead run's temp file (rel is borrowed). */
+static void
+remove_temp(struct rscan *rs, const char *rel)
+{
+	char *full = ph_job_rpath(rs->j, rel);
+
+	if (full != NULL && ph_sftp_remove(rs->j->sftp, full, count_cb, rs) == 0)
+		rs->active++;
+	free(full);
+}
+
+/* Keeps a dead run's aside copy for resolve_asides() (rel is borrowed). */
+static void
+keep_aside(struct rscan *rs, const char *rel, const struct ph_temp_info *ti,
+           const struct ph_sftp_attrs *a)
+{
+	const char *base = strrchr(rel, '/');
+	size_t dl = base ? (size_t)(base - rel) + 1 : 0;
+	struct aside *as;
+
+	if (ti->truncated) {
+		/* The name it stands for was shortened: cannot be put back. */
+		ph_job_event(rs->j, PHSYNC_EV_WARNING, rel, NULL, 0, PHSYNC_EUNSAFE,
+		             "an old copy an interrupted run set aside; its full name is "
+		             "unknown, so it is left for you to check");
+		return;
+	}
+	if (rs->nasides == rs->capasides) {
+		size_t cap = rs->capasides ? rs->capasides * 2 : 8;
+
+		if ((as = realloc(rs->asides, cap * sizeof(*as))) == NULL) {
+			rs->fatal = PHSYNC_ENOMEM;
+			return;
+		}
+		rs->asides = as;
+		rs->capasides = cap;
+	}
+	as = &rs->asides[rs->nasides];
+	as->rel = strdup(rel);
+	as->final = malloc(dl + ti->final_len + 1);
+	if (as->rel == NULL || as->final == NULL) {
+		free(as->rel);
+		free(as->final);
+		rs->fatal = PHSYNC_ENOMEM;
+		return;
+	}
+	memcpy(as->final, rel, dl);
+	memcpy(as->final + dl, rel + dl + ti->final_off, ti->final_len);
+	as->final[dl + ti->final_len] = '\0';
+	as->a = *a;
+	rs->nasides++;
+}
+
+static void
 readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct lister *l = arg;
@@ -151,6 +257,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	const uint8_t *name;
 	uint32_t nl;
 	struct ph_sftp_attrs a;
+	struct ph_temp_info ti;
 	int k;
 
 	if (r->type == 0) { /* the link died; the pump reports it */
@@ -198,22 +305,33 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			free(rel);
 			continue;
 		}
+		if (strlen(l->rel) + 1 + nl > MAX_PATH) {
+			fail(rs, l->rel, PHSYNC_EUNSAFE, "a name in this folder makes a path "
+			     "longer than 4095 bytes; left out");
+			continue;
+		}
 		if ((rel = join(l->rel, name, nl)) == NULL) {
 			rs->fatal = PHSYNC_ENOMEM;
 			break;
 		}
-		if (ph_name_is_temp(rel + (strlen(rel) - nl))) {
-			if (rs->remove_temps) {
-				char *full = ph_job_rpath(rs->j, rel);
+		if (ph_temp_parse((const char *)name, nl, &ti)) {
+			/* Ours: never listed. A dead run's leftovers are cleared on the
+			 * destination side only. */
+			int64_t mt = (a.flags & PH_ATTR_ACMODTIME) ? a.mtime : rs->now;
 
-				if (full != NULL)
-					ph_sftp_remove(s, full, NULL, NULL);
-				free(full);
+			if (rs->remove_temps && ph_temp_stale(&ti.owner, mt, &rs->self, rs->now)) {
+				if (ti.kind == PH_TEMP_OLD)
+					keep_aside(rs, rel, &ti, &a);
+				else
+					remove_temp(rs, rel);
 			}
 			free(rel);
 			continue;
 		}
-		if (!(a.flags & PH_ATTR_PERMISSIONS)) {
+		if (!(a.flags & PH_ATTR_PERMISSIONS) ||
+		    (type_of(a.perm) == PH_T_FILE &&
+		     (a.flags & (PH_ATTR_SIZE | PH_ATTR_ACMODTIME)) !=
+		     (PH_ATTR_SIZE | PH_ATTR_ACMODTIME))) {
 			struct pending_stat *ps = malloc(sizeof(*ps));
 			char *full = ph_job_rpath(rs->j, rel);
 
@@ -301,17 +419,80 @@ start_lister(struct rscan *rs, char *rel)
 	return 0;
 }
 
+/* Puts each dead run's aside copy back where its file is missing (that run
+ * was cut between moving the old file aside and moving the new one in),
+ * and removes it where the file is in place. */
+static int
+resolve_asides(struct rscan *rs)
+{
+	struct ph_job *j = rs->j;
+	size_t i;
+	int rc = 0;
+
+	if (rs->nasides == 0)
+		return 0;
+	ph_tree_sort(rs->t);
+	for (i = 0; i < rs->nasides && rc == 0; i++) {
+		struct aside *as = &rs->asides[i];
+		char *from = ph_job_rpath(j, as->rel), *to = ph_job_rpath(j, as->final);
+		struct ph_sftp_attrs cur;
+		int exists = ph_tree_find(rs->t, as->final) != NULL, r;
+
+		if (from == NULL || to == NULL) {
+			rc = PHSYNC_ENOMEM;
+		} else if (!exists &&
+		           (r = ph_sftp_stat_sync(j->sftp, 1, to, &cur)) != PHSYNC_ENOENT) {
+			/* There after all (filtered out of the tree), or unknown. */
+			exists = r == 0;
+			if (r != 0 && r != PHSYNC_EREMOTE && r != PHSYNC_EPERM)
+				rc = r;
+		}
+		if (rc != 0 || from == NULL || to == NULL) {
+			/* stop below */
+		} else if (exists) {
+			if ((r = ph_sftp_remove_sync(j->sftp, from)) != 0 && r != PHSYNC_ENOENT)
+				ph_job_event(j, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
+				             "cannot remove an old copy an interrupted run set aside");
+		} else if ((r = ph_sftp_rename_sync(j->sftp, from, to)) == 0) {
+			struct ph_entry e = { 0 };
+
+			e.type = PH_T_FILE;
+			e.size = as->a.size;
+			e.nosize = !(as->a.flags & PH_ATTR_SIZE);
+			e.mtime = as->a.mtime;
+			e.atime = as->a.atime;
+			e.mode = as->a.perm & 07777;
+			ph_job_event(j, PHSYNC_EV_WARNING, as->final, NULL, 0, 0,
+			             "put back the old version an interrupted run had set aside");
+			if (ph_filter_match(&j->filter, as->final, 0) &&
+			    ph_tree_add(rs->t, as->final, strlen(as->final), &e) != 0)
+				rc = PHSYNC_ENOMEM;
+		} else if (r == PHSYNC_ECONNECT) {
+			rc = r;
+		} else {
+			ph_job_event(j, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
+			             "cannot put back an old copy an interrupted run set aside");
+		}
+		free(from);
+		free(to);
+	}
+	return rc;
+}
+
 int
 ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 {
 	struct rscan rs;
 	char *root = strdup("");
+	size_t i;
 	int rc = 0;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.j = j;
 	rs.t = t;
 	rs.remove_temps = remove_temps;
+	ph_temp_owner_self(&rs.self);
+	rs.now = (int64_t)time(NULL);
 	if (root == NULL || enqueue(&rs, root) != 0) {
 		free(root);
 		return PHSYNC_ENOMEM;
@@ -328,11 +509,19 @@ ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 	}
 	if (rc == 0)
 		rc = rs.fatal;
-	/* Drain what is still in flight so no callback outlives rs. */
-	while (rs.active > 0 && ph_sftp_pump(j->sftp, 1000) == 0)
-		;
+	if (rc == 0 && !j->o->dry_run)
+		rc = resolve_asides(&rs);
+	/* Leaving early: give up on what is in flight now, while rs lives, so
+	 * no callback outlives it (the run ends; the link is not reused). */
+	if (rs.active > 0)
+		ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EINTR);
 	while (rs.qhead < rs.qlen)
 		free(rs.queue[rs.qhead++]);
 	free(rs.queue);
+	for (i = 0; i < rs.nasides; i++) {
+		free(rs.asides[i].rel);
+		free(rs.asides[i].final);
+	}
+	free(rs.asides);
 	return rc;
 }

@@ -33,6 +33,8 @@ struct ph_sftp {
 	uint32_t max_read, max_write;
 	uint64_t max_handles;
 	int timeout_ms;
+	uint64_t last_rx_ms; /* when the server last sent bytes, or when a wait
+	                        for it began (the silence clock) */
 	int dead;          /* sticky link error */
 	char msg[256];     /* STATUS message of the reply being dispatched */
 };
@@ -217,7 +219,8 @@ end(struct ph_sftp *s, size_t start, int rc)
 	ph_be32_put(s->out.data + start, (uint32_t)(s->out.len - start - 4));
 	id = ph_be32_get(s->out.data + start + 5);
 	s->slots[id & (SLOTS - 1)].used = 1;
-	s->inflight++;
+	if (s->inflight++ == 0)
+		s->last_rx_ms = now_ms(); /* nothing was owed until now */
 	return 0;
 }
 
@@ -358,9 +361,15 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 	room = s->incap - s->inoff - s->inlen;
 	if (room > READ_CHUNK)
 		room = READ_CHUNK;
+	*got = 0;
 	rc = s->chan.read(s->chan.arg, s->in + s->inoff + s->inlen, room, timeout_ms, got);
 	if (rc != 0)
 		return rc;
+	/* Only whole packets are ever parsed, and only bytes that arrived. */
+	if (*got > room)
+		return ph_err(s->ctx, PHSYNC_EPROTO, "the channel returned more bytes than asked");
+	if (*got > 0)
+		s->last_rx_ms = now_ms();
 	s->inlen += *got;
 	return 0;
 }
@@ -368,7 +377,7 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 int
 ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 {
-	uint64_t start = now_ms(), idle_since = start;
+	uint64_t start = now_ms();
 	size_t got;
 	int rc;
 
@@ -390,10 +399,12 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 			break;
 		if (s->ctx != NULL && s->ctx->interrupted)
 			return PHSYNC_EINTR;
-		if (now_ms() - idle_since >= (uint64_t)s->timeout_ms)
+		/* The silence clock runs across calls: callers pump in short
+		 * slices, and a hung server must still end the run. */
+		if (now_ms() - s->last_rx_ms >= (uint64_t)s->timeout_ms)
 			return kill_link(s, ph_err(s->ctx, PHSYNC_ECONNECT,
-			                           "the server sent nothing for %d s",
-			                           s->timeout_ms / 1000));
+			                           "the server sent nothing for %d s; gave up "
+			                           "(--timeout)", s->timeout_ms / 1000));
 		if (timeout_ms >= 0 && now_ms() - start >= (uint64_t)timeout_ms)
 			return 0;
 	}
@@ -643,6 +654,33 @@ sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		w->err = PHSYNC_EPROTO;
 }
 
+/* Waits for a STATUS reply to a request queued with sync_cb. */
+static int
+sync_status(struct ph_sftp *s, int rc, struct sync_wait *w)
+{
+	if (rc == 0)
+		rc = ph_sftp_wait(s, &w->done);
+	if (rc == 0 && w->err == 0 && w->type != PH_FXP_STATUS)
+		rc = PHSYNC_EPROTO;
+	return rc != 0 ? rc : w->err;
+}
+
+int
+ph_sftp_remove_sync(struct ph_sftp *s, const char *path)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_remove(s, path, sync_cb, &w), &w);
+}
+
+int
+ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_rename(s, from, to, 0, sync_cb, &w), &w);
+}
+
 int
 ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                   struct ph_sftp_attrs *a)
@@ -667,13 +705,8 @@ ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode)
 {
 	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = mode };
 	struct sync_wait w = { 0 };
-	int rc = ph_sftp_mkdir(s, path, &a, sync_cb, &w);
 
-	if (rc == 0)
-		rc = ph_sftp_wait(s, &w.done);
-	if (rc == 0 && w.err == 0 && w.type != PH_FXP_STATUS)
-		rc = PHSYNC_EPROTO;
-	return rc != 0 ? rc : w.err;
+	return sync_status(s, ph_sftp_mkdir(s, path, &a, sync_cb, &w), &w);
 }
 
 /* Reads exactly one packet outside the request table (VERSION). */

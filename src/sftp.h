@@ -161,6 +161,9 @@ int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                       struct ph_sftp_attrs *a);
 int ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode);
+int ph_sftp_remove_sync(struct ph_sftp *s, const char *path);
+/* Plain RENAME: never replaces an existing target on OpenSSH's server. */
+int ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to);
 /* Runs the pump until *flag becomes nonzero. */
 int ph_sftp_wait(struct ph_sftp *s, const int *flag);
 

@@ -254,13 +254,15 @@ report_skips(struct ph_job *j)
 struct lscan_fail {
 	char *path;
 	int err;
+	enum phsync_event_type type;
+	const char *action;     /* a constant string or NULL */
 	char *msg;
 };
 
 struct lscan {
 	pthread_t th;
 	phsync_ctx ctx;
-	int root, remove_temps, rc;
+	int root, remove_temps, check_names, rc;
 	const struct ph_filter *filter;
 	struct ph_tree *t;
 	uint64_t failed;
@@ -286,6 +288,8 @@ lscan_event(const struct phsync_event *ev, void *arg)
 	f->path = strdup(ev->path ? ev->path : "");
 	f->msg = strdup(ev->message ? ev->message : "");
 	f->err = ev->err;
+	f->type = ev->type;
+	f->action = ev->action;
 	if (f->path != NULL && f->msg != NULL)
 		ls->nfails++;
 	else {
@@ -299,7 +303,8 @@ lscan_run(void *arg)
 {
 	struct lscan *ls = arg;
 
-	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps, ls->t,
+	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
+	                       ls->check_names, ls->t,
 	                       lscan_event, ls, &ls->failed);
 	if (ls->rc == 0)
 		ph_tree_sort(ls->t);
@@ -313,8 +318,8 @@ lscan_report(struct ph_job *j, struct lscan *ls)
 
 	j->st.files_failed += ls->failed;
 	for (i = 0; i < ls->nfails; i++)
-		ph_job_event(j, PHSYNC_EV_FILE_FAILED, ls->fails[i].path, NULL, 0, ls->fails[i].err,
-		             ls->fails[i].msg);
+		ph_job_event(j, ls->fails[i].type, ls->fails[i].path, ls->fails[i].action, 0,
+		             ls->fails[i].err, ls->fails[i].msg);
 }
 
 static void
@@ -444,6 +449,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		ls.root = j.lroot;
 		ls.filter = &j.filter;
 		ls.remove_temps = pull && !opts->dry_run;
+		ls.check_names = !pull;
 		ls.t = ltree;
 		if (do_local)
 			started = pthread_create(&ls.th, NULL, lscan_run, &ls) == 0;

@@ -11,8 +11,6 @@
 #include "tree.h"
 
 #define BLOCK (256u * 1024)
-#define TEMP_TAG ".phsync-"
-#define TEMP_RAND 6
 
 int
 ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph_entry *e)
@@ -127,50 +125,6 @@ ph_name_safe(const uint8_t *name, size_t len)
 		if (name[i] < 0x20 || name[i] == 0x7f || name[i] == '/' || name[i] == '\\')
 			return 0;
 	return 1;
-}
-
-int
-ph_name_is_temp(const char *name)
-{
-	size_t n = strlen(name), tl = strlen(TEMP_TAG);
-	size_t i;
-
-	if (n < 1 + 1 + tl + TEMP_RAND || name[0] != '.')
-		return 0;
-	if (memcmp(name + n - TEMP_RAND - tl, TEMP_TAG, tl) != 0)
-		return 0;
-	for (i = n - TEMP_RAND; i < n; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-			return 0;
-	}
-	return 1;
-}
-
-void
-ph_name_temp(char *buf, size_t len, const char *final)
-{
-	static const char al[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	uint8_t rnd[TEMP_RAND];
-	char suffix[TEMP_RAND + 1];
-	size_t i, keep = strlen(final);
-	/* ".NAME" + TEMP_TAG + random must fit NAME_MAX (255). */
-	size_t room = 255 - 1 - strlen(TEMP_TAG) - TEMP_RAND;
-
-	if (keep > room)
-		keep = room;
-	if (getentropy(rnd, sizeof(rnd)) != 0) {
-		uint64_t x = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)buf ^ (uint64_t)getpid() << 32;
-
-		for (i = 0; i < TEMP_RAND; i++, x = x * 6364136223846793005ULL + 1)
-			rnd[i] = (uint8_t)(x >> 33);
-	}
-	for (i = 0; i < TEMP_RAND; i++)
-		suffix[i] = al[rnd[i] % (sizeof(al) - 1)];
-	suffix[TEMP_RAND] = '\0';
-	snprintf(buf, len, ".%.*s%s%s", (int)keep, final, TEMP_TAG, suffix);
 }
 
 /* Length of a valid UTF-8 sequence at p (max n bytes), 0 if invalid. */

@@ -16,6 +16,8 @@ struct ph_entry {
 	int64_t atime;
 	uint32_t mode;   /* permission bits (07777) */
 	uint8_t type;    /* enum ph_type */
+	uint8_t nosize;  /* a file whose size the server would not tell: read
+	                    to EOF, and never taken as unchanged */
 };
 
 struct ph_tree {
@@ -41,11 +43,6 @@ void ph_tree_free(struct ph_tree *t);
  * "", ".", "..", and names with '/', '\\', NUL or control characters.
  * Returns 1 when safe. */
 int ph_name_safe(const uint8_t *name, size_t len);
-
-/* Is name one of our temporary files (".X.phsync-ABCDEF")? */
-int ph_name_is_temp(const char *name);
-/* Writes a fresh temporary name for final into buf (NAME_MAX-safe). */
-void ph_name_temp(char *buf, size_t len, const char *final);
 
 /* Writes s into buf with control bytes, backslashes and invalid UTF-8
  * escaped (\xNN), so a hostile name cannot drive the terminal. */

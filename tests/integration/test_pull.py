@@ -10,10 +10,12 @@ if missing, followed if it is itself a symlink; user@host form.
 
 import os
 import shutil
+import subprocess
 import unicodedata
 import unittest
 
-from harness import (SyncTestCase, sample_tree, set_dir_mtimes, tree, write_file, random_bytes)
+from harness import (SyncTestCase, check_sanitizers, sample_tree, set_dir_mtimes, tree, write_file,
+                     random_bytes)
 
 T0 = 1700000000
 
@@ -179,35 +181,65 @@ class PullTest(SyncTestCase):
         self.pull(expect=0)
         self.assertTreesEqual(self.remote, self.local)
 
-    def test_permissions_rw_bits_only(self):
+    def test_permissions_rw_bits_under_umask(self):
+        # New files get the source's rw bits under the umask (022 for phsync here), as cp and
+        # rsync without -p do: a phone reporting 0777 must not make photos world-writable.
         modes = {"rw.jpg": 0o600, "grp.jpg": 0o640, "grpw.jpg": 0o664, "exec.sh": 0o755,
                  "ro.jpg": 0o444, "suid": 0o4755, "sgid": 0o2755, "sticky": 0o1777, "all": 0o7777,
-                 "none-for-others": 0o750}
+                 "none-for-others": 0o750, "phone.jpg": 0o777}
         for i, (n, m) in enumerate(sorted(modes.items())):
             write_file(os.path.join(self.remote, n), random_bytes(1000 + i, i), mtime=T0 + i)
             os.chmod(os.path.join(self.remote, n), m)
         self.pull(expect=0)
         for n, m in modes.items():
             got = os.lstat(os.path.join(self.local, n)).st_mode & 0o7777
-            # Files carry plain rw bits only (issue 2): no x, never setuid/setgid/sticky.
-            self.assertEqual(oct(got), oct(m & 0o666), "mode of %s" % n)
+            # Plain rw bits only (issue 2): no x, never setuid/setgid/sticky; then the umask.
+            self.assertEqual(oct(got), oct(m & 0o666 & ~0o022), "mode of %s" % n)
         # Updating a read-only file must work (rename over it) and keep its mode.
         write_file(os.path.join(self.remote, "ro.jpg"), b"new content", mtime=T0 + 100)
         os.chmod(os.path.join(self.remote, "ro.jpg"), 0o444)
+        # A replaced file keeps the bits the user gave it, whatever the source says.
+        os.chmod(os.path.join(self.local, "phone.jpg"), 0o600)
+        write_file(os.path.join(self.remote, "phone.jpg"), b"edited", mtime=T0 + 100)
+        os.chmod(os.path.join(self.remote, "phone.jpg"), 0o777)
         self.pull(expect=0)
         with open(os.path.join(self.local, "ro.jpg"), "rb") as f:
             self.assertEqual(f.read(), b"new content")
         self.assertEqual(oct(os.stat(os.path.join(self.local, "ro.jpg")).st_mode & 0o7777), oct(0o444))
+        with open(os.path.join(self.local, "phone.jpg"), "rb") as f:
+            self.assertEqual(f.read(), b"edited")
+        self.assertEqual(oct(os.stat(os.path.join(self.local, "phone.jpg")).st_mode & 0o7777),
+                         oct(0o600))
 
-    def test_folder_permissions_kept_special_bits_dropped(self):
-        dirs = {"private": 0o700, "group": 0o750, "shared": 0o775, "setgid": 0o2775, "stickydir": 0o1777}
+    def test_strict_umask_is_honoured(self):
+        write_file(os.path.join(self.remote, "d", "f.jpg"), b"f", mtime=T0)
+        os.chmod(os.path.join(self.remote, "d", "f.jpg"), 0o777)
+        os.chmod(os.path.join(self.remote, "d"), 0o777)
+        argv = self.srv.argv(["pull", "-F", self.srv.config, "phone:" + self.remote, self.local])
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                           env=self.srv.env(), cwd=self.srv.home, timeout=180, umask=0o077)
+        check_sanitizers(p.returncode, p.stderr.decode(errors="replace"), argv)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(oct(os.lstat(os.path.join(self.local, "d", "f.jpg")).st_mode & 0o7777),
+                         oct(0o600))
+        self.assertEqual(oct(os.lstat(os.path.join(self.local, "d")).st_mode & 0o7777), oct(0o700))
+
+    def test_folder_permissions_under_umask_special_bits_dropped(self):
+        dirs = {"private": 0o700, "group": 0o750, "shared": 0o775, "setgid": 0o2775,
+                "stickydir": 0o1777, "phone": 0o777}
         for n, m in dirs.items():
             write_file(os.path.join(self.remote, n, "f.jpg"), b"f", mtime=T0)
             os.chmod(os.path.join(self.remote, n), m)
+        os.makedirs(os.path.join(self.local, "mine"))
+        os.chmod(os.path.join(self.local, "mine"), 0o711)
+        write_file(os.path.join(self.remote, "mine", "f.jpg"), b"f", mtime=T0)
+        os.chmod(os.path.join(self.remote, "mine"), 0o777)
         self.pull(expect=0)
         for n, m in dirs.items():
             got = os.lstat(os.path.join(self.local, n)).st_mode & 0o7777
-            self.assertEqual(oct(got), oct(m & 0o777), "mode of folder %s" % n)
+            self.assertEqual(oct(got), oct((m & 0o777 | 0o700) & ~0o022), "mode of folder %s" % n)
+        # An existing folder keeps its mode.
+        self.assertEqual(oct(os.lstat(os.path.join(self.local, "mine")).st_mode & 0o7777), oct(0o711))
 
     def test_folder_mtimes_kept(self):
         sample_tree(self.remote)

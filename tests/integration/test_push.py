@@ -100,10 +100,11 @@ class PushTest(SyncTestCase):
         self.assertTreesEqual(self.local, self.remote)
         self.assertNoLeftovers()
 
-    def test_permissions_set_explicitly(self):
-        # The server's sftp-server runs with umask 022: 0664 only survives if phsync sets it.
+    def test_permissions_under_the_servers_umask(self):
+        # New files and folders get the source's bits (files: rw only) under the server's
+        # umask (022 for the test sshd's sftp-server), as cp and rsync without -p do.
         modes = {"grpw.jpg": 0o664, "rw.jpg": 0o600, "exec.sh": 0o775, "ro.jpg": 0o444,
-                 "suid": 0o4755, "sgid": 0o2775, "sticky": 0o1666}
+                 "suid": 0o4755, "sgid": 0o2775, "sticky": 0o1666, "all": 0o777}
         for i, (n, m) in enumerate(sorted(modes.items())):
             write_file(os.path.join(self.local, n), random_bytes(100 + i, i), mtime=T0 + i)
             os.chmod(os.path.join(self.local, n), m)
@@ -115,11 +116,19 @@ class PushTest(SyncTestCase):
         # Files carry plain rw bits only (issue 2): no x, never setuid/setgid/sticky.
         for n, m in modes.items():
             got = os.lstat(os.path.join(self.remote, n)).st_mode & 0o7777
-            self.assertEqual(oct(got), oct(m & 0o666), "remote mode of %s" % n)
+            self.assertEqual(oct(got), oct(m & 0o666 & ~0o022), "remote mode of %s" % n)
         # Folders keep rwx (a folder without x cannot be entered), never special bits.
         for n, m in dirs.items():
             got = os.lstat(os.path.join(self.remote, n)).st_mode & 0o7777
-            self.assertEqual(oct(got), oct(m & 0o777), "remote mode of %s" % n)
+            self.assertEqual(oct(got), oct((m & 0o777 | 0o700) & ~0o022), "remote mode of %s" % n)
+        # A replaced remote file keeps the bits it had there.
+        os.chmod(os.path.join(self.remote, "grpw.jpg"), 0o600)
+        write_file(os.path.join(self.local, "grpw.jpg"), b"edited", mtime=T0 + 60)
+        self.push(expect=0)
+        with open(os.path.join(self.remote, "grpw.jpg"), "rb") as f:
+            self.assertEqual(f.read(), b"edited")
+        self.assertEqual(oct(os.lstat(os.path.join(self.remote, "grpw.jpg")).st_mode & 0o7777),
+                         oct(0o600))
         # Updating a read-only remote file works.
         write_file(os.path.join(self.local, "ro.jpg"), b"changed", mtime=T0 + 50)
         os.chmod(os.path.join(self.local, "ro.jpg"), 0o444)

@@ -155,21 +155,6 @@ test_names(void **state)
 	assert_false(ph_name_safe((const uint8_t *)"a\0b", 3));
 	assert_false(ph_name_safe((const uint8_t *)"x\x1b[31m", 6));
 	assert_false(ph_name_safe((const uint8_t *)"del\x7f", 4));
-	ph_name_temp(buf, sizeof(buf), "photo.jpg");
-	assert_true(ph_name_is_temp(buf));
-	assert_int_equal(strncmp(buf, ".photo.jpg.phsync-", 18), 0);
-	assert_int_equal(strlen(buf), 24);
-	assert_false(ph_name_is_temp("photo.jpg"));
-	assert_false(ph_name_is_temp(".photo.jpg.phsync-ab"));
-	{
-		char longname[256];
-
-		memset(longname, 'n', 255);
-		longname[255] = '\0';
-		ph_name_temp(buf, sizeof(buf), longname);
-		assert_true(strlen(buf) <= 255);
-		assert_true(ph_name_is_temp(buf));
-	}
 	ph_escape(buf, sizeof(buf), "a\x1b[31m\\b\xff\xc3\xa9");
 	assert_string_equal(buf, "a\\x1b[31m\\x5cb\\xff\xc3\xa9");
 }

@@ -1,0 +1,133 @@
+/* Temp and aside names with owner and check value; see tempname.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "tempname.h"
+
+#define TAG ".phsync-"
+#define TAG_LEN 8
+/* After the final name: TAG, K, '.', 16 hex, '.', 8 hex, '.', 8 hex. */
+#define SUFFIX_LEN (TAG_LEN + 1 + 1 + 16 + 1 + 8 + 1 + 8)
+#define CHECK_SEED 0x70687379u /* "phsy" */
+#define FOREIGN_STALE_S (24 * 3600)
+
+void
+ph_temp_owner_self(struct ph_temp_owner *o)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	o->host = XXH32(host, strlen(host), CHECK_SEED);
+	o->pid = (uint32_t)getpid();
+}
+
+static uint32_t
+random32(void)
+{
+	uint32_t r;
+
+	if (getentropy(&r, sizeof(r)) == 0)
+		return r;
+	/* No entropy source: unique enough with the time; O_EXCL catches the rest. */
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		return (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec * 2654435761u;
+	}
+}
+
+int
+ph_temp_name(char *buf, size_t len, const char *final, int k, const struct ph_temp_owner *o)
+{
+	size_t keep = strlen(final);
+	int n, truncated = 0;
+
+	if (keep == 0 || len < 256)
+		return -1;
+	if (keep > PH_TEMP_NAME_ROOM) {
+		/* Cut at a UTF-8 boundary so the name stays valid text. */
+		keep = PH_TEMP_NAME_ROOM;
+		while (keep > 0 && ((unsigned char)final[keep] & 0xc0) == 0x80)
+			keep--;
+		truncated = 1;
+	}
+	n = snprintf(buf, len, ".%.*s" TAG "%c.%08x%08x.%08x.", (int)keep, final,
+	             truncated ? k - 'a' + 'A' : k, o->host, o->pid, random32());
+	if (n < 0 || (size_t)n + 9 > len)
+		return -1;
+	snprintf(buf + n, len - (size_t)n, "%08x", XXH32(buf, (size_t)n, CHECK_SEED));
+	return 0;
+}
+
+static int
+hex_field(const char *p, size_t n, uint32_t *out)
+{
+	uint32_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint32_t)(c - 'a' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info)
+{
+	const char *s;
+	uint32_t rnd, check;
+	int k;
+
+	if (len < 2 + SUFFIX_LEN || name[0] != '.')
+		return 0;
+	s = name + len - SUFFIX_LEN;
+	if (memcmp(s, TAG, TAG_LEN) != 0)
+		return 0;
+	k = s[TAG_LEN];
+	if (k != 't' && k != 'o' && k != 'T' && k != 'O')
+		return 0;
+	s += TAG_LEN + 1;
+	if (s[0] != '.' || s[17] != '.' || s[26] != '.' ||
+	    hex_field(s + 1, 8, &info->owner.host) != 0 ||
+	    hex_field(s + 9, 8, &info->owner.pid) != 0 || hex_field(s + 18, 8, &rnd) != 0 ||
+	    hex_field(s + 27, 8, &check) != 0)
+		return 0;
+	if (XXH32(name, len - 8, CHECK_SEED) != check)
+		return 0;
+	info->kind = k == 't' || k == 'T' ? PH_TEMP_NEW : PH_TEMP_OLD;
+	info->truncated = k == 'T' || k == 'O';
+	info->final_off = 1;
+	info->final_len = len - 1 - SUFFIX_LEN;
+	return 1;
+}
+
+int
+ph_temp_stale(const struct ph_temp_owner *owner, int64_t mtime,
+              const struct ph_temp_owner *self, int64_t now)
+{
+	if (owner->host == self->host && owner->pid > 0 && owner->pid <= INT32_MAX) {
+		if (owner->pid == self->pid)
+			return 0;
+		/* EPERM: alive, someone else's. */
+		return kill((pid_t)owner->pid, 0) != 0 && errno == ESRCH;
+	}
+	return now - mtime > FOREIGN_STALE_S;
+}

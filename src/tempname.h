@@ -1,0 +1,54 @@
+/* Names of the files phsync makes beside a destination file: the temp file
+ * a new version is written to, and (on servers whose RENAME cannot replace)
+ * the aside copy the old version is moved to while the new one takes its
+ * place. A name carries its owner (host and process) and a check value over
+ * the whole name, so a later run removes only what phsync made and no live
+ * run still owns, never a user's file that merely looks alike:
+ *
+ *     .NAME.phsync-K.HHHHHHHHPPPPPPPP.RRRRRRRR.CCCCCCCC
+ *
+ * K is 't' (temp) or 'o' (aside copy of the old file), upper case when NAME
+ * had to be shortened to fit NAME_MAX; H the owner's host id, P its pid, R
+ * random, C the XXH32 of everything before it. */
+#ifndef PH_TEMPNAME_H
+#define PH_TEMPNAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { PH_TEMP_NEW = 't', PH_TEMP_OLD = 'o' };
+
+/* The longest final name kept whole in a temp name. */
+#define PH_TEMP_NAME_ROOM 210
+
+struct ph_temp_owner {
+	uint32_t host; /* hash of the host name */
+	uint32_t pid;
+};
+
+/* This process as an owner. */
+void ph_temp_owner_self(struct ph_temp_owner *o);
+
+/* Writes a fresh name of kind k (PH_TEMP_NEW or PH_TEMP_OLD) for final into
+ * buf (len >= 256). Returns 0, or -1 when final is empty. */
+int ph_temp_name(char *buf, size_t len, const char *final, int k,
+                 const struct ph_temp_owner *o);
+
+struct ph_temp_info {
+	int kind;                  /* PH_TEMP_NEW or PH_TEMP_OLD */
+	int truncated;             /* the final name was shortened */
+	size_t final_off, final_len; /* the final name's bytes within the name */
+	struct ph_temp_owner owner;
+};
+
+/* Is name (len bytes) a temp or aside name phsync made (check value
+ * included)? Returns 1 and fills *info, else 0. */
+int ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info);
+
+/* May a leftover with this owner and mtime be removed by self? Yes when its
+ * owner is this host and that process is gone; for another host's, when it
+ * is older than a day (nothing a live run writes is that old). */
+int ph_temp_stale(const struct ph_temp_owner *owner, int64_t mtime,
+                  const struct ph_temp_owner *self, int64_t now);
+
+#endif
