@@ -1,0 +1,159 @@
+/* Temp and aside names: format, check value, truncation, owner liveness. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tempname.h"
+
+static void
+test_roundtrip(void **state)
+{
+	struct ph_temp_owner me, other = { 0x12345678u, 4242 };
+	struct ph_temp_info ti;
+	char a[256], b[256];
+
+	(void)state;
+	ph_temp_owner_self(&me);
+	assert_int_equal(ph_temp_name(a, sizeof(a), "IMG_0001.jpg", PH_TEMP_NEW, &me), 0);
+	assert_int_equal(strncmp(a, ".IMG_0001.jpg.phsync-t.", 23), 0);
+	assert_int_equal(strlen(a), strlen("IMG_0001.jpg") + 45);
+	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
+	assert_int_equal(ti.kind, PH_TEMP_NEW);
+	assert_int_equal(ti.truncated, 0);
+	assert_int_equal(ti.owner.host, me.host);
+	assert_int_equal(ti.owner.pid, (uint32_t)getpid());
+	assert_int_equal(ti.final_len, strlen("IMG_0001.jpg"));
+	assert_memory_equal(a + ti.final_off, "IMG_0001.jpg", ti.final_len);
+	/* Two names for one file differ (random part). */
+	assert_int_equal(ph_temp_name(b, sizeof(b), "IMG_0001.jpg", PH_TEMP_NEW, &me), 0);
+	assert_string_not_equal(a, b);
+
+	assert_int_equal(ph_temp_name(a, sizeof(a), "x", PH_TEMP_OLD, &other), 0);
+	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
+	assert_int_equal(ti.kind, PH_TEMP_OLD);
+	assert_int_equal(ti.owner.host, 0x12345678u);
+	assert_int_equal(ti.owner.pid, 4242);
+	assert_int_equal(ph_temp_name(a, sizeof(a), "", PH_TEMP_NEW, &me), -1);
+}
+
+/* A user's file that merely looks like ours is not ours. */
+static void
+test_lookalikes_refused(void **state)
+{
+	struct ph_temp_owner me;
+	struct ph_temp_info ti;
+	char a[256];
+	size_t n;
+	static const char *const names[] = {
+		".photo.jpg.phsync-AbC123",   /* the format of phsync 0.1 */
+		".photo.jpg.phsync-t.0000000000000000.00000000.00000000",
+		"photo.jpg",
+		".phsync-t.0000000000000000.00000000.00000000",
+		"",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_int_equal(ph_temp_parse(names[i], strlen(names[i]), &ti), 0);
+	ph_temp_owner_self(&me);
+	assert_int_equal(ph_temp_name(a, sizeof(a), "photo.jpg", PH_TEMP_NEW, &me), 0);
+	n = strlen(a);
+	/* Any byte changed breaks the check: the name, the owner, the kind. */
+	for (i = 0; i < n; i++) {
+		char c = a[i];
+
+		a[i] = c == 'a' ? 'b' : 'a';
+		assert_int_equal(ph_temp_parse(a, n, &ti), 0);
+		a[i] = c;
+	}
+	assert_int_equal(ph_temp_parse(a, n, &ti), 1);
+	assert_int_equal(ph_temp_parse(a, n - 1, &ti), 0);
+}
+
+static void
+test_long_names_truncated(void **state)
+{
+	struct ph_temp_owner me;
+	struct ph_temp_info ti;
+	char longname[256], a[256];
+	size_t i;
+
+	(void)state;
+	ph_temp_owner_self(&me);
+	memset(longname, 'n', 255);
+	longname[255] = '\0';
+	assert_int_equal(ph_temp_name(a, sizeof(a), longname, PH_TEMP_OLD, &me), 0);
+	assert_true(strlen(a) <= 255);
+	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
+	assert_int_equal(ti.truncated, 1);
+	assert_int_equal(ti.kind, PH_TEMP_OLD);
+	assert_int_equal(ti.final_len, PH_TEMP_NAME_ROOM);
+	/* Cut at a UTF-8 boundary: 105 two-byte characters, one more byte. */
+	longname[0] = 'x';
+	for (i = 0; i < 105; i++) {
+		longname[1 + 2 * i] = (char)0xc3;
+		longname[2 + 2 * i] = (char)0xa9;
+	}
+	longname[211] = '\0';
+	assert_int_equal(ph_temp_name(a, sizeof(a), longname, PH_TEMP_NEW, &me), 0);
+	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
+	assert_int_equal(ti.truncated, 1);
+	assert_int_equal(ti.final_len, 209); /* not 210: that would split a character */
+}
+
+static void
+test_stale(void **state)
+{
+	struct ph_temp_owner me, o;
+	int64_t now = (int64_t)time(NULL);
+	pid_t child;
+	int st;
+
+	(void)state;
+	ph_temp_owner_self(&me);
+	/* This process: live. */
+	assert_int_equal(ph_temp_stale(&me, now - 10 * 86400, &me, now), 0);
+	/* Another live process of this host (our parent): live. */
+	o = me;
+	o.pid = (uint32_t)getppid();
+	assert_int_equal(ph_temp_stale(&o, now - 10 * 86400, &me, now), 0);
+	/* A process that has exited: stale at once. */
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	o.pid = (uint32_t)child;
+	assert_int_equal(ph_temp_stale(&o, now, &me, now), 1);
+	/* Another host's: only once older than a day. */
+	o.host = me.host ^ 1;
+	o.pid = 1;
+	assert_int_equal(ph_temp_stale(&o, now - 3600, &me, now), 0);
+	assert_int_equal(ph_temp_stale(&o, now - 2 * 86400, &me, now), 1);
+	/* A pid that cannot be one: judged by age, never signalled. */
+	o.host = me.host;
+	o.pid = 0;
+	assert_int_equal(ph_temp_stale(&o, now, &me, now), 0);
+	o.pid = 0x80000001u;
+	assert_int_equal(ph_temp_stale(&o, now, &me, now), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_lookalikes_refused),
+		cmocka_unit_test(test_long_names_truncated),
+		cmocka_unit_test(test_stale),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
