@@ -118,6 +118,7 @@ class DiesMidReplyTest(RelayTestCase):
             self.assertEqual(read(dst), old, "the old local copy was changed by a cut transfer")
         self.assertNotIn("VID_1.mp4", self.ok_paths(r))
         self.assertEqual(leftovers(self.local) if os.path.isdir(self.local) else [], [])
+        self.assertNoSessionLeft()
 
         self.srv.relay_set()
         r = self.pull("--json", expect=EXIT_OK)

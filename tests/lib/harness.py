@@ -12,7 +12,11 @@ Python 3 standard library only.  What it gives:
     server.run([...])       runs phsync ($PHSYNC_BIN) with a clean environment (HOME = a temp
                             dir, no SSH_AUTH_SOCK, stdin /dev/null, no controlling terminal),
                             returns Result(code, out, err); sanitizer reports fail the test
+    SshServer(relay=True)   the sftp subsystem is tests/lib/sftp_relay.py in front of the real
+                            sftp-server, misbehaving as server.relay_set(...) says;
+                            server.relay_fired() tells which faults fired
     SyncTestCase            unittest base class: one server per class, fresh dirs per test
+    skip_or_fail(need, why) a skip, unless PHSYNC_REQUIRE names `need` (CI): then a failure
     tree(), leftovers(), ...   helpers to snapshot and compare directory trees
 
 Command line (used by scripts/demo.sh and bench/):

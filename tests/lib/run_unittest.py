@@ -11,6 +11,7 @@ The skip reasons are repeated at the end of the output.  A skip that PHSYNC_REQU
 not a skip but a failure (harness.skip_or_fail).
 """
 
+import os
 import sys
 import unittest
 
@@ -21,6 +22,8 @@ def main(argv):
     if not argv:
         sys.stderr.write(__doc__)
         return 2
+    # As `python3 -m unittest` does: the test modules are found in the working directory.
+    sys.path.insert(0, os.getcwd())
     suite = unittest.defaultTestLoader.loadTestsFromNames(argv)
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
     if not result.wasSuccessful():
@@ -29,7 +32,8 @@ def main(argv):
         sys.stderr.write("run_unittest: no tests found in %s\n" % " ".join(argv))
         return 5
     if result.skipped:
-        sys.stderr.write("\nrun_unittest: %d of %d tests SKIPPED:\n" % (len(result.skipped), result.testsRun))
+        sys.stderr.write("\nrun_unittest: SKIPPED %d (a class skipped in setUpClass counts once; %d ran):\n"
+                         % (len(result.skipped), result.testsRun))
         for test, reason in result.skipped:
             sys.stderr.write("  %s: %s\n" % (test.id(), reason))
         return SKIP_CODE
