@@ -218,7 +218,10 @@ class PlainRenameTest(RelayTestCase):
         self.assertTreesEqual(self.local, self.remote, dir_mtimes=False)
 
     def test_refused_rename_keeps_old_remote_file(self):
-        self.srv.relay_set(hide_extensions=self.NOPOSIX, refuse_rename_to=["IMG_1.jpg"])
+        # Every rename onto IMG_1.jpg is refused, except from the aside copy of the old file
+        # (putting it back must stay possible).
+        self.srv.relay_set(hide_extensions=self.NOPOSIX,
+                           refuse_rename_to={"names": ["IMG_1.jpg"], "unless_from": ".IMG_1.jpg.phsync-o."})
         r = self.push("--json")
         self.assertFired("refuse_rename_to")
         self.assertEqual(r.code, EXIT_PARTIAL, r)
@@ -250,7 +253,7 @@ class PlainRenameTest(RelayTestCase):
 class HangTest(RelayTestCase):
     """The server stops answering (the connection stays open)."""
 
-    BOUND = 120  # --timeout 3 must end the run long before this
+    BOUND = 45  # --timeout 3 must end the run long before this, and before the 60 s default
 
     def setUp(self):
         super().setUp()
@@ -288,7 +291,7 @@ class HangTest(RelayTestCase):
         p = self.srv.popen(self.pull_args("--timeout", "600"))
         self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
         self.wait_for(lambda: "hang" in [f.split()[0] for f in self.srv.relay_fired()] or p.poll() is not None,
-                      self.BOUND, "the pull reached the hanging READ")
+                      120, "the pull reached the hanging READ")
         if p.poll() is not None:
             self.fail("phsync ended (exit %d) before the signal: %r" % (p.returncode, p.communicate()))
         return p

@@ -30,9 +30,11 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         These extensions (e.g. "posix-rename@openssh.com") are removed from the VERSION reply:
         a plain v3 server.  The real sftp-server then refuses a plain RENAME onto an existing
         target, as it does for any client that does not use posix-rename.
-    "refuse_rename_to": [N...]
+    "refuse_rename_to": [N...]  or  {"names": [N...], "unless_from": PREFIX}
         RENAME (and posix-rename@openssh.com) whose TARGET basename is N gets SSH_FX_FAILURE;
-        the request never reaches the server.
+        the request never reaches the server.  With "unless_from", a rename whose SOURCE
+        basename starts with PREFIX goes through (e.g. ".N.phsync-o.": putting the aside copy
+        of the old file back stays possible; every attempt to move the new file in fails).
     "die_after_rename_from": [N...]
         Right after forwarding the reply to the first successful RENAME whose SOURCE basename
         is N, the relay kills sftp-server and exits: the link dies between two steps of a
@@ -273,8 +275,14 @@ class Relay:
             self.to_server.clear()
             return
 
-        if "to" in info and matches(self.cfg.get("refuse_rename_to", []), base(info["to"])):
-            self.fired("refuse_rename_to", base(info["to"]))
+        refuse = self.cfg.get("refuse_rename_to", [])
+        if isinstance(refuse, dict):
+            unless = refuse.get("unless_from")
+            refuse = refuse.get("names", [])
+            if unless and "from" in info and base(info["from"]).startswith(unless):
+                refuse = []
+        if "to" in info and matches(refuse, base(info["to"])):
+            self.fired("refuse_rename_to", "%s -> %s" % (base(info["from"]), base(info["to"])))
             del self.requests[rid]
             self.status(rid, FX_FAILURE, "refused by the relay")
             return
