@@ -87,8 +87,12 @@ class RelayTestCase(SyncTestCase):
 
     def assertNoSessionLeft(self):
         """The relay, sftp-server and the per-connection sshd all went away once phsync ended."""
-        self.wait_for(lambda: not self.srv.session_processes(), 30,
-                      "session processes gone after the client ended: %r" % self.srv.session_processes())
+        deadline = time.monotonic() + 30
+        while self.srv.session_processes():
+            if time.monotonic() > deadline:
+                self.fail("server session processes still running 30 s after the client ended: %r"
+                          % [open("/proc/%d/cmdline" % p, "rb").read() for p in self.srv.session_processes()])
+            time.sleep(0.05)
 
     def failed_paths(self, r):
         return sorted(e["path"] for e in r.json() if e["event"] == "file" and e.get("status") == "failed")

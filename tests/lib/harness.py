@@ -63,7 +63,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 EVIL_SFTP = os.path.join(HERE, "evil_sftp.py")
 SFTP_RELAY = os.path.join(HERE, "sftp_relay.py")
 
-# A temp file phsync leaves while writing: `.NAME.phsync-XXXXXX`.
+# A temp file phsync leaves while writing: `.NAME.phsync-XXXXXX`, and the newer
+# `.NAME.phsync-t.HHHHHHHH.PPPPPPPP.CCCCCCCC` temps and `.NAME.phsync-o.…` replace-aside copies.
 TEMP_RE = re.compile(r"^\..*\.phsync-[^/]*$")
 SANITIZER_RE = re.compile(
     r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
