@@ -1,8 +1,13 @@
 #!/bin/sh
-# Builds the delta engine's libFuzzer targets in a separate clang build
-# directory and runs each for a bounded time (CI smoke run).
+# Builds the libFuzzer targets (the delta engine's parsers, the SFTP client's
+# reply and NAME parsers) in a separate clang build directory and runs each
+# for a bounded time (CI smoke run).
 #   fuzz/run-short.sh [SECONDS_PER_TARGET]     (default 20)
 # Env: PHSYNC_FUZZ_BUILD (build dir, default <repo>/build-fuzz).
+# Seeds: fuzz/corpus/<target>/ when it exists (committed; recorded from real
+# SFTP servers by fuzz/make-sftp-seeds.sh); what a run finds goes to
+# <build>/corpus/<target>/. A crash leaves its reproducer at
+# <build>/<target>-crash-*; replay it with <build>/fuzz/<target> FILE.
 # Needs: clang, libclang-rt-14-dev (or the libclang-rt matching clang),
 # cmake, pkg-config, libxxhash-dev (and the project's other build deps,
 # since the top-level CMakeLists is configured).
@@ -11,24 +16,33 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${PHSYNC_FUZZ_BUILD:-$root/build-fuzz}
 secs=${1:-20}
+targets="fuzz_sig fuzz_patch fuzz_roundtrip fuzz_sftp fuzz_sftp_names"
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DPHSYNC_FUZZ=ON -DPHSYNC_TESTS=OFF \
 	-DPHSYNC_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_sig fuzz_patch fuzz_roundtrip -j"$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build" --target $targets -j"$(nproc)"
 
 status=0
-for t in fuzz_sig fuzz_patch fuzz_roundtrip; do
+for t in $targets; do
 	corpus="$build/corpus/$t"
 	mkdir -p "$corpus"
+	seeds=
+	[ -d "$here/corpus/$t" ] && seeds="$here/corpus/$t"
+	case $t in
+	fuzz_sftp*) maxlen=32768 ;; # the recorded server streams reach 16 KB
+	*) maxlen=8192 ;;
+	esac
 	echo "== $t: ${secs}s"
-	if ! "$build/fuzz/$t" -max_total_time="$secs" -max_len=8192 -timeout=10 \
+	# shellcheck disable=SC2086
+	if ! "$build/fuzz/$t" -max_total_time="$secs" -max_len="$maxlen" -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$t-" \
-		"$corpus" 2>"$build/$t.log"; then
+		"$corpus" $seeds 2>"$build/$t.log"; then
 		tail -n 60 "$build/$t.log"
 		echo "== $t FAILED; reproducer: $build/$t-*"
 		status=1
 	else
-		grep -E "^stat::number_of_executed_units|^Done" "$build/$t.log" || true
+		grep -E "^stat::number_of_executed_units|^Done|INITED" "$build/$t.log" || true
 	fi
 done
 exit $status

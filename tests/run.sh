@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-test}
 JOBS=${JOBS:-2}
-# Each ctest has its own TIMEOUT (tests/CMakeLists.txt); this caps any one test from here too.
+# The timeout of a ctest without its own TIMEOUT property (tests/CMakeLists.txt sets one for
+# every test; the TIMEOUT property wins over this default).
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 
 cmake -S . -B "$BUILD_DIR" -DPHSYNC_SANITIZE=ON -DPHSYNC_TESTS=ON

@@ -7,12 +7,18 @@ import subprocess
 import tempfile
 import unittest
 
-PHSYNC = os.environ.get("PHSYNC_BIN", "phsync")
+from harness import check_sanitizers, phsync_bin, sanitizer_env
 
 
 def run(*args, stdin=None):
-    return subprocess.run([PHSYNC, "delta", *args], input=stdin,
-                          capture_output=True, timeout=120)
+    """phsync delta ARGS with the harness's sanitizer settings; a sanitizer report (or the
+    sanitizer exit codes) fails the test whatever the exit code."""
+    argv = [phsync_bin(), "delta", *args]
+    env = dict(os.environ)
+    env.update(sanitizer_env())
+    r = subprocess.run(argv, input=stdin, capture_output=True, timeout=120, env=env)
+    check_sanitizers(r.returncode, r.stderr.decode("utf-8", "replace"), argv)
+    return r
 
 
 class DeltaCli(unittest.TestCase):

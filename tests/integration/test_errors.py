@@ -30,8 +30,16 @@ class ErrorsTest(SyncTestCase):
         r = self.pull("--json", src=os.path.join(self.remote, "nope"), timeout=60)
         self.assertEqual(r.code, 1, r)
         events = r.json()
-        if events:
-            self.assertEqual(events[-1].get("exit"), 1, r)
+        # A failed run still ends its JSON with the summary, whose "exit" is the exit code and
+        # whose "error" names the missing folder; nothing is reported as done.
+        self.assertTrue(events, "no JSON at all for a failed run: %r" % (r,))
+        s = events[-1]
+        self.assertEqual(s["event"], "summary", r)
+        self.assertEqual(s["exit"], 1, r)
+        self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), r)
+        self.assertIn("nope", s.get("error", ""), r)
+        self.assertFalse([e for e in events if e["event"] in ("file", "mkdir")], r)
+        self.assertFalse(os.path.lexists(self.local), "LOCALDIR created for a missing remote folder")
 
     def test_local_destination_is_a_file(self):
         sample_tree(self.remote)

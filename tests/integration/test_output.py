@@ -114,7 +114,9 @@ class OutputTest(SyncTestCase):
             self.assertEqual((e["action"], e["status"], e["size"]), ("new", "ok", sizes[e["path"]]), e)
         mk = {e["path"] for e in events if e["event"] == "mkdir"}
         self.assertTrue(dirs_of(self.remote) <= mk, dirs_of(self.remote) - mk)
-        self.assertFalse([e for e in events if e["event"] == "progress"], "progress without --progress")
+        # Progress events come once a second whatever the speed of the run: how many there are
+        # depends on timing, so only their shape and order are checked, never their number.
+        self.assertProgressEvents(events, len(sizes), sum(sizes.values()))
         s = events[-1]
         self.assertEqual(s["files_total"], len(sizes))
         self.assertEqual(s["files_done"], len(sizes))
@@ -128,6 +130,26 @@ class OutputTest(SyncTestCase):
         self.assertGreaterEqual(s["elapsed_ms"], 0)
         self.assertEqual(r.err.strip(), "")
 
+    def assertProgressEvents(self, events, files, nbytes):
+        prog = [e for e in events if e["event"] == "progress"]
+        keys = {"event", "files_done", "files_todo", "bytes_done", "bytes_todo", "elapsed_ms"}
+        last = None
+        for e in prog:
+            self.assertEqual(set(e), keys, e)
+            for k in keys - {"event"}:
+                self.assertIsInstance(e[k], int, e)
+                self.assertGreaterEqual(e[k], 0, e)
+            self.assertLessEqual(e["files_done"], e["files_todo"], e)
+            self.assertLessEqual(e["files_todo"], files, e)
+            self.assertLessEqual(e["bytes_done"], e["bytes_todo"], e)
+            self.assertLessEqual(e["bytes_todo"], nbytes, e)
+            if last is not None:
+                for k in ("files_done", "bytes_done", "elapsed_ms"):
+                    self.assertGreaterEqual(e[k], last[k], "progress went backwards: %r then %r" % (last, e))
+            last = e
+        if prog:
+            self.assertLess(events.index(prog[-1]), len(events) - 1, "progress after the summary")
+
     def test_json_push(self):
         local = os.path.join(self.tmp, "src")
         sample_tree(local, seed=3)
@@ -136,6 +158,8 @@ class OutputTest(SyncTestCase):
         events = r.json()
         sizes = file_sizes(local)
         self.assertEqual(sorted(e["path"] for e in events if e["event"] == "file"), sorted(sizes))
+        self.assertProgressEvents(events, len(sizes), sum(sizes.values()))
+        self.assertEqual([e["event"] for e in events].count("summary"), 1)
         s = events[-1]
         self.assertEqual((s["event"], s["files_done"], s["bytes_done"], s["exit"]),
                          ("summary", len(sizes), sum(sizes.values()), 0))

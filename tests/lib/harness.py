@@ -12,7 +12,11 @@ Python 3 standard library only.  What it gives:
     server.run([...])       runs phsync ($PHSYNC_BIN) with a clean environment (HOME = a temp
                             dir, no SSH_AUTH_SOCK, stdin /dev/null, no controlling terminal),
                             returns Result(code, out, err); sanitizer reports fail the test
+    SshServer(relay=True)   the sftp subsystem is tests/lib/sftp_relay.py in front of the real
+                            sftp-server, misbehaving as server.relay_set(...) says;
+                            server.relay_fired() tells which faults fired
     SyncTestCase            unittest base class: one server per class, fresh dirs per test
+    skip_or_fail(need, why) a skip, unless PHSYNC_REQUIRE names `need` (CI): then a failure
     tree(), leftovers(), ...   helpers to snapshot and compare directory trees
 
 Command line (used by scripts/demo.sh and bench/):
@@ -57,8 +61,10 @@ DROPBEAR_SFTP_PATH = "/usr/lib/sftp-server"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 EVIL_SFTP = os.path.join(HERE, "evil_sftp.py")
+SFTP_RELAY = os.path.join(HERE, "sftp_relay.py")
 
-# A temp file phsync leaves while writing: `.NAME.phsync-XXXXXX`.
+# A temp file phsync leaves while writing: `.NAME.phsync-XXXXXX`, and the newer
+# `.NAME.phsync-t.HHHHHHHH.PPPPPPPP.CCCCCCCC` temps and `.NAME.phsync-o.…` replace-aside copies.
 TEMP_RE = re.compile(r"^\..*\.phsync-[^/]*$")
 SANITIZER_RE = re.compile(
     r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
@@ -74,7 +80,37 @@ except OSError:  # pragma: no cover
 
 
 class Unavailable(Exception):
-    """The requested server variant cannot run here (missing binary, not root, ...)."""
+    """The requested server variant cannot run here (missing binary, not root, ...).
+    .need names what is missing, as PHSYNC_REQUIRE spells it (see skip_or_fail)."""
+
+    def __init__(self, msg, need=None):
+        super().__init__(msg)
+        self.need = need
+
+
+# What a run must have: PHSYNC_REQUIRE=sshd,dropbear,... (CI sets it).  A test that would skip
+# for want of one of these fails instead.  Names: sshd, sftp-server (OpenSSH's), dropbear,
+# gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
+# (a private mount namespace), ssh-agent; "all" means every one of them.
+REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent")
+
+
+def required():
+    req = {w.strip() for w in os.environ.get("PHSYNC_REQUIRE", "").split(",") if w.strip()}
+    if "all" in req:
+        req = set(REQUIRABLE)
+    return req
+
+
+class RequiredButUnavailable(AssertionError):
+    pass
+
+
+def skip_or_fail(need, reason):
+    """Skips the test (or class) for `reason`, unless PHSYNC_REQUIRE names `need`: then fails."""
+    if need in required():
+        raise RequiredButUnavailable("PHSYNC_REQUIRE has %s, but: %s" % (need, reason))
+    raise unittest.SkipTest("%s [needs %s]" % (reason, need) if need else reason)
 
 
 def _die_with_parent():
@@ -157,11 +193,25 @@ def fingerprint(pub_line):
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
+def _absolute_bin(b):
+    """PHSYNC_BIN as an absolute path, resolved now (from the directory the tests were started
+    in): phsync runs with another cwd and HOME, where a relative path would mean something
+    else.  A bare name is looked up in PATH."""
+    if "/" not in b:
+        return shutil.which(b) or b
+    return os.path.abspath(b)
+
+
+if os.environ.get("PHSYNC_BIN"):
+    os.environ["PHSYNC_BIN"] = _absolute_bin(os.environ["PHSYNC_BIN"])
+
+
 def phsync_bin():
-    """The phsync binary under test: $PHSYNC_BIN, else the usual build dirs."""
+    """The phsync binary under test: $PHSYNC_BIN (made absolute when this module was
+    imported), else the usual build dirs."""
     b = os.environ.get("PHSYNC_BIN")
     if b:
-        return b
+        return _absolute_bin(b)
     for d in ("build-test", "build-tests", "build"):
         p = os.path.join(REPO, d, "phsync")
         if os.access(p, os.X_OK):
@@ -201,6 +251,21 @@ class Result(tuple):
             self.code, self.argv, self.out[-4000:], self.err[-4000:])
 
 
+def sanitizer_env(extra=None):
+    """The sanitizer settings every phsync run gets: ASan and UBSan exit with their own codes
+    (SAN_EXIT_ASAN, SAN_EXIT_UBSAN) and UBSan stops at the first report, so that
+    check_sanitizers() sees them whatever the program's own exit code would have been."""
+    env = {
+        "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "exitcode=%d:detect_leaks=1" % SAN_EXIT_ASAN),
+        "UBSAN_OPTIONS": os.environ.get("UBSAN_OPTIONS",
+                                        "print_stacktrace=1:halt_on_error=1:exitcode=%d" % SAN_EXIT_UBSAN),
+    }
+    if "LSAN_OPTIONS" in os.environ:
+        env["LSAN_OPTIONS"] = os.environ["LSAN_OPTIONS"]
+    env.update(extra or {})
+    return env
+
+
 class SanitizerError(AssertionError):
     pass
 
@@ -220,6 +285,8 @@ class SshServer:
     subsystem    full `Subsystem sftp` command line, overriding sftp_server (evil_sftp.py)
     sftp_user    run the sftp server as this user (through setpriv; only when we are root),
                  so that file permissions bind it as they would an ordinary phone user
+    relay        run tests/lib/sftp_relay.py in front of sftp_server: a relay that misbehaves
+                 as its control file says (server.relay_set(), server.relay_fired())
     clean_home   (root only) run the server in a private mount namespace with an empty temp
                  folder bind-mounted over the login user's home, so the user's shell start-up
                  files (~/.bashrc, which Debian's bash reads for ssh commands) neither slow down
@@ -227,12 +294,13 @@ class SshServer:
     """
 
     def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
-                 statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False):
+                 statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False):
         if kind not in ("openssh", "dropbear"):
             raise ValueError(kind)
         self.kind = kind
         self.sftp_server = sftp_server or OPENSSH_SFTP_SERVER
         self.subsystem = subsystem
+        self.relay = relay
         self.sftp_user = sftp_user
         self.extra_sshd_config = list(extra_sshd_config)
         self.log_level = log_level
@@ -255,18 +323,19 @@ class SshServer:
 
     def start(self):
         if self.kind == "openssh" and not os.access(SSHD, os.X_OK):
-            raise Unavailable("%s not installed (apt-get install openssh-server)" % SSHD)
+            raise Unavailable("%s not installed (apt-get install openssh-server)" % SSHD, "sshd")
         if self.kind == "dropbear":
             if not os.access(DROPBEAR, os.X_OK):
-                raise Unavailable("dropbear not installed (apt-get install dropbear-bin)")
+                raise Unavailable("dropbear not installed (apt-get install dropbear-bin)", "dropbear")
             if os.geteuid() != 0:
-                raise Unavailable("the Dropbear harness needs root (private mount namespace)")
+                raise Unavailable("the Dropbear harness needs root (private mount namespace)", "dropbear")
         if self.clean_home and os.geteuid() != 0:
-            raise Unavailable("clean_home needs root (private mount namespace)")
+            raise Unavailable("clean_home needs root (private mount namespace)", "root")
         if self.sftp_user and os.geteuid() != 0:
-            raise Unavailable("running the sftp server as another user needs root")
+            raise Unavailable("running the sftp server as another user needs root", "root")
         if not self.subsystem and not os.access(self.sftp_server, os.X_OK):
-            raise Unavailable("sftp server %s not installed" % self.sftp_server)
+            raise Unavailable("sftp server %s not installed" % self.sftp_server,
+                              "gesftpserver" if self.sftp_server == GESFTPSERVER else "sftp-server")
         if self.dir is None:
             self.dir = tempfile.mkdtemp(prefix="phsync-sshd-")
         os.makedirs(self.dir, exist_ok=True)
@@ -274,6 +343,8 @@ class SshServer:
         self.home = os.path.join(self.dir, "client-home")  # HOME for the client (phsync)
         os.makedirs(self.home, exist_ok=True)
         self._make_keys()
+        if self.relay:
+            self.relay_set()
         last_err = None
         for _attempt in range(8):
             self.port = free_port()
@@ -308,6 +379,40 @@ class SshServer:
         if self._own_dir and self.dir and not os.environ.get("PHSYNC_KEEP_TEST_DIRS"):
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+    # -- the misbehaving relay (relay=True) -----------------------------------------------------
+
+    @property
+    def relay_control(self):
+        return os.path.join(self.dir, "relay.json")
+
+    def relay_set(self, **modes):
+        """Writes the relay's control file (see tests/lib/sftp_relay.py for the modes) and
+        empties its log of fired faults; the next session (phsync run) follows it.  No
+        arguments: a faithful relay."""
+        tmp = self.relay_control + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(modes, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, self.relay_control)
+        with open(self.relay_control + ".log", "w"):
+            pass
+        os.chmod(self.relay_control + ".log", 0o666)
+
+    def relay_fired(self):
+        """The faults the relay reported since the last relay_set(): ["mode detail", ...]."""
+        try:
+            with open(self.relay_control + ".log") as f:
+                return [l[len("FIRED "):].rstrip("\n") for l in f if l.startswith("FIRED ")]
+        except OSError:
+            return []
+
+    def session_processes(self):
+        """Live processes below the listening server (per-connection sshd children, the sftp
+        subsystem and what it started)."""
+        if self.proc is None:
+            return []
+        return _descendants(self.proc.pid)
 
     def log_text(self):
         try:
@@ -348,7 +453,10 @@ class SshServer:
         os.chmod(self.authorized_keys, 0o600)
 
     def _sftp_command(self):
-        if self.subsystem:
+        if self.relay:
+            cmd = "%s %s --control %s --server %s" % (sys.executable, SFTP_RELAY, self.relay_control,
+                                                     self.sftp_server)
+        elif self.subsystem:
             cmd = self.subsystem
         else:
             cmd = self.sftp_server
@@ -443,7 +551,8 @@ class SshServer:
                     raise _PortTaken(log)
                 if argv[0] == "unshare" and ("unshare:" in log or "mount:" in log):
                     raise Unavailable("no private mount namespace here (needed for %s): %s"
-                                      % ("Dropbear" if self.kind == "dropbear" else "clean_home", log.strip()[-300:]))
+                                      % ("Dropbear" if self.kind == "dropbear" else "clean_home", log.strip()[-300:]),
+                                      "dropbear" if self.kind == "dropbear" else "namespace")
                 raise RuntimeError("%s exited at start:\n%s" % (argv[0], log))
             if self._banner_ok():
                 return
@@ -537,13 +646,8 @@ class SshServer:
             "TERM": "dumb",
             "USER": self.user,
             "LOGNAME": self.user,
-            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "exitcode=%d:detect_leaks=1" % SAN_EXIT_ASAN),
-            "UBSAN_OPTIONS": os.environ.get("UBSAN_OPTIONS",
-                                            "print_stacktrace=1:halt_on_error=1:exitcode=%d" % SAN_EXIT_UBSAN),
         }
-        if "LSAN_OPTIONS" in os.environ:
-            env["LSAN_OPTIONS"] = os.environ["LSAN_OPTIONS"]
-        env.update(extra or {})
+        env.update(sanitizer_env(extra))
         return env
 
     def argv(self, args):
@@ -789,9 +893,11 @@ class SyncTestCase(unittest.TestCase):
             cls.addClassCleanup(cls.srv.stop)
             cls.srv.start()
         except Unavailable as e:
-            raise unittest.SkipTest(str(e))
+            skip_or_fail(e.need, str(e))
 
     def setUp(self):
+        if self.srv is not None and self.srv.relay:
+            self.srv.relay_set()  # every test starts with a faithful relay
         self.tmp = tempfile.mkdtemp(prefix="phsync-test-", dir=os.environ.get("PHSYNC_TEST_TMPDIR"))
         os.chmod(self.tmp, 0o755)
         self.addCleanup(self._cleanup_tmp)

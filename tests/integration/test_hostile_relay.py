@@ -1,0 +1,385 @@
+"""A real server that misbehaves: tests/lib/sftp_relay.py in front of OpenSSH's sftp-server.
+
+One sshd per class; each test writes the relay's control file (self.srv.relay_set(...)) before
+the run it means to disturb, and checks that the fault it arranged really fired
+(self.srv.relay_fired()).  These are issue 6's promises:
+
+DiesMidReplyTest     the server dies in the middle of the last DATA reply of a 3 MB file: a
+                     non-zero exit that is neither 0 nor 5, nothing committed under the final
+                     name (an older copy stays byte-identical), no temp, a clean re-run fixes it.
+ListedSizeTest       the listing omits sizes (the file is read to EOF), claims more than the file
+                     holds (the file fails, exit 5, nothing committed) or less (the file grew:
+                     all of it arrives, or it fails; never a prefix).
+PlainRenameTest      push to a server without posix-rename: a replace works, a refused RENAME
+                     into place keeps the old remote file, a link that dies right after the old
+                     file was moved aside leaves the old bytes on the server and a re-run ends
+                     clean; no temp or aside copy left.
+HangTest             a server that stops answering during a READ, a WRITE or the listing: the
+                     run ends on its own within --timeout (exit 3); SIGINT stops it quickly
+                     (exit 6), a second SIGINT at once; nothing partial under a final name.
+ShrinkTest           the local file shrinks to 0 bytes while it is pushed: the run ends (exit 5),
+                     no temp on the server, the remote file unchanged.
+SetstatTest          a server that refuses SETSTAT/FSETSTAT: files still land (exit 0), one
+                     warning per file.
+
+Every wait is a bounded poll: a run that does not end in its bound is killed and the test fails.
+"""
+
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import (EXIT_CONNECT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PARTIAL, Result,
+                     SyncTestCase, check_sanitizers, leftovers, random_bytes, write_file)
+
+T0 = 1700000000
+T_OLD = 1600000000
+LINK_LOST = (EXIT_ERROR, EXIT_CONNECT)  # a dead link: 3 (connection lost) or 1 (protocol error)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class RelayTestCase(SyncTestCase):
+    server_kwargs = {"relay": True}
+
+    # -- running -------------------------------------------------------------------------------
+
+    def pull_args(self, *opts):
+        return ["pull", "-F", self.srv.config] + list(opts) + ["phone:" + self.remote, self.local]
+
+    def push_args(self, *opts):
+        return ["push", "-F", self.srv.config] + list(opts) + [self.local, "phone:" + self.remote]
+
+    def run_bounded(self, args, bound):
+        """Runs phsync ARGS in the background; fails the test (after killing it) if it has not
+        ended within `bound` seconds.  Returns a Result; sanitizer reports fail the test."""
+        p = self.srv.popen(args)
+        try:
+            out, err = p.communicate(timeout=bound)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            self.fail("phsync %s did not end within %d s (killed); stderr tail:\n%s"
+                      % (" ".join(map(str, args[:1] + args[3:])), bound,
+                         err.decode("utf-8", "replace")[-2000:]))
+        r = Result(p.returncode, out, err, args)
+        check_sanitizers(r.code, r.err, args)
+        return r
+
+    def wait_for(self, cond, bound, what):
+        deadline = time.monotonic() + bound
+        while not cond():
+            if time.monotonic() > deadline:
+                self.fail("not within %d s: %s" % (bound, what))
+            time.sleep(0.05)
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def assertFired(self, mode):
+        fired = self.srv.relay_fired()
+        self.assertTrue(any(f.split()[0] == mode for f in fired),
+                        "the relay's %s fault never fired (fired: %r)" % (mode, fired))
+
+    def assertNoSessionLeft(self):
+        """The relay, sftp-server and the per-connection sshd all went away once phsync ended."""
+        deadline = time.monotonic() + 30
+        while self.srv.session_processes():
+            if time.monotonic() > deadline:
+                self.fail("server session processes still running 30 s after the client ended: %r"
+                          % [open("/proc/%d/cmdline" % p, "rb").read() for p in self.srv.session_processes()])
+            time.sleep(0.05)
+
+    def failed_paths(self, r):
+        return sorted(e["path"] for e in r.json() if e["event"] == "file" and e.get("status") == "failed")
+
+    def ok_paths(self, r):
+        return sorted(e["path"] for e in r.json() if e["event"] == "file" and e.get("status") == "ok")
+
+
+class DiesMidReplyTest(RelayTestCase):
+    """sftp-server killed while sending the last DATA reply of a 3 MB video."""
+
+    SIZE = 3 * 1000 * 1000
+
+    def _fault_then_clean_rerun(self, old):
+        video = write_file(os.path.join(self.remote, "VID_1.mp4"), random_bytes(self.SIZE, 1), mtime=T0)
+        write_file(os.path.join(self.remote, "a.txt"), b"small\n", mtime=T0)
+        dst = os.path.join(self.local, "VID_1.mp4")
+        if old is not None:
+            write_file(dst, old, mtime=T_OLD)
+        self.srv.relay_set(die_mid_data={"name": "VID_1.mp4"})
+        r = self.run_bounded(self.pull_args("--json"), 120)
+        self.assertFired("die_mid_data")
+        self.assertIn(r.code, LINK_LOST, "a server that died mid-reply must not give 0 or 5: %r" % (r,))
+        if old is None:
+            self.assertFalse(os.path.lexists(dst), "a file whose last reply was cut was committed")
+        else:
+            self.assertEqual(read(dst), old, "the old local copy was changed by a cut transfer")
+        self.assertNotIn("VID_1.mp4", self.ok_paths(r))
+        self.assertEqual(leftovers(self.local) if os.path.isdir(self.local) else [], [])
+        self.assertNoSessionLeft()
+
+        self.srv.relay_set()
+        r = self.pull("--json", expect=EXIT_OK)
+        self.assertEqual(read(dst), read(video))
+        self.assertTreesEqual(self.remote, self.local, dir_mtimes=False)
+        self.assertNoLeftovers()
+
+    def test_new_file(self):
+        self._fault_then_clean_rerun(None)
+
+    def test_old_copy_kept(self):
+        self._fault_then_clean_rerun(random_bytes(self.SIZE - 77, 2))
+
+
+class ListedSizeTest(RelayTestCase):
+
+    def _sizes_unknown(self, attrs):
+        files = {"IMG_4000.jpg": 4000, "empty.dat": 0, "one.txt": 1, "VID_big.mp4": (1 << 20) + 12345}
+        for i, (n, size) in enumerate(sorted(files.items())):
+            write_file(os.path.join(self.remote, n), random_bytes(size, 10 + i), mtime=T0 + i)
+        # an existing local copy with other content (and size) and another mtime
+        write_file(os.path.join(self.local, "IMG_4000.jpg"), random_bytes(3000, 99), mtime=T_OLD)
+        self.srv.relay_set(no_size={"names": ["*"], "attrs": attrs})
+        r = self.pull("--json")
+        self.assertFired("no_size")
+        self.assertEqual(r.code, EXIT_OK, r)
+        self.assertTreesEqual(self.remote, self.local, dir_mtimes=False)
+        self.assertNoLeftovers()
+
+    def test_listing_without_sizes(self):
+        self._sizes_unknown(attrs=False)
+
+    def test_listing_and_stat_without_sizes(self):
+        self._sizes_unknown(attrs=True)
+
+    def test_listed_size_larger_than_file(self):
+        """EOF before the listed size: the file fails (exit 5) and is not committed."""
+        write_file(os.path.join(self.remote, "new.jpg"), random_bytes(200_000, 3), mtime=T0)
+        write_file(os.path.join(self.remote, "old.jpg"), random_bytes(300_000, 4), mtime=T0)
+        good = write_file(os.path.join(self.remote, "good.jpg"), random_bytes(5000, 5), mtime=T0)
+        old = random_bytes(1234, 6)
+        write_file(os.path.join(self.local, "old.jpg"), old, mtime=T_OLD)
+        self.srv.relay_set(size_lie={"new.jpg": 1000, "old.jpg": 70_000})
+        r = self.pull("--json")
+        self.assertFired("size_lie")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertEqual(self.failed_paths(r), ["new.jpg", "old.jpg"], r)
+        self.assertFalse(os.path.lexists(os.path.join(self.local, "new.jpg")),
+                         "a file shorter than its listed size was committed")
+        self.assertEqual(read(os.path.join(self.local, "old.jpg")), old, "the old copy was replaced")
+        self.assertEqual(read(os.path.join(self.local, "good.jpg")), read(good))
+        self.assertNoLeftovers()
+
+    def test_listed_size_smaller_than_file(self):
+        """The file grew after it was listed: all of it arrives, or it fails; never a prefix."""
+        real = {"grew.jpg": random_bytes(500_000, 7), "grew_small.txt": random_bytes(3000, 8)}
+        for n, data in real.items():
+            write_file(os.path.join(self.remote, n), data, mtime=T0)
+        self.srv.relay_set(size_lie={"grew.jpg": -100_000, "grew_small.txt": -2999})
+        r = self.pull("--json")
+        self.assertFired("size_lie")
+        self.assertIn(r.code, (EXIT_OK, EXIT_PARTIAL), r)
+        failed = self.failed_paths(r)
+        for n, data in real.items():
+            dst = os.path.join(self.local, n)
+            if os.path.lexists(dst):
+                self.assertEqual(len(read(dst)), len(data), "%s committed cut (a prefix): %r" % (n, r))
+                self.assertEqual(read(dst), data, n)
+                self.assertNotIn(n, failed)
+            else:
+                self.assertIn(n, failed, "%s neither synced nor reported failed: %r" % (n, r))
+                self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertNoLeftovers()
+
+
+class PlainRenameTest(RelayTestCase):
+    """Push onto a server without posix-rename@openssh.com; OpenSSH's sftp-server then refuses
+    a plain RENAME onto an existing target, so a replace needs more than one step."""
+
+    NOPOSIX = ["posix-rename@openssh.com"]
+
+    def setUp(self):
+        super().setUp()
+        self.old = random_bytes(40_000, 20)
+        self.new = random_bytes(50_000, 21)
+        self.rfile = write_file(os.path.join(self.remote, "IMG_1.jpg"), self.old, mtime=T_OLD)
+        write_file(os.path.join(self.local, "IMG_1.jpg"), self.new, mtime=T0)
+        write_file(os.path.join(self.local, "IMG_2.jpg"), b"second\n", mtime=T0)
+
+    def test_replace_without_posix_rename(self):
+        self.srv.relay_set(hide_extensions=self.NOPOSIX)
+        r = self.push("--json")
+        self.assertFired("hide_extensions")
+        self.assertEqual(r.code, EXIT_OK, r)
+        self.assertEqual(read(self.rfile), self.new)
+        self.assertEqual(leftovers(self.remote), [], "aside or temp copies left on the server")
+        self.assertTreesEqual(self.local, self.remote, dir_mtimes=False)
+
+    def test_refused_rename_keeps_old_remote_file(self):
+        # Every rename onto IMG_1.jpg is refused, except from the aside copy of the old file
+        # (putting it back must stay possible).
+        self.srv.relay_set(hide_extensions=self.NOPOSIX,
+                           refuse_rename_to={"names": ["IMG_1.jpg"], "unless_from": ".IMG_1.jpg.phsync-o."})
+        r = self.push("--json")
+        self.assertFired("refuse_rename_to")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertEqual(self.failed_paths(r), ["IMG_1.jpg"], r)
+        self.assertTrue(os.path.isfile(self.rfile), "the remote file is gone after a refused rename")
+        self.assertEqual(read(self.rfile), self.old, "the remote file lost its old bytes")
+        self.assertEqual(read(os.path.join(self.remote, "IMG_2.jpg")), b"second\n")
+        self.assertEqual(leftovers(self.remote), [], "aside or temp copies left on the server")
+
+    def test_link_dies_after_old_file_moved_aside(self):
+        self.srv.relay_set(hide_extensions=self.NOPOSIX, die_after_rename_from=["IMG_1.jpg"])
+        r = self.run_bounded(self.push_args("--json"), 120)
+        self.assertFired("die_after_rename_from")
+        self.assertIn(r.code, LINK_LOST, r)
+        # The old content exists on the server: under its name, or as the aside copy.
+        asides = [n for n in os.listdir(self.remote) if n.startswith(".IMG_1.jpg.phsync-o.")]
+        holders = [n for n in ["IMG_1.jpg"] + asides
+                   if os.path.isfile(os.path.join(self.remote, n))
+                   and read(os.path.join(self.remote, n)) == self.old]
+        self.assertTrue(holders, "the old bytes exist nowhere on the server: %r" % sorted(os.listdir(self.remote)))
+
+        self.srv.relay_set(hide_extensions=self.NOPOSIX)
+        r = self.push("--json", expect=EXIT_OK)
+        self.assertEqual(read(self.rfile), self.new)
+        self.assertEqual(leftovers(self.remote), [], "aside or temp copies left after the clean re-run")
+        self.assertTreesEqual(self.local, self.remote, dir_mtimes=False)
+
+
+class HangTest(RelayTestCase):
+    """The server stops answering (the connection stays open)."""
+
+    BOUND = 45  # --timeout 3 must end the run long before this, and before the 60 s default
+
+    def setUp(self):
+        super().setUp()
+        self.data = random_bytes(8 << 20, 30)
+        self.rfile = write_file(os.path.join(self.remote, "VID_1.mp4"), self.data, mtime=T0)
+        self.old = random_bytes(1000, 31)
+        self.lfile = write_file(os.path.join(self.local, "VID_1.mp4"), self.old, mtime=T_OLD)
+
+    def _hung_run(self, args, hang):
+        self.srv.relay_set(hang=hang)
+        r = self.run_bounded(args, self.BOUND)
+        self.assertFired("hang")
+        self.assertEqual(r.code, EXIT_CONNECT, r)
+        self.assertNoLeftovers()
+        self.assertNoSessionLeft()
+        return r
+
+    def test_timeout_during_read(self):
+        self._hung_run(self.pull_args("--timeout", "3"), {"type": "READ", "name": "VID_1.mp4"})
+        self.assertEqual(read(self.lfile), self.old, "the old local copy changed")
+
+    def test_timeout_during_listing(self):
+        self._hung_run(self.pull_args("--timeout", "3"), {"type": "READDIR", "name": "*"})
+        self.assertEqual(read(self.lfile), self.old, "the old local copy changed")
+
+    def test_timeout_during_write(self):
+        new = random_bytes(8 << 20, 32)
+        write_file(self.lfile, new, mtime=T0 + 60)
+        self._hung_run(self.push_args("--timeout", "3"), {"type": "WRITE", "name": "*"})
+        self.assertEqual(read(self.rfile), self.data, "the remote file changed")
+        self.assertEqual(read(self.lfile), new)
+
+    def _start_hung_pull(self):
+        self.srv.relay_set(hang={"type": "READ", "name": "VID_1.mp4"})
+        p = self.srv.popen(self.pull_args("--timeout", "600"))
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        self.wait_for(lambda: "hang" in [f.split()[0] for f in self.srv.relay_fired()] or p.poll() is not None,
+                      120, "the pull reached the hanging READ")
+        if p.poll() is not None:
+            self.fail("phsync ended (exit %d) before the signal: %r" % (p.returncode, p.communicate()))
+        return p
+
+    def _after_signal(self, p, bound):
+        try:
+            out, err = p.communicate(timeout=bound)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            self.fail("phsync did not stop within %d s of SIGINT (--timeout 600); stderr:\n%s"
+                      % (bound, err.decode("utf-8", "replace")[-2000:]))
+        check_sanitizers(p.returncode, err.decode("utf-8", "replace"), p.args)
+        return p.returncode, err
+
+    def test_sigint_while_hung(self):
+        p = self._start_hung_pull()
+        p.send_signal(signal.SIGINT)
+        code, err = self._after_signal(p, 30)
+        self.assertEqual(code, EXIT_INTERRUPTED, err)
+        self.assertEqual(read(self.lfile), self.old, "partial file under the final name")
+        self.assertNoLeftovers()
+        self.assertNoSessionLeft()
+
+    def test_second_sigint_exits_at_once(self):
+        p = self._start_hung_pull()
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGINT)
+        code, err = self._after_signal(p, 10)
+        self.assertIn(code, (EXIT_INTERRUPTED, -signal.SIGINT), err)
+        self.assertEqual(read(self.lfile), self.old, "partial file under the final name")
+        self.assertNoSessionLeft()
+
+
+class ShrinkTest(RelayTestCase):
+
+    def test_file_shrinks_while_waiting_behind_a_big_one(self):
+        """B shrinks to 0 bytes when its remote temp is opened, while A (opened just before it)
+        holds the whole write window: B's first write is issued later, from the main loop,
+        with nothing of B in flight.  The run must still end."""
+        big = write_file(os.path.join(self.local, "A_big.mp4"), random_bytes(24 << 20, 42), mtime=T0)
+        old = random_bytes(100_000, 43)
+        rfile = write_file(os.path.join(self.remote, "B.jpg"), old, mtime=T_OLD)
+        lfile = write_file(os.path.join(self.local, "B.jpg"), random_bytes(300_000, 44), mtime=T0)
+        self.srv.relay_set(truncate_on_open={"name": "B.jpg", "path": lfile})
+        r = self.run_bounded(self.push_args("--json"), 60)
+        self.assertFired("truncate_on_open")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertEqual(self.failed_paths(r), ["B.jpg"], r)
+        self.assertEqual(read(rfile), old, "the remote file changed")
+        self.assertEqual(read(os.path.join(self.remote, "A_big.mp4")), read(big))
+        self.assertEqual(leftovers(self.remote), [], "temp files left on the server")
+
+    def test_local_file_shrinks_during_push(self):
+        old = random_bytes(100_000, 40)
+        rfile = write_file(os.path.join(self.remote, "VID_1.mp4"), old, mtime=T_OLD)
+        lfile = write_file(os.path.join(self.local, "VID_1.mp4"), random_bytes(2 << 20, 41), mtime=T0)
+        write_file(os.path.join(self.local, "b.txt"), b"bee\n", mtime=T0)
+        self.srv.relay_set(truncate_on_open={"name": "VID_1.mp4", "path": lfile})
+        r = self.run_bounded(self.push_args("--json"), 60)
+        self.assertFired("truncate_on_open")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertIn("VID_1.mp4", self.failed_paths(r))
+        self.assertEqual(read(rfile), old, "the remote file changed")
+        self.assertEqual(leftovers(self.remote), [], "temp files left on the server")
+        self.assertEqual(read(os.path.join(self.remote, "b.txt")), b"bee\n")
+
+
+class SetstatTest(RelayTestCase):
+
+    def test_setstat_refused_files_land_with_warnings(self):
+        files = {"IMG_1.jpg": random_bytes(70_000, 50), "sub/IMG_2.jpg": random_bytes(10, 51)}
+        for n, data in files.items():
+            write_file(os.path.join(self.local, n), data, mtime=T0)
+        self.srv.relay_set(deny_setstat=["*"])
+        r = self.push("--json")
+        self.assertFired("deny_setstat")
+        self.assertEqual(r.code, EXIT_OK, r)
+        for n, data in files.items():
+            self.assertEqual(read(os.path.join(self.remote, n)), data, n)
+        warned = {e["path"] for e in r.json() if e["event"] == "warning"}
+        self.assertLessEqual(set(files), warned, "a warning per file whose times could not be set: %r" % (r,))
+        self.assertNoLeftovers()
+
+
+if __name__ == "__main__":
+    unittest.main()

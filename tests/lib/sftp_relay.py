@@ -1,0 +1,522 @@
+#!/usr/bin/env python3
+"""A relay in front of OpenSSH's real sftp-server that misbehaves on purpose (stdlib only).
+
+sshd runs it as its sftp subsystem:
+
+    Subsystem sftp /usr/bin/python3 /path/to/sftp_relay.py --control FILE [--server PATH]
+
+It starts the real server (/usr/lib/openssh/sftp-server unless --server says otherwise) as a
+child, parses the SFTP framing both ways (u32 length, type, request id) and forwards every
+packet, except where the control file says to misbehave.  The control file is JSON, read once
+when a session starts, so a test rewrites it between runs and one sshd serves many tests
+(harness: SshServer(relay=True), server.relay_set(**modes), server.relay_fired()).  A missing
+or empty file means a faithful relay.
+
+Every mode matches files by basename; a list of names may hold "*" (any name).  Keys:
+
+    "die_mid_data": {"name": N, "at": OFFSET, "fraction": 0.5}
+        The DATA reply to a READ of file N whose range holds byte OFFSET (default: the file's
+        last byte, from its size when it was opened, i.e. the last DATA reply of the file) is
+        sent only in part (the first `fraction` of the packet's bytes, header included), then
+        the relay kills sftp-server and exits: a phone app killed in the middle of a reply.
+    "no_size": {"names": [N...], "attrs": false}
+        NAME replies (READDIR) carry no SIZE attribute for these entries; with "attrs": true
+        also the ATTRS replies to STAT, LSTAT and FSTAT of these files.
+    "size_lie": {N: DELTA, ...}
+        The size reported for N (READDIR entries and STAT/LSTAT/FSTAT replies) is the real one
+        plus DELTA: negative = the file grew after it was listed, positive = it ends (EOF)
+        before the listed size.  Never below 0.
+    "hide_extensions": [EXT...]
+        These extensions (e.g. "posix-rename@openssh.com") are removed from the VERSION reply:
+        a plain v3 server.  The real sftp-server then refuses a plain RENAME onto an existing
+        target, as it does for any client that does not use posix-rename.
+    "refuse_rename_to": [N...]  or  {"names": [N...], "unless_from": PREFIX}
+        RENAME (and posix-rename@openssh.com) whose TARGET basename is N gets SSH_FX_FAILURE;
+        the request never reaches the server.  With "unless_from", a rename whose SOURCE
+        basename starts with PREFIX goes through (e.g. ".N.phsync-o.": putting the aside copy
+        of the old file back stays possible; every attempt to move the new file in fails).
+    "die_after_rename_from": [N...]
+        Right after forwarding the reply to the first successful RENAME whose SOURCE basename
+        is N, the relay kills sftp-server and exits: the link dies between two steps of a
+        replace.
+    "hang": {"type": "READ", "name": N}
+        Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
+        CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
+        name the handle was opened with), nothing more is forwarded either way: requests and
+        replies are read and dropped, the connection stays open.  The relay never exits on its
+        own; it ends when its stdin closes (client gone, sshd closing the session), killing
+        sftp-server, so nothing is left behind.
+    "truncate_on_open": {"name": N, "path": LOCAL}
+        When the reply to an OPEN for writing of a file whose basename starts with
+        ".N.phsync-" (a push temp file) comes back, LOCAL (a path on this machine: the
+        client's file on the loopback test rig) is truncated to 0 bytes before the reply is
+        forwarded: a local file that shrank during a push, deterministically.
+    "deny_setstat": [N...]
+        SETSTAT (of a path with basename N) and FSETSTAT (of a handle opened as N) get
+        SSH_FX_PERMISSION_DENIED without reaching the server: a phone that cannot set times.
+        A temp name ".N.phsync-..." counts as N.
+
+Each fault that fires appends one line "FIRED <mode> <details>" to FILE.log (next to the
+control file), so a test can check that the fault it arranged really happened.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+
+INIT, VERSION, OPEN, CLOSE, READ, WRITE, LSTAT, FSTAT, SETSTAT, FSETSTAT, OPENDIR, READDIR = range(1, 13)
+REMOVE, MKDIR, RMDIR, REALPATH, STAT, RENAME, READLINK, SYMLINK = range(13, 21)
+STATUS, HANDLE, DATA, NAME, ATTRS = 101, 102, 103, 104, 105
+EXTENDED, EXTENDED_REPLY = 200, 201
+FX_OK, FX_EOF, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FX_FAILURE = 0, 1, 2, 3, 4
+A_SIZE, A_UIDGID, A_PERMISSIONS, A_ACMODTIME, A_EXTENDED = 1, 2, 4, 8, 0x80000000
+O_WRITE = 2
+
+TYPES = {"OPEN": OPEN, "CLOSE": CLOSE, "READ": READ, "WRITE": WRITE, "LSTAT": LSTAT,
+         "FSTAT": FSTAT, "SETSTAT": SETSTAT, "FSETSTAT": FSETSTAT, "OPENDIR": OPENDIR,
+         "READDIR": READDIR, "REMOVE": REMOVE, "MKDIR": MKDIR, "RMDIR": RMDIR,
+         "REALPATH": REALPATH, "STAT": STAT, "RENAME": RENAME, "READLINK": READLINK,
+         "EXTENDED": EXTENDED}
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+MAX_PACKET = 1 << 24
+POSIX_RENAME = b"posix-rename@openssh.com"
+
+
+class Reader:
+    def __init__(self, data, pos=0):
+        self.d, self.p = data, pos
+
+    def u32(self):
+        v = struct.unpack_from(">I", self.d, self.p)[0]
+        self.p += 4
+        return v
+
+    def u64(self):
+        v = struct.unpack_from(">Q", self.d, self.p)[0]
+        self.p += 8
+        return v
+
+    def string(self):
+        n = self.u32()
+        if self.p + n > len(self.d):
+            raise ValueError("string past the end of the packet")
+        v = self.d[self.p:self.p + n]
+        self.p += n
+        return v
+
+    def attrs(self):
+        """Returns (flags, dict of fields, raw extended pairs)."""
+        fl = self.u32()
+        a = {}
+        if fl & A_SIZE:
+            a["size"] = self.u64()
+        if fl & A_UIDGID:
+            a["uid"], a["gid"] = self.u32(), self.u32()
+        if fl & A_PERMISSIONS:
+            a["perm"] = self.u32()
+        if fl & A_ACMODTIME:
+            a["atime"], a["mtime"] = self.u32(), self.u32()
+        ext = []
+        if fl & A_EXTENDED:
+            for _ in range(self.u32()):
+                ext.append((self.string(), self.string()))
+        return fl, a, ext
+
+
+def s(b):
+    return struct.pack(">I", len(b)) + b
+
+
+def u32(v):
+    return struct.pack(">I", v & 0xFFFFFFFF)
+
+
+def pack_attrs(fl, a, ext):
+    out = u32(fl)
+    if fl & A_SIZE:
+        out += struct.pack(">Q", a["size"])
+    if fl & A_UIDGID:
+        out += u32(a["uid"]) + u32(a["gid"])
+    if fl & A_PERMISSIONS:
+        out += u32(a["perm"])
+    if fl & A_ACMODTIME:
+        out += u32(a["atime"]) + u32(a["mtime"])
+    if fl & A_EXTENDED:
+        out += u32(len(ext)) + b"".join(s(k) + s(v) for k, v in ext)
+    return out
+
+
+def packet(ptype, body):
+    return struct.pack(">IB", len(body) + 1, ptype) + body
+
+
+def base(path):
+    return os.path.basename(path.rstrip(b"/")).decode("utf-8", "surrogateescape")
+
+
+def matches(names, name):
+    if isinstance(names, str):
+        names = [names]
+    return "*" in names or name in names
+
+
+def temp_of(name):
+    """NAME for a push temp name `.NAME.phsync-...`, else None."""
+    if name.startswith(".") and ".phsync-" in name:
+        return name[1:name.rindex(".phsync-")]
+    return None
+
+
+def set_nonblock(fd):
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+
+class Relay:
+    def __init__(self, control_path, server):
+        self.control_path = control_path
+        self.cfg = {}
+        if control_path:
+            try:
+                with open(control_path) as f:
+                    self.cfg = json.load(f) or {}
+            except (OSError, ValueError):
+                self.cfg = {}
+        self.child = subprocess.Popen([server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      preexec_fn=_die_with_parent, close_fds=True)
+        self.cin, self.cout = self.child.stdin.fileno(), self.child.stdout.fileno()
+        self.up_in = b""      # from the client (our stdin), not yet parsed
+        self.down_in = b""    # from the server, not yet parsed
+        self.to_server = bytearray()
+        self.to_client = bytearray()
+        self.requests = {}    # id -> (type, info dict)
+        self.handles = {}     # handle bytes -> (path bytes, size at open or None)
+        self.hanging = False
+        self.stdin_open = True
+        self.renamed_from_fired = False
+        for fd in (0, 1, self.cin, self.cout):
+            set_nonblock(fd)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def fired(self, mode, detail=""):
+        if not self.control_path:
+            return
+        with open(self.control_path + ".log", "a") as f:
+            f.write("FIRED %s %s\n" % (mode, detail))
+
+    def finish(self, code=0):
+        """Sends what is queued for the client (blocking), kills sftp-server, exits."""
+        fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        try:
+            while self.to_client:
+                n = os.write(1, self.to_client)
+                del self.to_client[:n]
+        except OSError:
+            pass
+        self.kill_child()
+        os._exit(code)
+
+    def kill_child(self):
+        if self.child.poll() is None:
+            try:
+                self.child.kill()
+            except OSError:
+                pass
+            self.child.wait()
+
+    def status(self, rid, code, msg):
+        self.to_client += packet(STATUS, u32(rid) + u32(code) + s(msg.encode()) + s(b""))
+
+    # -- requests (client -> server) ---------------------------------------------------------
+
+    def on_request(self, pkt):
+        t = pkt[4]
+        if t == INIT:
+            self.to_server += pkt
+            return
+        r = Reader(pkt, 5)
+        rid = r.u32()
+        info = {}
+        try:
+            if t in (OPEN, OPENDIR, STAT, LSTAT, SETSTAT, REMOVE, MKDIR, RMDIR, REALPATH, READLINK):
+                info["path"] = r.string()
+                if t == OPEN:
+                    info["pflags"] = r.u32()
+            elif t in (READ, WRITE, FSTAT, FSETSTAT, CLOSE, READDIR):
+                info["handle"] = r.string()
+                if t in (READ, WRITE):
+                    info["off"] = r.u64()
+                    if t == READ:
+                        info["len"] = r.u32()
+                    else:
+                        info["len"] = len(r.string())
+            elif t == RENAME:
+                info["from"], info["to"] = r.string(), r.string()
+            elif t == EXTENDED:
+                info["ext"] = r.string()
+                if info["ext"] == POSIX_RENAME:
+                    info["from"], info["to"] = r.string(), r.string()
+        except (ValueError, struct.error):
+            pass
+        self.requests[rid] = (t, info)
+        name = self.name_of(info)
+
+        hang = self.cfg.get("hang")
+        if hang and TYPES.get(hang.get("type", "").upper()) == t and name is not None \
+                and matches(hang.get("name", "*"), name):
+            self.fired("hang", "%s %s" % (hang.get("type"), name))
+            self.hanging = True
+            self.to_server.clear()
+            return
+
+        refuse = self.cfg.get("refuse_rename_to", [])
+        if isinstance(refuse, dict):
+            unless = refuse.get("unless_from")
+            refuse = refuse.get("names", [])
+            if unless and "from" in info and base(info["from"]).startswith(unless):
+                refuse = []
+        if "to" in info and matches(refuse, base(info["to"])):
+            self.fired("refuse_rename_to", "%s -> %s" % (base(info["from"]), base(info["to"])))
+            del self.requests[rid]
+            self.status(rid, FX_FAILURE, "refused by the relay")
+            return
+
+        if t in (SETSTAT, FSETSTAT) and name is not None:
+            deny = self.cfg.get("deny_setstat", [])
+            if matches(deny, name) or (temp_of(name) is not None and matches(deny, temp_of(name))):
+                self.fired("deny_setstat", name)
+                del self.requests[rid]
+                self.status(rid, FX_PERMISSION_DENIED, "setstat refused by the relay")
+                return
+
+        self.to_server += pkt
+
+    def name_of(self, info):
+        if "path" in info:
+            return base(info["path"])
+        if "handle" in info and info["handle"] in self.handles:
+            return base(self.handles[info["handle"]][0])
+        if "from" in info:
+            return base(info["from"])
+        return None
+
+    # -- replies (server -> client) ----------------------------------------------------------
+
+    def on_reply(self, pkt):
+        t = pkt[4]
+        if t == VERSION:
+            self.to_client += self.version(pkt)
+            return
+        rid = struct.unpack_from(">I", pkt, 5)[0]
+        req = self.requests.pop(rid, None)
+        if req is None:
+            self.to_client += pkt
+            return
+        rt, info = req
+
+        if t == HANDLE and rt in (OPEN, OPENDIR):
+            h = Reader(pkt, 9).string()
+            size = None
+            if rt == OPEN:
+                try:
+                    size = os.stat(info["path"]).st_size
+                except OSError:
+                    pass
+            self.handles[h] = (info["path"], size)
+            tr = self.cfg.get("truncate_on_open")
+            if tr and rt == OPEN and info.get("pflags", 0) & O_WRITE \
+                    and base(info["path"]).startswith(".%s.phsync-" % tr["name"]):
+                with open(tr["path"], "r+b") as f:
+                    f.truncate(0)
+                self.fired("truncate_on_open", "%s %s" % (base(info["path"]), tr["path"]))
+        elif t == STATUS and rt == CLOSE:
+            self.handles.pop(info.get("handle"), None)
+
+        if t == DATA and rt == READ:
+            die = self.cfg.get("die_mid_data")
+            h = self.handles.get(info.get("handle"))
+            if die and h and matches(die.get("name", "*"), base(h[0])):
+                at = die.get("at")
+                if at is None and h[1]:
+                    at = h[1] - 1
+                n = len(pkt) - 13
+                if at is not None and info["off"] <= at < info["off"] + n:
+                    cut = max(1, min(len(pkt) - 1, int(len(pkt) * float(die.get("fraction", 0.5)))))
+                    self.fired("die_mid_data", "%s off=%d len=%d sent=%d of %d" %
+                               (base(h[0]), info["off"], n, cut, len(pkt)))
+                    self.to_client += pkt[:cut]
+                    self.finish()
+
+        if t == NAME and rt == READDIR:
+            pkt = self.rewrite_name(pkt)
+        elif t == ATTRS and rt in (STAT, LSTAT, FSTAT):
+            name = self.name_of(info)
+            if name is not None:
+                r = Reader(pkt, 9)
+                fl, a, ext = r.attrs()
+                fl, a = self.lie(name, fl, a, attrs=True)
+                pkt = packet(ATTRS, pkt[5:9] + pack_attrs(fl, a, ext))
+
+        self.to_client += pkt
+
+        if t == STATUS and "to" in info and not self.renamed_from_fired:
+            code = struct.unpack_from(">I", pkt, 9)[0]
+            if code == FX_OK and matches(self.cfg.get("die_after_rename_from", []), base(info["from"])):
+                self.renamed_from_fired = True
+                self.fired("die_after_rename_from", "%s -> %s" % (base(info["from"]), base(info["to"])))
+                self.finish()
+
+    def lie(self, name, fl, a, attrs):
+        ns = self.cfg.get("no_size")
+        if ns and matches(ns.get("names", []), name) and (not attrs or ns.get("attrs")) and fl & A_SIZE:
+            self.fired("no_size", "%s%s" % (name, " (attrs)" if attrs else ""))
+            return fl & ~A_SIZE, a
+        lies = self.cfg.get("size_lie", {})
+        if name in lies and fl & A_SIZE:
+            a = dict(a)
+            a["size"] = max(0, a["size"] + int(lies[name]))
+            self.fired("size_lie", "%s %+d%s" % (name, int(lies[name]), " (attrs)" if attrs else ""))
+        return fl, a
+
+    def rewrite_name(self, pkt):
+        r = Reader(pkt, 9)
+        count = r.u32()
+        body = b""
+        for _ in range(count):
+            fn, ln = r.string(), r.string()
+            fl, a, ext = r.attrs()
+            fl, a = self.lie(fn.decode("utf-8", "surrogateescape"), fl, a, attrs=False)
+            body += s(fn) + s(ln) + pack_attrs(fl, a, ext)
+        return packet(NAME, pkt[5:9] + u32(count) + body)
+
+    def version(self, pkt):
+        hide = [e.encode() for e in self.cfg.get("hide_extensions", [])]
+        if not hide:
+            return pkt
+        r = Reader(pkt, 5)
+        out = u32(r.u32())
+        while r.p < len(pkt):
+            k, v = r.string(), r.string()
+            if k in hide:
+                self.fired("hide_extensions", k.decode())
+                continue
+            out += s(k) + s(v)
+        return packet(VERSION, out)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    @staticmethod
+    def split(buf):
+        """Complete packets at the front of buf, and the rest."""
+        pkts = []
+        while len(buf) >= 4:
+            n = struct.unpack_from(">I", buf)[0]
+            if n == 0 or n > MAX_PACKET:
+                raise ValueError("bad packet length %d" % n)
+            if len(buf) < 4 + n:
+                break
+            pkts.append(buf[:4 + n])
+            buf = buf[4 + n:]
+        return pkts, buf
+
+    def run(self):
+        server_open = True
+        while True:
+            rl, wl = [], []
+            if self.stdin_open:
+                rl.append(0)
+            if server_open:
+                rl.append(self.cout)
+            if self.to_client and not self.hanging:
+                wl.append(1)
+            if self.to_server and not self.hanging and self.cin is not None:
+                wl.append(self.cin)
+            if not rl and not wl:
+                break
+            r, w, _ = select.select(rl, wl, [])
+            if 1 in w:
+                try:
+                    n = os.write(1, self.to_client)
+                    del self.to_client[:n]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.finish()
+            if self.cin is not None and self.cin in w:
+                try:
+                    n = os.write(self.cin, self.to_server)
+                    del self.to_server[:n]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.to_server.clear()
+            if 0 in r:
+                data = self._read(0)
+                if data == b"":
+                    self.stdin_open = False
+                    if self.hanging:
+                        self.finish()
+                elif data and not self.hanging:
+                    self.up_in += data
+                    pkts, self.up_in = self.split(self.up_in)
+                    for p in pkts:
+                        if self.hanging:
+                            break
+                        self.on_request(p)
+            if self.cout in r:
+                data = self._read(self.cout)
+                if data == b"":
+                    server_open = False
+                elif data and not self.hanging:
+                    self.down_in += data
+                    pkts, self.down_in = self.split(self.down_in)
+                    for p in pkts:
+                        self.on_reply(p)
+            if not self.stdin_open and not self.to_server and self.cin is not None:
+                self.child.stdin.close()
+                self.cin = None
+            if not server_open and not self.to_client:
+                break
+            if not server_open and self.hanging:
+                continue
+        self.finish()
+
+    @staticmethod
+    def _read(fd):
+        try:
+            return os.read(fd, 1 << 18)
+        except BlockingIOError:
+            return None
+        except OSError as e:
+            if e.errno in (errno.EIO, errno.EPIPE, errno.ECONNRESET):
+                return b""
+            raise
+
+
+def _die_with_parent():
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="sftp_relay.py")
+    ap.add_argument("--control", default=os.environ.get("PHSYNC_RELAY_CONTROL"),
+                    help="JSON control file (default $PHSYNC_RELAY_CONTROL)")
+    ap.add_argument("--server", default=SFTP_SERVER, help="the real sftp server (default %s)" % SFTP_SERVER)
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    Relay(a.control, a.server).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
