@@ -454,8 +454,10 @@ class SshServer:
 
     def _sftp_command(self):
         if self.relay:
-            cmd = "%s %s --control %s --server %s" % (sys.executable, SFTP_RELAY, self.relay_control,
-                                                     self.sftp_server)
+            # The system python when there is one: sshd may run the relay as another user
+            # (sftp_user), who cannot reach a python under root's home.
+            py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+            cmd = "%s %s --control %s --server %s" % (py, SFTP_RELAY, self.relay_control, self.sftp_server)
         elif self.subsystem:
             cmd = self.subsystem
         else:
