@@ -34,7 +34,8 @@ static const char usage_text[] =
 struct file {
 	const char *name;
 	int fd;
-	int created;      /* an output we created, removed on failure */
+	int created;      /* an output written to tmp, renamed to name on success */
+	char tmp[4096];
 };
 
 /* The engine step a command pumps data through. */
@@ -71,26 +72,57 @@ open_in(struct file *f, const char *name)
 	return 0;
 }
 
+/* A named output is written to a temp file beside it and renamed over it
+ * only when the command succeeded: a bad delta or signature never destroys
+ * an existing OUT. */
 static int
 open_out(struct file *f, const char *name)
 {
+	mode_t um;
+
 	f->name = strcmp(name, "-") == 0 ? "stdout" : name;
 	f->created = strcmp(name, "-") != 0;
-	f->fd = f->created ? open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)
-	                   : STDOUT_FILENO;
-	if (f->fd < 0)
+	if (!f->created) {
+		f->fd = STDOUT_FILENO;
+		return 0;
+	}
+	if ((size_t)snprintf(f->tmp, sizeof(f->tmp), "%s.phsync-delta-XXXXXX", name) >=
+	    sizeof(f->tmp)) {
+		errno = ENAMETOOLONG;
+		f->created = 0;
 		return sys_error(name, "cannot create");
+	}
+	if ((f->fd = mkostemp(f->tmp, O_CLOEXEC)) < 0) {
+		f->created = 0;
+		return sys_error(name, "cannot create");
+	}
+	/* mkstemp makes 0600; give the file what open(0666) would have. */
+	um = umask(0);
+	umask(um);
+	(void)fchmod(f->fd, 0666 & ~um);
 	return 0;
 }
 
-static void
+/* Closes f; a created output is renamed into place when nothing failed
+ * (its close included), else removed. Returns 1 when anything failed. */
+static int
 close_file(struct file *f, int failed)
 {
-	if (f->fd > STDERR_FILENO)
-		close(f->fd);
-	if (failed && f->created)
-		unlink(f->name);
+	if (f->fd > STDERR_FILENO && close(f->fd) != 0 && f->created && !failed) {
+		sys_error(f->name, "write failed");
+		failed = 1;
+	}
 	f->fd = -1;
+	if (!f->created)
+		return failed;
+	f->created = 0;
+	if (!failed && rename(f->tmp, f->name) != 0) {
+		sys_error(f->name, "cannot rename into place");
+		failed = 1;
+	}
+	if (failed)
+		unlink(f->tmp);
+	return failed;
 }
 
 static ssize_t
@@ -452,7 +484,8 @@ cmd_signature(phsync_ctx *ctx, int argc, char **argv)
 out:
 	phsync_sig_gen_free(g);
 	close_file(&old, 0);
-	close_file(&sig, ret != CLI_EXIT_OK);
+	if (close_file(&sig, ret != CLI_EXIT_OK) && ret == CLI_EXIT_OK)
+		ret = CLI_EXIT_ERROR;
 	return ret;
 }
 
@@ -531,7 +564,8 @@ out:
 	phsync_diff_free(d);
 	phsync_sig_free(sig);
 	close_file(&nf, 0);
-	close_file(&df, ret != CLI_EXIT_OK);
+	if (close_file(&df, ret != CLI_EXIT_OK) && ret == CLI_EXIT_OK)
+		ret = CLI_EXIT_ERROR;
 	return ret;
 }
 
@@ -578,7 +612,8 @@ out:
 	phsync_patch_free(p);
 	close_file(&old, 0);
 	close_file(&delta, 0);
-	close_file(&res, ret != CLI_EXIT_OK);
+	if (close_file(&res, ret != CLI_EXIT_OK) && ret == CLI_EXIT_OK)
+		ret = CLI_EXIT_ERROR;
 	return ret;
 }
 

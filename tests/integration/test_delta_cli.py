@@ -56,6 +56,25 @@ class DeltaCli(unittest.TestCase):
         self.assertEqual(self.read("out"), new)
         return os.path.getsize(delta)
 
+    def test_bad_delta_keeps_an_existing_out(self):
+        # issue 6: patch once truncated OUT before it knew the delta was bad.
+        old = bytes(self.rng.getrandbits(8) for _ in range(100_000))
+        o = self.write("old", old)
+        self.write("out", b"precious earlier result\n")
+        self.write("bad", b"PHD1 not a delta at all")
+        r = run("patch", o, self.path("bad"), self.path("out"))
+        self.assertEqual(r.returncode, 1, r.stderr.decode())
+        self.assertEqual(self.read("out"), b"precious earlier result\n")
+        self.assertEqual(sorted(os.listdir(self.d)), ["bad", "old", "out"], "a temp file was left")
+        # A good delta replaces it, with a normal file mode.
+        sig, delta = self.path("sig"), self.path("delta")
+        self.write("new", old[:50_000] + b"edited" + old[50_000:])
+        self.ok("signature", o, sig)
+        self.ok("diff", sig, self.path("new"), delta)
+        self.ok("patch", o, delta, self.path("out"))
+        self.assertEqual(self.read("out"), self.read("new"))
+        self.assertEqual(sorted(os.listdir(self.d)), ["bad", "delta", "new", "old", "out", "sig"])
+
     def edited(self, data, k):
         b = bytearray(data)
         for _ in range(k):
