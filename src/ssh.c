@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
@@ -28,6 +30,16 @@ struct ph_ssh {
 	void *prompt_arg;
 	char host[256];
 };
+
+/* Called through a volatile pointer, so a secret's wipe is never optimised
+ * away (explicit_bzero is not everywhere). */
+static void *(*const volatile wipe_memset)(void *, int, size_t) = memset;
+
+static void
+wipe(void *p, size_t n)
+{
+	wipe_memset(p, 0, n);
+}
 
 /* libssh asks for key passphrases through this. */
 static int
@@ -102,10 +114,13 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		break;
 	}
 	ph_sshconf_get(config, ssh->host, "StrictHostKeyChecking", strict, sizeof(strict));
+	/* ssh_config(5): yes|true never adds a key; no|off|false and
+	 * accept-new add an unknown one; ask (the default) asks. */
 	if (strcasecmp(strict, "accept-new") == 0 || strcasecmp(strict, "no") == 0 ||
-	    strcasecmp(strict, "off") == 0) {
+	    strcasecmp(strict, "off") == 0 || strcasecmp(strict, "false") == 0) {
 		/* accepted below */
-	} else if (strcasecmp(strict, "yes") != 0 && ssh->prompt != NULL) {
+	} else if (strcasecmp(strict, "yes") != 0 && strcasecmp(strict, "true") != 0 &&
+	           ssh->prompt != NULL) {
 		char q[768];
 
 		snprintf(q, sizeof(q),
@@ -150,16 +165,32 @@ auth_password(struct ph_ssh *ssh, int methods)
 	if (methods & SSH_AUTH_METHOD_INTERACTIVE) {
 		while ((rc = ssh_userauth_kbdint(ssh->sess, NULL, NULL)) == SSH_AUTH_INFO) {
 			int i, n = ssh_userauth_kbdint_getnprompts(ssh->sess);
+			const char *name = ssh_userauth_kbdint_getname(ssh->sess);
+			const char *instr = ssh_userauth_kbdint_getinstruction(ssh->sess);
 
 			for (i = 0; i < n && i < 16; i++) {
 				char echo = 0;
 				const char *p = ssh_userauth_kbdint_getprompt(ssh->sess, (unsigned)i, &echo);
+				char shown[1024], kq[3200];
 
-				if (ssh->prompt(p ? p : "Response: ", echo, buf, sizeof(buf),
-				                ssh->prompt_arg) != 0)
+				/* The server's texts reach the terminal: keep them inert. */
+				kq[0] = '\0';
+				if (i == 0 && name != NULL && name[0]) {
+					phsync_escape(shown, sizeof(shown), name);
+					snprintf(kq + strlen(kq), sizeof(kq) - strlen(kq), "%s\n", shown);
+				}
+				if (i == 0 && instr != NULL && instr[0]) {
+					phsync_escape(shown, sizeof(shown), instr);
+					snprintf(kq + strlen(kq), sizeof(kq) - strlen(kq), "%s\n", shown);
+				}
+				phsync_escape(shown, sizeof(shown), p ? p : "Response: ");
+				snprintf(kq + strlen(kq), sizeof(kq) - strlen(kq), "%s", shown);
+				if (ssh->prompt(kq, echo, buf, sizeof(buf), ssh->prompt_arg) != 0) {
+					wipe(buf, sizeof(buf));
 					return SSH_AUTH_DENIED;
+				}
 				ssh_userauth_kbdint_setanswer(ssh->sess, (unsigned)i, buf);
-				memset(buf, 0, sizeof(buf));
+				wipe(buf, sizeof(buf));
 			}
 		}
 		if (rc == SSH_AUTH_SUCCESS)
@@ -169,10 +200,12 @@ auth_password(struct ph_ssh *ssh, int methods)
 		ssh_options_get(ssh->sess, SSH_OPTIONS_USER, &user);
 		snprintf(q, sizeof(q), "%s@%s's password: ", user ? user : "", ssh->host);
 		ssh_string_free_char(user);
-		if (ssh->prompt(q, 0, buf, sizeof(buf), ssh->prompt_arg) != 0)
+		if (ssh->prompt(q, 0, buf, sizeof(buf), ssh->prompt_arg) != 0) {
+			wipe(buf, sizeof(buf));
 			return SSH_AUTH_DENIED;
+		}
 		rc = ssh_userauth_password(ssh->sess, NULL, buf);
-		memset(buf, 0, sizeof(buf));
+		wipe(buf, sizeof(buf));
 	}
 	return rc;
 }
@@ -235,6 +268,31 @@ shell_quote(char *buf, size_t len, const char *s)
 	return 0;
 }
 
+/* A ProxyJump value becomes part of a command line (ours, or libssh's
+ * "ssh -W ... JUMP"): each hop must be [user@]host[:port] of plain
+ * characters, and none may start with '-' (it would be an ssh option). */
+static int
+proxy_jump_check(struct ph_ssh *ssh, const char *jump)
+{
+	const char *p = jump;
+	int start = 1;
+
+	for (; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (start && c == '-')
+			return ph_err(ssh->ctx, PHSYNC_EINVAL, "ProxyJump %s: a hop may not start "
+			              "with '-'", jump);
+		start = c == ',';
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
+		    !strchr(".-_@:[],%", c))
+			return ph_err(ssh->ctx, PHSYNC_EINVAL, "ProxyJump of %s holds a character "
+			              "phsync will not pass to a command line (0x%02x); use "
+			              "[user@]host[:port] hops separated by ','", ssh->host, c);
+	}
+	return 0;
+}
+
 /* libssh 0.10 turns ProxyJump into "ssh -W [%h]:%p JUMP" without the -F
  * file, so a jump host defined in that file is unknown to the inner ssh.
  * With -F, phsync builds the command itself and passes the file on. */
@@ -243,10 +301,15 @@ proxy_jump(struct ph_ssh *ssh, const char *config)
 {
 	char jump[512], cmd[2048] = "ssh -F ";
 	const char *last;
+	int rc;
 
 	if (ph_sshconf_get(config, ssh->host, "ProxyJump", jump, sizeof(jump)) != 1 ||
 	    strcasecmp(jump, "none") == 0)
 		return 0;
+	if ((rc = proxy_jump_check(ssh, jump)) != 0)
+		return rc;
+	if (config == NULL || ssh->sess == NULL)
+		return 0; /* checked only; libssh builds the command */
 	if (shell_quote(cmd, sizeof(cmd), config) != 0)
 		return ph_err(ssh->ctx, PHSYNC_EINVAL, "ssh config path too long");
 	last = strrchr(jump, ',');
@@ -314,13 +377,30 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		rc = ph_err(ctx, PHSYNC_EINVAL, "invalid host name '%s'", p->host);
 		goto out;
 	}
+	if (p->config != NULL && access(p->config, R_OK) != 0) {
+		/* libssh ignores a missing file, and the run then fails later as
+		 * "cannot resolve host": say what is wrong. */
+		rc = ph_err(ctx, PHSYNC_EINVAL, "ssh config %s: %s", p->config, strerror(errno));
+		goto out;
+	}
+	/* ProxyJump is checked before libssh reads it (libssh turns it into a
+	 * command line too, and versions differ in what they refuse). */
+	{
+		ssh_session sess = ssh->sess;
+
+		ssh->sess = NULL;
+		rc = proxy_jump(ssh, p->config);
+		ssh->sess = sess;
+		if (rc != 0)
+			goto out;
+	}
 	if (ssh_options_parse_config(ssh->sess, p->config) != 0) {
 		rc = ph_err(ctx, PHSYNC_EINVAL, "cannot use ssh config %s: %s",
 		            p->config ? p->config : "~/.ssh/config", ssh_get_error(ssh->sess));
 		goto out;
 	}
 	ssh_options_set(ssh->sess, SSH_OPTIONS_PROCESS_CONFIG, &no);
-	if (p->config != NULL && (rc = proxy_jump(ssh, p->config)) != 0)
+	if ((rc = proxy_jump(ssh, p->config)) != 0)
 		goto out;
 	if (p->user != NULL)
 		ssh_options_set(ssh->sess, SSH_OPTIONS_USER, p->user);

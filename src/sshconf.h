@@ -6,16 +6,20 @@
 
 #include <stddef.h>
 
-/* Looks up keyword for host as ssh does (first match wins) in file, or in
- * ~/.ssh/config then /etc/ssh/ssh_config when file is NULL. Host blocks
- * with patterns and negation and Include are honoured; Match blocks other
- * than "Match all" are skipped. Returns 1 and the value in val, 0 when not
- * set, or a negative PHSYNC_E* when an explicit file cannot be read. */
+/* Looks up keyword for host as ssh does (first obtained value wins) in
+ * file, or in ~/.ssh/config then /etc/ssh/ssh_config when file is NULL.
+ * Host lines (white-space separated patterns, '!' negation), Include
+ * (globs, relative to ~/.ssh) and Match (all, host against the HostName in
+ * force, originalhost, user, localuser, final, with '!'; exec, canonical,
+ * localnetwork and tagged never match: phsync runs no commands from the
+ * config) are honoured, checked against `ssh -G` by the tests. Returns 1
+ * and the value in val, 0 when not set, or a negative PHSYNC_E* when an
+ * explicit file cannot be read. */
 int ph_sshconf_get(const char *file, const char *host, const char *keyword,
                    char *val, size_t vlen);
 
-/* Does host (lowercase compare) match an ssh pattern list like
- * "*.lan,!bad.lan phone"? Returns 1 or 0. */
+/* Does host (lowercase compare) match a Host line's patterns, like
+ * "*.lan !bad.lan phone"? Returns 1 or 0. */
 int ph_sshconf_host_match(const char *patterns, const char *host);
 
 #endif

@@ -486,6 +486,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
 		            (unsigned long long)j.st.files_failed);
 out:
+	/* A stop asked for during a prompt or the connection ends as such. */
+	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
+		rc = PHSYNC_EINTR;
 	if (rc == PHSYNC_EINTR)
 		ph_err(ctx, rc, "interrupted; run again to finish");
 	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;

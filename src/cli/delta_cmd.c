@@ -50,7 +50,7 @@ usage_error(const char *msg)
 {
 	if (msg != NULL)
 		fprintf(stderr, "phsync delta: %s\n", msg);
-	fputs(usage_text, stderr);
+	fputs("Try 'phsync delta --help'.\n", stderr);
 	return CLI_EXIT_USAGE;
 }
 

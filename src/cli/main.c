@@ -16,13 +16,41 @@
 
 #define MAX_RULES 256
 
-/* The one mutable global: the signal handler's way to the running sync. */
+/* The signal handler's state, the only mutable globals: the running sync,
+ * how many stop signals came, and the terminal mode a prompt changed (to
+ * put back if a second signal ends the process during it). */
 static phsync_ctx *volatile running_ctx;
+static volatile sig_atomic_t stop_signals;
+static volatile sig_atomic_t tty_changed;
+static int tty_fd = -1;
+static struct termios tty_saved;
 
+/* Called through a volatile pointer, so a secret's wipe is never optimised
+ * away (explicit_bzero is not everywhere: macOS has memset_s instead). */
+static void *(*const volatile wipe_memset)(void *, int, size_t) = memset;
+
+static void
+wipe(void *p, size_t n)
+{
+	wipe_memset(p, 0, n);
+}
+
+/* First SIGINT/SIGTERM/SIGHUP: ask the sync to stop at a safe point (temps
+ * removed, committed files kept). Second: leave at once; files are only
+ * ever renamed into place whole, so nothing partial is left under a final
+ * name, and the next run removes the temps. */
 static void
 on_signal(int sig)
 {
+	static const char msg[] = "\nphsync: stopped at once (second signal); run again to finish\n";
+
 	(void)sig;
+	if (stop_signals++ > 0) {
+		if (tty_changed)
+			tcsetattr(tty_fd, TCSANOW, &tty_saved);
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		_exit(CLI_EXIT_INTERRUPTED);
+	}
 	if (running_ctx != NULL)
 		phsync_ctx_interrupt(running_ctx);
 }
@@ -38,7 +66,7 @@ static const char usage_text[] =
 "its size or modification time differ; nothing is ever deleted. HOST is a\n"
 "Host in ~/.ssh/config (or -F FILE), as with ssh and rsync.\n"
 "\n"
-"Options:\n"
+"Options (before or after the paths; '--' ends them):\n"
 "  -F FILE            read this ssh config instead of ~/.ssh/config\n"
 "  -n, --dry-run      show what would be done; change nothing\n"
 "  -v, --verbose      one line per file and folder (-vv: also libssh debug)\n"
@@ -90,42 +118,48 @@ exit_code(int rc)
 	}
 }
 
-/* Reads an answer from the terminal (never from stdin, which may be data). */
+/* Reads an answer from the terminal (never from stdin, which may be data).
+ * A stop signal while it waits ends the prompt with no answer. */
 static int
 tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
 {
-	struct termios old, raw;
+	struct termios raw;
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
 	size_t n = 0;
 	int rc = -1;
 
-	(void)arg;
 	if (fd < 0)
 		return -1;
 	cli_clear_line(arg);
 	if (write(fd, question, strlen(question)) < 0)
 		goto out;
-	if (!echo && tcgetattr(fd, &old) == 0) {
-		raw = old;
+	if (!echo && tcgetattr(fd, &tty_saved) == 0) {
+		raw = tty_saved;
 		raw.c_lflag &= ~(tcflag_t)ECHO;
+		tty_fd = fd;
+		tty_changed = 1;
 		tcsetattr(fd, TCSAFLUSH, &raw);
 	}
 	while (n + 1 < len) {
 		char c;
 		ssize_t r = read(fd, &c, 1);
 
-		if (r < 0 && errno == EINTR)
+		if (r < 0 && errno == EINTR && stop_signals == 0)
 			continue;
 		if (r <= 0 || c == '\n')
 			break;
 		buf[n++] = c;
 	}
 	buf[n] = '\0';
-	if (!echo) {
-		tcsetattr(fd, TCSAFLUSH, &old);
+	if (tty_changed) {
+		tcsetattr(fd, TCSAFLUSH, &tty_saved);
+		tty_changed = 0;
 		(void)!write(fd, "\n", 1);
 	}
-	rc = 0;
+	if (stop_signals == 0)
+		rc = 0;
+	else
+		wipe(buf, len);
 out:
 	close(fd);
 	return rc;
@@ -150,10 +184,12 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 	if (o->json) {
 		fprintf(o->out, "{\"event\":\"summary\",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
 		        ",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64 ",\"dirs_created\":%" PRIu64
-		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
+		        ",\"bytes_done\":%" PRIu64 ",\"bytes_committed\":%" PRIu64
+		        ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
 		        ",\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
-		        st->dirs_created, st->bytes_done, st->bytes_todo, st->elapsed_ms,
+		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
+		        st->elapsed_ms,
 		        o->dry_run ? "true" : "false", code);
 		if (err != NULL && err[0]) {
 			fputs(",\"error\":", o->out);
@@ -176,7 +212,7 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        " folders made, %" PRIu64 " skipped, %" PRIu64 " failed, %.1f s\n",
 		        o->dry_run ? "dry run: " : "", st->files_done, st->files_total,
 		        o->dry_run ? "would be copied" : "copied",
-		        (o->dry_run ? st->bytes_todo : st->bytes_done) / 1e6, st->dirs_created,
+		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
 		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
 }
 
@@ -217,7 +253,10 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 	opts.excludes = excludes;
 	opts.includes = includes;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+F:nvqhV", longopts, NULL)) != -1) {
+	opterr = 0; /* our own two-line message */
+	/* Options may come before or after the paths, as with rsync and scp
+	 * (GNU getopt permutes); "--" ends them. */
+	while ((c = getopt_long(argc, argv, "F:nvqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			opts.ssh_config = optarg;
@@ -272,13 +311,14 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 			printf("phsync %s\n", PHSYNC_VERSION);
 			return CLI_EXIT_OK;
 		default:
-			fputs("Try 'phsync --help'.\n", stderr);
+			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
+			        "Try 'phsync --help'.\n", argv[optind - 1]);
 			return CLI_EXIT_USAGE;
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "phsync %s: need a source and a destination\n%s",
-		        dir == PHSYNC_PULL ? "pull" : "push", usage_text);
+		fprintf(stderr, "phsync: %s needs a source and a destination (%d given)\n"
+		        "Try 'phsync --help'.\n", dir == PHSYNC_PULL ? "pull" : "push", argc - optind);
 		return CLI_EXIT_USAGE;
 	}
 	remote = dir == PHSYNC_PULL ? argv[optind] : argv[optind + 1];
@@ -287,8 +327,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		char *u, *h, *p;
 
 		if (phsync_parse_remote(remote, &u, &h, &p) != 0) {
-			fprintf(stderr, "phsync: '%s' is not HOST:DIR (the %s side must be remote)\n",
-			        remote, dir == PHSYNC_PULL ? "first" : "second");
+			fprintf(stderr, "phsync: '%s' is not HOST:DIR (the %s side must be remote)\n"
+			        "Try 'phsync --help'.\n", remote, dir == PHSYNC_PULL ? "first" : "second");
 			return CLI_EXIT_USAGE;
 		}
 		free(u);
@@ -352,7 +392,7 @@ main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "phsync: %s%s%s\n%s", cmd[0] ? "unknown command '" : "no command given",
-	        cmd, cmd[0] ? "'" : "", usage_text);
+	fprintf(stderr, "phsync: %s%s%s\nTry 'phsync --help'.\n",
+	        cmd[0] ? "unknown command '" : "no command given", cmd, cmd[0] ? "'" : "");
 	return CLI_EXIT_USAGE;
 }

@@ -1,0 +1,132 @@
+"""The command line as a person meets it (issue 6): options before or after the paths, short
+usage errors, a missing -F file named as such, a ProxyJump that would inject an option refused
+before anything runs, the summary counting what is in place, and Ctrl-C at a prompt."""
+
+import os
+import pty
+import select
+import signal
+import time
+import unittest
+
+from harness import SyncTestCase, check_sanitizers, sample_tree, tree, write_file
+
+T0 = 1700000000
+
+
+class CliTest(SyncTestCase):
+
+    def test_options_after_the_paths(self):
+        sample_tree(self.remote)
+        write_file(os.path.join(self.remote, "clip.mp4"), b"video", mtime=T0)
+        r = self.srv.run(["pull", "phone:" + self.remote, self.local, "-F", self.srv.config,
+                          "--exclude", "*.mp4", "--json"])
+        self.assertEqual(r.code, 0, r)
+        self.assertFalse(os.path.exists(os.path.join(self.local, "clip.mp4")))
+        self.assertTrue(os.path.isfile(os.path.join(self.local, "top.txt")))
+        self.assertEqual(r.json()[-1]["event"], "summary")
+        # "--" ends the options: what follows is a path even if it looks like one.
+        r = self.srv.run(["pull", "-F", self.srv.config, "-n", "--", "phone:" + self.remote,
+                          "--weird-dir"])
+        self.assertEqual(r.code, 0, r)
+
+    def test_usage_errors_are_short(self):
+        for args in (["pull", "phone:/x"], ["pull", "a", "b", "c"], ["push"],
+                     ["pull", "--no-such-option", "phone:/x", "y"], ["frobnicate"],
+                     ["pull", "notremote", "dir"], ["delta", "patch", "a"]):
+            with self.subTest(args=args):
+                r = self.srv.run(args)
+                self.assertEqual(r.code, 2, r)
+                lines = r.err.strip().splitlines()
+                self.assertLessEqual(len(lines), 2, r.err)
+                self.assertIn("--help", lines[-1], r.err)
+                self.assertTrue(all(l.startswith(("phsync", "Try")) for l in lines), r.err)
+
+    def test_missing_config_file_is_named(self):
+        r = self.srv.run(["pull", "-F", "/nonexistent/ssh_config", "phone:" + self.remote,
+                          self.local])
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("/nonexistent/ssh_config", r.err)
+        self.assertIn("No such file", r.err)
+        self.assertFalse(os.path.exists(self.local))
+
+    def test_proxyjump_option_injection_refused(self):
+        marker = os.path.join(self.tmp, "pwned")
+        for jump in ("-oProxyCommand=touch%%20%s" % marker, "ok,-oLocalCommand=x",
+                     "a'b", "a;touch %s" % marker, "host$(id)"):
+            with self.subTest(jump=jump):
+                cfg = self.srv.write_config(extra=["ProxyJump %s" % jump])
+                for with_f in (True, False):
+                    args = ["pull", "phone:" + self.remote, self.local]
+                    if with_f:
+                        args[1:1] = ["-F", cfg]
+                    else:
+                        os.makedirs(os.path.join(self.srv.home, ".ssh"), exist_ok=True)
+                        with open(cfg) as src, open(os.path.join(self.srv.home, ".ssh", "config"), "w") as dst:
+                            dst.write(src.read())
+                    r = self.srv.run(args)
+                    self.assertEqual(r.code, 2, r)
+                    self.assertIn("ProxyJump", r.err)
+                    self.assertFalse(os.path.exists(marker))
+        os.unlink(os.path.join(self.srv.home, ".ssh", "config"))
+
+    def test_summary_counts_what_is_in_place(self):
+        sizes = {"a.jpg": 1000, "b.jpg": 250_000, "c/d.jpg": 3}
+        for n, size in sizes.items():
+            write_file(os.path.join(self.remote, n), os.urandom(size), mtime=T0)
+        r = self.pull("--json", expect=0)
+        s = r.json()[-1]
+        self.assertEqual(s["bytes_committed"], sum(sizes.values()))
+        self.assertEqual(s["files_done"], 3)
+        r = self.pull("-v", expect=0)
+        self.assertIn("0 of 3 files copied (0.0 MB)", r.err)
+
+    def test_ctrl_c_at_a_prompt(self):
+        # An unknown host key is asked about on the terminal; Ctrl-C there ends the run as
+        # interrupted (exit 6), nothing recorded, nothing made.
+        cfg = self.srv.write_config(known_hosts="none", strict=None)
+        kh = self.srv.known_hosts_of(cfg)
+        before = open(kh).read()
+        argv = self.srv.argv(["pull", "-F", cfg, "phone:" + self.remote, self.local])
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(self.srv.home)
+                os.execve(argv[0], argv, self.srv.env())
+            finally:
+                os._exit(127)
+        out, status, signalled = b"", None, False
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        chunk = b""
+                    out += chunk
+                if not signalled and b"(yes/no)" in out:
+                    os.kill(pid, signal.SIGINT)
+                    signalled = True
+                wpid, st = os.waitpid(pid, os.WNOHANG)
+                if wpid:
+                    status = st
+                    break
+        finally:
+            if status is None:
+                os.kill(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        text = out.decode("utf-8", "replace")
+        code = os.waitstatus_to_exitcode(status)
+        check_sanitizers(code, text, argv)
+        self.assertTrue(signalled, "no host key question was shown:\n" + text)
+        self.assertEqual(code, 6, text)
+        self.assertIn("interrupted", text)
+        self.assertEqual(open(kh).read(), before, "known_hosts changed")
+        self.assertFalse(os.path.exists(self.local))
+
+
+if __name__ == "__main__":
+    unittest.main()
