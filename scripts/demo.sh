@@ -76,3 +76,16 @@ else
   echo "DIFFERENT from the phone's DCIM" >&2
   exit 1
 fi
+
+here=$PWD
+cat <<EOT
+
+== try it yourself
+phsync is at $here/build/phsync (not installed). To put it on your PATH with its man page:
+   cmake --install $here/build --prefix ~/.local     # then: phsync --help, man phsync
+A sample phone to pull from, in one terminal (stops with Ctrl-C):
+   mkdir -p /tmp/phone && python3 $here/bench/mkcorpus.py /tmp/phone --scale 0.05 --small 300
+   python3 $here/tests/lib/harness.py serve /tmp/phone-server    # prints its ssh_config path
+and in another:
+   $here/build/phsync pull -F /tmp/phone-server/ssh_config phone:/tmp/phone/DCIM ~/Pictures/phone
+EOT
