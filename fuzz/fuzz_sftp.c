@@ -1,5 +1,5 @@
 /* libFuzzer: arbitrary bytes as everything an SFTP server sends to the
- * client (src/sftp.c). The input's first byte sets the size of the chunks the
+ * client (src/transport/sftp.c). The input's first byte sets the size of the chunks the
  * channel hands over (so packets are split everywhere); the rest is the
  * server's byte stream: VERSION, then replies to what the client asks:
  *

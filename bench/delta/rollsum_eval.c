@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-#include "../../src/rollsum.h"
+#include "../../src/delta/rollsum.h"
 
 struct pair {
 	uint32_t weak;

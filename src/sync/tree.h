@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "escape.h"
+
 enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 
 struct ph_entry {
@@ -44,9 +46,6 @@ void ph_tree_free(struct ph_tree *t);
  * Returns 1 when safe. */
 int ph_name_safe(const uint8_t *name, size_t len);
 
-/* Writes s into buf with control bytes, backslashes and invalid UTF-8
- * escaped (\xNN), so a hostile name cannot drive the terminal. */
-void ph_escape(char *buf, size_t len, const char *s);
 
 /* --include/--exclude rules, first match wins; no match means include. */
 struct ph_filter {

@@ -1,0 +1,117 @@
+/* The job helpers every executor and scanner shares: events, progress,
+ * folders to touch, remote paths. Called by sync.c, pull.c, push.c and
+ * remote.c; calls none of them (job.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "job.h"
+
+uint64_t
+ph_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
+             const char *action, uint64_t size, int err, const char *msg)
+{
+	struct phsync_event ev;
+
+	if (j->o->on_event == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = type;
+	ev.path = path;
+	ev.action = action;
+	ev.size = size;
+	ev.err = err;
+	ev.message = msg;
+	j->st.elapsed_ms = ph_now_ms() - j->t0_ms;
+	ev.stats = &j->st;
+	j->o->on_event(&ev, j->o->event_arg);
+}
+
+void
+ph_job_progress(struct ph_job *j)
+{
+	uint64_t now;
+
+	if (j->o->progress_ms == 0)
+		return;
+	now = ph_now_ms();
+	if (now - j->last_progress_ms < j->o->progress_ms)
+		return;
+	j->last_progress_ms = now;
+	ph_job_event(j, PHSYNC_EV_PROGRESS, NULL, NULL, 0, 0, NULL);
+}
+
+void
+ph_job_touch_parent(struct ph_job *j, const char *path)
+{
+	const char *s = strrchr(path, '/');
+	const struct ph_entry *e;
+	char *dir;
+
+	if (s == NULL) {
+		j->root_dirty = 1;
+		return;
+	}
+	if ((dir = strndup(path, (size_t)(s - path))) == NULL)
+		return;
+	e = ph_tree_find(&j->src, dir);
+	if (e != NULL)
+		j->dirty[e - j->src.v] = 1;
+	free(dir);
+}
+
+void
+ph_job_dir_made(struct ph_job *j, size_t src)
+{
+	const char *path = j->src.v[src].path;
+
+	j->st.dirs_created++;
+	ph_job_touch_parent(j, path);
+	j->dirty[src] = 1;
+	ph_job_event(j, PHSYNC_EV_MKDIR, path, "mkdir", 0, 0, NULL);
+}
+
+void
+ph_job_dry_run_files(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->plan.n; i++) {
+		const struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+
+		if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+			j->st.files_done++;
+			j->st.bytes_committed += e->size;
+			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+			             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
+		}
+	}
+}
+
+char *
+ph_job_rpath(const struct ph_job *j, const char *rel)
+{
+	size_t a = strlen(j->rroot), b = strlen(rel);
+	char *p = malloc(a + b + 3);
+
+	if (p == NULL)
+		return NULL;
+	if (b == 0) {
+		memcpy(p, a ? j->rroot : "/", a ? a + 1 : 2);
+		return p;
+	}
+	memcpy(p, j->rroot, a);
+	p[a] = '/';
+	memcpy(p + a + 1, rel, b + 1);
+	return p;
+}
