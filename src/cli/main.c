@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -140,11 +141,17 @@ tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
 		tty_changed = 1;
 		tcsetattr(fd, TCSAFLUSH, &raw);
 	}
-	while (n + 1 < len) {
+	while (n + 1 < len && stop_signals == 0) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		ssize_t r;
 		char c;
-		ssize_t r = read(fd, &c, 1);
 
-		if (r < 0 && errno == EINTR && stop_signals == 0)
+		/* Wait in slices: a signal that lands just before read() would
+		 * otherwise leave the prompt waiting for a key. */
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		r = read(fd, &c, 1);
+		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || c == '\n')
 			break;
