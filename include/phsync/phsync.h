@@ -85,7 +85,15 @@ struct phsync_options {
 	unsigned timeout_s;            /* a silent server is given up after this
 	                                  many seconds (connect and transfer);
 	                                  0 = 60 */
+	int no_default_excludes;       /* also sync what galleries leave behind
+	                                  (phsync_default_excludes) */
 };
+
+/* What Android galleries and cameras leave beside photos and a sync should
+ * not copy (thumbnail caches, trashed and half-written files), as
+ * --exclude patterns, NULL-terminated. Applied after the caller's rules,
+ * so an --include re-admits them. */
+extern const char *const phsync_default_excludes[];
 
 /* Creates a context; returns 0 or PHSYNC_ENOMEM. */
 int phsync_ctx_new(phsync_ctx **out);

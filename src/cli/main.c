@@ -77,6 +77,9 @@ static const char usage_text[] =
 "      --no-progress  never show it\n"
 "      --exclude GLOB skip paths matching GLOB (repeatable)\n"
 "      --include GLOB keep paths matching GLOB even if excluded (repeatable)\n"
+"      --no-default-excludes\n"
+"                     also copy what galleries leave behind, skipped by\n"
+"                     default: .thumbnails/ .thumbdata* .trashed-* .pending-*\n"
 "      --no-fsync     do not fsync before renaming (faster; a power cut may\n"
 "                     then leave empty files, a crash of phsync cannot)\n"
 "      --timeout SEC  give up on a server silent for SEC seconds (default 60)\n"
@@ -227,7 +230,7 @@ static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
-	       O_TIMEOUT };
+	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -239,6 +242,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "include", required_argument, NULL, O_INCLUDE },
 		{ "no-fsync", no_argument, NULL, O_NO_FSYNC },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "no-default-excludes", no_argument, NULL, O_NO_DEFAULT_EXCLUDES },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -299,6 +303,9 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 			break;
 		case O_NO_FSYNC:
 			opts.fsync = 0;
+			break;
+		case O_NO_DEFAULT_EXCLUDES:
+			opts.no_default_excludes = 1;
 			break;
 		case O_TIMEOUT: {
 			char *end;

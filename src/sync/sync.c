@@ -79,12 +79,24 @@ remote_root(const char *path)
 	return strndup(path, n);
 }
 
+const char *const phsync_default_excludes[] = {
+	".thumbnails/",   /* Android's thumbnail cache folder (DCIM/.thumbnails) */
+	".thumbdata*",    /* its cache files */
+	".trashed-*",     /* in the gallery's bin: deleted by the user */
+	".pending-*",     /* being written by the camera or a download */
+	NULL
+};
+
 static int
 build_filter(struct ph_job *j, const char ***pat, uint8_t **incl)
 {
 	const struct phsync_options *o = j->o;
-	size_t n = o->n_excludes + o->n_includes, k = 0, i;
+	size_t ndef = 0, n, k = 0, i;
 
+	if (!o->no_default_excludes)
+		while (phsync_default_excludes[ndef] != NULL)
+			ndef++;
+	n = o->n_excludes + o->n_includes + ndef;
 	*pat = NULL;
 	*incl = NULL;
 	if (n == 0)
@@ -93,13 +105,16 @@ build_filter(struct ph_job *j, const char ***pat, uint8_t **incl)
 	*incl = calloc(n, 1);
 	if (*pat == NULL || *incl == NULL)
 		return PHSYNC_ENOMEM;
-	/* Includes first: an include re-admits what an exclude would drop. */
+	/* Includes first: an include re-admits what an exclude would drop,
+	 * the default excludes included. */
 	for (i = 0; i < o->n_includes; i++, k++) {
 		(*pat)[k] = o->includes[i];
 		(*incl)[k] = 1;
 	}
 	for (i = 0; i < o->n_excludes; i++, k++)
 		(*pat)[k] = o->excludes[i];
+	for (i = 0; i < ndef; i++, k++)
+		(*pat)[k] = phsync_default_excludes[i];
 	j->filter.pat = *pat;
 	j->filter.incl = *incl;
 	j->filter.n = n;

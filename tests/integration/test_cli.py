@@ -81,6 +81,27 @@ class CliTest(SyncTestCase):
         r = self.pull("-v", expect=0)
         self.assertIn("0 of 3 files copied (0.0 MB)", r.err)
 
+    def test_gallery_leftovers_skipped_by_default(self):
+        names = ["DCIM/Camera/IMG_1.jpg", "DCIM/.thumbnails/1001.jpg",
+                 "DCIM/.thumbnails/.thumbdata4--1967290299", "DCIM/Camera/.trashed-1700000000-IMG_0.jpg",
+                 "DCIM/Camera/.pending-1700000100-VID_2.mp4", "Pictures/.thumbdata3-1763508120"]
+        for n in names:
+            write_file(os.path.join(self.remote, n), n.encode(), mtime=T0)
+        self.pull(expect=0)
+        got = sorted(k for k, e in tree(self.local).items() if e.type == "f")
+        self.assertEqual(got, ["DCIM/Camera/IMG_1.jpg"])
+        r = self.pull("--include", ".trashed-*", "--json", expect=0)
+        self.assertTrue(os.path.isfile(os.path.join(self.local, "DCIM/Camera/.trashed-1700000000-IMG_0.jpg")))
+        self.pull("--no-default-excludes", expect=0)
+        got = sorted(k for k, e in tree(self.local).items() if e.type == "f")
+        self.assertEqual(got, sorted(names))
+        # The same rule on push: the laptop's copy of a phone's leftovers stays home.
+        dst = os.path.join(self.tmp, "other")
+        os.makedirs(dst)
+        self.push(src=self.local, dst=dst, expect=0)
+        got = sorted(k for k, e in tree(dst).items() if e.type == "f")
+        self.assertEqual(got, ["DCIM/Camera/IMG_1.jpg"])
+
     def test_ctrl_c_at_a_prompt(self):
         # An unknown host key is asked about on the terminal; Ctrl-C there ends the run as
         # interrupted (exit 6), nothing recorded, nothing made.
