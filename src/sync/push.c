@@ -411,6 +411,19 @@ pf_step(struct pfile *f)
 			break;
 		if (f->pending > 0 || f->next_off < f->e->size)
 			return;
+		/* All of it was sent: if the local file changed meanwhile (a video
+		 * still being recorded), what went is not the file; it is not put in
+		 * place, and the next run sends it whole. */
+		{
+			struct stat st;
+
+			if (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->e->size ||
+			    st.st_mtim.tv_sec != f->e->mtime) {
+				pf_fail(f, PHSYNC_EIO, "the local file changed while it was sent; not "
+				        "put in place (retried next run)");
+				break;
+			}
+		}
 		/* All data acknowledged: make it durable, set its times (and, when
 		 * replacing a file, the bits that file had; a new file keeps what
 		 * the server's umask made of the source's bits). */

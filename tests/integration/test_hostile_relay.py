@@ -361,6 +361,25 @@ class ShrinkTest(RelayTestCase):
         self.assertEqual(read(os.path.join(self.remote, "A_big.mp4")), read(big))
         self.assertEqual(leftovers(self.remote), [], "temp files left on the server")
 
+    def test_local_file_grows_during_push(self):
+        """A video still being recorded on the laptop: bytes appended after phsync listed it.
+        The remote must never get the listed prefix under the final name."""
+        old = random_bytes(100_000, 45)
+        rfile = write_file(os.path.join(self.remote, "VID_2.mp4"), old, mtime=T_OLD)
+        lfile = write_file(os.path.join(self.local, "VID_2.mp4"), random_bytes(1 << 20, 46), mtime=T0)
+        self.srv.relay_set(truncate_on_open={"name": "VID_2.mp4", "path": lfile, "append": 5000})
+        r = self.run_bounded(self.push_args("--json"), 60)
+        self.assertFired("truncate_on_open")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertEqual(self.failed_paths(r), ["VID_2.mp4"], r)
+        self.assertEqual(read(rfile), old, "the remote file changed")
+        self.assertEqual(leftovers(self.remote), [], "temp files left on the server")
+        # Once it stops growing, the next run sends all of it.
+        self.srv.relay_set()
+        r = self.run_bounded(self.push_args(), 60)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(rfile), read(lfile))
+
     def test_local_file_shrinks_during_push(self):
         old = random_bytes(100_000, 40)
         rfile = write_file(os.path.join(self.remote, "VID_1.mp4"), old, mtime=T_OLD)

@@ -46,11 +46,12 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         replies are read and dropped, the connection stays open.  The relay never exits on its
         own; it ends when its stdin closes (client gone, sshd closing the session), killing
         sftp-server, so nothing is left behind.
-    "truncate_on_open": {"name": N, "path": LOCAL}
+    "truncate_on_open": {"name": N, "path": LOCAL[, "append": K]}
         When the reply to an OPEN for writing of a file whose basename starts with
         ".N.phsync-" (a push temp file) comes back, LOCAL (a path on this machine: the
         client's file on the loopback test rig) is truncated to 0 bytes before the reply is
-        forwarded: a local file that shrank during a push, deterministically.
+        forwarded: a local file that shrank during a push, deterministically. With
+        "append": K, K bytes are appended instead (a file still growing during a push).
     "deny_setstat": [N...]
         SETSTAT (of a path with basename N) and FSETSTAT (of a handle opened as N) get
         SSH_FX_PERMISSION_DENIED without reaching the server: a phone that cannot set times.
@@ -332,8 +333,12 @@ class Relay:
             tr = self.cfg.get("truncate_on_open")
             if tr and rt == OPEN and info.get("pflags", 0) & O_WRITE \
                     and base(info["path"]).startswith(".%s.phsync-" % tr["name"]):
-                with open(tr["path"], "r+b") as f:
-                    f.truncate(0)
+                if tr.get("append"):
+                    with open(tr["path"], "ab") as f:
+                        f.write(b"+" * int(tr["append"]))
+                else:
+                    with open(tr["path"], "r+b") as f:
+                        f.truncate(0)
                 self.fired("truncate_on_open", "%s %s" % (base(info["path"]), tr["path"]))
         elif t == STATUS and rt == CLOSE:
             self.handles.pop(info.get("handle"), None)
