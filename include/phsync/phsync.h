@@ -87,6 +87,9 @@ struct phsync_options {
 	                                  0 = 60 */
 	int no_default_excludes;       /* also sync what galleries leave behind
 	                                  (phsync_default_excludes) */
+	unsigned min_age_s;            /* leave source files changed less than
+	                                  this many seconds ago (still being
+	                                  written) for a later run; 0 = off */
 };
 
 /* What Android galleries and cameras leave beside photos and a sync should

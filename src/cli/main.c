@@ -83,6 +83,8 @@ static const char usage_text[] =
 "      --no-fsync     do not fsync before renaming (faster; a power cut may\n"
 "                     then leave empty files, a crash of phsync cannot)\n"
 "      --timeout SEC  give up on a server silent for SEC seconds (default 60)\n"
+"      --min-age SEC  leave files changed less than SEC seconds ago (maybe\n"
+"                     still being written) for a later run\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -230,7 +232,7 @@ static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
-	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES };
+	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -243,6 +245,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "no-fsync", no_argument, NULL, O_NO_FSYNC },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "no-default-excludes", no_argument, NULL, O_NO_DEFAULT_EXCLUDES },
+		{ "min-age", required_argument, NULL, O_MIN_AGE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -307,6 +310,18 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_NO_DEFAULT_EXCLUDES:
 			opts.no_default_excludes = 1;
 			break;
+		case O_MIN_AGE: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v > 30u * 86400) {
+				fprintf(stderr, "phsync: --min-age takes 0 to 2592000 seconds\n"
+				        "Try 'phsync --help'.\n");
+				return CLI_EXIT_USAGE;
+			}
+			opts.min_age_s = (unsigned)v;
+			break;
+		}
 		case O_TIMEOUT: {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);

@@ -31,7 +31,8 @@ ph_plan_block_subtree(struct ph_plan *plan, const struct ph_tree *src, size_t i)
 }
 
 int
-ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_plan *plan)
+ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
+             struct ph_plan *plan)
 {
 	size_t i, j = 0;
 	const char *blocked = NULL;
@@ -72,6 +73,10 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_pla
 				blocked = s->path;
 				blen = strlen(blocked);
 			}
+		} else if (young_after != 0 && s->mtime > young_after &&
+		           (d == NULL || d->type != PH_T_FILE || s->nosize || d->nosize ||
+		            d->size != s->size || d->mtime != s->mtime)) {
+			a.kind = PH_A_SKIP_YOUNG;
 		} else if (d == NULL) {
 			a.kind = PH_A_NEW;
 		} else if (d->type != PH_T_FILE) {

@@ -16,7 +16,8 @@ enum ph_action_kind {
 	PH_A_SKIP_LINK,   /* symlink in the source: never followed nor created */
 	PH_A_SKIP_OTHER,  /* device, fifo, socket */
 	PH_A_CONFLICT,    /* destination holds another kind of entry: left alone */
-	PH_A_BLOCKED      /* inside a folder that could not be made */
+	PH_A_BLOCKED,     /* inside a folder that could not be made */
+	PH_A_SKIP_YOUNG   /* file changed too recently (--min-age): maybe still written */
 };
 
 struct ph_action {
@@ -35,9 +36,11 @@ struct ph_plan {
 /* Compares src with dst (both sorted by ph_tree_sort) and fills plan in
  * source order, so folders come before their contents. A file moves when
  * it is absent or its size or mtime (seconds) differ, or either side
- * could not tell its size. Returns 0 or
+ * could not tell its size; a source file whose mtime is after young_after
+ * (0: none) is left for a later run instead (PH_A_SKIP_YOUNG). Returns 0 or
  * PHSYNC_ENOMEM. */
-int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, struct ph_plan *plan);
+int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
+                 struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);
 
 /* Marks a folder subtree blocked: every action after index i whose path

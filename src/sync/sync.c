@@ -141,6 +141,11 @@ report_skips(struct ph_job *j)
 			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "special", 0, 0,
 			             "not a regular file or folder");
 			break;
+		case PH_A_SKIP_YOUNG:
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "too new", 0, 0,
+			             "changed less than --min-age seconds ago; left for a later run");
+			break;
 		case PH_A_CONFLICT:
 			j->st.files_failed++;
 			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EUNSAFE,
@@ -375,7 +380,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 			goto out;
 		ph_tree_sort(pull ? &j.src : &j.dst);
 	}
-	if ((rc = ph_plan_make(&j.src, &j.dst, &j.plan)) != 0)
+	if ((rc = ph_plan_make(&j.src, &j.dst,
+	                       opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0,
+	                       &j.plan)) != 0)
 		goto out;
 	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
 		rc = PHSYNC_ENOMEM;

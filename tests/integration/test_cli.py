@@ -102,6 +102,18 @@ class CliTest(SyncTestCase):
         got = sorted(k for k, e in tree(dst).items() if e.type == "f")
         self.assertEqual(got, ["DCIM/Camera/IMG_1.jpg"])
 
+    def test_min_age_leaves_files_being_written(self):
+        write_file(os.path.join(self.remote, "IMG_old.jpg"), b"old photo", mtime=T0)
+        write_file(os.path.join(self.remote, "VID_recording.mp4"), b"growing", mtime=None)  # now
+        r = self.pull("--min-age", "3600", "--json", expect=0)
+        self.assertEqual(sorted(os.listdir(self.local)), ["IMG_old.jpg"])
+        skips = [e for e in r.json() if e.get("event") == "skip"]
+        self.assertEqual([(e["path"], e["reason"]) for e in skips], [("VID_recording.mp4", "too new")])
+        self.pull(expect=0)
+        self.assertEqual(sorted(os.listdir(self.local)), ["IMG_old.jpg", "VID_recording.mp4"])
+        r = self.srv.run(["pull", "--min-age", "x", "phone:" + self.remote, self.local])
+        self.assertEqual(r.code, 2, r)
+
     def test_ctrl_c_at_a_prompt(self):
         # An unknown host key is asked about on the terminal; Ctrl-C there ends the run as
         # interrupted (exit 6), nothing recorded, nothing made.

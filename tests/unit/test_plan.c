@@ -74,7 +74,7 @@ test_plan_new_update_same(void **state)
 	add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
 	assert_int_equal(p.n, 5);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "DCIM/bigger.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
@@ -89,6 +89,44 @@ test_plan_new_update_same(void **state)
 	assert_int_equal(p.files_total, 4);
 	assert_int_equal(p.files_todo, 3);
 	assert_int_equal(p.bytes_todo, 230);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* --min-age: a file changed after the cut-off is left for a later run,
+ * unless it is unchanged anyway; a size the source would not tell always
+ * counts as changed. */
+static void
+test_plan_young_files_wait(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "old.jpg", PH_T_FILE, 10, 100);
+	add(&src, "young.mp4", PH_T_FILE, 10, 500);
+	add(&src, "young-same.jpg", PH_T_FILE, 10, 600);
+	add(&src, "young-update.jpg", PH_T_FILE, 11, 700);
+	add(&dst, "young-same.jpg", PH_T_FILE, 10, 600);
+	add(&dst, "young-update.jpg", PH_T_FILE, 10, 100);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, 400, &p), 0);
+	assert_int_equal(p.n, 3);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "old.jpg");
+	assert_int_equal(k, PH_A_NEW);
+	assert_string_equal(kind_path(&p, &src, 1, &k), "young-update.jpg");
+	assert_int_equal(k, PH_A_SKIP_YOUNG);
+	assert_string_equal(kind_path(&p, &src, 2, &k), "young.mp4");
+	assert_int_equal(k, PH_A_SKIP_YOUNG);
+	assert_int_equal(p.files_todo, 1);
+	assert_int_equal(p.bytes_todo, 10);
+	ph_plan_free(&p);
+	/* Without a cut-off everything that differs moves. */
+	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
+	assert_int_equal(p.files_todo, 3);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -112,7 +150,7 @@ test_plan_conflicts_block_subtree(void **state)
 	add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
 	assert_int_equal(p.n, 5);
 	kind_path(&p, &src, 0, &k);
 	assert_int_equal(k, PH_A_CONFLICT);
@@ -128,7 +166,7 @@ test_plan_conflicts_block_subtree(void **state)
 	/* A folder that cannot be made blocks its contents, counts adjusted. */
 	ph_plan_free(&p);
 	ph_tree_free(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
 	assert_int_equal(p.v[3].kind, PH_A_MKDIR);
 	assert_int_equal(p.files_todo, 3);
 	assert_int_equal(ph_plan_block_subtree(&p, &src, 3), 1);
@@ -185,6 +223,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sort_keeps_subtrees_together),
 		cmocka_unit_test(test_plan_new_update_same),
+		cmocka_unit_test(test_plan_young_files_wait),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_filter),
