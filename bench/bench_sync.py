@@ -7,7 +7,8 @@ Scenarios (each a fresh pull into an empty folder, then a no-change re-pull over
   corpus   the phone-like camera corpus of bench/mkcorpus.py (default: about 1.5 GB, 2,500 files)
   small    the many-small-files tree (mkcorpus.py --small-tree: 500 folders x 100 files, 0.5-4 KB)
 Tools (all through the same sshd, the same ssh_config, AES-128-GCM):
-  phsync          phsync pull -F CFG --no-progress phone:SRC DST   (no cipher named: phsync
+  phsync          phsync pull -F CFG --no-progress --no-default-excludes phone:SRC DST
+                  (the same files as rsync; no cipher named: phsync
                   picks aes128-gcm itself when the CPU has AES instructions)
   phsync-nofsync  the same with --no-fsync (rsync and sftp do not fsync either)
   rsync           rsync -a -e 'ssh -F CFG -c aes128-gcm@openssh.com' phone:SRC/ DST/
@@ -350,6 +351,10 @@ def main(argv):
         h = subprocess.run([a.phsync, "--help"], capture_output=True, text=True).stdout
         if "--no-progress" in h:
             phsync_extra.append("--no-progress")
+        # The same work as rsync and sftp: phsync skips gallery leftovers
+        # (DCIM/.thumbnails) by default, which would flatter it here.
+        if "--no-default-excludes" in h:
+            phsync_extra.append("--no-default-excludes")
 
     clean_home = os.geteuid() == 0 and not a.no_clean_home
     srv = harness.SshServer(statedir=os.path.join(a.data, "server"), clean_home=clean_home, log_level="INFO")

@@ -70,8 +70,9 @@ for d in "$dest"/* "$dest"/.[!.]*; do
 done
 ls -l --time-style=+%Y-%m-%d\ %H:%M "$dest/Camera" | sed -n '2,6p'
 echo "   ..."
-if diff -r "$phone/DCIM" "$dest" >/dev/null; then
-  echo "identical to the phone's DCIM: $(find "$dest" -type f | wc -l) files"
+if diff -r -x .thumbnails "$phone/DCIM" "$dest" >/dev/null && [ ! -e "$dest/.thumbnails" ]; then
+  echo "identical to the phone's DCIM: $(find "$dest" -type f | wc -l) files, without the"
+  echo "gallery's thumbnail cache (DCIM/.thumbnails: skipped by default, --no-default-excludes takes it)"
 else
   echo "DIFFERENT from the phone's DCIM" >&2
   exit 1

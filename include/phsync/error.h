@@ -26,7 +26,8 @@ enum phsync_error {
 	PHSYNC_ECORRUPT = -15,   /* malformed or mismatching signature/delta */
 	PHSYNC_ENOTDIR = -16,    /* expected a folder */
 	PHSYNC_EREMOTE = -17,    /* the server reported a failure */
-	PHSYNC_EUNSUPPORTED = -18 /* the peer lacks a needed feature */
+	PHSYNC_EUNSUPPORTED = -18,/* the peer lacks a needed feature */
+	PHSYNC_ELOCKED = -19      /* another run holds this sync pair */
 };
 
 /* Returns a constant English description of a phsync error code. */

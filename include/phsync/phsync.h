@@ -90,7 +90,27 @@ struct phsync_options {
 	unsigned min_age_s;            /* leave source files changed less than
 	                                  this many seconds ago (still being
 	                                  written) for a later run; 0 = off */
+	const char *state_dir;         /* where the sync state lives; NULL:
+	                                  $XDG_STATE_HOME/phsync */
+	int reset_state;               /* drop this pair's state first */
 };
+
+/* A sync pair the state knows (phsync_pairs). */
+struct phsync_pair_info {
+	const char *remote;      /* user@host:port:path, as connected */
+	const char *local;       /* absolute local folder */
+	int64_t last_start;      /* unix seconds of the last run's start (0: none) */
+	int64_t last_end;        /* and of its end (0: it did not end: killed) */
+	int last_result;         /* PHSYNC_E* it ended with (0: ok) */
+	uint64_t last_files_done, last_files_failed, last_bytes;
+	uint64_t files_known;    /* files the state holds for the pair */
+	int running;             /* a run holds the pair now */
+};
+typedef void (*phsync_pair_fn)(const struct phsync_pair_info *pi, void *arg);
+
+/* Calls fn for every pair with a state in state_dir (NULL: the default).
+ * Returns 0 or a negative PHSYNC_E* with the message in ctx. */
+int phsync_pairs(phsync_ctx *ctx, const char *state_dir, phsync_pair_fn fn, void *arg);
 
 /* What Android galleries and cameras leave beside photos and a sync should
  * not copy (thumbnail caches, trashed and half-written files), as

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "phsync/phsync.h"
@@ -59,6 +60,7 @@ on_signal(int sig)
 static const char usage_text[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
@@ -85,6 +87,10 @@ static const char usage_text[] =
 "      --timeout SEC  give up on a server silent for SEC seconds (default 60)\n"
 "      --min-age SEC  leave files changed less than SEC seconds ago (maybe\n"
 "                     still being written) for a later run\n"
+"      --state-dir DIR  keep the sync state there (default\n"
+"                     $XDG_STATE_HOME/phsync or ~/.local/state/phsync)\n"
+"      --reset-state  forget what this pair's state remembers (a damaged\n"
+"                     state file is replaced)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -94,7 +100,8 @@ static const char usage_text[] =
 "\n"
 "Exit codes:\n"
 "  0  success\n"
-"  1  error: remote folder missing, local folder unusable, disk full, protocol\n"
+"  1  error: remote folder missing, local folder unusable, disk full, protocol,\n"
+"     another run on the same pair in progress, a damaged state file\n"
 "  2  usage error\n"
 "  3  cannot connect or authenticate\n"
 "  4  host key changed, or unknown and not accepted\n"
@@ -232,7 +239,7 @@ static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
-	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE };
+	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -246,6 +253,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "no-default-excludes", no_argument, NULL, O_NO_DEFAULT_EXCLUDES },
 		{ "min-age", required_argument, NULL, O_MIN_AGE },
+		{ "reset-state", no_argument, NULL, O_RESET_STATE },
+		{ "state-dir", required_argument, NULL, O_STATE_DIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -309,6 +318,12 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 			break;
 		case O_NO_DEFAULT_EXCLUDES:
 			opts.no_default_excludes = 1;
+			break;
+		case O_RESET_STATE:
+			opts.reset_state = 1;
+			break;
+		case O_STATE_DIR:
+			opts.state_dir = optarg;
 			break;
 		case O_MIN_AGE: {
 			char *end;
@@ -402,6 +417,103 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 	return code;
 }
 
+struct status_out {
+	int json;
+	int n;
+};
+
+static void
+status_pair(const struct phsync_pair_info *pi, void *arg)
+{
+	struct status_out *so = arg;
+	char when[64] = "never", shown[8192];
+	const char *res;
+
+	so->n++;
+	if (so->json) {
+		fputs("{\"event\":\"pair\",\"remote\":", stdout);
+		cli_json_string(stdout, pi->remote);
+		fputs(",\"local\":", stdout);
+		cli_json_string(stdout, pi->local);
+		printf(",\"last_start\":%lld,\"last_end\":%lld,\"last_result\":", (long long)pi->last_start,
+		       (long long)pi->last_end);
+		cli_json_string(stdout, pi->last_end ? phsync_strerror(pi->last_result) : "did not end");
+		printf(",\"last_exit\":%d,\"files_done\":%" PRIu64 ",\"files_failed\":%" PRIu64
+		       ",\"bytes\":%" PRIu64 ",\"files_known\":%" PRIu64 ",\"running\":%s}\n",
+		       pi->last_end ? exit_code(pi->last_result) : -1, pi->last_files_done,
+		       pi->last_files_failed, pi->last_bytes, pi->files_known,
+		       pi->running ? "true" : "false");
+		return;
+	}
+	if (pi->last_start) {
+		time_t t = (time_t)pi->last_start;
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
+	}
+	res = pi->running ? "running now" : !pi->last_start ? "" :
+	      !pi->last_end ? "did not end (killed?)" :
+	      pi->last_result == 0 ? "ok" : phsync_strerror(pi->last_result);
+	phsync_escape(shown, sizeof(shown), pi->remote);
+	printf("%s\n", shown);
+	phsync_escape(shown, sizeof(shown), pi->local);
+	printf("  <-> %s\n  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
+	       " files known\n", shown, when, res, pi->last_files_done, pi->last_files_failed,
+	       pi->files_known);
+}
+
+/* `phsync status`: every pair the state knows, and how its last run ended. */
+static int
+status_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct status_out so = { 0, 0 };
+	const char *dir = NULL;
+	phsync_ctx *ctx = NULL;
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			so.json = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'h':
+			fputs("usage: phsync status [--json] [--state-dir DIR]\n"
+			      "Lists the sync pairs phsync has state for, and how each one's last run "
+			      "ended.\n", stdout);
+			return CLI_EXIT_OK;
+		default:
+			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
+			        "Try 'phsync status --help'.\n", argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "phsync: status takes no paths (to see what a sync would do, "
+		        "use pull or push with -n)\nTry 'phsync status --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	if (phsync_ctx_new(&ctx) != 0)
+		return CLI_EXIT_ERROR;
+	rc = phsync_pairs(ctx, dir, status_pair, &so);
+	if (rc != 0)
+		fprintf(stderr, "phsync: %s\n", phsync_ctx_error(ctx));
+	else if (so.n == 0 && !so.json)
+		printf("no sync pairs yet\n");
+	phsync_ctx_free(ctx);
+	return exit_code(rc);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -413,6 +525,8 @@ main(int argc, char **argv)
 		return sync_main(argc - 1, argv + 1, PHSYNC_PUSH);
 	if (strcmp(cmd, "delta") == 0)
 		return cli_delta_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "status") == 0)
+		return status_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;

@@ -26,6 +26,7 @@ static const char *const messages[] = {
 	[16] = "not a folder",
 	[17] = "server reported a failure",
 	[18] = "not supported by the peer",
+	[19] = "another run holds this sync pair",
 };
 
 const char *

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctx.h"
 #include "job.h"
 
 uint64_t
@@ -114,4 +115,20 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
 	p[a] = '/';
 	memcpy(p + a + 1, rel, b + 1);
 	return p;
+}
+
+void
+ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime)
+{
+	struct ph_state_file f;
+	int rc;
+
+	if (j->state == NULL || j->state_err != 0)
+		return;
+	memset(&f, 0, sizeof(f));
+	f.lsize = f.rsize = size;
+	f.lmtime = lmtime;
+	f.rmtime = rmtime;
+	if ((rc = ph_state_file_done(j->state, path, &f)) != 0)
+		j->state_err = rc;
 }

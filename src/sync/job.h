@@ -7,6 +7,7 @@
 #include "phsync/phsync.h"
 #include "plan.h"
 #include "sftp.h"
+#include "state.h"
 #include "tree.h"
 
 struct ph_job {
@@ -23,6 +24,8 @@ struct ph_job {
 	int root_dirty;            /* the root folder's times to set */
 	int64_t root_mtime, root_atime;
 	struct phsync_stats st;
+	struct ph_state *state;    /* NULL on a dry run */
+	int state_err;             /* first failure to record in it */
 	uint64_t t0_ms, last_progress_ms;
 };
 
@@ -33,6 +36,11 @@ void ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *pat
                   const char *action, uint64_t size, int err, const char *msg);
 /* Emits a PROGRESS event when the interval has passed. */
 void ph_job_progress(struct ph_job *j);
+/* Records a file put in place in the state (if any); a failure is kept in
+ * j->state_err and ends the run with it. */
+void ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                   int64_t rmtime);
+
 /* Marks the folder holding path as needing its times restored. */
 void ph_job_touch_parent(struct ph_job *j, const char *path);
 

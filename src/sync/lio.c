@@ -95,6 +95,35 @@ flush_batch(struct ph_lio *l)
 		if (f->err != 0)
 			unlinkat(f->dirfd, f->tmp, 0);
 	}
+	/* The renames durable too, one fsync per folder of the batch: a file
+	 * handed back as committed survives a power cut (the state records it
+	 * on that promise). */
+	for (i = 0; l->durable && i < l->nbatch; i++) {
+		struct ph_lio_file *f = l->batch[i];
+		size_t k, dl = (size_t)(f->final - f->rel);
+		int seen = 0, e2;
+
+		if (f->err != 0)
+			continue;
+		for (k = 0; k < i && !seen; k++) {
+			struct ph_lio_file *g = l->batch[k];
+
+			seen = g->err == 0 && (size_t)(g->final - g->rel) == dl &&
+			       memcmp(g->rel, f->rel, dl) == 0;
+		}
+		if (seen)
+			continue;
+		if (fsync(f->dirfd) == 0)
+			continue;
+		e2 = -errno;
+		for (k = i; k < l->nbatch; k++) {
+			struct ph_lio_file *g = l->batch[k];
+
+			if (g->err == 0 && (size_t)(g->final - g->rel) == dl &&
+			    memcmp(g->rel, f->rel, dl) == 0)
+				g->err = e2;
+		}
+	}
 	deliver(l, l->batch, l->nbatch);
 	l->nbatch = 0;
 	l->batch_bytes = 0;

@@ -361,6 +361,7 @@ reap(struct pull *p, int wait)
 			} else {
 				j->st.files_done++;
 				j->st.bytes_committed += done[i]->size;
+				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime);
 				ph_job_touch_parent(j, e->path);
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
 				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);

@@ -268,6 +268,9 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		f->tmp_made = 0;
 		j->st.files_done++;
 		j->st.bytes_committed += f->e->size;
+		/* A time the server refused is unknown there: 0 until it is read. */
+		ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
+		              f->times_failed ? 0 : f->e->mtime);
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
 			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,

@@ -1,5 +1,6 @@
 /* phsync_sync: connect, scan both sides, plan, execute, report. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,26 @@ lscan_free(struct lscan *ls)
 	free(ls->fails);
 }
 
+/* Opens the pair's state: keyed by who we reached (user@host:port after
+ * ssh_config), the remote folder and the local folder made absolute. */
+static int
+open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *local_dir)
+{
+	struct ph_state_key key;
+	char user[256], host[256], lpath[PATH_MAX];
+
+	ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &key.port);
+	if (realpath(local_dir, lpath) == NULL) {
+		/* A push's source or a pull's destination exists by now. */
+		return ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", local_dir, strerror(errno));
+	}
+	key.user = user;
+	key.host = host;
+	key.rpath = rpath;
+	key.lpath = lpath;
+	return ph_state_open(j->ctx, j->o->state_dir, &key, j->o->reset_state, &j->state);
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -347,6 +368,10 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (pull && j.lroot < 0 && !opts->dry_run &&
 	    (rc = ph_local_open_root(ctx, local_dir, 1, &j.lroot)) != 0)
 		goto out;
+	/* The pair's state, locked for this run (a dry run changes nothing and
+	 * takes no lock). */
+	if (!opts->dry_run && (rc = open_state(&j, ssh, j.rroot, local_dir)) != 0)
+		goto out;
 
 	/* Scan both sides at once: the local walk runs on a thread while this
 	 * one lists the server (rsync's sender and generator overlap the same
@@ -399,6 +424,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
 		            (unsigned long long)j.st.files_failed);
 out:
+	if (rc == 0 && j.state_err != 0)
+		rc = j.state_err;
 	/* A stop asked for during a prompt or the connection ends as such. */
 	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
 		rc = PHSYNC_EINTR;
@@ -408,6 +435,7 @@ out:
 	if (stats != NULL)
 		*stats = j.st;
 	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_state_close(j.state, rc, &j.st);
 	ph_plan_free(&j.plan);
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);

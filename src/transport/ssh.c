@@ -499,6 +499,23 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 	return 0;
 }
 
+void
+ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host, size_t hlen,
+                unsigned *port)
+{
+	char *u = NULL, *h = NULL;
+	unsigned int p = 22;
+
+	ssh_options_get(ssh->sess, SSH_OPTIONS_USER, &u);
+	ssh_options_get(ssh->sess, SSH_OPTIONS_HOST, &h);
+	ssh_options_get_port(ssh->sess, &p);
+	snprintf(user, ulen, "%s", u ? u : "");
+	snprintf(host, hlen, "%s", h ? h : ssh->host);
+	*port = p;
+	ssh_string_free_char(u);
+	ssh_string_free_char(h);
+}
+
 const char *
 ph_ssh_host(const struct ph_ssh *ssh)
 {

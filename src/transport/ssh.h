@@ -26,6 +26,10 @@ int ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh
 /* Opens the "sftp" subsystem and fills chan with its byte pipe. */
 int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
 
+/* Who we are connected to, after ssh_config: user, host name, port. */
+void ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host,
+                     size_t hlen, unsigned *port);
+
 /* The host as the user named it, for messages. */
 const char *ph_ssh_host(const struct ph_ssh *ssh);
 

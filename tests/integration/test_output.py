@@ -254,7 +254,7 @@ class FilterTest(SyncTestCase):
     def setUp(self):
         super().setUp()
         for rel, n in [("DCIM/Camera/a.jpg", 10), ("DCIM/Camera/b.mp4", 20), ("DCIM/Camera/keep.mp4", 30),
-                       ("DCIM/.thumbnails/t1.jpg", 5), ("DCIM/.thumbnails/deeper/t2.jpg", 6),
+                       ("DCIM/.cache/t1.jpg", 5), ("DCIM/.cache/deeper/t2.jpg", 6),
                        ("Pictures/x.png", 7), ("Pictures/Camera/y.jpg", 8), ("c.mp4", 9)]:
             write_file(os.path.join(self.remote, rel), random_bytes(n, n), mtime=T0 + n)
         set_dir_mtimes(self.remote, T0 - 100)
@@ -264,12 +264,12 @@ class FilterTest(SyncTestCase):
 
     def test_exclude_basename_glob_at_any_depth(self):
         self.pull("--exclude", "*.mp4", expect=0)
-        self.assertEqual(self.got(self.local), ["DCIM/.thumbnails/deeper/t2.jpg", "DCIM/.thumbnails/t1.jpg",
+        self.assertEqual(self.got(self.local), ["DCIM/.cache/deeper/t2.jpg", "DCIM/.cache/t1.jpg",
                                                 "DCIM/Camera/a.jpg", "Pictures/Camera/y.jpg", "Pictures/x.png"])
 
     def test_excluded_folder_not_created(self):
-        self.pull("--exclude", ".thumbnails", expect=0)
-        self.assertFalse(os.path.lexists(os.path.join(self.local, "DCIM/.thumbnails")))
+        self.pull("--exclude", ".cache", expect=0)
+        self.assertFalse(os.path.lexists(os.path.join(self.local, "DCIM/.cache")))
         self.assertIn("DCIM/Camera/a.jpg", self.got(self.local))
 
     def test_exclude_path_with_slash_is_anchored(self):
@@ -278,7 +278,7 @@ class FilterTest(SyncTestCase):
         self.assertNotIn("DCIM/Camera/a.jpg", got)
         self.assertNotIn("Pictures/Camera/y.jpg", got)
         self.assertIn("DCIM/Camera/b.mp4", got)
-        self.assertIn("DCIM/.thumbnails/t1.jpg", got)
+        self.assertIn("DCIM/.cache/t1.jpg", got)
         self.assertIn("Pictures/x.png", got)
 
     def test_include_before_exclude_readmits(self):
@@ -307,7 +307,7 @@ class FilterTest(SyncTestCase):
         self.assertFalse(os.path.lexists(os.path.join(self.local, "DCIM/Camera")))
 
     def test_double_star(self):
-        # --help: "with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**')"
+        # --help: "with '/' it matches the path from the top ('DCIM/.cache', 'a/**')"
         self.pull("--exclude", "DCIM/**", expect=0)
         got = self.got(self.local)
         self.assertFalse([g for g in got if g.startswith("DCIM/")], got)
@@ -318,9 +318,9 @@ class FilterTest(SyncTestCase):
         src = os.path.join(self.tmp, "src")
         os.rename(self.remote, src)
         os.makedirs(self.remote)
-        self.push("--exclude", "*.mp4", "--exclude", ".thumbnails", src=src, expect=0)
+        self.push("--exclude", "*.mp4", "--exclude", ".cache", src=src, expect=0)
         self.assertEqual(self.got(self.remote), ["DCIM/Camera/a.jpg", "Pictures/Camera/y.jpg", "Pictures/x.png"])
-        self.assertFalse(os.path.lexists(os.path.join(self.remote, "DCIM/.thumbnails")))
+        self.assertFalse(os.path.lexists(os.path.join(self.remote, "DCIM/.cache")))
 
     def test_filters_with_json_and_rerun(self):
         r = self.pull("--json", "--exclude", "*.mp4", expect=0)

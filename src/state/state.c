@@ -1,0 +1,486 @@
+/* The sync state: a SQLite store per sync pair, locked while a run uses it.
+ * See state.h; docs/ARCHITECTURE.md says why WAL and synchronous=NORMAL. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+#include <xxhash.h>
+
+#include "ctx.h"
+#include "state.h"
+
+#define APP_ID 0x70687379     /* "phsy" */
+#define BATCH 512             /* rows per transaction */
+#define BUSY_MS 5000
+
+struct ph_state {
+	phsync_ctx *ctx;
+	sqlite3 *db;
+	sqlite3_stmt *put, *get;
+	int lockfd;
+	int in_txn;
+	size_t pending;
+	int64_t run_id;
+	char path[PATH_MAX + 32]; /* the database file, for messages */
+};
+
+static const char schema[] =
+	"CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE files ("
+	"  path TEXT PRIMARY KEY,"
+	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL,"
+	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL,"
+	"  hash BLOB) WITHOUT ROWID;"
+	"CREATE TABLE runs ("
+	"  id INTEGER PRIMARY KEY, started INTEGER NOT NULL, ended INTEGER,"
+	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);";
+
+/* The state folder: dir, or $XDG_STATE_HOME/phsync, or ~/.local/state/phsync. */
+static int
+state_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char *p;
+
+	if (dir != NULL)
+		snprintf(out, len, "%s", dir);
+	else if (xdg != NULL && xdg[0] == '/')
+		snprintf(out, len, "%s/phsync", xdg);
+	else if (home != NULL && home[0] == '/')
+		snprintf(out, len, "%s/.local/state/phsync", home);
+	else
+		return ph_err(ctx, PHSYNC_EINVAL, "no place for the sync state: set HOME or "
+		              "XDG_STATE_HOME");
+	if (!create)
+		return 0;
+	/* mkdir -p, private: the state names your folders. */
+	for (p = out + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(out, 0700) != 0 && errno != EEXIST) {
+			int e = errno;
+
+			*p = c;
+			return ph_err(ctx, ph_err_from_errno(e), "cannot create the state folder %s: %s",
+			              out, strerror(e));
+		}
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	return 0;
+}
+
+static int
+db_err(struct ph_state *st, const char *path, const char *what)
+{
+	int code = sqlite3_errcode(st->db);
+
+	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		return ph_err(st->ctx, PHSYNC_ECORRUPT,
+		              "the sync state %s is damaged (%s: %s); run again with "
+		              "--reset-state to start it over (nothing else is lost: the next "
+		              "run compares files by size and time)", path, what,
+		              sqlite3_errmsg(st->db));
+	if (code == SQLITE_FULL)
+		return ph_err(st->ctx, PHSYNC_ENOSPC, "no space left for the sync state %s", path);
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		return ph_err(st->ctx, PHSYNC_ELOCKED, "the sync state %s is busy (%s)", path,
+		              sqlite3_errmsg(st->db));
+	return ph_err(st->ctx, PHSYNC_EIO, "the sync state %s: %s: %s", path, what,
+	              sqlite3_errmsg(st->db));
+}
+
+static int
+exec(struct ph_state *st, const char *path, const char *sql)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(st, path, sql);
+	return 0;
+}
+
+static int
+pragma_int(struct ph_state *st, const char *sql, int64_t *v)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	rc = sqlite3_step(s);
+	*v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Takes the pair's lock (an flock on NAME.lock, which holds the owner's
+ * pid for the message). */
+static int
+lock_pair(phsync_ctx *ctx, const char *lockpath, int *fdp)
+{
+	char buf[32];
+	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return ph_err(ctx, ph_err_from_errno(errno), "cannot open %s: %s", lockpath,
+		              strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		return ph_err(ctx, PHSYNC_ELOCKED, "another phsync run on this pair is in progress "
+		              "(pid %s); wait for it to end, or stop it", buf[0] ? buf : "?");
+	}
+	snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, strlen(buf), 0) < 0) {
+		/* the pid is only for the message */
+	}
+	*fdp = fd;
+	return 0;
+}
+
+static void
+key_paths(const char *dir, const char *id, char *db, char *lock, size_t len)
+{
+	snprintf(db, len, "%s/%s.db", dir, id);
+	snprintf(lock, len, "%s/%s.lock", dir, id);
+}
+
+static int
+meta_put(struct ph_state *st, const char *path, const char *k, const char *v)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", -1, &s,
+	                       NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 2, v, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_DONE)
+		rc = db_err(st, path, "writing the pair's description");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Checks the file is ours and of a schema we know; creates it if new. */
+static int
+setup(struct ph_state *st, const char *path, const char *remote, const char *local)
+{
+	int64_t app = 0, ver = 0;
+	int rc;
+
+	if ((rc = exec(st, path, "PRAGMA busy_timeout = 5000")) != 0)
+		return rc;
+	if (pragma_int(st, "PRAGMA application_id", &app) != 0 ||
+	    pragma_int(st, "PRAGMA user_version", &ver) != 0)
+		return db_err(st, path, "reading its header");
+	if (app != 0 && app != APP_ID)
+		return ph_err(st->ctx, PHSYNC_ECORRUPT, "%s is not a phsync state file; move it "
+		              "away, or run again with --reset-state to replace it", path);
+	if (ver > PH_STATE_SCHEMA)
+		return ph_err(st->ctx, PHSYNC_EUNSUPPORTED, "the sync state %s was written by a "
+		              "newer phsync (schema %lld; this one knows %d): use that version, or "
+		              "--reset-state to start it over", path, (long long)ver, PH_STATE_SCHEMA);
+	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
+	 * may lose the last transactions, never the file's consistency, and a
+	 * lost row only makes the state claim less. */
+	if ((rc = exec(st, path, "PRAGMA journal_mode = WAL")) != 0 ||
+	    (rc = exec(st, path, "PRAGMA synchronous = NORMAL")) != 0)
+		return rc;
+	if (app == 0 && ver == 0) {
+		char sql[128];
+
+		if ((rc = exec(st, path, "BEGIN IMMEDIATE")) != 0)
+			return rc;
+		snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d",
+		         APP_ID, PH_STATE_SCHEMA);
+		if ((rc = exec(st, path, schema)) != 0 || (rc = exec(st, path, sql)) != 0 ||
+		    (rc = meta_put(st, path, "remote", remote)) != 0 ||
+		    (rc = meta_put(st, path, "local", local)) != 0 ||
+		    (rc = exec(st, path, "COMMIT")) != 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int
+ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, int reset,
+              struct ph_state **out)
+{
+	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32], id[24], *desc = NULL;
+	char remote[PATH_MAX + 512];
+	struct ph_state *st = NULL;
+	sqlite3_stmt *s = NULL;
+	size_t dl;
+	int rc;
+
+	*out = NULL;
+	if ((rc = state_dir(ctx, dir, sdir, sizeof(sdir), 1)) != 0)
+		return rc;
+	snprintf(remote, sizeof(remote), "%s@%s:%u:%s", key->user ? key->user : "", key->host,
+	         key->port, key->rpath);
+	dl = strlen(remote) + strlen(key->lpath) + 2;
+	if ((desc = malloc(dl)) == NULL)
+		return PHSYNC_ENOMEM;
+	snprintf(desc, dl, "%s\n%s", remote, key->lpath);
+	snprintf(id, sizeof(id), "%016llx", (unsigned long long)XXH3_64bits(desc, strlen(desc)));
+	free(desc);
+	key_paths(sdir, id, db, lock, sizeof(db));
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return PHSYNC_ENOMEM;
+	st->ctx = ctx;
+	st->lockfd = -1;
+	snprintf(st->path, sizeof(st->path), "%s", db);
+	if ((rc = lock_pair(ctx, lock, &st->lockfd)) != 0)
+		goto fail;
+	if (reset) {
+		char side[PATH_MAX + 40];
+
+		unlink(db);
+		snprintf(side, sizeof(side), "%s-wal", db);
+		unlink(side);
+		snprintf(side, sizeof(side), "%s-shm", db);
+		unlink(side);
+	}
+	if (sqlite3_open_v2(db, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	                    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		rc = st->db ? db_err(st, db, "opening") :
+		     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
+		goto fail;
+	}
+	if ((rc = setup(st, db, remote, key->lpath)) != 0)
+		goto fail;
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (path, lsize, lmtime, rsize, "
+	                       "rmtime, hash) VALUES (?, ?, ?, ?, ?, ?)", -1, &st->put,
+	                       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash FROM files "
+	                       "WHERE path = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
+	                       NULL) != SQLITE_OK ||
+	    sqlite3_bind_int64(s, 1, (int64_t)time(NULL)) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_DONE) {
+		rc = db_err(st, db, "preparing");
+		goto fail;
+	}
+	st->run_id = sqlite3_last_insert_rowid(st->db);
+	sqlite3_finalize(s);
+	*out = st;
+	return 0;
+fail:
+	sqlite3_finalize(s);
+	sqlite3_finalize(st->put);
+	sqlite3_finalize(st->get);
+	sqlite3_close(st->db);
+	if (st->lockfd >= 0)
+		close(st->lockfd);
+	free(st);
+	return rc;
+}
+
+int
+ph_state_flush(struct ph_state *st)
+{
+	if (!st->in_txn)
+		return 0;
+	st->in_txn = 0;
+	st->pending = 0;
+	if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		int rc = db_err(st, st->path, "committing");
+
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return 0;
+}
+
+int
+ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_file *f)
+{
+	int rc = 0;
+
+	if (!st->in_txn) {
+		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+			return db_err(st, st->path, "starting a transaction");
+		st->in_txn = 1;
+	}
+	sqlite3_reset(st->put);
+	if (sqlite3_bind_text(st->put, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st->put, 2, (int64_t)f->lsize) != SQLITE_OK ||
+	    sqlite3_bind_int64(st->put, 3, f->lmtime) != SQLITE_OK ||
+	    sqlite3_bind_int64(st->put, 4, (int64_t)f->rsize) != SQLITE_OK ||
+	    sqlite3_bind_int64(st->put, 5, f->rmtime) != SQLITE_OK ||
+	    (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
+	               sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
+	    sqlite3_step(st->put) != SQLITE_DONE)
+		rc = db_err(st, st->path, "recording a file");
+	sqlite3_reset(st->put);
+	sqlite3_clear_bindings(st->put);
+	if (rc == 0 && ++st->pending >= BATCH)
+		rc = ph_state_flush(st);
+	return rc;
+}
+
+int
+ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f,
+                  uint8_t hashbuf[16])
+{
+	int rc;
+
+	sqlite3_reset(st->get);
+	if (sqlite3_bind_text(st->get, 1, path, -1, SQLITE_STATIC) != SQLITE_OK)
+		return db_err(st, st->path, "looking a file up");
+	rc = sqlite3_step(st->get);
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(st->get);
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		rc = db_err(st, st->path, "looking a file up");
+		sqlite3_reset(st->get);
+		return rc;
+	}
+	f->lsize = (uint64_t)sqlite3_column_int64(st->get, 0);
+	f->lmtime = sqlite3_column_int64(st->get, 1);
+	f->rsize = (uint64_t)sqlite3_column_int64(st->get, 2);
+	f->rmtime = sqlite3_column_int64(st->get, 3);
+	f->hash = NULL;
+	if (sqlite3_column_bytes(st->get, 4) == 16) {
+		memcpy(hashbuf, sqlite3_column_blob(st->get, 4), 16);
+		f->hash = hashbuf;
+	}
+	sqlite3_reset(st->get);
+	return 1;
+}
+
+void
+ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats)
+{
+	sqlite3_stmt *s = NULL;
+
+	if (st == NULL)
+		return;
+	ph_state_flush(st);
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET ended = ?, result = ?, files_done = ?, "
+	                       "files_failed = ?, bytes = ? WHERE id = ?", -1, &s, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(s, 1, (int64_t)time(NULL));
+		sqlite3_bind_int(s, 2, result);
+		sqlite3_bind_int64(s, 3, stats ? (int64_t)stats->files_done : 0);
+		sqlite3_bind_int64(s, 4, stats ? (int64_t)stats->files_failed : 0);
+		sqlite3_bind_int64(s, 5, stats ? (int64_t)stats->bytes_committed : 0);
+		sqlite3_bind_int64(s, 6, st->run_id);
+		sqlite3_step(s);
+	}
+	sqlite3_finalize(s);
+	/* Keep only the last 100 runs. */
+	sqlite3_exec(st->db, "DELETE FROM runs WHERE id <= (SELECT MAX(id) - 100 FROM runs);"
+	             "PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+	sqlite3_finalize(st->put);
+	sqlite3_finalize(st->get);
+	sqlite3_close(st->db);
+	close(st->lockfd);
+	free(st);
+}
+
+/* Reads one pair's description and last run (read-only; never blocks). */
+static int
+read_pair(const char *db, const char *lock, phsync_pair_fn fn, void *arg)
+{
+	struct phsync_pair_info pi;
+	sqlite3 *h = NULL;
+	sqlite3_stmt *s = NULL;
+	char *remote = NULL, *local = NULL;
+	int fd, ok = 0;
+
+	memset(&pi, 0, sizeof(pi));
+	if ((fd = open(lock, O_RDONLY | O_CLOEXEC)) >= 0) {
+		pi.running = flock(fd, LOCK_SH | LOCK_NB) != 0;
+		close(fd);
+	}
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_busy_timeout(h, BUSY_MS);
+	if (sqlite3_prepare_v2(h, "SELECT k, v FROM meta", -1, &s, NULL) != SQLITE_OK)
+		goto out;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		const char *v = (const char *)sqlite3_column_text(s, 1);
+
+		if (k != NULL && v != NULL && strcmp(k, "remote") == 0 && remote == NULL)
+			remote = strdup(v);
+		else if (k != NULL && v != NULL && strcmp(k, "local") == 0 && local == NULL)
+			local = strdup(v);
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (remote == NULL || local == NULL)
+		goto out;
+	if (sqlite3_prepare_v2(h, "SELECT started, ended, result, files_done, files_failed, bytes "
+	                       "FROM runs ORDER BY id DESC LIMIT 1", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW) {
+		pi.last_start = sqlite3_column_int64(s, 0);
+		pi.last_end = sqlite3_column_int64(s, 1);
+		pi.last_result = sqlite3_column_int(s, 2);
+		pi.last_files_done = (uint64_t)sqlite3_column_int64(s, 3);
+		pi.last_files_failed = (uint64_t)sqlite3_column_int64(s, 4);
+		pi.last_bytes = (uint64_t)sqlite3_column_int64(s, 5);
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM files", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		pi.files_known = (uint64_t)sqlite3_column_int64(s, 0);
+	pi.remote = remote;
+	pi.local = local;
+	fn(&pi, arg);
+	ok = 1;
+out:
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	free(remote);
+	free(local);
+	return ok;
+}
+
+int
+phsync_pairs(phsync_ctx *ctx, const char *dir, phsync_pair_fn fn, void *arg)
+{
+	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32];
+	struct dirent *de;
+	DIR *d;
+	int rc;
+
+	if ((rc = state_dir(ctx, dir, sdir, sizeof(sdir), 0)) != 0)
+		return rc;
+	if ((d = opendir(sdir)) == NULL)
+		return errno == ENOENT ? 0 :
+		       ph_err(ctx, ph_err_from_errno(errno), "%s: %s", sdir, strerror(errno));
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+		char id[24];
+
+		if (n != 19 || strcmp(de->d_name + 16, ".db") != 0)
+			continue;
+		memcpy(id, de->d_name, 16);
+		id[16] = '\0';
+		key_paths(sdir, id, db, lock, sizeof(db));
+		read_pair(db, lock, fn, arg);
+	}
+	closedir(d);
+	return 0;
+}

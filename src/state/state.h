@@ -1,0 +1,63 @@
+/* The sync state: one SQLite database per sync pair, under
+ * $XDG_STATE_HOME/phsync (default ~/.local/state/phsync), remembering what
+ * each run left in place and how each run ended. A pair is (user@host:port,
+ * remote path, local path). An open store holds the pair's lock, so two
+ * runs on one pair never interleave. Rows are written in bounded
+ * transactions as files land; the caller adds a file only once it is
+ * durably in place, so a kill at any point leaves a state that claims
+ * nothing that is not there. */
+#ifndef PH_STATE_H
+#define PH_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "phsync/phsync.h"
+
+#define PH_STATE_SCHEMA 1   /* user_version of the databases this code writes */
+
+struct ph_state;
+
+struct ph_state_key {
+	const char *user, *host;
+	unsigned port;
+	const char *rpath;       /* the remote folder as given */
+	const char *lpath;       /* the local folder, absolute */
+};
+
+/* One synced file as seen on both sides after the run put it in place. */
+struct ph_state_file {
+	uint64_t lsize, rsize;
+	int64_t lmtime, rmtime;
+	const uint8_t *hash;     /* XXH3-128 of the content, 16 bytes, or NULL */
+};
+
+/* Opens (creating it) the store of the pair key in dir (NULL: the XDG
+ * state folder) and takes the pair's lock. reset drops what the store
+ * held. Returns 0, or:
+ *   PHSYNC_ELOCKED   another run holds the pair (message names its pid)
+ *   PHSYNC_ECORRUPT  the file is damaged or not ours (message: --reset-state)
+ *   PHSYNC_EUNSUPPORTED  written by a newer phsync (schema version)
+ *   PHSYNC_EIO       the folder or file cannot be made or read */
+int ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key,
+                  int reset, struct ph_state **out);
+
+/* Records that path (relative, '/'-separated) is in place as f says.
+ * Batched: committed every PH_STATE_BATCH rows and by ph_state_flush(). */
+int ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_file *f);
+
+/* Commits the rows added so far. */
+int ph_state_flush(struct ph_state *st);
+
+/* Looks a file up; returns 1 and fills f (hash into hashbuf), 0 when
+ * unknown, or a negative PHSYNC_E*. */
+int ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f,
+                      uint8_t hashbuf[16]);
+
+/* Ends the run: records its end, counts and result (a PHSYNC_E* or 0),
+ * commits, checkpoints, releases the lock and frees. NULL is a no-op. */
+void ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats);
+
+/* phsync_pairs (public) is implemented in state.c too. */
+
+#endif

@@ -1,0 +1,98 @@
+"""The sync state from the command line (issue 7, first part): each pair gets a state that
+records what was put in place and how the run ended, `phsync status` lists the pairs, a second
+run on a pair that is in progress is refused with a clear message, and a damaged state file is
+a clear error whose way out (--reset-state) works."""
+
+import fcntl
+import glob
+import os
+import sqlite3
+import unittest
+
+from harness import SyncTestCase, sample_tree, write_file
+
+T0 = 1700000000
+
+
+class StateTest(SyncTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.state = os.path.join(self.tmp, "state")
+
+    def dbs(self):
+        return sorted(glob.glob(os.path.join(self.state, "*.db")))
+
+    def test_runs_are_recorded_and_listed(self):
+        sample_tree(self.remote)
+        r = self.pull("--state-dir", self.state, "--json", expect=0)
+        done = r.json()[-1]["files_done"]
+        self.assertEqual(len(self.dbs()), 1)
+        with sqlite3.connect(self.dbs()[0]) as db:
+            files = dict(db.execute("SELECT path, lsize FROM files"))
+        for path, size in files.items():
+            self.assertEqual(os.path.getsize(os.path.join(self.local, path)), size)
+        self.assertEqual(len(files), done)
+        r = self.srv.run(["status", "--json", "--state-dir", self.state])
+        self.assertEqual(r.code, 0, r)
+        pairs = r.json()
+        self.assertEqual(len(pairs), 1)
+        p = pairs[0]
+        self.assertTrue(p["remote"].endswith(":" + self.remote), p)
+        self.assertEqual(p["local"], os.path.realpath(self.local))
+        self.assertEqual((p["last_result"], p["last_exit"], p["files_done"], p["files_known"],
+                          p["running"]), ("success", 0, done, done, False))
+        r = self.srv.run(["status", "--state-dir", self.state])
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("ok, %d copied, 0 failed" % done, r.out)
+        # A dry run takes no lock and writes nothing.
+        write_file(os.path.join(self.remote, "new.jpg"), b"n", mtime=T0)
+        self.pull("--state-dir", self.state, "-n", expect=0)
+        with sqlite3.connect(self.dbs()[0]) as db:
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 1)
+
+    def test_second_run_on_a_pair_is_refused(self):
+        sample_tree(self.remote)
+        self.pull("--state-dir", self.state, expect=0)
+        lock = self.dbs()[0][:-3] + ".lock"
+        with open(lock, "r+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            f.seek(0)
+            f.truncate()
+            f.write("4242\n")
+            f.flush()
+            r = self.pull("--state-dir", self.state, expect=1)
+            self.assertIn("another phsync run on this pair is in progress (pid 4242)", r.err)
+            r = self.srv.run(["status", "--json", "--state-dir", self.state])
+            self.assertTrue(r.json()[0]["running"])
+        self.pull("--state-dir", self.state, expect=0)
+
+    def test_damaged_state_is_a_clear_error_with_a_way_out(self):
+        sample_tree(self.remote)
+        self.pull("--state-dir", self.state, expect=0)
+        db = self.dbs()[0]
+        for side in ("-wal", "-shm"):
+            if os.path.exists(db + side):
+                os.unlink(db + side)
+        with open(db, "wb") as f:
+            f.write(b"garbage " * 1000)
+        before = open(os.path.join(self.local, "top.txt"), "rb").read()
+        r = self.pull("--state-dir", self.state, expect=1)
+        self.assertIn("damaged", r.err)
+        self.assertIn("--reset-state", r.err)
+        self.assertEqual(open(os.path.join(self.local, "top.txt"), "rb").read(), before)
+        self.pull("--state-dir", self.state, "--reset-state", expect=0)
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+
+    def test_push_records_too(self):
+        src = os.path.join(self.tmp, "src")
+        write_file(os.path.join(src, "a.jpg"), b"aaa", mtime=T0)
+        self.push("--state-dir", self.state, src=src, expect=0)
+        with sqlite3.connect(self.dbs()[0]) as db:
+            rows = list(db.execute("SELECT path, lsize, lmtime, rsize, rmtime FROM files"))
+        self.assertEqual(rows, [("a.jpg", 3, T0, 3, T0)])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,258 @@
+/* The sync state store: creation, records, batches, the pair lock, a kill
+ * in the middle of a batch, damaged, foreign and newer files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "ctx.h"
+#include "state.h"
+
+static char dir[64];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/phsync-state-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static const struct ph_state_key key = { "bob", "192.0.2.7", 8022, "/sdcard/DCIM", "/home/b/Pictures" };
+
+/* The one database file of the folder. */
+static void
+db_path(char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	out[0] = '\0';
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		if (strlen(de->d_name) == 19 && strcmp(de->d_name + 16, ".db") == 0)
+			snprintf(out, len, "%s/%s", dir, de->d_name);
+	closedir(d);
+	assert_true(out[0] != '\0');
+}
+
+static long
+count_files(void)
+{
+	char path[256];
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long n = -1;
+
+	db_path(path, sizeof(path));
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM files", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return n;
+}
+
+static void
+test_records_survive(void **state)
+{
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	struct ph_state_file f = { 100, 100, 1700000000, 1700000000, NULL }, g;
+	uint8_t hash[16], buf[16];
+	struct phsync_stats stats = { 0 };
+
+	(void)state;
+	memset(hash, 0xab, sizeof(hash));
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_file_done(st, "DCIM/a.jpg", &f), 0);
+	f.hash = hash;
+	assert_int_equal(ph_state_file_done(st, "DCIM/b.jpg", &f), 0);
+	stats.files_done = 2;
+	ph_state_close(st, 0, &stats);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_file_get(st, "DCIM/a.jpg", &g, buf), 1);
+	assert_int_equal(g.lsize, 100);
+	assert_int_equal(g.rmtime, 1700000000);
+	assert_null(g.hash);
+	assert_int_equal(ph_state_file_get(st, "DCIM/b.jpg", &g, buf), 1);
+	assert_non_null(g.hash);
+	assert_memory_equal(g.hash, hash, 16);
+	assert_int_equal(ph_state_file_get(st, "DCIM/c.jpg", &g, buf), 0);
+	ph_state_close(st, 0, NULL);
+	/* --reset-state forgets. */
+	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
+	assert_int_equal(ph_state_file_get(st, "DCIM/a.jpg", &g, buf), 0);
+	ph_state_close(st, 0, NULL);
+	phsync_ctx_free(ctx);
+}
+
+static void
+test_one_run_per_pair(void **state)
+{
+	phsync_ctx *ctx;
+	struct ph_state *st, *st2;
+	struct ph_state_key other = key;
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st2), PHSYNC_ELOCKED);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "in progress"));
+	/* Another pair is another lock. */
+	other.lpath = "/home/b/Other";
+	assert_int_equal(ph_state_open(ctx, dir, &other, 0, &st2), 0);
+	ph_state_close(st2, 0, NULL);
+	ph_state_close(st, 0, NULL);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st2), 0);
+	ph_state_close(st2, 0, NULL);
+	phsync_ctx_free(ctx);
+}
+
+/* Killed in the middle of a batch: the committed batch is there, the
+ * rest is not, and the store opens cleanly. */
+static void
+test_kill_mid_batch(void **state)
+{
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	pid_t pid;
+	int status, i;
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ph_state_file f = { 1, 1, 2, 2, NULL };
+		char path[32];
+
+		if (ph_state_open(ctx, dir, &key, 1, &st) != 0)
+			_exit(2);
+		for (i = 0; i < 700; i++) {
+			snprintf(path, sizeof(path), "f%04d", i);
+			if (ph_state_file_done(st, path, &f) != 0)
+				_exit(3);
+		}
+		_exit(0); /* as a kill -9: no flush, no close */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	ph_state_close(st, 0, NULL);
+	assert_int_equal(count_files(), 512);
+	phsync_ctx_free(ctx);
+}
+
+static void
+test_damaged_foreign_and_newer_refused(void **state)
+{
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	char path[256];
+	sqlite3 *h;
+	FILE *fp;
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
+	ph_state_close(st, 0, NULL);
+	db_path(path, sizeof(path));
+	/* Newer schema. */
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), PHSYNC_EUNSUPPORTED);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "newer phsync"));
+	/* Another program's database. */
+	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
+	ph_state_close(st, 0, NULL);
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "PRAGMA application_id = 12345", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), PHSYNC_ECORRUPT);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "--reset-state"));
+	/* Garbage. */
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("this is not a database, it is a shopping list: eggs, milk, flour\n", fp);
+	for (int i = 0; i < 100; i++)
+		fputs("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", fp);
+	fclose(fp);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), PHSYNC_ECORRUPT);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "--reset-state"));
+	/* The way out. */
+	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
+	ph_state_close(st, 0, NULL);
+	phsync_ctx_free(ctx);
+}
+
+struct seen {
+	int n;
+	char remote[256];
+	uint64_t done;
+};
+
+static void
+on_pair(const struct phsync_pair_info *pi, void *arg)
+{
+	struct seen *s = arg;
+
+	s->n++;
+	snprintf(s->remote, sizeof(s->remote), "%s", pi->remote);
+	s->done = pi->last_files_done;
+}
+
+static void
+test_pairs_listed(void **state)
+{
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	struct phsync_stats stats = { 0 };
+	struct seen s = { 0 };
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
+	stats.files_done = 7;
+	ph_state_close(st, 0, &stats);
+	assert_int_equal(phsync_pairs(ctx, dir, on_pair, &s), 0);
+	assert_true(s.n >= 1);
+	assert_non_null(strstr(s.remote, "bob@192.0.2.7:8022:/sdcard/DCIM"));
+	phsync_ctx_free(ctx);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records_survive),
+		cmocka_unit_test(test_one_run_per_pair),
+		cmocka_unit_test(test_kill_mid_batch),
+		cmocka_unit_test(test_damaged_foreign_and_newer_refused),
+		cmocka_unit_test(test_pairs_listed),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
