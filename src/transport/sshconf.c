@@ -73,9 +73,11 @@ ph_sshconf_host_match(const char *patterns, const char *host)
 		return 0;
 	strcpy(buf, patterns);
 	while ((tok = next_arg(&p)) != NULL) {
-		if (tok[0] == '!' && match_list(tok + 1, host, "", 1))
+		/* Case-sensitive against the host as typed, as ssh does (Match
+		 * lists, below, are not). */
+		if (tok[0] == '!' && match_list(tok + 1, host, "", 0))
 			return 0; /* a negated match wins */
-		if (tok[0] != '!' && match_list(tok, host, "", 1))
+		if (tok[0] != '!' && match_list(tok, host, "", 0))
 			matched = 1;
 	}
 	return matched;

@@ -18,7 +18,7 @@
 int ph_sshconf_get(const char *file, const char *host, const char *keyword,
                    char *val, size_t vlen);
 
-/* Does host (lowercase compare) match a Host line's patterns, like
+/* Does host (case-sensitive, as ssh) match a Host line's patterns, like
  * "*.lan !bad.lan phone"? Returns 1 or 0. */
 int ph_sshconf_host_match(const char *patterns, const char *host);
 

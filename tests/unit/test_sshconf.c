@@ -17,7 +17,7 @@ test_host_patterns(void **state)
 {
 	(void)state;
 	assert_true(ph_sshconf_host_match("phone", "phone"));
-	assert_true(ph_sshconf_host_match("PHONE", "phone"));
+	assert_false(ph_sshconf_host_match("PHONE", "phone")); /* as ssh -G: case counts */
 	assert_true(ph_sshconf_host_match("*.lan tablet", "pixel.lan"));
 	/* White space separates a Host line's patterns; "a,b" is one pattern. */
 	assert_false(ph_sshconf_host_match("*.lan,tablet", "tablet"));
@@ -178,8 +178,12 @@ test_agrees_with_ssh_G(void **state)
 		/* Negation in a Host line. */
 		"Host * !phone\n  StrictHostKeyChecking no\nHost *\n  StrictHostKeyChecking yes\n",
 		"Match all\n  Ciphers aes256-ctr\n",
+		/* Case: Host lines count it, Match lists do not. */
+		"Host Phone\n  StrictHostKeyChecking no\n"
+		"Match originalhost PHONE\n  StrictHostKeyChecking accept-new\n",
+		"Match host PHONE\n  StrictHostKeyChecking no\n",
 	};
-	static const char *const hosts[] = { "phone", "tablet", "phone.lan" };
+	static const char *const hosts[] = { "phone", "tablet", "phone.lan", "Phone" };
 	static const char *const keys[] = { "StrictHostKeyChecking", "ProxyJump", "Ciphers" };
 	char dir[] = "/tmp/phsync-sshg-XXXXXX", path[256];
 	size_t c, h, k;
