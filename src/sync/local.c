@@ -136,6 +136,8 @@ struct scan {
 	int remove_temps, check_names;
 	struct ph_temp_owner self;
 	int64_t now;
+	char shown[4096 * 4 + 1]; /* an escaped path (here: not on the
+	                             recursion's stack frames) */
 	struct ph_tree *t;
 	phsync_event_fn on_event;
 	void *event_arg;
@@ -193,8 +195,7 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		if (ph_temp_parse(name, nl, &ti)) {
 			/* Ours: never listed; a dead run's leftover is removed. */
 			if (s->remove_temps && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode) &&
-			    ph_temp_stale(&ti.owner, st.st_mtim.tv_sec, &s->self, s->now))
+			    S_ISREG(st.st_mode) && ph_temp_stale(&ti, &s->self, s->now))
 				unlinkat(dirfd(d), name, 0);
 			continue;
 		}
@@ -204,11 +205,11 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 			continue;
 		}
 		if (s->check_names && !ph_name_safe((const uint8_t *)name, nl)) {
-			char shown[4096 * 4 + 1];
+			char *shown = s->shown;
 
 			/* The same rule both ways: a name the remote could take for a
 			 * path ('\\' on a Windows server) or a terminal command. */
-			ph_escape(shown, sizeof(shown), s->path);
+			ph_escape(shown, sizeof(s->shown), s->path);
 			(*s->failed)++;
 			if (s->on_event != NULL) {
 				struct phsync_event ev = { 0 };
@@ -228,8 +229,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		if (!ph_filter_match(s->filter, s->path, e.type == PH_T_DIR))
 			continue;
 		e.size = e.type == PH_T_FILE ? (uint64_t)st.st_size : 0;
-		e.mtime = st.st_mtim.tv_sec;
-		e.atime = st.st_atim.tv_sec;
+		e.mtime = (int64_t)st.st_mtime;
+		e.atime = (int64_t)st.st_atime;
 		e.mode = st.st_mode & 07777;
 		if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
 			break;

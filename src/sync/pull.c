@@ -224,7 +224,8 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		xfer_fail(x, PHSYNC_EREMOTE, "the file grew on the server while it was read; "
 		          "not copied (retried next run)");
 	} else if (r->type == PH_FXP_DATA && r->len > 0 && end > x->eof_at) {
-		xfer_fail(x, PHSYNC_EPROTO, "the server sent data past the end it reported");
+		xfer_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read "
+		          "(data past the end it reported); not copied, retried next run");
 	} else if (r->type == PH_FXP_DATA && r->len > 0) {
 		if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
 			xfer_fail(x, PHSYNC_ENOMEM, "out of memory");

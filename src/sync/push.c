@@ -33,8 +33,9 @@ enum pstate {
 	P_OPENING,   /* OPEN of the temp file sent */
 	P_WRITING,   /* WRITEs, then fsync and times */
 	P_CLOSING,   /* ready to CLOSE */
+	P_CLOSEWAIT, /* CLOSE sent */
 	P_RENAMING,  /* closed: ready to move into place */
-	P_WAIT,      /* a step's reply is awaited */
+	P_RENAMEWAIT,/* a rename step's reply is awaited */
 	P_DONE
 };
 
@@ -221,6 +222,10 @@ close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	f->hlen = 0;
 	if (!f->failed && !status_ok(r))
 		reply_err(f, r, "the server could not close the file");
+	/* Ctrl-C before the rename started: the file is abandoned (its temp
+	 * removed), never half-way through a replace. */
+	if (!f->failed && f->p->stopping)
+		pf_fail(f, PHSYNC_EINTR, "interrupted");
 	if (!f->failed)
 		f->state = P_RENAMING;
 	pf_step(f);
@@ -421,7 +426,7 @@ pf_step(struct pfile *f)
 			struct stat st;
 
 			if (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->e->size ||
-			    st.st_mtim.tv_sec != f->e->mtime) {
+			    (int64_t)st.st_mtime != f->e->mtime) {
 				pf_fail(f, PHSYNC_EIO, "the local file changed while it was sent; not "
 				        "put in place (retried next run)");
 				break;
@@ -450,8 +455,9 @@ pf_step(struct pfile *f)
 	case P_CLOSING:
 		if ((rc = ph_sftp_close(j->sftp, f->h, f->hlen, close_cb, f)) != 0)
 			break;
+		f->hlen = 0; /* being closed: never closed twice */
 		f->pending++;
-		f->state = P_WAIT; /* close_cb moves on to P_RENAMING */
+		f->state = P_CLOSEWAIT; /* close_cb moves on to P_RENAMING */
 		return;
 	case P_RENAMING:
 		if (act->kind == PH_A_UPDATE && !(ph_sftp_exts(j->sftp) & PH_EXT_POSIX_RENAME)) {
@@ -474,7 +480,7 @@ pf_step(struct pfile *f)
 			break;
 		}
 		f->pending++;
-		f->state = P_WAIT;
+		f->state = P_RENAMEWAIT;
 		return;
 	default:
 		return;
@@ -497,7 +503,14 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	f->state = P_WRITING;
 	if (r->type != PH_FXP_HANDLE) {
 		/* Nothing was created: never remove a file of that name. */
-		reply_err(f, r, "the server would not create the file");
+		if (!f->failed)
+			reply_err(f, r, "the server would not create the file");
+	} else if (f->failed) {
+		/* Failed (Ctrl-C) while the OPEN was in flight: the temp exists
+		 * now, so close and remove it before the file is let go. */
+		memcpy(f->h, r->data, r->len);
+		pf_cleanup(f, ph_sftp_close(f->p->j->sftp, f->h, r->len, cleanup_cb, f));
+		pf_cleanup(f, ph_sftp_remove(f->p->j->sftp, f->rtmp, cleanup_cb, f));
 	} else {
 		memcpy(f->h, r->data, r->len);
 		f->hlen = r->len;
@@ -640,7 +653,8 @@ make_dirs(struct push *p)
 		at.perm = (e->mode & 0777) | 0700;
 		if ((w = malloc(sizeof(*w))) == NULL || (rp = ph_job_rpath(j, e->path)) == NULL) {
 			free(w);
-			return PHSYNC_ENOMEM;
+			rc = PHSYNC_ENOMEM;
+			break;
 		}
 		w->p = p;
 		w->ai = i;
@@ -654,6 +668,10 @@ make_dirs(struct push *p)
 	}
 	while (rc == 0 && left > 0)
 		rc = ph_sftp_pump(j->sftp, -1);
+	/* Leaving early (Ctrl-C, no memory): the MKDIRs in flight hold
+	 * pointers to left and p; run their callbacks now. */
+	if (left > 0)
+		ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EINTR);
 	return rc;
 }
 

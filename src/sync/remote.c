@@ -317,9 +317,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (ph_temp_parse((const char *)name, nl, &ti)) {
 			/* Ours: never listed. A dead run's leftovers are cleared on the
 			 * destination side only. */
-			int64_t mt = (a.flags & PH_ATTR_ACMODTIME) ? a.mtime : rs->now;
-
-			if (rs->remove_temps && ph_temp_stale(&ti.owner, mt, &rs->self, rs->now)) {
+			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now)) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
 				else

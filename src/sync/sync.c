@@ -387,8 +387,16 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		ls.remove_temps = pull && !opts->dry_run;
 		ls.check_names = !pull;
 		ls.t = ltree;
-		if (do_local)
-			started = pthread_create(&ls.th, NULL, lscan_run, &ls) == 0;
+		if (do_local) {
+			/* The walk recurses up to 256 levels: ask for a stack that
+			 * holds that everywhere (musl's default is 128 KiB). */
+			pthread_attr_t attr;
+
+			pthread_attr_init(&attr);
+			pthread_attr_setstacksize(&attr, 2u << 20);
+			started = pthread_create(&ls.th, &attr, lscan_run, &ls) == 0;
+			pthread_attr_destroy(&attr);
+		}
 		if (do_local && !started)
 			lscan_run(&ls);
 		if (pull)

@@ -6,6 +6,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<sys/random.h>)
+#include <sys/random.h> /* getentropy on macOS */
+#endif
+#endif
 
 #include <xxhash.h>
 
@@ -16,7 +21,8 @@
 /* After the final name: TAG, K, '.', 16 hex, '.', 8 hex, '.', 8 hex. */
 #define SUFFIX_LEN (TAG_LEN + 1 + 1 + 16 + 1 + 8 + 1 + 8)
 #define CHECK_SEED 0x70687379u /* "phsy" */
-#define FOREIGN_STALE_S (24 * 3600)
+#define FOREIGN_STALE_MIN (24 * 60)
+#define MINUTE_MASK 0xffffffu
 
 void
 ph_temp_owner_self(struct ph_temp_owner *o)
@@ -61,8 +67,9 @@ ph_temp_name(char *buf, size_t len, const char *final, int k, const struct ph_te
 			keep--;
 		truncated = 1;
 	}
-	n = snprintf(buf, len, ".%.*s" TAG "%c.%08x%08x.%08x.", (int)keep, final,
-	             truncated ? k - 'a' + 'A' : k, o->host, o->pid, random32());
+	n = snprintf(buf, len, ".%.*s" TAG "%c.%08x%08x.%06x%02x.", (int)keep, final,
+	             truncated ? k - 'a' + 'A' : k, o->host, o->pid,
+	             (unsigned)((uint64_t)time(NULL) / 60 & MINUTE_MASK), random32() & 0xffu);
 	if (n < 0 || (size_t)n + 9 > len)
 		return -1;
 	snprintf(buf + n, len - (size_t)n, "%08x", XXH32(buf, (size_t)n, CHECK_SEED));
@@ -113,6 +120,7 @@ ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info)
 	if (XXH32(name, len - 8, CHECK_SEED) != check)
 		return 0;
 	info->kind = k == 't' || k == 'T' ? PH_TEMP_NEW : PH_TEMP_OLD;
+	info->minute = rnd >> 8;
 	info->truncated = k == 'T' || k == 'O';
 	info->final_off = 1;
 	info->final_len = len - 1 - SUFFIX_LEN;
@@ -120,14 +128,18 @@ ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info)
 }
 
 int
-ph_temp_stale(const struct ph_temp_owner *owner, int64_t mtime,
-              const struct ph_temp_owner *self, int64_t now)
+ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, int64_t now)
 {
+	const struct ph_temp_owner *owner = &ti->owner;
+	uint32_t age = ((uint32_t)((uint64_t)now / 60) - ti->minute) & MINUTE_MASK;
+
 	if (owner->host == self->host && owner->pid > 0 && owner->pid <= INT32_MAX) {
 		if (owner->pid == self->pid)
 			return 0;
 		/* EPERM: alive, someone else's. */
 		return kill((pid_t)owner->pid, 0) != 0 && errno == ESRCH;
 	}
-	return now - mtime > FOREIGN_STALE_S;
+	/* Another host's: a day old by its name. An age in the upper half of
+	 * the 24-bit range is a clock difference (made "in the future"). */
+	return age > FOREIGN_STALE_MIN && age < (MINUTE_MASK >> 1);
 }

@@ -9,7 +9,9 @@
  *
  * K is 't' (temp) or 'o' (aside copy of the old file), upper case when NAME
  * had to be shortened to fit NAME_MAX; H the owner's host id, P its pid, R
- * random, C the XXH32 of everything before it. */
+ * the minute it was made (24 bits) and a random byte, C the XXH32 of
+ * everything before it. The age comes from the name, never from the file's
+ * mtime: phsync sets that to the source's before the rename. */
 #ifndef PH_TEMPNAME_H
 #define PH_TEMPNAME_H
 
@@ -39,16 +41,16 @@ struct ph_temp_info {
 	int truncated;             /* the final name was shortened */
 	size_t final_off, final_len; /* the final name's bytes within the name */
 	struct ph_temp_owner owner;
+	uint32_t minute;           /* when it was made: minutes since 1970, mod 2^24 */
 };
 
 /* Is name (len bytes) a temp or aside name phsync made (check value
  * included)? Returns 1 and fills *info, else 0. */
 int ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info);
 
-/* May a leftover with this owner and mtime be removed by self? Yes when its
- * owner is this host and that process is gone; for another host's, when it
- * is older than a day (nothing a live run writes is that old). */
-int ph_temp_stale(const struct ph_temp_owner *owner, int64_t mtime,
-                  const struct ph_temp_owner *self, int64_t now);
+/* May the leftover ti describes be removed by self at time now (unix
+ * seconds)? Yes when its owner is this host and that process is gone; for
+ * another host's, when its name says it was made more than a day ago. */
+int ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, int64_t now);
 
 #endif

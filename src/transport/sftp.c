@@ -658,8 +658,13 @@ sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static int
 sync_status(struct ph_sftp *s, int rc, struct sync_wait *w)
 {
-	if (rc == 0)
-		rc = ph_sftp_wait(s, &w->done);
+	if (rc != 0)
+		return rc; /* never queued: nothing owed to w */
+	rc = ph_sftp_wait(s, &w->done);
+	/* Interrupted: the reply is still owed to w, which lives on the
+	 * caller's stack; settle it now (the link is given up). */
+	if (rc != 0 && !w->done)
+		ph_sftp_abort(s, rc);
 	if (rc == 0 && w->err == 0 && w->type != PH_FXP_STATUS)
 		rc = PHSYNC_EPROTO;
 	return rc != 0 ? rc : w->err;
@@ -688,10 +693,13 @@ ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
 	struct sync_wait w = { 0 };
 	int rc = ph_sftp_stat(s, lstat, path, sync_cb, &w);
 
-	if (rc == 0)
-		rc = ph_sftp_wait(s, &w.done);
 	if (rc != 0)
+		return rc; /* never queued */
+	if ((rc = ph_sftp_wait(s, &w.done)) != 0) {
+		if (!w.done)
+			ph_sftp_abort(s, rc); /* w must not outlive this call */
 		return rc;
+	}
 	if (w.err != 0)
 		return w.err;
 	if (w.type != PH_FXP_ATTRS)

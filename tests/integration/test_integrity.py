@@ -8,6 +8,7 @@ import os
 import socket
 import struct
 import subprocess
+import time
 import unittest
 
 from harness import SyncTestCase, write_file
@@ -51,11 +52,13 @@ def xxh32(data, seed=0):
     return h
 
 
-def our_name(final, kind, pid, host=None):
-    """A temp ('t') or aside ('o') name as phsync writes it, owned by pid on host."""
+def our_name(final, kind, pid, host=None, made=None):
+    """A temp ('t') or aside ('o') name as phsync writes it, owned by pid on host, made at
+    unix time `made` (default now)."""
     if host is None:
         host = xxh32(socket.gethostname().encode(), CHECK_SEED)
-    head = ".%s.phsync-%s.%08x%08x.%08x." % (final, kind, host, pid, 0x1234abcd)
+    minute = int((time.time() if made is None else made) // 60) & 0xffffff
+    head = ".%s.phsync-%s.%08x%08x.%06x%02x." % (final, kind, host, pid, minute, 0xcd)
     return head + "%08x" % xxh32(head.encode(), CHECK_SEED)
 
 
@@ -99,11 +102,12 @@ class IntegrityTest(SyncTestCase):
         write_file(os.path.join(self.remote, "a.jpg"), b"a", mtime=T0)
         stale = our_name("a.jpg", "t", dead)
         busy = our_name("a.jpg", "t", live)
+        # Another host's: judged by the minute in its name, not by its mtime (which a push
+        # sets to the source's, years old, before the rename).
         foreign_new = our_name("a.jpg", "t", dead, host=0x0badf00d)
-        foreign_old = our_name("b.jpg", "t", dead, host=0x0badf00d)
+        foreign_old = our_name("b.jpg", "t", dead, host=0x0badf00d, made=time.time() - 2 * 86400)
         for n in (stale, busy, foreign_new, foreign_old):
-            write_file(os.path.join(self.local, n), b"partial", mtime=None)
-        os.utime(os.path.join(self.local, foreign_old), (T0, T0))  # years old
+            write_file(os.path.join(self.local, n), b"partial", mtime=T0)
         r = self.srv.pull(self.remote, self.local)
         self.assertEqual(r.code, 0, r)
         left = sorted(n for n in os.listdir(self.local) if ".phsync-" in n)
@@ -112,14 +116,13 @@ class IntegrityTest(SyncTestCase):
                          "a live run's and another host's recent one stay")
         self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"a")
         # The same on the server, by a push.
-        for n in (stale, busy, foreign_old):
-            write_file(os.path.join(self.remote, n), b"partial")
-        os.utime(os.path.join(self.remote, foreign_old), (T0, T0))
+        for n in (stale, busy, foreign_new, foreign_old):
+            write_file(os.path.join(self.remote, n), b"partial", mtime=T0)
         os.makedirs(os.path.join(self.tmp, "src"))
         r = self.srv.push(os.path.join(self.tmp, "src"), self.remote)
         self.assertEqual(r.code, 0, r)
         left = sorted(n for n in os.listdir(self.remote) if ".phsync-" in n)
-        self.assertEqual(left, [busy])
+        self.assertEqual(left, sorted([busy, foreign_new]))
 
     def test_push_puts_back_an_aside_copy_a_cut_run_left(self):
         # A push without posix-rename cut between "old file aside" and "new file in": the

@@ -108,41 +108,61 @@ test_long_names_truncated(void **state)
 	assert_int_equal(ti.final_len, 209); /* not 210: that would split a character */
 }
 
+static struct ph_temp_info
+info(uint32_t host, uint32_t pid, int64_t made)
+{
+	struct ph_temp_info ti;
+
+	memset(&ti, 0, sizeof(ti));
+	ti.owner.host = host;
+	ti.owner.pid = pid;
+	ti.minute = (uint32_t)((uint64_t)made / 60) & 0xffffffu;
+	return ti;
+}
+
 static void
 test_stale(void **state)
 {
-	struct ph_temp_owner me, o;
+	struct ph_temp_owner me;
+	struct ph_temp_info ti;
 	int64_t now = (int64_t)time(NULL);
 	pid_t child;
+	char name[256];
 	int st;
 
 	(void)state;
 	ph_temp_owner_self(&me);
-	/* This process: live. */
-	assert_int_equal(ph_temp_stale(&me, now - 10 * 86400, &me, now), 0);
+	/* This process: live, however old. */
+	ti = info(me.host, me.pid, now - 10 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
 	/* Another live process of this host (our parent): live. */
-	o = me;
-	o.pid = (uint32_t)getppid();
-	assert_int_equal(ph_temp_stale(&o, now - 10 * 86400, &me, now), 0);
+	ti = info(me.host, (uint32_t)getppid(), now - 10 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
 	/* A process that has exited: stale at once. */
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0)
 		_exit(0);
 	assert_int_equal(waitpid(child, &st, 0), child);
-	o.pid = (uint32_t)child;
-	assert_int_equal(ph_temp_stale(&o, now, &me, now), 1);
-	/* Another host's: only once older than a day. */
-	o.host = me.host ^ 1;
-	o.pid = 1;
-	assert_int_equal(ph_temp_stale(&o, now - 3600, &me, now), 0);
-	assert_int_equal(ph_temp_stale(&o, now - 2 * 86400, &me, now), 1);
+	ti = info(me.host, (uint32_t)child, now);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 1);
+	/* Another host's: only once its name says it is older than a day. */
+	ti = info(me.host ^ 1, 1, now - 3600);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
+	ti = info(me.host ^ 1, 1, now - 2 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 1);
+	/* Made "in the future" by a clock ahead of ours: not stale. */
+	ti = info(me.host ^ 1, 1, now + 3 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
 	/* A pid that cannot be one: judged by age, never signalled. */
-	o.host = me.host;
-	o.pid = 0;
-	assert_int_equal(ph_temp_stale(&o, now, &me, now), 0);
-	o.pid = 0x80000001u;
-	assert_int_equal(ph_temp_stale(&o, now, &me, now), 0);
+	ti = info(me.host, 0, now);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
+	ti = info(me.host, 0x80000001u, now);
+	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
+	/* The minute a name carries is the minute it was made. */
+	assert_int_equal(ph_temp_name(name, sizeof(name), "a.jpg", PH_TEMP_NEW, &me), 0);
+	assert_int_equal(ph_temp_parse(name, strlen(name), &ti), 1);
+	assert_true((((uint32_t)(now / 60) - ti.minute) & 0xffffffu) <= 1);
 }
 
 int
