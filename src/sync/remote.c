@@ -16,6 +16,8 @@
 #define MAX_DEPTH 256
 #define MAX_ENTRIES 20000000u
 #define MAX_PATH 4095
+#define MAX_PATH_BYTES (2ull << 30)
+#define MAX_STATS 1024     /* LSTATs in flight */
 
 struct rscan;
 
@@ -53,6 +55,9 @@ struct rscan {
 	int64_t now;
 	struct aside *asides;
 	size_t nasides, capasides;
+	char **statq;      /* entries to LSTAT (their listing lacked attributes) */
+	size_t nstatq, capstatq;
+	uint64_t path_bytes; /* bytes of paths listed (a memory cap) */
 };
 
 static int
@@ -132,10 +137,12 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 		free(rel);
 		return;
 	}
-	if (rs->t->n >= MAX_ENTRIES) {
+	rs->path_bytes += strlen(rel) + 1;
+	if (rs->t->n >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
 		rs->fatal = ph_err(rs->j->ctx, PHSYNC_ENOMEM,
-		                   "the remote tree has more than %u entries; stopped (does "
-		                   "the server's tree loop back on itself?)", MAX_ENTRIES);
+		                   "the remote tree has more than %u entries or 2 GiB of "
+		                   "names; stopped (does the server's tree loop back on "
+		                   "itself?)", MAX_ENTRIES);
 		free(rel);
 		return;
 	}
@@ -330,21 +337,22 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		    (type_of(a.perm) == PH_T_FILE &&
 		     (a.flags & (PH_ATTR_SIZE | PH_ATTR_ACMODTIME)) !=
 		     (PH_ATTR_SIZE | PH_ATTR_ACMODTIME))) {
-			struct pending_stat *ps = malloc(sizeof(*ps));
-			char *full = ph_job_rpath(rs->j, rel);
+			/* Asked later, a bounded number at a time: one NAME reply can
+			 * name hundreds of thousands of such entries. */
+			if (rs->nstatq == rs->capstatq) {
+				size_t cap = rs->capstatq ? rs->capstatq * 2 : 256;
+				char **q;
 
-			if (ps == NULL || full == NULL ||
-			    ph_sftp_stat(s, 1, full, stat_cb, ps) != 0) {
-				free(ps);
-				free(full);
-				free(rel);
-				rs->fatal = PHSYNC_ENOMEM;
-				break;
+				if (cap > MAX_QUEUE_PATHS ||
+				    (q = realloc(rs->statq, cap * sizeof(*q))) == NULL) {
+					free(rel);
+					rs->fatal = PHSYNC_ENOMEM;
+					break;
+				}
+				rs->statq = q;
+				rs->capstatq = cap;
 			}
-			ps->rs = rs;
-			ps->rel = rel;
-			rs->active++;
-			free(full);
+			rs->statq[rs->nstatq++] = rel;
 			continue;
 		}
 		add_entry(rs, rel, &a);
@@ -389,6 +397,28 @@ lister_done(struct lister *l)
 	l->rs->active--;
 	free(l->rel);
 	free(l);
+}
+
+/* Sends the LSTAT of rel (owned; freed on failure). */
+static int
+start_stat(struct rscan *rs, char *rel)
+{
+	struct pending_stat *ps = malloc(sizeof(*ps));
+	char *full = ph_job_rpath(rs->j, rel);
+	int rc = PHSYNC_ENOMEM;
+
+	if (ps != NULL && full != NULL)
+		rc = ph_sftp_stat(rs->j->sftp, 1, full, stat_cb, ps);
+	free(full);
+	if (rc != 0) {
+		free(ps);
+		free(rel);
+		return rc;
+	}
+	ps->rs = rs;
+	ps->rel = rel;
+	rs->active++;
+	return 0;
 }
 
 static int
@@ -495,11 +525,13 @@ ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 		free(root);
 		return PHSYNC_ENOMEM;
 	}
-	while (rc == 0 && !rs.fatal && (rs.qhead < rs.qlen || rs.active > 0)) {
+	while (rc == 0 && !rs.fatal && (rs.qhead < rs.qlen || rs.active > 0 || rs.nstatq > 0)) {
 		while (rs.qhead < rs.qlen && rs.active < MAX_LISTERS && rc == 0) {
 			rc = start_lister(&rs, rs.queue[rs.qhead]);
 			rs.queue[rs.qhead++] = NULL;
 		}
+		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(j->sftp) < MAX_STATS)
+			rc = start_stat(&rs, rs.statq[--rs.nstatq]);
 		if (rc == 0)
 			rc = ph_sftp_pump(j->sftp, 250);
 		if (rc == 0 && j->ctx->interrupted)
@@ -521,5 +553,8 @@ ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 		free(rs.asides[i].final);
 	}
 	free(rs.asides);
+	while (rs.nstatq > 0)
+		free(rs.statq[--rs.nstatq]);
+	free(rs.statq);
 	return rc;
 }
