@@ -368,6 +368,70 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 	return 1;
 }
 
+int
+ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n)
+{
+	sqlite3_stmt *s = NULL;
+	struct ph_state_row *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc = 0, r;
+
+	*rows = NULL;
+	*n = 0;
+	if ((rc = ph_state_flush(st)) != 0)
+		return rc;
+	if (sqlite3_prepare_v2(st->db, "SELECT path, lsize, lmtime, rsize, rmtime FROM files", -1,
+	                       &s, NULL) != SQLITE_OK)
+		return db_err(st, st->path, "reading");
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(s, 0);
+
+		if (p == NULL)
+			continue;
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct ph_state_row *nv = realloc(v, nc * sizeof(*nv));
+
+			if (nv == NULL) {
+				rc = PHSYNC_ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		if ((v[cnt].path = strdup(p)) == NULL) {
+			rc = PHSYNC_ENOMEM;
+			break;
+		}
+		v[cnt].f.lsize = (uint64_t)sqlite3_column_int64(s, 1);
+		v[cnt].f.lmtime = sqlite3_column_int64(s, 2);
+		v[cnt].f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
+		v[cnt].f.rmtime = sqlite3_column_int64(s, 4);
+		cnt++;
+	}
+	if (rc == 0 && r != SQLITE_DONE)
+		rc = db_err(st, st->path, "reading");
+	sqlite3_finalize(s);
+	if (rc != 0) {
+		ph_state_rows_free(v, cnt);
+		return rc;
+	}
+	*rows = v;
+	*n = cnt;
+	return 0;
+}
+
+void
+ph_state_rows_free(struct ph_state_row *rows, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(rows[i].path);
+	free(rows);
+}
+
 void
 ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats)
 {

@@ -54,6 +54,17 @@ int ph_state_flush(struct ph_state *st);
 int ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f,
                       uint8_t hashbuf[16]);
 
+/* One remembered file, for the planner. */
+struct ph_state_row {
+	char *path;
+	struct ph_state_file f;    /* hash not loaded */
+};
+
+/* Loads every remembered file (unsorted) into *rows (*n of them); free
+ * with ph_state_rows_free. Returns 0 or a negative PHSYNC_E*. */
+int ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n);
+void ph_state_rows_free(struct ph_state_row *rows, size_t n);
+
 /* Ends the run: records its end, counts and result (a PHSYNC_E* or 0),
  * commits, checkpoints, releases the lock and frees. NULL is a no-op. */
 void ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats);

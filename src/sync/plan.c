@@ -32,9 +32,9 @@ ph_plan_block_subtree(struct ph_plan *plan, const struct ph_tree *src, size_t i)
 
 int
 ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
-             struct ph_plan *plan)
+             const struct ph_known_set *known, struct ph_plan *plan)
 {
-	size_t i, j = 0;
+	size_t i, j = 0, kj = 0;
 	const char *blocked = NULL;
 	size_t blen = 0;
 
@@ -48,12 +48,20 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young
 		struct ph_action a = { (uint32_t)i, -1, 0 };
 		int c = 1;
 
+		const struct ph_known *kn = NULL;
+		int kc = 1;
+
 		while (j < dst->n && (c = ph_path_cmp(dst->v[j].path, s->path)) < 0)
 			j++;
 		if (j < dst->n && c == 0) {
 			d = &dst->v[j];
 			a.dst = (int64_t)j;
 		}
+		while (known != NULL && kj < known->n &&
+		       (kc = ph_path_cmp(known->v[kj].path, s->path)) < 0)
+			kj++;
+		if (known != NULL && kj < known->n && kc == 0)
+			kn = &known->v[kj];
 		if (s->type == PH_T_FILE)
 			plan->files_total++;
 		if (blocked != NULL && under(s->path, blocked, blen)) {
@@ -81,7 +89,9 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young
 			a.kind = PH_A_NEW;
 		} else if (d->type != PH_T_FILE) {
 			a.kind = PH_A_CONFLICT;
-		} else if (s->nosize || d->nosize || d->size != s->size || d->mtime != s->mtime) {
+		} else if ((s->nosize || d->nosize || d->size != s->size || d->mtime != s->mtime) &&
+		           !(kn != NULL && !s->nosize && !d->nosize && kn->ssize == s->size &&
+		             kn->smtime == s->mtime && kn->dsize == d->size && kn->dmtime == d->mtime)) {
 			a.kind = PH_A_UPDATE;
 		}
 		if (a.kind == 0)

@@ -20,6 +20,20 @@ enum ph_action_kind {
 	PH_A_SKIP_YOUNG   /* file changed too recently (--min-age): maybe still written */
 };
 
+/* What the state remembers of a file, oriented as the plan sees it: the
+ * source's and the destination's size and time when it was last synced.
+ * An array sorted by ph_path_cmp. */
+struct ph_known {
+	const char *path;
+	uint64_t ssize, dsize;
+	int64_t smtime, dmtime;
+};
+
+struct ph_known_set {
+	const struct ph_known *v;
+	size_t n;
+};
+
 struct ph_action {
 	uint32_t src;     /* index in the source tree */
 	int64_t dst;      /* index in the destination tree, -1 if absent */
@@ -37,10 +51,13 @@ struct ph_plan {
  * source order, so folders come before their contents. A file moves when
  * it is absent or its size or mtime (seconds) differ, or either side
  * could not tell its size; a source file whose mtime is after young_after
- * (0: none) is left for a later run instead (PH_A_SKIP_YOUNG). Returns 0 or
+ * (0: none) is left for a later run instead (PH_A_SKIP_YOUNG). A file whose
+ * two sides still show the size and time the state (known, may be NULL)
+ * recorded at its last sync is unchanged even if those differ from each
+ * other (a phone that cannot set times).  Returns 0 or
  * PHSYNC_ENOMEM. */
 int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
-                 struct ph_plan *plan);
+                 const struct ph_known_set *known, struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);
 
 /* Marks a folder subtree blocked: every action after index i whose path

@@ -55,6 +55,8 @@ struct pfile {
 	unsigned pending;          /* every request in flight that calls back */
 	int state, failed, silent, times_failed;
 	int tmp_made;              /* the temp file exists on the server */
+	int64_t rmtime;            /* the remote file's mtime, when the server
+	                              would not take ours (-1: unknown) */
 	size_t slot;
 };
 
@@ -199,16 +201,35 @@ fsync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 }
 
 static void
+fstat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_ACMODTIME) &&
+	    (!(r->attrs.flags & PH_ATTR_SIZE) || r->attrs.size == f->e->size))
+		f->rmtime = r->attrs.mtime;
+	pf_step(f);
+}
+
+static void
 setstat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct pfile *f = arg;
 
 	(void)s;
 	f->pending--;
-	if (r->type == 0)
+	if (r->type == 0) {
 		reply_err(f, r, "connection lost");
-	else if (!status_ok(r))
-		f->times_failed = 1; /* many phones cannot set times: warn, go on */
+	} else if (!status_ok(r) && !f->failed) {
+		/* Many phones cannot set times: warn, go on, and learn the time
+		 * the server gave the file, so the state can tell next time that
+		 * it is unchanged (not sent again and again). */
+		f->times_failed = 1;
+		if (f->hlen > 0 && ph_sftp_fstat(s, f->h, f->hlen, fstat_cb, f) == 0)
+			f->pending++;
+	}
 	pf_step(f);
 }
 
@@ -273,9 +294,10 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		f->tmp_made = 0;
 		j->st.files_done++;
 		j->st.bytes_committed += f->e->size;
-		/* A time the server refused is unknown there: 0 until it is read. */
+		/* Where the server refused our time, the one it gave (-1: not
+		 * learned, which never matches: the file is compared as before). */
 		ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
-		              f->times_failed ? 0 : f->e->mtime);
+		              f->times_failed ? f->rmtime : f->e->mtime);
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
 			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,
@@ -538,6 +560,7 @@ start_file(struct push *p, size_t ai)
 	f->ai = ai;
 	f->e = e;
 	f->fd = -1;
+	f->rmtime = -1;
 	f->state = P_OPENING;
 	if ((rc = ph_local_split(e->path, &dir, &base)) != 0)
 		goto out;

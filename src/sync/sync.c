@@ -266,6 +266,43 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	return ph_state_open(j->ctx, j->o->state_dir, &key, j->o->reset_state, &j->state);
 }
 
+static int
+known_cmp(const void *a, const void *b)
+{
+	return ph_path_cmp(((const struct ph_known *)a)->path, ((const struct ph_known *)b)->path);
+}
+
+/* The state's records as the planner sees them: source and destination
+ * sides (the remote is the source of a pull), sorted like the trees. */
+static int
+load_known(struct ph_job *j, int pull, struct ph_state_row **rows, size_t *nrows,
+           struct ph_known_set *known)
+{
+	struct ph_known *v;
+	size_t i;
+	int rc;
+
+	if ((rc = ph_state_load(j->state, rows, nrows)) != 0)
+		return rc;
+	if (*nrows == 0)
+		return 0;
+	if ((v = calloc(*nrows, sizeof(*v))) == NULL)
+		return PHSYNC_ENOMEM;
+	for (i = 0; i < *nrows; i++) {
+		const struct ph_state_file *f = &(*rows)[i].f;
+
+		v[i].path = (*rows)[i].path;
+		v[i].ssize = pull ? f->rsize : f->lsize;
+		v[i].smtime = pull ? f->rmtime : f->lmtime;
+		v[i].dsize = pull ? f->lsize : f->rsize;
+		v[i].dmtime = pull ? f->lmtime : f->rmtime;
+	}
+	qsort(v, *nrows, sizeof(*v), known_cmp);
+	known->v = v;
+	known->n = *nrows;
+	return 0;
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -281,6 +318,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	char *user = NULL, *host = NULL, *rpath = NULL;
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
+	struct ph_state_row *rows = NULL;
+	size_t nrows = 0;
+	struct ph_known_set known = { NULL, 0 };
 	int rc, pull = dir == PHSYNC_PULL, remote_missing = 0;
 
 	ctx->err[0] = '\0';
@@ -413,9 +453,15 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 			goto out;
 		ph_tree_sort(pull ? &j.src : &j.dst);
 	}
-	if ((rc = ph_plan_make(&j.src, &j.dst,
-	                       opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0,
-	                       &j.plan)) != 0)
+	if (j.state != NULL && (rc = load_known(&j, pull, &rows, &nrows, &known)) != 0)
+		goto out;
+	rc = ph_plan_make(&j.src, &j.dst, opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0,
+	                  &known, &j.plan);
+	ph_state_rows_free(rows, nrows);
+	free((void *)known.v);
+	rows = NULL;
+	nrows = 0;
+	if (rc != 0)
 		goto out;
 	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
 		rc = PHSYNC_ENOMEM;
@@ -444,6 +490,7 @@ out:
 		*stats = j.st;
 	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
 	ph_state_close(j.state, rc, &j.st);
+	ph_state_rows_free(rows, nrows);
 	ph_plan_free(&j.plan);
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);

@@ -555,6 +555,15 @@ ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void
 }
 
 int
+ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc = simple_handle(s, PH_FXP_FSTAT, h, hlen, cb, arg, &start);
+
+	return end(s, start, rc);
+}
+
+int
 ph_sftp_setstat(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a,
                 ph_sftp_cb cb, void *arg)
 {

@@ -142,6 +142,8 @@ int ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
                        void *fill_arg, ph_sftp_cb cb, void *arg);
 int ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb,
                  void *arg);
+int ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+                  void *arg);
 int ph_sftp_setstat(struct ph_sftp *s, const char *path,
                     const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
 int ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,

@@ -410,6 +410,19 @@ class SetstatTest(RelayTestCase):
         warned = {e["path"] for e in r.json() if e["event"] == "warning"}
         self.assertLessEqual(set(files), warned, "a warning per file whose times could not be set: %r" % (r,))
         self.assertNoLeftovers()
+        # issue 7: the state remembers the time the phone gave each file, so a re-push of
+        # unchanged files sends nothing (no transfer loop), and an edited file still goes.
+        r = self.push("--json")
+        self.assertEqual(r.code, EXIT_OK, r)
+        s = r.json()[-1]
+        self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), r)
+        write_file(os.path.join(self.local, "IMG_1.jpg"), b"edited", mtime=T0 + 60)
+        r = self.push("--json")
+        self.assertEqual(r.code, EXIT_OK, r)
+        self.assertEqual(r.json()[-1]["files_done"], 1, r)
+        self.assertEqual(read(os.path.join(self.remote, "IMG_1.jpg")), b"edited")
+        r = self.push("--json")
+        self.assertEqual(r.json()[-1]["files_done"], 0, r)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ test_plan_new_update_same(void **state)
 	add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
 	assert_int_equal(p.n, 5);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "DCIM/bigger.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
@@ -113,7 +113,7 @@ test_plan_young_files_wait(void **state)
 	add(&dst, "young-update.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 400, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 400, NULL, &p), 0);
 	assert_int_equal(p.n, 3);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "old.jpg");
 	assert_int_equal(k, PH_A_NEW);
@@ -125,8 +125,43 @@ test_plan_young_files_wait(void **state)
 	assert_int_equal(p.bytes_todo, 10);
 	ph_plan_free(&p);
 	/* Without a cut-off everything that differs moves. */
-	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
 	assert_int_equal(p.files_todo, 3);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* The state's records: both sides as last synced means unchanged, even
+ * when the two sides' times differ (a phone that would not set them). */
+static void
+test_plan_known_sides_unchanged(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[] = {
+		{ "a.jpg", 10, 10, 100, 555 },     /* as synced: unchanged */
+		{ "b.jpg", 10, 10, 100, 555 },     /* destination changed since */
+		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
+	};
+	struct ph_known_set known = { kv, 3 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "a.jpg", PH_T_FILE, 10, 100);
+	add(&src, "b.jpg", PH_T_FILE, 10, 100);
+	add(&src, "c.jpg", PH_T_FILE, 10, 101);
+	add(&dst, "a.jpg", PH_T_FILE, 10, 555);
+	add(&dst, "b.jpg", PH_T_FILE, 10, 556);
+	add(&dst, "c.jpg", PH_T_FILE, 10, 555);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, &known, &p), 0);
+	assert_int_equal(p.n, 2);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "b.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_string_equal(kind_path(&p, &src, 1, &k), "c.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -150,7 +185,7 @@ test_plan_conflicts_block_subtree(void **state)
 	add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
 	assert_int_equal(p.n, 5);
 	kind_path(&p, &src, 0, &k);
 	assert_int_equal(k, PH_A_CONFLICT);
@@ -166,7 +201,7 @@ test_plan_conflicts_block_subtree(void **state)
 	/* A folder that cannot be made blocks its contents, counts adjusted. */
 	ph_plan_free(&p);
 	ph_tree_free(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
 	assert_int_equal(p.v[3].kind, PH_A_MKDIR);
 	assert_int_equal(p.files_todo, 3);
 	assert_int_equal(ph_plan_block_subtree(&p, &src, 3), 1);
@@ -224,6 +259,7 @@ main(void)
 		cmocka_unit_test(test_sort_keeps_subtrees_together),
 		cmocka_unit_test(test_plan_new_update_same),
 		cmocka_unit_test(test_plan_young_files_wait),
+		cmocka_unit_test(test_plan_known_sides_unchanged),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_filter),
