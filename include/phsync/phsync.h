@@ -90,6 +90,8 @@ struct phsync_options {
 	unsigned min_age_s;            /* leave source files changed less than
 	                                  this many seconds ago (still being
 	                                  written) for a later run; 0 = off */
+	unsigned modify_window_s;      /* modification times this close count as
+	                                  equal (FAT storage keeps 2 s steps) */
 	const char *state_dir;         /* where the sync state lives; NULL:
 	                                  $XDG_STATE_HOME/phsync */
 	int reset_state;               /* drop this pair's state first */

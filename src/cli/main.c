@@ -85,6 +85,8 @@ static const char usage_text[] =
 "      --no-fsync     do not fsync before renaming (faster; a power cut may\n"
 "                     then leave empty files, a crash of phsync cannot)\n"
 "      --timeout SEC  give up on a server silent for SEC seconds (default 60)\n"
+"      --modify-window SEC  count times SEC seconds apart as equal (2 for\n"
+"                     FAT/exFAT storage that keeps 2-second times)\n"
 "      --min-age SEC  leave files changed less than SEC seconds ago (maybe\n"
 "                     still being written) for a later run\n"
 "      --state-dir DIR  keep the sync state there (default\n"
@@ -239,7 +241,8 @@ static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
-	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR };
+	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
+	       O_MODIFY_WINDOW };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -255,6 +258,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "min-age", required_argument, NULL, O_MIN_AGE },
 		{ "reset-state", no_argument, NULL, O_RESET_STATE },
 		{ "state-dir", required_argument, NULL, O_STATE_DIR },
+		{ "modify-window", required_argument, NULL, O_MODIFY_WINDOW },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -325,6 +329,18 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_STATE_DIR:
 			opts.state_dir = optarg;
 			break;
+		case O_MODIFY_WINDOW: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v > 86400) {
+				fprintf(stderr, "phsync: --modify-window takes 0 to 86400 seconds\n"
+				        "Try 'phsync --help'.\n");
+				return CLI_EXIT_USAGE;
+			}
+			opts.modify_window_s = (unsigned)v;
+			break;
+		}
 		case O_MIN_AGE: {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);

@@ -30,14 +30,29 @@ ph_plan_block_subtree(struct ph_plan *plan, const struct ph_tree *src, size_t i)
 	return n;
 }
 
-int
-ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
-             const struct ph_known_set *known, struct ph_plan *plan)
+/* Same time, within the window (FAT keeps 2 s steps). */
+static int
+same_time(int64_t a, int64_t b, int64_t window)
 {
+	return a == b || (a > b ? a - b : b - a) <= window;
+}
+
+int
+ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
+             const struct ph_plan_opts *opts, struct ph_plan *plan)
+{
+	static const struct ph_plan_opts none = { 0, 0, NULL };
+	const struct ph_known_set *known;
+	int64_t young_after, win;
 	size_t i, j = 0, kj = 0;
 	const char *blocked = NULL;
 	size_t blen = 0;
 
+	if (opts == NULL)
+		opts = &none;
+	known = opts->known;
+	young_after = opts->young_after;
+	win = opts->modify_window;
 	memset(plan, 0, sizeof(*plan));
 	if (src->n == 0)
 		return 0;
@@ -75,7 +90,7 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young
 				a.kind = PH_A_MKDIR;
 			else if (d->type != PH_T_DIR)
 				a.kind = PH_A_CONFLICT;
-			else if (d->mtime != s->mtime)
+			else if (!same_time(d->mtime, s->mtime, win))
 				a.kind = PH_A_DIRTIME;
 			if (a.kind == PH_A_CONFLICT) {
 				blocked = s->path;
@@ -83,13 +98,14 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young
 			}
 		} else if (young_after != 0 && s->mtime > young_after &&
 		           (d == NULL || d->type != PH_T_FILE || s->nosize || d->nosize ||
-		            d->size != s->size || d->mtime != s->mtime)) {
+		            d->size != s->size || !same_time(d->mtime, s->mtime, win))) {
 			a.kind = PH_A_SKIP_YOUNG;
 		} else if (d == NULL) {
 			a.kind = PH_A_NEW;
 		} else if (d->type != PH_T_FILE) {
 			a.kind = PH_A_CONFLICT;
-		} else if ((s->nosize || d->nosize || d->size != s->size || d->mtime != s->mtime) &&
+		} else if ((s->nosize || d->nosize || d->size != s->size ||
+		            !same_time(d->mtime, s->mtime, win)) &&
 		           !(kn != NULL && !s->nosize && !d->nosize && kn->ssize == s->size &&
 		             kn->smtime == s->mtime && kn->dsize == d->size && kn->dmtime == d->mtime)) {
 			a.kind = PH_A_UPDATE;

@@ -49,15 +49,23 @@ struct ph_plan {
 
 /* Compares src with dst (both sorted by ph_tree_sort) and fills plan in
  * source order, so folders come before their contents. A file moves when
- * it is absent or its size or mtime (seconds) differ, or either side
- * could not tell its size; a source file whose mtime is after young_after
+ * it is absent or its size or mtime (seconds, within opts->modify_window)
+ * differ, or either side
+ * could not tell its size; a source file whose mtime is after opts->young_after
  * (0: none) is left for a later run instead (PH_A_SKIP_YOUNG). A file whose
- * two sides still show the size and time the state (known, may be NULL)
+ * two sides still show the size and time the state (opts->known)
  * recorded at its last sync is unchanged even if those differ from each
  * other (a phone that cannot set times).  Returns 0 or
  * PHSYNC_ENOMEM. */
-int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst, int64_t young_after,
-                 const struct ph_known_set *known, struct ph_plan *plan);
+/* What the plan takes besides the two trees (all optional). */
+struct ph_plan_opts {
+	int64_t young_after;             /* --min-age cut-off (unix time), 0: none */
+	int64_t modify_window;           /* times this close are equal (FAT: 2 s) */
+	const struct ph_known_set *known;/* the state's records, or NULL */
+};
+
+int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
+                 const struct ph_plan_opts *opts, struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);
 
 /* Marks a folder subtree blocked: every action after index i whose path

@@ -455,8 +455,14 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	}
 	if (j.state != NULL && (rc = load_known(&j, pull, &rows, &nrows, &known)) != 0)
 		goto out;
-	rc = ph_plan_make(&j.src, &j.dst, opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0,
-	                  &known, &j.plan);
+	{
+		struct ph_plan_opts po;
+
+		po.young_after = opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0;
+		po.modify_window = opts->modify_window_s;
+		po.known = &known;
+		rc = ph_plan_make(&j.src, &j.dst, &po, &j.plan);
+	}
 	ph_state_rows_free(rows, nrows);
 	free((void *)known.v);
 	rows = NULL;

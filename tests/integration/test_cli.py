@@ -114,6 +114,15 @@ class CliTest(SyncTestCase):
         r = self.srv.run(["pull", "--min-age", "x", "phone:" + self.remote, self.local])
         self.assertEqual(r.code, 2, r)
 
+    def test_modify_window(self):
+        # A FAT phone keeps even seconds: the copy made earlier is 1 s off.
+        write_file(os.path.join(self.remote, "IMG.jpg"), b"photo", mtime=T0 + 1)
+        write_file(os.path.join(self.local, "IMG.jpg"), b"photo", mtime=T0)
+        r = self.pull("--modify-window", "2", "--json", expect=0)
+        self.assertEqual(r.json()[-1]["files_done"], 0, r)
+        r = self.pull("--json", expect=0)
+        self.assertEqual(r.json()[-1]["files_done"], 1, r)
+
     def test_ctrl_c_at_a_prompt(self):
         # An unknown host key is asked about on the terminal; Ctrl-C there ends the run as
         # interrupted (exit 6), nothing recorded, nothing made.

@@ -74,7 +74,7 @@ test_plan_new_update_same(void **state)
 	add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
 	assert_int_equal(p.n, 5);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "DCIM/bigger.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
@@ -101,6 +101,7 @@ static void
 test_plan_young_files_wait(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_plan_opts young = { 400, 0, NULL };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -113,7 +114,7 @@ test_plan_young_files_wait(void **state)
 	add(&dst, "young-update.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 400, NULL, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, &young, &p), 0);
 	assert_int_equal(p.n, 3);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "old.jpg");
 	assert_int_equal(k, PH_A_NEW);
@@ -125,7 +126,7 @@ test_plan_young_files_wait(void **state)
 	assert_int_equal(p.bytes_todo, 10);
 	ph_plan_free(&p);
 	/* Without a cut-off everything that differs moves. */
-	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
 	assert_int_equal(p.files_todo, 3);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
@@ -144,6 +145,7 @@ test_plan_known_sides_unchanged(void **state)
 		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
 	};
 	struct ph_known_set known = { kv, 3 };
+	struct ph_plan_opts ko = { 0, 0, &known };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -156,12 +158,44 @@ test_plan_known_sides_unchanged(void **state)
 	add(&dst, "c.jpg", PH_T_FILE, 10, 555);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, &known, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
 	assert_int_equal(p.n, 2);
 	assert_string_equal(kind_path(&p, &src, 0, &k), "b.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
 	assert_string_equal(kind_path(&p, &src, 1, &k), "c.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* --modify-window: times that close are equal (FAT's 2 s steps). */
+static void
+test_plan_modify_window(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_plan_opts fat = { 0, 2, NULL };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "DCIM", PH_T_DIR, 0, 1001);
+	add(&src, "DCIM/a.jpg", PH_T_FILE, 10, 1001);
+	add(&src, "DCIM/b.jpg", PH_T_FILE, 10, 1000);
+	add(&src, "DCIM/c.jpg", PH_T_FILE, 10, 1000);
+	add(&dst, "DCIM", PH_T_DIR, 0, 1000);
+	add(&dst, "DCIM/a.jpg", PH_T_FILE, 10, 1000);
+	add(&dst, "DCIM/b.jpg", PH_T_FILE, 10, 1002);
+	add(&dst, "DCIM/c.jpg", PH_T_FILE, 10, 1003);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &fat, &p), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "DCIM/c.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	ph_plan_free(&p);
+	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
+	assert_int_equal(p.n, 4); /* without the window: folder time and three files */
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -185,7 +219,7 @@ test_plan_conflicts_block_subtree(void **state)
 	add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
 	assert_int_equal(p.n, 5);
 	kind_path(&p, &src, 0, &k);
 	assert_int_equal(k, PH_A_CONFLICT);
@@ -201,7 +235,7 @@ test_plan_conflicts_block_subtree(void **state)
 	/* A folder that cannot be made blocks its contents, counts adjusted. */
 	ph_plan_free(&p);
 	ph_tree_free(&dst);
-	assert_int_equal(ph_plan_make(&src, &dst, 0, NULL, &p), 0);
+	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
 	assert_int_equal(p.v[3].kind, PH_A_MKDIR);
 	assert_int_equal(p.files_todo, 3);
 	assert_int_equal(ph_plan_block_subtree(&p, &src, 3), 1);
@@ -260,6 +294,7 @@ main(void)
 		cmocka_unit_test(test_plan_new_update_same),
 		cmocka_unit_test(test_plan_young_files_wait),
 		cmocka_unit_test(test_plan_known_sides_unchanged),
+		cmocka_unit_test(test_plan_modify_window),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_filter),
