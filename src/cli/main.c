@@ -237,6 +237,24 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
 }
 
+/* Parses a number of seconds for --NAME, lo to hi; says so and returns -1
+ * when it is not one. */
+static int
+parse_secs(const char *arg, const char *name, unsigned long lo, unsigned long hi,
+           unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || v < lo || v > hi) {
+		fprintf(stderr, "phsync: --%s takes %lu to %lu seconds\nTry 'phsync --help'.\n",
+		        name, lo, hi);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 static int
 sync_main(int argc, char **argv, enum phsync_direction dir)
 {
@@ -329,41 +347,18 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_STATE_DIR:
 			opts.state_dir = optarg;
 			break;
-		case O_MODIFY_WINDOW: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v > 86400) {
-				fprintf(stderr, "phsync: --modify-window takes 0 to 86400 seconds\n"
-				        "Try 'phsync --help'.\n");
+		case O_MODIFY_WINDOW:
+			if (parse_secs(optarg, "modify-window", 0, 86400, &opts.modify_window_s) != 0)
 				return CLI_EXIT_USAGE;
-			}
-			opts.modify_window_s = (unsigned)v;
 			break;
-		}
-		case O_MIN_AGE: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v > 30u * 86400) {
-				fprintf(stderr, "phsync: --min-age takes 0 to 2592000 seconds\n"
-				        "Try 'phsync --help'.\n");
+		case O_MIN_AGE:
+			if (parse_secs(optarg, "min-age", 0, 2592000, &opts.min_age_s) != 0)
 				return CLI_EXIT_USAGE;
-			}
-			opts.min_age_s = (unsigned)v;
 			break;
-		}
-		case O_TIMEOUT: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v == 0 || v > 86400) {
-				fprintf(stderr, "phsync: --timeout takes 1 to 86400 seconds\n");
+		case O_TIMEOUT:
+			if (parse_secs(optarg, "timeout", 1, 86400, &opts.timeout_s) != 0)
 				return CLI_EXIT_USAGE;
-			}
-			opts.timeout_s = (unsigned)v;
 			break;
-		}
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_EXIT_OK;

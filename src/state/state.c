@@ -84,8 +84,9 @@ state_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create)
 }
 
 static int
-db_err(struct ph_state *st, const char *path, const char *what)
+db_err(struct ph_state *st, const char *what)
 {
+	const char *path = st->path;
 	int code = sqlite3_errcode(st->db);
 
 	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
@@ -104,10 +105,10 @@ db_err(struct ph_state *st, const char *path, const char *what)
 }
 
 static int
-exec(struct ph_state *st, const char *path, const char *sql)
+exec(struct ph_state *st, const char *sql)
 {
 	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return db_err(st, path, sql);
+		return db_err(st, sql);
 	return 0;
 }
 
@@ -161,7 +162,7 @@ key_paths(const char *dir, const char *id, char *db, char *lock, size_t len)
 }
 
 static int
-meta_put(struct ph_state *st, const char *path, const char *k, const char *v)
+meta_put(struct ph_state *st, const char *k, const char *v)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = 0;
@@ -171,47 +172,47 @@ meta_put(struct ph_state *st, const char *path, const char *k, const char *v)
 	    sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_bind_text(s, 2, v, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_step(s) != SQLITE_DONE)
-		rc = db_err(st, path, "writing the pair's description");
+		rc = db_err(st, "writing the pair's description");
 	sqlite3_finalize(s);
 	return rc;
 }
 
 /* Checks the file is ours and of a schema we know; creates it if new. */
 static int
-setup(struct ph_state *st, const char *path, const char *remote, const char *local)
+setup(struct ph_state *st, const char *remote, const char *local)
 {
 	int64_t app = 0, ver = 0;
 	int rc;
 
-	if ((rc = exec(st, path, "PRAGMA busy_timeout = 5000")) != 0)
-		return rc;
+	sqlite3_busy_timeout(st->db, BUSY_MS);
 	if (pragma_int(st, "PRAGMA application_id", &app) != 0 ||
 	    pragma_int(st, "PRAGMA user_version", &ver) != 0)
-		return db_err(st, path, "reading its header");
+		return db_err(st, "reading its header");
 	if (app != 0 && app != APP_ID)
 		return ph_err(st->ctx, PHSYNC_ECORRUPT, "%s is not a phsync state file; move it "
-		              "away, or run again with --reset-state to replace it", path);
+		              "away, or run again with --reset-state to replace it", st->path);
 	if (ver > PH_STATE_SCHEMA)
 		return ph_err(st->ctx, PHSYNC_EUNSUPPORTED, "the sync state %s was written by a "
 		              "newer phsync (schema %lld; this one knows %d): use that version, or "
-		              "--reset-state to start it over", path, (long long)ver, PH_STATE_SCHEMA);
+		              "--reset-state to start it over", st->path, (long long)ver,
+		              PH_STATE_SCHEMA);
 	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
 	 * may lose the last transactions, never the file's consistency, and a
 	 * lost row only makes the state claim less. */
-	if ((rc = exec(st, path, "PRAGMA journal_mode = WAL")) != 0 ||
-	    (rc = exec(st, path, "PRAGMA synchronous = NORMAL")) != 0)
+	if ((rc = exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
+	    (rc = exec(st, "PRAGMA synchronous = NORMAL")) != 0)
 		return rc;
 	if (app == 0 && ver == 0) {
 		char sql[128];
 
-		if ((rc = exec(st, path, "BEGIN IMMEDIATE")) != 0)
+		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
 			return rc;
 		snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d",
 		         APP_ID, PH_STATE_SCHEMA);
-		if ((rc = exec(st, path, schema)) != 0 || (rc = exec(st, path, sql)) != 0 ||
-		    (rc = meta_put(st, path, "remote", remote)) != 0 ||
-		    (rc = meta_put(st, path, "local", local)) != 0 ||
-		    (rc = exec(st, path, "COMMIT")) != 0) {
+		if ((rc = exec(st, schema)) != 0 || (rc = exec(st, sql)) != 0 ||
+		    (rc = meta_put(st, "remote", remote)) != 0 ||
+		    (rc = meta_put(st, "local", local)) != 0 ||
+		    (rc = exec(st, "COMMIT")) != 0) {
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			return rc;
 		}
@@ -260,11 +261,11 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	}
 	if (sqlite3_open_v2(db, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	                    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		rc = st->db ? db_err(st, db, "opening") :
+		rc = st->db ? db_err(st, "opening") :
 		     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
 		goto fail;
 	}
-	if ((rc = setup(st, db, remote, key->lpath)) != 0)
+	if ((rc = setup(st, remote, key->lpath)) != 0)
 		goto fail;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (path, lsize, lmtime, rsize, "
 	                       "rmtime, hash) VALUES (?, ?, ?, ?, ?, ?)", -1, &st->put,
@@ -275,7 +276,7 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 1, (int64_t)time(NULL)) != SQLITE_OK ||
 	    sqlite3_step(s) != SQLITE_DONE) {
-		rc = db_err(st, db, "preparing");
+		rc = db_err(st, "preparing");
 		goto fail;
 	}
 	st->run_id = sqlite3_last_insert_rowid(st->db);
@@ -301,7 +302,7 @@ ph_state_flush(struct ph_state *st)
 	st->in_txn = 0;
 	st->pending = 0;
 	if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = db_err(st, st->path, "committing");
+		int rc = db_err(st, "committing");
 
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		return rc;
@@ -316,7 +317,7 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 
 	if (!st->in_txn) {
 		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-			return db_err(st, st->path, "starting a transaction");
+			return db_err(st, "starting a transaction");
 		st->in_txn = 1;
 	}
 	sqlite3_reset(st->put);
@@ -328,7 +329,7 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 	    (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
 	               sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
 	    sqlite3_step(st->put) != SQLITE_DONE)
-		rc = db_err(st, st->path, "recording a file");
+		rc = db_err(st, "recording a file");
 	sqlite3_reset(st->put);
 	sqlite3_clear_bindings(st->put);
 	if (rc == 0 && ++st->pending >= BATCH)
@@ -344,14 +345,14 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 
 	sqlite3_reset(st->get);
 	if (sqlite3_bind_text(st->get, 1, path, -1, SQLITE_STATIC) != SQLITE_OK)
-		return db_err(st, st->path, "looking a file up");
+		return db_err(st, "looking a file up");
 	rc = sqlite3_step(st->get);
 	if (rc == SQLITE_DONE) {
 		sqlite3_reset(st->get);
 		return 0;
 	}
 	if (rc != SQLITE_ROW) {
-		rc = db_err(st, st->path, "looking a file up");
+		rc = db_err(st, "looking a file up");
 		sqlite3_reset(st->get);
 		return rc;
 	}
@@ -382,7 +383,7 @@ ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n)
 		return rc;
 	if (sqlite3_prepare_v2(st->db, "SELECT path, lsize, lmtime, rsize, rmtime FROM files", -1,
 	                       &s, NULL) != SQLITE_OK)
-		return db_err(st, st->path, "reading");
+		return db_err(st, "reading");
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *p = (const char *)sqlite3_column_text(s, 0);
 
@@ -411,7 +412,7 @@ ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n)
 		cnt++;
 	}
 	if (rc == 0 && r != SQLITE_DONE)
-		rc = db_err(st, st->path, "reading");
+		rc = db_err(st, "reading");
 	sqlite3_finalize(s);
 	if (rc != 0) {
 		ph_state_rows_free(v, cnt);

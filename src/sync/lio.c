@@ -67,6 +67,15 @@ deliver(struct ph_lio *l, struct ph_lio_file **v, size_t n)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* Do a and b lie in the same folder (the same rel up to the last '/')? */
+static int
+same_folder(const struct ph_lio_file *a, const struct ph_lio_file *b)
+{
+	size_t dl = (size_t)(a->final - a->rel);
+
+	return (size_t)(b->final - b->rel) == dl && memcmp(a->rel, b->rel, dl) == 0;
+}
+
 /* Makes the batch durable, closes each file (NFS reports write errors
  * there), renames it into place, hands them back. */
 static void
@@ -100,29 +109,19 @@ flush_batch(struct ph_lio *l)
 	 * on that promise). */
 	for (i = 0; l->durable && i < l->nbatch; i++) {
 		struct ph_lio_file *f = l->batch[i];
-		size_t k, dl = (size_t)(f->final - f->rel);
+		size_t k;
 		int seen = 0, e2;
 
 		if (f->err != 0)
 			continue;
-		for (k = 0; k < i && !seen; k++) {
-			struct ph_lio_file *g = l->batch[k];
-
-			seen = g->err == 0 && (size_t)(g->final - g->rel) == dl &&
-			       memcmp(g->rel, f->rel, dl) == 0;
-		}
-		if (seen)
-			continue;
-		if (fsync(f->dirfd) == 0)
+		for (k = 0; k < i && !seen; k++)
+			seen = l->batch[k]->err == 0 && same_folder(l->batch[k], f);
+		if (seen || fsync(f->dirfd) == 0)
 			continue;
 		e2 = -errno;
-		for (k = i; k < l->nbatch; k++) {
-			struct ph_lio_file *g = l->batch[k];
-
-			if (g->err == 0 && (size_t)(g->final - g->rel) == dl &&
-			    memcmp(g->rel, f->rel, dl) == 0)
-				g->err = e2;
-		}
+		for (k = i; k < l->nbatch; k++)
+			if (l->batch[k]->err == 0 && same_folder(l->batch[k], f))
+				l->batch[k]->err = e2;
 	}
 	deliver(l, l->batch, l->nbatch);
 	l->nbatch = 0;

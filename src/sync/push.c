@@ -252,34 +252,32 @@ close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	pf_step(f);
 }
 
+/* Releases f after a cleanup step of a replace; a refusal is a warning
+ * (msg says what is left and that the next run deals with it). */
 static void
-unaside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+aside_step_done(struct pfile *f, const struct ph_sftp_reply *r, const char *msg)
 {
-	struct pfile *f = arg;
-
-	(void)s;
 	f->pending--;
 	if (r->type != 0 && !status_ok(r))
 		ph_job_event(f->p->j, PHSYNC_EV_WARNING, f->e->path, NULL, 0,
-		             r->err ? r->err : PHSYNC_EREMOTE,
-		             "the old version could not be put back; it is kept beside the "
-		             "file as .NAME.phsync-o.* and the next run puts it back");
+		             r->err ? r->err : PHSYNC_EREMOTE, msg);
 	pf_step(f);
+}
+
+static void
+unaside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	(void)s;
+	aside_step_done(arg, r, "the old version could not be put back; it is kept beside "
+	                "the file as .NAME.phsync-o.* and the next run puts it back");
 }
 
 static void
 drop_aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
-	struct pfile *f = arg;
-
 	(void)s;
-	f->pending--;
-	if (r->type != 0 && !status_ok(r))
-		ph_job_event(f->p->j, PHSYNC_EV_WARNING, f->e->path, NULL, 0,
-		             r->err ? r->err : PHSYNC_EREMOTE,
-		             "the old version, set aside during the replace, could not be "
-		             "removed; the next run removes it");
-	pf_step(f);
+	aside_step_done(arg, r, "the old version, set aside during the replace, could not "
+	                "be removed; the next run removes it");
 }
 
 static void

@@ -458,6 +458,17 @@ simple_handle(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen,
 	return ph_buf_put_str(&s->out, h, hlen);
 }
 
+/* A request whose only field is the handle. */
+static int
+handle_only(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+            void *arg)
+{
+	size_t start = 0;
+	int rc = simple_handle(s, type, h, hlen, cb, arg, &start);
+
+	return end(s, start, rc);
+}
+
 int
 ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
              const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
@@ -485,20 +496,14 @@ int
 ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
                 void *arg)
 {
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_READDIR, h, hlen, cb, arg, &start);
-
-	return end(s, start, rc);
+	return handle_only(s, PH_FXP_READDIR, h, hlen, cb, arg);
 }
 
 int
 ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
               void *arg)
 {
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_CLOSE, h, hlen, cb, arg, &start);
-
-	return end(s, start, rc);
+	return handle_only(s, PH_FXP_CLOSE, h, hlen, cb, arg);
 }
 
 int
@@ -557,10 +562,7 @@ ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void
 int
 ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb, void *arg)
 {
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_FSTAT, h, hlen, cb, arg, &start);
-
-	return end(s, start, rc);
+	return handle_only(s, PH_FXP_FSTAT, h, hlen, cb, arg);
 }
 
 int
