@@ -13,6 +13,10 @@ int ph_cpu_has_aes(void);
  * each file, which is far cheaper for many small files. Returns 0 or -errno. */
 int ph_durable_sync(const int *fds, size_t n);
 
+/* Renames from (in folder fromdir) to to (in dirfd), failing with -EEXIST
+ * instead of replacing an existing to. Returns 0 or -errno. */
+int ph_rename_noreplace(int fromdir, const char *from, int dirfd, const char *to);
+
 /* Starts writing back a written range early so a later fsync is short and
  * dirty memory stays bounded; a no-op where the OS has no such call. */
 void ph_writeback_hint(int fd, uint64_t off, uint64_t len);

@@ -9,7 +9,7 @@ PKGS=(
   libcmocka-dev                             # unit tests
   openssh-server openssh-client openssh-sftp-server   # the integration tests' sshd, ssh-keygen, ssh-agent
   dropbear-bin gesftpserver                 # other server implementations (compatibility tests)
-  python3                                   # integration test harness, corpus generator, bench
+  python3 sqlite3 xxhash                    # integration test harness (sqlite3, xxhsum: the state's rows), bench
   rsync rdiff hyperfine time                # benchmark peers and GNU time (peak RSS)
   clang libclang-rt-14-dev                  # libFuzzer targets
 )

@@ -27,7 +27,9 @@ enum phsync_error {
 	PHSYNC_ENOTDIR = -16,    /* expected a folder */
 	PHSYNC_EREMOTE = -17,    /* the server reported a failure */
 	PHSYNC_EUNSUPPORTED = -18,/* the peer lacks a needed feature */
-	PHSYNC_ELOCKED = -19      /* another run holds this sync pair */
+	PHSYNC_ELOCKED = -19,     /* another run holds this sync pair */
+	PHSYNC_ECONFLICT = -20,   /* files changed on both sides: kept beside */
+	PHSYNC_EREFUSED = -21     /* refused for safety (e.g. deletes over the limit) */
 };
 
 /* Returns a constant English description of a phsync error code. */

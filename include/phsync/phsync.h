@@ -33,7 +33,12 @@ enum phsync_event_type {
 	PHSYNC_EV_MKDIR,          /* a folder was created */
 	PHSYNC_EV_PROGRESS,       /* periodic progress; only stats is set */
 	PHSYNC_EV_WARNING,        /* something worth telling that is not a failure */
-	PHSYNC_EV_SUMMARY         /* last event of a run; only stats is set */
+	PHSYNC_EV_SUMMARY,        /* last event of a run; only stats is set */
+	PHSYNC_EV_CONFLICT,       /* the destination file changed since the last
+	                             sync: the incoming version was put beside it
+	                             (message names it), or would be (dry run) */
+	PHSYNC_EV_DELETED         /* a destination file was deleted (or moved to
+	                             the trash) because the source's is gone */
 };
 
 struct phsync_stats {
@@ -48,6 +53,8 @@ struct phsync_stats {
 	uint64_t elapsed_ms;
 	uint64_t bytes_committed; /* bytes of the files counted in files_done:
 	                             what is now in place (the summary's figure) */
+	uint64_t conflicts;       /* incoming versions put beside changed files */
+	uint64_t files_deleted;   /* destination files deleted (--delete) */
 };
 
 struct phsync_event {
@@ -95,7 +102,23 @@ struct phsync_options {
 	const char *state_dir;         /* where the sync state lives; NULL:
 	                                  $XDG_STATE_HOME/phsync */
 	int reset_state;               /* drop this pair's state first */
+	int overwrite;                 /* the source wins: a destination file
+	                                  changed since the last sync (or met on
+	                                  first contact) is replaced, not kept
+	                                  with the incoming version beside it */
+	int delete_missing;            /* delete destination files whose source
+	                                  is gone since the last sync (only files
+	                                  the state says came from this source
+	                                  and are unchanged since) */
+	int64_t max_delete;            /* refuse all of a run's deletes when more
+	                                  would go; < 0: PHSYNC_MAX_DELETE_DEFAULT */
+	const char *trash_dir;         /* move deleted files under this folder
+	                                  (on the destination's side) instead */
 };
+
+/* --max-delete's default: a gallery emptied by accident is a few thousand
+ * files; a day's deliberate clean-up is rarely more than this. */
+#define PHSYNC_MAX_DELETE_DEFAULT 1000
 
 /* A sync pair the state knows (phsync_pairs). */
 struct phsync_pair_info {

@@ -66,8 +66,12 @@ static const char usage_text[] =
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
 "destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
 "~/Pictures' gives ~/Pictures/Camera/... A file is copied when it is new or\n"
-"its size or modification time differ; nothing is ever deleted. HOST is a\n"
-"Host in ~/.ssh/config (or -F FILE), as with ssh and rsync.\n"
+"its size or modification time differ. A destination file changed since\n"
+"the last sync (or, on first contact, of other content) is never\n"
+"overwritten: the incoming version lands beside it as\n"
+"NAME.phsync-conflict-YYYYMMDD-HHMMSS.EXT (exit 5). Nothing is deleted\n"
+"unless --delete says so. HOST is a Host in ~/.ssh/config (or -F FILE), as\n"
+"with ssh and rsync.\n"
 "\n"
 "Options (before or after the paths; '--' ends them):\n"
 "  -F FILE            read this ssh config instead of ~/.ssh/config\n"
@@ -89,6 +93,16 @@ static const char usage_text[] =
 "                     FAT/exFAT storage that keeps 2-second times)\n"
 "      --min-age SEC  leave files changed less than SEC seconds ago (maybe\n"
 "                     still being written) for a later run\n"
+"      --overwrite    the source wins: replace destination files changed since\n"
+"                     the last sync instead of putting a conflict copy beside\n"
+"      --delete       delete destination files whose source was deleted since\n"
+"                     the last sync (only files this pair synced, unchanged\n"
+"                     since; nothing when the source lists empty or a listing\n"
+"                     failed)\n"
+"      --max-delete N refuse every delete of a run that would delete more\n"
+"                     than N files (default 1000; 0: none)\n"
+"      --trash DIR    with --delete, move files into DIR (on the destination's\n"
+"                     side; relative to the destination folder) instead\n"
 "      --state-dir DIR  keep the sync state there (default\n"
 "                     $XDG_STATE_HOME/phsync or ~/.local/state/phsync)\n"
 "      --reset-state  forget what this pair's state remembers (a damaged\n"
@@ -103,11 +117,13 @@ static const char usage_text[] =
 "Exit codes:\n"
 "  0  success\n"
 "  1  error: remote folder missing, local folder unusable, disk full, protocol,\n"
-"     another run on the same pair in progress, a damaged state file\n"
+"     another run on the same pair in progress, a damaged state file,\n"
+"     deletes refused (over --max-delete, empty or failed source listing)\n"
 "  2  usage error\n"
 "  3  cannot connect or authenticate\n"
 "  4  host key changed, or unknown and not accepted\n"
-"  5  partial: some files failed (listed on stderr), the rest synced\n"
+"  5  partial: some files failed (listed on stderr), the rest synced; or\n"
+"     conflicts: changed files kept, incoming versions put beside them\n"
 "  6  interrupted; run again to finish\n";
 
 static int
@@ -125,6 +141,7 @@ exit_code(int rc)
 	case PHSYNC_EHOSTUNKNOWN:
 		return CLI_EXIT_HOSTKEY;
 	case PHSYNC_EPARTIAL:
+	case PHSYNC_ECONFLICT:
 		return CLI_EXIT_PARTIAL;
 	case PHSYNC_EINTR:
 		return CLI_EXIT_INTERRUPTED;
@@ -207,10 +224,11 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        ",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64 ",\"dirs_created\":%" PRIu64
 		        ",\"bytes_done\":%" PRIu64 ",\"bytes_committed\":%" PRIu64
 		        ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
+		        ",\"conflicts\":%" PRIu64 ",\"files_deleted\":%" PRIu64
 		        ",\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
 		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
-		        st->elapsed_ms,
+		        st->elapsed_ms, st->conflicts, st->files_deleted,
 		        o->dry_run ? "true" : "false", code);
 		if (err != NULL && err[0]) {
 			fputs(",\"error\":", o->out);
@@ -235,6 +253,10 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        o->dry_run ? "would be copied" : "copied",
 		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
 		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
+	if ((o->dry_run || o->verbose || o->progress) && (st->conflicts || st->files_deleted))
+		fprintf(o->err, "%s%" PRIu64 " conflict(s) kept beside, %" PRIu64 " file(s) %s\n",
+		        o->dry_run ? "dry run: " : "", st->conflicts, st->files_deleted,
+		        o->dry_run ? "would be deleted" : "deleted");
 }
 
 /* Parses a number of seconds for --NAME, lo to hi; says so and returns -1
@@ -260,7 +282,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
 	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
-	       O_MODIFY_WINDOW };
+	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -277,6 +299,10 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "reset-state", no_argument, NULL, O_RESET_STATE },
 		{ "state-dir", required_argument, NULL, O_STATE_DIR },
 		{ "modify-window", required_argument, NULL, O_MODIFY_WINDOW },
+		{ "overwrite", no_argument, NULL, O_OVERWRITE },
+		{ "delete", no_argument, NULL, O_DELETE },
+		{ "max-delete", required_argument, NULL, O_MAX_DELETE },
+		{ "trash", required_argument, NULL, O_TRASH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -350,6 +376,31 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_MODIFY_WINDOW:
 			if (parse_secs(optarg, "modify-window", 0, 86400, &opts.modify_window_s) != 0)
 				return CLI_EXIT_USAGE;
+			break;
+		case O_OVERWRITE:
+			opts.overwrite = 1;
+			break;
+		case O_DELETE:
+			opts.delete_missing = 1;
+			break;
+		case O_MAX_DELETE: {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || v > INT64_MAX) {
+				fprintf(stderr, "phsync: --max-delete takes a number of files (0: none)\n"
+				        "Try 'phsync --help'.\n");
+				return CLI_EXIT_USAGE;
+			}
+			opts.max_delete = (int64_t)v;
+			break;
+		}
+		case O_TRASH:
+			if (optarg[0] == '\0') {
+				fprintf(stderr, "phsync: --trash needs a folder\nTry 'phsync --help'.\n");
+				return CLI_EXIT_USAGE;
+			}
+			opts.trash_dir = optarg;
 			break;
 		case O_MIN_AGE:
 			if (parse_secs(optarg, "min-age", 0, 2592000, &opts.min_age_s) != 0)

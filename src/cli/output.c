@@ -125,6 +125,21 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64 "}\n",
 		        st->files_done, st->files_todo, st->bytes_done, st->bytes_todo, st->elapsed_ms);
 		break;
+	case PHSYNC_EV_CONFLICT:
+		fputs("{\"event\":\"conflict\",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fprintf(f, ",\"size\":%" PRIu64 ",\"message\":", ev->size);
+		cli_json_string(f, ev->message);
+		fprintf(f, "%s}\n", o->dry_run ? ",\"dry_run\":true" : "");
+		break;
+	case PHSYNC_EV_DELETED:
+		fputs("{\"event\":\"delete\",\"action\":", f);
+		cli_json_string(f, ev->action);
+		fputs(",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fprintf(f, ",\"size\":%" PRIu64 "%s}\n", ev->size,
+		        o->dry_run ? ",\"dry_run\":true" : "");
+		break;
 	case PHSYNC_EV_SUMMARY:
 		/* printed by main, which knows the exit code */
 		break;
@@ -158,8 +173,13 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		cli_clear_line(o);
 		fprintf(o->err, "phsync: warning: %s: %s\n", ev->path ? shown : "?", msg);
 		break;
+	case PHSYNC_EV_CONFLICT:
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: conflict: %s: %s\n", shown, msg);
+		break;
 	case PHSYNC_EV_FILE_DONE:
 	case PHSYNC_EV_MKDIR:
+	case PHSYNC_EV_DELETED:
 		if (o->quiet || (!o->verbose && !o->dry_run))
 			break;
 		cli_clear_line(o);

@@ -27,6 +27,8 @@ static const char *const messages[] = {
 	[17] = "server reported a failure",
 	[18] = "not supported by the peer",
 	[19] = "another run holds this sync pair",
+	[20] = "changed on both sides; the incoming version was kept beside",
+	[21] = "refused for safety",
 };
 
 const char *

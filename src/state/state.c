@@ -25,9 +25,10 @@
 struct ph_state {
 	phsync_ctx *ctx;
 	sqlite3 *db;
-	sqlite3_stmt *put, *get;
+	sqlite3_stmt *put, *get, *del;
 	int lockfd;
 	int in_txn;
+	int readonly;
 	size_t pending;
 	int64_t run_id;
 	char path[PATH_MAX + 32]; /* the database file, for messages */
@@ -196,6 +197,8 @@ setup(struct ph_state *st, const char *remote, const char *local)
 		              "newer phsync (schema %lld; this one knows %d): use that version, or "
 		              "--reset-state to start it over", st->path, (long long)ver,
 		              PH_STATE_SCHEMA);
+	if (st->readonly)
+		return 0;
 	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
 	 * may lose the last transactions, never the file's consistency, and a
 	 * lost row only makes the state claim less. */
@@ -221,9 +224,10 @@ setup(struct ph_state *st, const char *remote, const char *local)
 }
 
 int
-ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, int reset,
+ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, int flags,
               struct ph_state **out)
 {
+	int reset = flags & PH_STATE_RESET, ro = flags & PH_STATE_READONLY;
 	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32], id[24], *desc = NULL;
 	char remote[PATH_MAX + 512];
 	struct ph_state *st = NULL;
@@ -232,7 +236,7 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	int rc;
 
 	*out = NULL;
-	if ((rc = state_dir(ctx, dir, sdir, sizeof(sdir), 1)) != 0)
+	if ((rc = state_dir(ctx, dir, sdir, sizeof(sdir), !ro)) != 0)
 		return rc;
 	snprintf(remote, sizeof(remote), "%s@%s:%u:%s", key->user ? key->user : "", key->host,
 	         key->port, key->rpath);
@@ -247,7 +251,24 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 		return PHSYNC_ENOMEM;
 	st->ctx = ctx;
 	st->lockfd = -1;
+	st->readonly = ro;
 	snprintf(st->path, sizeof(st->path), "%s", db);
+	if (ro) {
+		/* A dry run reads what the last run left; with --reset-state, or
+		 * with nothing there, it plans as a first contact. */
+		if (reset || access(db, F_OK) != 0) {
+			free(st);
+			return 0;
+		}
+		if (sqlite3_open_v2(db, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+		                    NULL) != SQLITE_OK || (rc = setup(st, remote, key->lpath)) != 0) {
+			rc = st->db ? (rc ? rc : db_err(st, "opening")) :
+			     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
+			goto fail;
+		}
+		*out = st;
+		return 0;
+	}
 	if ((rc = lock_pair(ctx, lock, &st->lockfd)) != 0)
 		goto fail;
 	if (reset) {
@@ -272,6 +293,8 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash FROM files "
 	                       "WHERE path = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE path = ?", -1, &st->del,
+	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_bind_int64(s, 1, (int64_t)time(NULL)) != SQLITE_OK ||
@@ -287,6 +310,7 @@ fail:
 	sqlite3_finalize(s);
 	sqlite3_finalize(st->put);
 	sqlite3_finalize(st->get);
+	sqlite3_finalize(st->del);
 	sqlite3_close(st->db);
 	if (st->lockfd >= 0)
 		close(st->lockfd);
@@ -315,6 +339,8 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 {
 	int rc = 0;
 
+	if (st->readonly)
+		return 0;
 	if (!st->in_txn) {
 		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 			return db_err(st, "starting a transaction");
@@ -332,6 +358,29 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 		rc = db_err(st, "recording a file");
 	sqlite3_reset(st->put);
 	sqlite3_clear_bindings(st->put);
+	if (rc == 0 && ++st->pending >= BATCH)
+		rc = ph_state_flush(st);
+	return rc;
+}
+
+int
+ph_state_file_forget(struct ph_state *st, const char *path)
+{
+	int rc = 0;
+
+	if (st->readonly)
+		return 0;
+	if (!st->in_txn) {
+		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+			return db_err(st, "starting a transaction");
+		st->in_txn = 1;
+	}
+	sqlite3_reset(st->del);
+	if (sqlite3_bind_text(st->del, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_step(st->del) != SQLITE_DONE)
+		rc = db_err(st, "forgetting a file");
+	sqlite3_reset(st->del);
+	sqlite3_clear_bindings(st->del);
 	if (rc == 0 && ++st->pending >= BATCH)
 		rc = ph_state_flush(st);
 	return rc;
@@ -440,6 +489,11 @@ ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats
 
 	if (st == NULL)
 		return;
+	if (st->readonly) {
+		sqlite3_close(st->db);
+		free(st);
+		return;
+	}
 	ph_state_flush(st);
 	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET ended = ?, result = ?, files_done = ?, "
 	                       "files_failed = ?, bytes = ? WHERE id = ?", -1, &s, NULL) == SQLITE_OK) {
@@ -457,6 +511,7 @@ ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats
 	             "PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	sqlite3_finalize(st->put);
 	sqlite3_finalize(st->get);
+	sqlite3_finalize(st->del);
 	sqlite3_close(st->db);
 	close(st->lockfd);
 	free(st);

@@ -32,19 +32,30 @@ struct ph_state_file {
 	const uint8_t *hash;     /* XXH3-128 of the content, 16 bytes, or NULL */
 };
 
+enum {
+	PH_STATE_RESET = 1,     /* drop what the store held */
+	PH_STATE_READONLY = 2   /* a dry run: read what is there, if anything
+	                           (*out stays NULL when nothing is); no lock,
+	                           nothing written */
+};
+
 /* Opens (creating it) the store of the pair key in dir (NULL: the XDG
- * state folder) and takes the pair's lock. reset drops what the store
- * held. Returns 0, or:
+ * state folder) and takes the pair's lock. flags: PH_STATE_*. Returns 0,
+ * or:
  *   PHSYNC_ELOCKED   another run holds the pair (message names its pid)
  *   PHSYNC_ECORRUPT  the file is damaged or not ours (message: --reset-state)
  *   PHSYNC_EUNSUPPORTED  written by a newer phsync (schema version)
  *   PHSYNC_EIO       the folder or file cannot be made or read */
 int ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key,
-                  int reset, struct ph_state **out);
+                  int flags, struct ph_state **out);
 
 /* Records that path (relative, '/'-separated) is in place as f says.
  * Batched: committed every PH_STATE_BATCH rows and by ph_state_flush(). */
 int ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_file *f);
+
+/* Forgets path (its file was deleted on both sides, or offloaded);
+ * batched like ph_state_file_done. */
+int ph_state_file_forget(struct ph_state *st, const char *path);
 
 /* Commits the rows added so far. */
 int ph_state_flush(struct ph_state *st);

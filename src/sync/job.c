@@ -1,6 +1,7 @@
 /* The job helpers every executor and scanner shares: events, progress,
  * folders to touch, remote paths. Called by sync.c, pull.c, push.c and
  * remote.c; calls none of them (job.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,6 +72,24 @@ ph_job_touch_parent(struct ph_job *j, const char *path)
 }
 
 void
+ph_job_conflict(struct ph_job *j, const char *path, const char *beside, uint64_t size, int first)
+{
+	const char *why = first ? "differs from the incoming version and no sync of it is "
+	                          "recorded (first contact)" :
+	                          "changed on both sides since the last sync";
+	char msg[512];
+
+	j->st.conflicts++;
+	if (beside != NULL)
+		snprintf(msg, sizeof(msg), "%s; the version here is kept, the incoming one is "
+		         "beside it as %s", why, beside);
+	else
+		snprintf(msg, sizeof(msg), "%s; the version here would be kept, the incoming one "
+		         "put beside it as NAME.phsync-conflict-DATE-TIME.EXT", why);
+	ph_job_event(j, PHSYNC_EV_CONFLICT, path, "conflict", size, PHSYNC_ECONFLICT, msg);
+}
+
+void
 ph_job_dir_made(struct ph_job *j, size_t src)
 {
 	const char *path = j->src.v[src].path;
@@ -90,11 +109,16 @@ ph_job_dry_run_files(struct ph_job *j)
 		const struct ph_action *a = &j->plan.v[i];
 		const struct ph_entry *e = &j->src.v[a->src];
 
-		if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+		if (a->kind == PH_A_UPDATE && a->how == PH_U_CONFLICT) {
+			ph_job_conflict(j, e->path, NULL, e->size, 0);
+		} else if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+			/* First contact: the content decides (same: replaced,
+			 * else a conflict copy); a dry run reads nothing. */
 			j->st.files_done++;
 			j->st.bytes_committed += e->size;
 			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-			             a->kind == PH_A_NEW ? "new" : "update", e->size, 0, NULL);
+			             a->kind == PH_A_NEW ? "new" :
+			             a->how == PH_U_FIRST ? "compare" : "update", e->size, 0, NULL);
 		}
 	}
 }
@@ -118,7 +142,8 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
 }
 
 void
-ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime)
+ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
+              const uint8_t *hash, int diverged)
 {
 	struct ph_state_file f;
 	int rc;
@@ -129,6 +154,11 @@ ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
 	f.lsize = f.rsize = size;
 	f.lmtime = lmtime;
 	f.rmtime = rmtime;
+	f.hash = hash;
+	if (diverged && j->dir == PHSYNC_PULL)
+		f.lsize = PH_KNOWN_DIVERGED;
+	else if (diverged)
+		f.rsize = PH_KNOWN_DIVERGED;
 	if ((rc = ph_state_file_done(j->state, path, &f)) != 0)
 		j->state_err = rc;
 }

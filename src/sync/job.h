@@ -27,6 +27,8 @@ struct ph_job {
 	struct ph_state *state;    /* NULL on a dry run */
 	int state_err;             /* first failure to record in it */
 	uint64_t t0_ms, last_progress_ms;
+	int64_t started;           /* wall clock at the start (conflict names) */
+	const char *local_dir;     /* the local folder as the user named it */
 };
 
 uint64_t ph_now_ms(void);
@@ -36,10 +38,19 @@ void ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *pat
                   const char *action, uint64_t size, int err, const char *msg);
 /* Emits a PROGRESS event when the interval has passed. */
 void ph_job_progress(struct ph_job *j);
-/* Records a file put in place in the state (if any); a failure is kept in
- * j->state_err and ends the run with it. */
+/* Records a file put in place in the state (if any): its size, its time on
+ * each side and the XXH3-128 of its content (NULL: unknown). diverged
+ * records the destination side as PH_KNOWN_DIVERGED (a conflict kept the
+ * destination's own version). A failure is kept in j->state_err and ends
+ * the run with it. */
 void ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
-                   int64_t rmtime);
+                   int64_t rmtime, const uint8_t *hash, int diverged);
+
+/* Counts and reports a conflict: the incoming version of path went beside
+ * it as beside (a name in the same folder; NULL on a dry run). first: no
+ * sync had been recorded (first contact) and the content differed. */
+void ph_job_conflict(struct ph_job *j, const char *path, const char *beside, uint64_t size,
+                     int first);
 
 /* Marks the folder holding path as needing its times restored. */
 void ph_job_touch_parent(struct ph_job *j, const char *path);
@@ -61,5 +72,9 @@ int ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
  * file failures are counted in j->st.files_failed. */
 int ph_pull_run(struct ph_job *j);
 int ph_push_run(struct ph_job *j);
+/* Deletes (or moves to the trash) the plan's delete candidates on the
+ * destination side, each only if it still shows the recorded size and
+ * time, and forgets them in the state. Returns 0 or a fatal PHSYNC_E*. */
+int ph_delete_run(struct ph_job *j);
 
 #endif

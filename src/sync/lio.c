@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "phsync/error.h"
 #include "ctx.h"
 #include "lio.h"
@@ -76,8 +78,93 @@ same_folder(const struct ph_lio_file *a, const struct ph_lio_file *b)
 	return (size_t)(b->final - b->rel) == dl && memcmp(a->rel, b->rel, dl) == 0;
 }
 
+int
+ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size)
+{
+	XXH3_state_t *hs = XXH3_createState();
+	XXH128_canonical_t c;
+	uint8_t *buf = malloc(1u << 18);
+	uint64_t total = 0;
+	int fd = -1, rc = 0;
+	ssize_t n;
+
+	if (hs == NULL || buf == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	XXH3_128bits_reset(hs);
+	while ((n = read(fd, buf, 1u << 18)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		XXH3_128bits_update(hs, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
+	memcpy(out, c.digest, 16);
+	if (size != NULL)
+		*size = total;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	XXH3_freeState(hs);
+	return rc;
+}
+
+/* Is the guarded final name still as the plan saw it, and (guard_content)
+ * of the same content as f? Returns PH_LIO_PLACED to replace it,
+ * PH_LIO_SAME when the content is the same, PH_LIO_BESIDE otherwise. A
+ * final name that is gone is simply taken. */
+static int
+guard_check(struct ph_lio_file *f)
+{
+	struct stat st;
+	uint8_t h[16];
+	uint64_t n;
+
+	if (fstatat(f->dirfd, f->final, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? PH_LIO_PLACED : PH_LIO_BESIDE;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->guard_size ||
+	    (int64_t)st.st_mtime != f->guard_mtime)
+		return PH_LIO_BESIDE;
+	if (!f->guard_content)
+		return PH_LIO_PLACED;
+	if ((uint64_t)st.st_size != f->size)
+		return PH_LIO_BESIDE;
+	if (ph_lio_hash_file(f->dirfd, f->final, h, &n) != 0 || n != f->size ||
+	    memcmp(h, f->hash, 16) != 0)
+		return PH_LIO_BESIDE;
+	return PH_LIO_SAME;
+}
+
+/* Renames f's temp file to a free conflict name beside its final name. */
+static int
+land_beside(struct ph_lio_file *f)
+{
+	unsigned n;
+	int rc = -EEXIST;
+
+	if ((f->beside = malloc(256)) == NULL)
+		return -ENOMEM;
+	for (n = 1; n < 100 && rc == -EEXIST; n++) {
+		if (ph_conflict_name(f->beside, 256, f->final, f->conflict_time, n) != 0)
+			return -EINVAL;
+		rc = ph_rename_noreplace(f->dirfd, f->tmp, f->dirfd, f->beside);
+	}
+	return rc;
+}
+
 /* Makes the batch durable, closes each file (NFS reports write errors
- * there), renames it into place, hands them back. */
+ * there), renames it into place (or beside a guarded file that changed),
+ * hands them back. */
 static void
 flush_batch(struct ph_lio *l)
 {
@@ -99,7 +186,11 @@ flush_batch(struct ph_lio *l)
 		if (close(f->fd) != 0 && f->err == 0 && errno != EINTR)
 			f->err = -errno;
 		f->fd = -1;
-		if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0)
+		if (f->err == 0 && f->guard)
+			f->landed = guard_check(f);
+		if (f->err == 0 && f->landed == PH_LIO_BESIDE)
+			f->err = land_beside(f);
+		else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0)
 			f->err = -errno;
 		if (f->err != 0)
 			unlinkat(f->dirfd, f->tmp, 0);
@@ -170,7 +261,7 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 		}
 		/* A new file is created with the source's rw bits under the
 		 * umask, as cp does; a replaced one gets its old bits at the end. */
-		f->fd = openat(f->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		               f->exact_mode ? 0600 : f->mode & 0666);
 		if (f->fd >= 0 || errno != EEXIST)
 			break;
@@ -208,8 +299,43 @@ do_write(struct ph_lio *l, struct op *o)
 		off += (uint64_t)w;
 		left -= (size_t)w;
 	}
+	/* Hashed as the bytes arrive in order; a range that came early (after
+	 * a short read) is read back from the temp file at the end. */
+	if (o->off == f->hashed) {
+		XXH3_128bits_update(f->hs, o->data, o->len);
+		f->hashed += o->len;
+	}
 	if (l->durable && off / WRITEBACK_STEP != o->off / WRITEBACK_STEP)
 		ph_writeback_hint(f->fd, (off / WRITEBACK_STEP - 1) * WRITEBACK_STEP, WRITEBACK_STEP);
+}
+
+/* Completes f's hash: the part not hashed in order is read back. */
+static int
+finish_hash(struct ph_lio_file *f)
+{
+	XXH128_canonical_t c;
+	uint8_t *buf = NULL;
+	size_t cap = 1u << 18;
+
+	if (f->hashed < f->size && (buf = malloc(cap)) == NULL)
+		return -ENOMEM;
+	while (f->hashed < f->size) {
+		size_t want = f->size - f->hashed < cap ? (size_t)(f->size - f->hashed) : cap;
+		ssize_t n = pread(f->fd, buf, want, (off_t)f->hashed);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(buf);
+			return n < 0 ? -errno : -EIO;
+		}
+		XXH3_128bits_update(f->hs, buf, (size_t)n);
+		f->hashed += (uint64_t)n;
+	}
+	free(buf);
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
+	memcpy(f->hash, c.digest, 16);
+	return 0;
 }
 
 static void
@@ -233,6 +359,8 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 			f->err = -errno;
 		else if ((uint64_t)st.st_size != f->expect || f->size != f->expect)
 			f->err = -EIO; /* never a file of another length than what came */
+		else
+			f->err = finish_hash(f);
 	}
 	if (f->err != 0) {
 		if (f->fd >= 0) {
@@ -295,12 +423,16 @@ ph_lio_file_new(const char *rel)
 	const char *slash;
 
 	if (f == NULL || (f->rel = strdup(rel)) == NULL ||
-	    (f->end_op = malloc(sizeof(struct op))) == NULL) {
-		if (f != NULL)
+	    (f->end_op = malloc(sizeof(struct op))) == NULL ||
+	    (f->hs = XXH3_createState()) == NULL) {
+		if (f != NULL) {
 			free(f->rel);
+			free(f->end_op);
+		}
 		free(f);
 		return NULL;
 	}
+	XXH3_128bits_reset(f->hs);
 	slash = strrchr(f->rel, '/');
 	f->final = slash ? slash + 1 : f->rel;
 	f->fd = f->dirfd = -1;
@@ -439,6 +571,8 @@ ph_lio_file_free(struct ph_lio_file *f)
 	free(f->tmp);
 	free(f->rel);
 	free(f->end_op);
+	free(f->beside);
+	XXH3_freeState(f->hs);
 	free(f);
 }
 

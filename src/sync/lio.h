@@ -12,6 +12,10 @@
 
 struct ph_lio;
 
+enum { PH_LIO_PLACED = 0,   /* under its final name (new, or replaced) */
+       PH_LIO_SAME,         /* the file there had the same content: replaced */
+       PH_LIO_BESIDE };     /* beside it, under conflict_name */
+
 /* One file being written. The caller fills rel, mode, times and cookie;
  * the I/O thread creates the temp file beside rel's final place on the
  * first operation (so the network thread makes no file system calls).
@@ -31,11 +35,30 @@ struct ph_lio_file {
 	size_t cookie;       /* caller's (plan index) */
 	uint64_t size;       /* bytes written */
 	uint64_t expect;     /* the size a commit must find on disk */
+	void *hs;            /* XXH3-128 state of the bytes written in order */
+	uint64_t hashed;     /* bytes [0, hashed) are in hs */
+	uint8_t hash[16];    /* on commit: XXH3-128 of the content (canonical) */
+	/* Replacing an existing file (set by the caller): with guard, the
+	 * final name must still hold what the plan saw there (guard_size,
+	 * guard_mtime), else the new content lands beside it under a conflict
+	 * name (tempname.h) made with conflict_time. With guard_content, a
+	 * file there of other content than the new one also sends the new one
+	 * beside it (first contact: no record to go by). */
+	int guard, guard_content;
+	uint64_t guard_size;
+	int64_t guard_mtime;
+	int64_t conflict_time;
+	char *beside;        /* result: the conflict name used (owned) */
+	int landed;          /* result: PH_LIO_PLACED, PH_LIO_SAME or PH_LIO_BESIDE */
 	int err;             /* result: 0 or -errno (-ELOOP: a symlink in the way) */
 	int commit;          /* 1: commit, 0: abort (set by ph_lio_finish) */
 	void *end_op;        /* preallocated: finishing never allocates */
 	struct ph_lio_file *next_done; /* the finished list (no allocation) */
 };
+
+/* Reads and hashes (XXH3-128, canonical bytes) the regular file name in
+ * folder dirfd, never following a symlink. Returns 0 or -errno. */
+int ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size);
 
 /* Starts the I/O thread for files beneath root (an fd the caller keeps
  * open); durable asks for fsync before rename. */

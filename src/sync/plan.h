@@ -17,8 +17,25 @@ enum ph_action_kind {
 	PH_A_SKIP_OTHER,  /* device, fifo, socket */
 	PH_A_CONFLICT,    /* destination holds another kind of entry: left alone */
 	PH_A_BLOCKED,     /* inside a folder that could not be made */
-	PH_A_SKIP_YOUNG   /* file changed too recently (--min-age): maybe still written */
+	PH_A_SKIP_YOUNG,  /* file changed too recently (--min-age): maybe still written */
+	PH_A_KEPT         /* the destination changed since the last sync and the
+	                     source did not: the destination's version stays */
 };
+
+/* How a PH_A_UPDATE may treat the file it replaces. */
+enum ph_update_how {
+	PH_U_REPLACE = 0, /* the destination is as last synced (or --overwrite):
+	                     replace it, unless it changes during the run */
+	PH_U_FIRST,       /* nothing recorded (first contact): replace it only if
+	                     its content turns out the same, else conflict */
+	PH_U_CONFLICT     /* both sides changed since the last sync: the incoming
+	                     version lands beside, as a conflict copy */
+};
+
+/* A destination side recorded after a conflict: "not the synced version",
+ * which never equals a real size (the destination stays kept until the
+ * source changes again, which is then a conflict again). */
+#define PH_KNOWN_DIVERGED UINT64_MAX
 
 /* What the state remembers of a file, oriented as the plan sees it: the
  * source's and the destination's size and time when it was last synced.
@@ -38,11 +55,23 @@ struct ph_action {
 	uint32_t src;     /* index in the source tree */
 	int64_t dst;      /* index in the destination tree, -1 if absent */
 	uint8_t kind;
+	uint8_t how;      /* PH_A_UPDATE: enum ph_update_how */
+};
+
+/* A destination file whose source is gone since the last sync. */
+struct ph_del {
+	int64_t dst;      /* index in the destination tree */
+	uint8_t kept;     /* changed at the destination since: kept, not deleted */
 };
 
 struct ph_plan {
 	struct ph_action *v;
 	size_t n;
+	struct ph_del *del;       /* with opts->deletes: candidates, dst order */
+	size_t ndel, ndel_go;     /* all, and those to delete (not kept) */
+	const char **forget;      /* known paths gone from both sides (point
+	                             into opts->known, which must outlive them) */
+	size_t nforget;
 	uint64_t files_total; /* regular files in the source */
 	uint64_t files_todo, bytes_todo;
 };
@@ -55,18 +84,35 @@ struct ph_plan {
  * (0: none) is left for a later run instead (PH_A_SKIP_YOUNG). A file whose
  * two sides still show the size and time the state (opts->known)
  * recorded at its last sync is unchanged even if those differ from each
- * other (a phone that cannot set times).  Returns 0 or
- * PHSYNC_ENOMEM. */
+ * other (a phone that cannot set times).
+ *
+ * A destination file that differs from the source is never simply
+ * overwritten: with a record, a destination changed since (size or time)
+ * is PH_A_KEPT when the source did not change, PH_U_CONFLICT when it did;
+ * without one (first contact) it is PH_U_FIRST. opts->overwrite makes each
+ * of them PH_U_REPLACE. Returns 0 or PHSYNC_ENOMEM. */
 /* What the plan takes besides the two trees (all optional). */
 struct ph_plan_opts {
 	int64_t young_after;             /* --min-age cut-off (unix time), 0: none */
 	int64_t modify_window;           /* times this close are equal (FAT: 2 s) */
 	const struct ph_known_set *known;/* the state's records, or NULL */
+	int overwrite;                   /* --overwrite: the source wins every
+	                                    difference (no conflict copies) */
+	int deletes;                     /* --delete: list what went from the source */
+	const struct ph_filter *filter;  /* paths it excludes are never "gone" */
 };
 
 int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
                  const struct ph_plan_opts *opts, struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);
+
+/* Deletes and forgotten records (filled by ph_plan_make from opts->known):
+ * a recorded path is gone from the source when no source entry has it,
+ * the filter does not exclude it, and no folder above it became anything
+ * but a folder in the source (a symlinked album is not a deleted one).
+ * Gone at the destination too: forgotten. Still there: a delete
+ * candidate (opts->deletes), kept when its size or time differ from the
+ * record (changed here since). */
 
 /* Marks a folder subtree blocked: every action after index i whose path
  * lies under src path p becomes PH_A_BLOCKED. Returns how many. */

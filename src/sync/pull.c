@@ -290,8 +290,19 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		/* New: the source's rw bits under the umask (as cp, rsync without
 		 * -p). Replacing: the file keeps the bits it has. */
 		if (a->kind == PH_A_UPDATE && a->dst >= 0) {
-			x->wf->mode = p->j->dst.v[a->dst].mode & 0777;
+			const struct ph_entry *d = &p->j->dst.v[a->dst];
+
+			x->wf->mode = d->mode & 0777;
 			x->wf->exact_mode = 1;
+			/* The file there is replaced only if it is still what the
+			 * plan saw; a conflict goes beside it at once (a size no
+			 * file has); on first contact only the same content is
+			 * replaced. */
+			x->wf->guard = 1;
+			x->wf->guard_size = a->how == PH_U_CONFLICT ? UINT64_MAX : d->size;
+			x->wf->guard_mtime = d->mtime;
+			x->wf->guard_content = a->how == PH_U_FIRST;
+			x->wf->conflict_time = p->j->started;
 		} else {
 			x->wf->mode = x->e->mode & 0666;
 		}
@@ -359,12 +370,20 @@ reap(struct pull *p, int wait)
 				             code == PHSYNC_EUNSAFE ?
 				             "a symlink on the local side is in the way; not written through" :
 				             strerror(-err));
+			} else if (done[i]->landed == PH_LIO_BESIDE) {
+				ph_job_conflict(j, e->path, done[i]->beside, done[i]->size,
+				                a->how == PH_U_FIRST);
+				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime,
+				              done[i]->hash, 1);
+				ph_job_touch_parent(j, e->path);
 			} else {
 				j->st.files_done++;
 				j->st.bytes_committed += done[i]->size;
-				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime);
+				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime,
+				              done[i]->hash, 0);
 				ph_job_touch_parent(j, e->path);
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
+				             done[i]->landed == PH_LIO_SAME ? "same" :
 				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);
 			}
 			ph_lio_file_free(done[i]);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
@@ -30,11 +32,14 @@
 #define STOP_GRACE_MS 2000
 
 enum pstate {
+	P_COMPARE,   /* first contact, same size: reading the remote file to
+	                compare it with the local one */
 	P_OPENING,   /* OPEN of the temp file sent */
 	P_WRITING,   /* WRITEs, then fsync and times */
 	P_CLOSING,   /* ready to CLOSE */
 	P_CLOSEWAIT, /* CLOSE sent */
-	P_RENAMING,  /* closed: ready to move into place */
+	P_RENAMING,  /* closed: ready to move into place (or beside) */
+	P_GUARDWAIT, /* the LSTAT of the file to replace is awaited */
 	P_RENAMEWAIT,/* a rename step's reply is awaited */
 	P_DONE
 };
@@ -57,6 +62,13 @@ struct pfile {
 	int tmp_made;              /* the temp file exists on the server */
 	int64_t rmtime;            /* the remote file's mtime, when the server
 	                              would not take ours (-1: unknown) */
+	XXH3_state_t *hs;          /* XXH3-128 of what was read and sent */
+	int beside;                /* land as a conflict copy beside rfinal */
+	int guarded;               /* rfinal was checked just before the rename */
+	char *rbeside;             /* the conflict copy's remote path */
+	uint64_t cmp_off;          /* P_COMPARE: next offset to read */
+	unsigned cmp_reads;        /* P_COMPARE: reads in flight */
+	int cmp_differs;
 	size_t slot;
 };
 
@@ -131,6 +143,8 @@ pf_free(struct pfile *f)
 	free(f->rtmp);
 	free(f->rfinal);
 	free(f->raside);
+	free(f->rbeside);
+	XXH3_freeState(f->hs);
 	free(f);
 }
 
@@ -294,8 +308,13 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		j->st.bytes_committed += f->e->size;
 		/* Where the server refused our time, the one it gave (-1: not
 		 * learned, which never matches: the file is compared as before). */
-		ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
-		              f->times_failed ? f->rmtime : f->e->mtime);
+		{
+			XXH128_canonical_t c;
+
+			XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
+			ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
+			              f->times_failed ? f->rmtime : f->e->mtime, c.digest, 0);
+		}
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
 			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,
@@ -311,6 +330,59 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			pf_cleanup(f, ph_sftp_rename(s, f->raside, f->rfinal, 0, unaside_cb, f));
 		reply_err(f, r, "the server could not rename the file into place");
 	}
+	pf_step(f);
+}
+
+/* The incoming version went beside the changed remote file (or not). */
+static void
+beside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	struct ph_job *j = f->p->j;
+	const struct ph_action *act = &j->plan.v[f->ai];
+
+	(void)s;
+	f->pending--;
+	if (status_ok(r) && !f->failed) {
+		XXH128_canonical_t c;
+		const char *base = strrchr(f->rbeside, '/');
+
+		f->state = P_DONE;
+		f->tmp_made = 0;
+		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
+		ph_job_conflict(j, f->e->path, base ? base + 1 : f->rbeside, f->e->size,
+		                act->how == PH_U_FIRST);
+		ph_job_record(j, f->e->path, f->e->size, f->e->mtime, f->e->mtime, c.digest, 1);
+		ph_job_touch_parent(j, f->e->path);
+	} else {
+		reply_err(f, r, "the server would not put the incoming version beside the "
+		          "changed file");
+	}
+	pf_step(f);
+}
+
+/* The file about to be replaced, as it is now: still what the plan saw? */
+static void
+guard_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	struct ph_job *j = f->p->j;
+	const struct ph_entry *d = &j->dst.v[j->plan.v[f->ai].dst];
+
+	(void)s;
+	f->pending--;
+	f->guarded = 1;
+	if (r->type == 0) {
+		reply_err(f, r, "connection lost");
+	} else if (r->type == PH_FXP_ATTRS) {
+		if (!(r->attrs.flags & PH_ATTR_SIZE) || r->attrs.size != d->size ||
+		    !(r->attrs.flags & PH_ATTR_ACMODTIME) || (int64_t)r->attrs.mtime != d->mtime)
+			f->beside = 1; /* changed during the run: kept */
+	} else if (!(r->type == PH_FXP_STATUS && r->status == PH_FX_NO_SUCH_FILE)) {
+		f->beside = 1; /* cannot tell: never overwrite blind */
+	}
+	if (!f->failed)
+		f->state = P_RENAMING;
 	pf_step(f);
 }
 
@@ -368,6 +440,8 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 			return PHSYNC_ECORRUPT; /* the file shrank while being sent */
 		got += (size_t)r;
 	}
+	/* Filled in order: the hash of what was sent, with no second read. */
+	XXH3_128bits_update(f->hs, dst, len);
 	return 0;
 }
 
@@ -480,7 +554,33 @@ pf_step(struct pfile *f)
 		f->state = P_CLOSEWAIT; /* close_cb moves on to P_RENAMING */
 		return;
 	case P_RENAMING:
-		if (act->kind == PH_A_UPDATE && !(ph_sftp_exts(j->sftp) & PH_EXT_POSIX_RENAME)) {
+		if (act->kind == PH_A_UPDATE && !f->beside && !f->guarded) {
+			/* Replace only what the plan saw: a file edited on the phone
+			 * during the run is kept, the new version put beside. */
+			if ((rc = ph_sftp_stat(j->sftp, 1, f->rfinal, guard_cb, f)) != 0)
+				break;
+			f->pending++;
+			f->state = P_GUARDWAIT;
+			return;
+		}
+		if (f->beside) {
+			const char *base = strrchr(f->rfinal, '/');
+			size_t dl = base ? (size_t)(base - f->rfinal) + 1 : 0;
+			char name[256];
+
+			base = base ? base + 1 : f->rfinal;
+			if (ph_conflict_name(name, sizeof(name), base, j->started, 1) != 0 ||
+			    (f->rbeside = malloc(dl + strlen(name) + 1)) == NULL) {
+				rc = PHSYNC_ENOMEM;
+				break;
+			}
+			memcpy(f->rbeside, f->rfinal, dl);
+			strcpy(f->rbeside + dl, name);
+			/* Plain RENAME: never replaces an existing name. */
+			if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rbeside, 0, beside_cb, f)) != 0)
+				break;
+		} else if (act->kind == PH_A_UPDATE &&
+		           !(ph_sftp_exts(j->sftp) & PH_EXT_POSIX_RENAME)) {
 			/* Plain RENAME will not replace: the old file goes aside first. */
 			const char *base = strrchr(f->rfinal, '/');
 			size_t dl = base ? (size_t)(base - f->rfinal) + 1 : 0;
@@ -539,6 +639,184 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	pf_step(f);
 }
 
+/* Creates the remote temp file. A new file gets the source's rw bits,
+ * which the server's umask trims (as cp and rsync without -p); a
+ * replacement gets its old bits at the end, until then only we may read
+ * it. */
+static int
+open_temp(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+	struct ph_sftp_attrs a = { 0 };
+
+	a.flags = PH_ATTR_PERMISSIONS;
+	a.perm = j->plan.v[f->ai].kind == PH_A_UPDATE ? 0600 : f->e->mode & 0666;
+	f->state = P_OPENING;
+	return ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a,
+	                    open_cb, f);
+}
+
+/* First contact with a remote file of the same size: is it the same
+ * content? Read it and compare each piece with the local file's bytes at
+ * the same offset (replies may come in any order). The same: only its
+ * time is set. Else the local version goes beside it. */
+struct creq {
+	struct pfile *f;
+	uint64_t off;
+	uint32_t len;
+};
+
+static void cmp_read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
+
+static int
+cmp_queue(struct pfile *f, uint64_t off, uint32_t len)
+{
+	struct creq *q = malloc(sizeof(*q));
+	int rc;
+
+	if (q == NULL)
+		return PHSYNC_ENOMEM;
+	q->f = f;
+	q->off = off;
+	q->len = len;
+	if ((rc = ph_sftp_read(f->p->j->sftp, f->h, f->hlen, off, len, cmp_read_cb, q)) != 0) {
+		free(q);
+		return rc;
+	}
+	f->cmp_reads++;
+	f->pending++;
+	return 0;
+}
+
+static void
+same_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	struct ph_job *j = f->p->j;
+	const struct ph_entry *d = &j->dst.v[j->plan.v[f->ai].dst];
+	struct stat st;
+
+	(void)s;
+	f->pending--;
+	if (r->type == 0) {
+		reply_err(f, r, "connection lost");
+	} else if (!f->failed) {
+		if (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->e->size ||
+		    (int64_t)st.st_mtime != f->e->mtime) {
+			pf_fail(f, PHSYNC_EIO, "the local file changed while it was compared; "
+			        "retried next run");
+		} else {
+			/* Where the time could not be set, the server's stays. */
+			f->state = P_DONE;
+			j->st.files_done++;
+			ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
+			              status_ok(r) ? f->e->mtime : d->mtime, NULL, 0);
+			ph_job_event(j, PHSYNC_EV_FILE_DONE, f->e->path, "same", f->e->size, 0, NULL);
+		}
+	}
+	pf_step(f);
+}
+
+/* Reads on while the content agrees; settles once nothing is in flight. */
+static void
+cmp_step(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+	struct ph_sftp_attrs a = { 0 };
+	uint32_t chunk = ph_sftp_max_read(j->sftp);
+
+	while (!f->failed && !f->cmp_differs && f->cmp_off < f->e->size &&
+	       f->cmp_reads < MAX_WRITES_FILE) {
+		uint64_t left = f->e->size - f->cmp_off;
+		uint32_t n = left < chunk ? (uint32_t)left : chunk;
+
+		if (cmp_queue(f, f->cmp_off, n) != 0) {
+			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a read");
+			return;
+		}
+		f->cmp_off += n;
+	}
+	if (f->failed || f->cmp_reads > 0 || f->state != P_COMPARE)
+		return;
+	if (f->hlen > 0) {
+		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
+		f->hlen = 0;
+	}
+	if (f->cmp_differs) {
+		f->beside = 1;
+		if (open_temp(f) != 0)
+			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
+		else
+			f->pending++;
+		return;
+	}
+	a.flags = PH_ATTR_ACMODTIME;
+	a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
+	a.mtime = (uint32_t)f->e->mtime;
+	f->state = P_RENAMEWAIT;
+	if (ph_sftp_setstat(j->sftp, f->rfinal, &a, same_cb, f) != 0)
+		pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
+	else
+		f->pending++;
+}
+
+static void
+cmp_read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct creq *q = arg;
+	struct pfile *f = q->f;
+
+	(void)s;
+	f->pending--;
+	f->cmp_reads--;
+	if (r->type == 0) {
+		reply_err(f, r, "connection lost");
+	} else if (f->failed || f->cmp_differs) {
+		/* nothing more to learn */
+	} else if (r->type == PH_FXP_DATA && r->len > 0 && r->len <= q->len) {
+		uint8_t *mine = malloc(r->len);
+		ssize_t n = mine ? pread(f->fd, mine, r->len, (off_t)q->off) : -1;
+
+		if (mine == NULL)
+			pf_fail(f, PHSYNC_ENOMEM, "out of memory");
+		else if (n != (ssize_t)r->len || memcmp(mine, r->data, r->len) != 0)
+			f->cmp_differs = 1;
+		else if (r->len < q->len && cmp_queue(f, q->off + r->len, q->len - r->len) != 0)
+			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a read");
+		free(mine);
+	} else {
+		/* Shorter than listed, more than asked, unreadable: not the same. */
+		f->cmp_differs = 1;
+	}
+	free(q);
+	cmp_step(f);
+	pf_step(f);
+}
+
+static void
+cmp_open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type == PH_FXP_HANDLE) {
+		memcpy(f->h, r->data, r->len);
+		f->hlen = r->len;
+		if (f->failed) { /* interrupted meanwhile */
+			pf_cleanup(f, ph_sftp_close(f->p->j->sftp, f->h, f->hlen, cleanup_cb, f));
+			f->hlen = 0;
+		}
+	} else if (r->type == 0) {
+		reply_err(f, r, "connection lost");
+	} else {
+		f->cmp_differs = 1; /* unreadable: never taken as the same */
+	}
+	if (!f->failed)
+		cmp_step(f);
+	pf_step(f);
+}
+
 static int
 start_file(struct push *p, size_t ai)
 {
@@ -546,7 +824,6 @@ start_file(struct push *p, size_t ai)
 	const struct ph_action *act = &j->plan.v[ai];
 	const struct ph_entry *e = &j->src.v[act->src];
 	struct pfile *f = calloc(1, sizeof(*f));
-	struct ph_sftp_attrs a = { 0 };
 	struct stat st;
 	char *dir = NULL, tmpname[256], *tmprel = NULL;
 	const char *base;
@@ -589,13 +866,24 @@ start_file(struct push *p, size_t ai)
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	/* A new file: the source's rw bits, which the server's umask trims
-	 * (as cp and rsync without -p). A replacement gets its old bits at
-	 * the end; until then only we may read it. */
-	a.flags = PH_ATTR_PERMISSIONS;
-	a.perm = act->kind == PH_A_UPDATE ? 0600 : e->mode & 0666;
-	rc = ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a,
-	                  open_cb, f);
+	if ((f->hs = XXH3_createState()) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	XXH3_128bits_reset(f->hs);
+	if (act->kind == PH_A_UPDATE && act->how != PH_U_REPLACE) {
+		const struct ph_entry *d = &j->dst.v[act->dst];
+
+		/* A conflict goes beside; on first contact so does a file of
+		 * another size, and one of the same size is compared first. */
+		if (act->how == PH_U_CONFLICT || d->nosize || d->size != e->size)
+			f->beside = 1;
+		else
+			f->state = P_COMPARE;
+	}
+	rc = f->state == P_COMPARE ?
+	     ph_sftp_open(j->sftp, f->rfinal, PH_FXF_READ, NULL, cmp_open_cb, f) :
+	     open_temp(f);
 	if (rc != 0)
 		goto out;
 	f->pending = 1;
@@ -608,6 +896,7 @@ out:
 			close(f->fd);
 		free(f->rtmp);
 		free(f->rfinal);
+		XXH3_freeState(f->hs);
 		free(f);
 	}
 	free(tmprel);

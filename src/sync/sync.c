@@ -19,6 +19,7 @@ phsync_options_init(struct phsync_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->fsync = 1;
+	o->max_delete = -1;
 }
 
 int
@@ -147,6 +148,12 @@ report_skips(struct ph_job *j)
 			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "too new", 0, 0,
 			             "changed less than --min-age seconds ago; left for a later run");
 			break;
+		case PH_A_KEPT:
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "kept", 0, 0,
+			             "changed here since the last sync while the source's version "
+			             "did not: kept (--overwrite to take the source's)");
+			break;
 		case PH_A_CONFLICT:
 			j->st.files_failed++;
 			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EUNSAFE,
@@ -263,7 +270,9 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	key.host = host;
 	key.rpath = rpath;
 	key.lpath = lpath;
-	return ph_state_open(j->ctx, j->o->state_dir, &key, j->o->reset_state, &j->state);
+	return ph_state_open(j->ctx, j->o->state_dir, &key,
+	                     (j->o->reset_state ? PH_STATE_RESET : 0) |
+	                     (j->o->dry_run ? PH_STATE_READONLY : 0), &j->state);
 }
 
 static int
@@ -303,6 +312,44 @@ load_known(struct ph_job *j, int pull, struct ph_state_row **rows, size_t *nrows
 	return 0;
 }
 
+/* What went from the source since the last sync: records of files gone
+ * from both sides are forgotten, and with --delete the destination's
+ * copies go, unless a listing was incomplete, the source listed empty or
+ * more would go than --max-delete allows: then none goes. */
+static int
+gone_files(struct ph_job *j, uint64_t scan_failed)
+{
+	const struct phsync_options *o = j->o;
+	int64_t max = o->max_delete < 0 ? PHSYNC_MAX_DELETE_DEFAULT : o->max_delete;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < j->plan.ndel; i++)
+		if (j->plan.del[i].kept)
+			ph_job_event(j, PHSYNC_EV_SKIPPED, j->dst.v[j->plan.del[i].dst].path, "kept", 0, 0,
+			             "deleted at the source since the last sync, but changed here "
+			             "since: kept");
+	if (scan_failed == 0 && j->state != NULL)
+		for (i = 0; i < j->plan.nforget; i++)
+			if ((rc = ph_state_file_forget(j->state, j->plan.forget[i])) != 0)
+				return rc;
+	if (j->plan.ndel_go == 0)
+		return 0;
+	if (scan_failed > 0)
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: %llu listing "
+		              "error(s) this run, so a missing file may only be unlisted; nothing "
+		              "was deleted", j->plan.ndel_go, (unsigned long long)scan_failed);
+	if (j->plan.files_total == 0 && j->src.n == 0)
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: the source "
+		              "listed empty (an unmounted card or a revoked permission looks the "
+		              "same); nothing was deleted", j->plan.ndel_go);
+	if ((int64_t)j->plan.ndel_go > max)
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: more than "
+		              "--max-delete %lld; nothing was deleted (raise --max-delete if this "
+		              "is what you want)", j->plan.ndel_go, (long long)max);
+	return ph_delete_run(j);
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -322,6 +369,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	size_t nrows = 0;
 	struct ph_known_set known = { NULL, 0 };
 	int rc, pull = dir == PHSYNC_PULL, remote_missing = 0;
+	uint64_t scan_failed = 0;
 
 	ctx->err[0] = '\0';
 	ctx->interrupted = 0;
@@ -335,6 +383,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	j.dir = dir;
 	j.lroot = -1;
 	j.t0_ms = j.last_progress_ms = ph_now_ms();
+	j.started = (int64_t)time(NULL);
+	j.local_dir = local_dir;
 	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
 		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull or push");
 	if (phsync_parse_remote(remote, &user, &host, &rpath) != 0)
@@ -408,9 +458,10 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (pull && j.lroot < 0 && !opts->dry_run &&
 	    (rc = ph_local_open_root(ctx, local_dir, 1, &j.lroot)) != 0)
 		goto out;
-	/* The pair's state, locked for this run (a dry run changes nothing and
-	 * takes no lock). */
-	if (!opts->dry_run && (rc = open_state(&j, ssh, j.rroot, local_dir)) != 0)
+	/* The pair's state, locked for this run (a dry run only reads it, and
+	 * takes no lock). A dry pull into a folder not yet made has none. */
+	if ((!opts->dry_run || j.lroot >= 0) &&
+	    (rc = open_state(&j, ssh, j.rroot, local_dir)) != 0)
 		goto out;
 
 	/* Scan both sides at once: the local walk runs on a thread while this
@@ -453,6 +504,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 			goto out;
 		ph_tree_sort(pull ? &j.src : &j.dst);
 	}
+	scan_failed = j.st.files_failed;
 	if (j.state != NULL && (rc = load_known(&j, pull, &rows, &nrows, &known)) != 0)
 		goto out;
 	{
@@ -461,12 +513,11 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		po.young_after = opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0;
 		po.modify_window = opts->modify_window_s;
 		po.known = &known;
+		po.overwrite = opts->overwrite;
+		po.deletes = opts->delete_missing;
+		po.filter = &j.filter;
 		rc = ph_plan_make(&j.src, &j.dst, &po, &j.plan);
 	}
-	ph_state_rows_free(rows, nrows);
-	free((void *)known.v);
-	rows = NULL;
-	nrows = 0;
 	if (rc != 0)
 		goto out;
 	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
@@ -480,9 +531,16 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
 	if (rc == 0 && ctx->interrupted)
 		rc = PHSYNC_EINTR;
+	if (rc == 0)
+		rc = gone_files(&j, scan_failed);
 	if (rc == 0 && j.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
 		            (unsigned long long)j.st.files_failed);
+	if (rc == 0 && j.st.conflicts > 0)
+		rc = ph_err(ctx, PHSYNC_ECONFLICT, "%llu file(s) changed on both sides: each kept "
+		            "as it is here, with the incoming version beside it "
+		            "(NAME.phsync-conflict-DATE-TIME.EXT)%s",
+		            (unsigned long long)j.st.conflicts, opts->dry_run ? " (dry run)" : "");
 out:
 	if (rc == 0 && j.state_err != 0)
 		rc = j.state_err;
@@ -496,8 +554,9 @@ out:
 		*stats = j.st;
 	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
 	ph_state_close(j.state, rc, &j.st);
-	ph_state_rows_free(rows, nrows);
 	ph_plan_free(&j.plan);
+	ph_state_rows_free(rows, nrows);
+	free((void *)known.v);
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);
 	free(j.dirty);

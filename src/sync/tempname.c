@@ -143,3 +143,57 @@ ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, i
 	 * the 24-bit range is a clock difference (made "in the future"). */
 	return age > FOREIGN_STALE_MIN && age < (MINUTE_MASK >> 1);
 }
+
+#define CONFLICT_TAG ".phsync-conflict-"
+
+int
+ph_conflict_name(char *buf, size_t len, const char *final, int64_t when, unsigned n)
+{
+	const char *dot = strrchr(final, '.');
+	size_t fl = strlen(final), stem, extl, room;
+	char stamp[40];
+	struct tm tm;
+	time_t t = (time_t)when;
+
+	if (fl == 0 || len < 256)
+		return -1;
+	if (dot == NULL || dot == final)
+		dot = final + fl; /* no extension: "README", ".hidden" */
+	stem = (size_t)(dot - final);
+	extl = fl - stem;
+	if (localtime_r(&t, &tm) == NULL)
+		memset(&tm, 0, sizeof(tm));
+	if (n > 1)
+		snprintf(stamp, sizeof(stamp), "%04d%02d%02d-%02d%02d%02d-%u", tm.tm_year + 1900,
+		         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, n);
+	else
+		snprintf(stamp, sizeof(stamp), "%04d%02d%02d-%02d%02d%02d", tm.tm_year + 1900,
+		         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	/* 255 bytes at most: the stem gives way, then a very long extension. */
+	room = 255 - (sizeof(CONFLICT_TAG) - 1) - strlen(stamp);
+	if (extl > 32 && stem + extl > room)
+		extl = 0, stem = fl;
+	if (stem + extl > room) {
+		stem = room > extl ? room - extl : 0;
+		while (stem > 0 && ((unsigned char)final[stem] & 0xc0) == 0x80)
+			stem--;
+	}
+	snprintf(buf, len, "%.*s" CONFLICT_TAG "%s%.*s", (int)stem, final, stamp, (int)extl,
+	         final + fl - extl);
+	return 0;
+}
+
+int
+ph_is_conflict_name(const char *name)
+{
+	const char *p = strstr(name, CONFLICT_TAG);
+	size_t i;
+
+	if (p == NULL)
+		return 0;
+	p += sizeof(CONFLICT_TAG) - 1;
+	for (i = 0; i < 15; i++)
+		if (i == 8 ? p[i] != '-' : (p[i] < '0' || p[i] > '9'))
+			return 0;
+	return 1;
+}

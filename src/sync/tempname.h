@@ -53,4 +53,16 @@ int ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info);
  * another host's, when its name says it was made more than a day ago. */
 int ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, int64_t now);
 
+/* The name an incoming version gets beside a destination file that changed
+ * since the last sync (Syncthing's habit, which users know):
+ * NAME.phsync-conflict-YYYYMMDD-HHMMSS.EXT, the time being when (local
+ * time), EXT the last extension of final (none for ".hidden" or "README").
+ * n > 1 adds "-n" after the time (two conflicts in the same second). The
+ * stem is shortened to keep the name within 255 bytes, on a UTF-8
+ * boundary. Returns 0, or -1 when final is empty or len < 256. */
+int ph_conflict_name(char *buf, size_t len, const char *final, int64_t when, unsigned n);
+
+/* Is name one that ph_conflict_name makes? */
+int ph_is_conflict_name(const char *name);
+
 #endif

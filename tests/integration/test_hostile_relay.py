@@ -48,12 +48,21 @@ class RelayTestCase(SyncTestCase):
     server_kwargs = {"relay": True}
 
     # -- running -------------------------------------------------------------------------------
+    # Every run here says --overwrite: these tests put an old version at the destination
+    # without a sync of it on record, to test how a hostile server's faults leave a replace;
+    # without --overwrite such a file is a first-contact conflict (test_rules.py).
 
     def pull_args(self, *opts):
-        return ["pull", "-F", self.srv.config] + list(opts) + ["phone:" + self.remote, self.local]
+        return ["pull", "-F", self.srv.config, "--overwrite"] + list(opts) + ["phone:" + self.remote, self.local]
 
     def push_args(self, *opts):
-        return ["push", "-F", self.srv.config] + list(opts) + [self.local, "phone:" + self.remote]
+        return ["push", "-F", self.srv.config, "--overwrite"] + list(opts) + [self.local, "phone:" + self.remote]
+
+    def pull(self, *opts, **kw):
+        return super().pull("--overwrite", *opts, **kw)
+
+    def push(self, *opts, **kw):
+        return super().push("--overwrite", *opts, **kw)
 
     def run_bounded(self, args, bound):
         """Runs phsync ARGS in the background; fails the test (after killing it) if it has not

@@ -123,14 +123,15 @@ class KillTest(SyncTestCase):
         final = os.path.join(self.local, "VID_big.mp4")
         old = random_bytes(1_000_001, 2)
         write_file(final, old, mtime=T0)
-        args = ["pull", "-F", self.srv.config, "phone:" + self.remote, self.local]
+        # --overwrite: no sync of the old version is recorded (else a conflict copy).
+        args = ["pull", "-F", self.srv.config, "--overwrite", "phone:" + self.remote, self.local]
         code, _, _, _ = self._interrupt_when_temp_appears(args, self.local)
         self.assertEqual(code, -signal.SIGKILL)
         with open(final, "rb") as f:
             got = f.read()
         if got != old:
             self.assertTrue(same_file(src, final), "old version damaged: neither old nor new content")
-        self.pull(expect=0)
+        self.pull("--overwrite", expect=0)
         self.assertTrue(same_file(src, final))
         self.assertEqual(leftovers(self.local), [])
 

@@ -7,6 +7,7 @@ import fcntl
 import glob
 import os
 import sqlite3
+import subprocess
 import unittest
 
 from harness import SyncTestCase, sample_tree, write_file
@@ -84,6 +85,32 @@ class StateTest(SyncTestCase):
         self.pull("--state-dir", self.state, "--reset-state", expect=0)
         with sqlite3.connect(db) as c:
             self.assertEqual(c.execute("PRAGMA integrity_check").fetchone()[0], "ok")
+
+    def xxh128(self, path):
+        # xxhsum (Debian's xxhash package) prints the canonical XXH3-128 the state stores.
+        out = subprocess.run(["xxhsum", "-H2", path], check=True, capture_output=True).stdout
+        return out.split()[0].decode()
+
+    def test_content_hash_is_recorded_as_it_streams(self):
+        sample_tree(self.remote)
+        self.pull("--state-dir", self.state, expect=0)
+        with sqlite3.connect(self.dbs()[0]) as db:
+            rows = list(db.execute("SELECT path, hex(hash) FROM files"))
+        self.assertTrue(rows)
+        for path, h in rows:
+            self.assertEqual(h.lower(), self.xxh128(os.path.join(self.local, path)), path)
+        src = os.path.join(self.tmp, "src")
+        write_file(os.path.join(src, "big.bin"), os.urandom(3 << 20), mtime=T0)
+        write_file(os.path.join(src, "empty"), b"", mtime=T0)
+        self.push("--state-dir", self.state, src=src, expect=0)
+        seen = []
+        for d in self.dbs():  # the pull's pair and the push's
+            with sqlite3.connect(d) as c:
+                for path, h in c.execute("SELECT path, hex(hash) FROM files"):
+                    if path in ("big.bin", "empty"):
+                        self.assertEqual(h.lower(), self.xxh128(os.path.join(src, path)), path)
+                        seen.append(path)
+        self.assertEqual(sorted(seen), ["big.bin", "empty"])
 
     def test_push_records_too(self):
         src = os.path.join(self.tmp, "src")

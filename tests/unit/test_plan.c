@@ -101,7 +101,7 @@ static void
 test_plan_young_files_wait(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
-	struct ph_plan_opts young = { 400, 0, NULL };
+	struct ph_plan_opts young = { 400, 0, NULL, 0, 0, NULL };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -145,7 +145,7 @@ test_plan_known_sides_unchanged(void **state)
 		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
 	};
 	struct ph_known_set known = { kv, 3 };
-	struct ph_plan_opts ko = { 0, 0, &known };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -160,10 +160,13 @@ test_plan_known_sides_unchanged(void **state)
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
 	assert_int_equal(p.n, 2);
+	/* b: changed here, not at the source: the destination's stays. */
 	assert_string_equal(kind_path(&p, &src, 0, &k), "b.jpg");
-	assert_int_equal(k, PH_A_UPDATE);
+	assert_int_equal(k, PH_A_KEPT);
 	assert_string_equal(kind_path(&p, &src, 1, &k), "c.jpg");
 	assert_int_equal(k, PH_A_UPDATE);
+	assert_int_equal(p.v[1].how, PH_U_REPLACE);
+	assert_int_equal(p.files_todo, 1);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -174,7 +177,7 @@ static void
 test_plan_modify_window(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
-	struct ph_plan_opts fat = { 0, 2, NULL };
+	struct ph_plan_opts fat = { 0, 2, NULL, 0, 0, NULL };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -196,6 +199,111 @@ test_plan_modify_window(void **state)
 	ph_plan_free(&p);
 	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
 	assert_int_equal(p.n, 4); /* without the window: folder time and three files */
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* A destination file that differs is never simply overwritten: first
+ * contact compares content, both sides changed is a conflict, a
+ * destination left diverged by a conflict stays kept; --overwrite makes
+ * the source win each time. */
+static void
+test_plan_conflict_rules(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[] = {
+		{ "both.jpg", 10, 10, 100, 100 },               /* both changed since */
+		{ "div.jpg", 10, PH_KNOWN_DIVERGED, 100, 100 }, /* after a conflict */
+		{ "src.jpg", 10, 10, 100, 100 },                /* only the source changed */
+	};
+	struct ph_known_set known = { kv, 3 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
+	struct ph_plan p;
+	uint8_t k;
+	int pass;
+
+	(void)state;
+	add(&src, "both.jpg", PH_T_FILE, 11, 200);
+	add(&src, "div.jpg", PH_T_FILE, 10, 100);
+	add(&src, "first.jpg", PH_T_FILE, 10, 100);
+	add(&src, "src.jpg", PH_T_FILE, 12, 300);
+	add(&dst, "both.jpg", PH_T_FILE, 10, 150);
+	add(&dst, "div.jpg", PH_T_FILE, 13, 170);
+	add(&dst, "first.jpg", PH_T_FILE, 10, 99);
+	add(&dst, "src.jpg", PH_T_FILE, 10, 100);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	for (pass = 0; pass < 2; pass++) {
+		ko.overwrite = pass;
+		assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+		assert_int_equal(p.n, 4);
+		assert_string_equal(kind_path(&p, &src, 0, &k), "both.jpg");
+		assert_int_equal(k, PH_A_UPDATE);
+		assert_int_equal(p.v[0].how, pass ? PH_U_REPLACE : PH_U_CONFLICT);
+		assert_string_equal(kind_path(&p, &src, 1, &k), "div.jpg");
+		assert_int_equal(k, pass ? PH_A_UPDATE : PH_A_KEPT);
+		assert_string_equal(kind_path(&p, &src, 2, &k), "first.jpg");
+		assert_int_equal(k, PH_A_UPDATE);
+		assert_int_equal(p.v[2].how, pass ? PH_U_REPLACE : PH_U_FIRST);
+		assert_string_equal(kind_path(&p, &src, 3, &k), "src.jpg");
+		assert_int_equal(k, PH_A_UPDATE);
+		assert_int_equal(p.v[3].how, PH_U_REPLACE);
+		ph_plan_free(&p);
+	}
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* Files gone from the source since the last sync: deleted only when the
+ * destination's copy is as recorded, never when excluded or when a folder
+ * above became a symlink; records gone on both sides are forgotten. */
+static void
+test_plan_gone(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[] = {
+		{ "album/p.jpg", 5, 5, 10, 10 },   /* album is a symlink now */
+		{ "both-gone.jpg", 5, 5, 10, 10 },
+		{ "changed.jpg", 5, 5, 10, 10 },
+		{ "gone.jpg", 5, 5, 10, 10 },
+		{ "keep.jpg", 5, 5, 10, 10 },
+		{ "x.tmp", 5, 5, 10, 10 },         /* excluded now */
+	};
+	struct ph_known_set known = { kv, 6 };
+	const char *pat[] = { "*.tmp" };
+	const uint8_t incl[] = { 0 };
+	struct ph_filter f = { pat, incl, 1 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, &f };
+	struct ph_plan p;
+
+	(void)state;
+	add(&src, "album", PH_T_LINK, 0, 10);
+	add(&src, "keep.jpg", PH_T_FILE, 5, 10);
+	add(&dst, "album", PH_T_DIR, 0, 10);
+	add(&dst, "album/p.jpg", PH_T_FILE, 5, 10);
+	add(&dst, "changed.jpg", PH_T_FILE, 6, 10);
+	add(&dst, "gone.jpg", PH_T_FILE, 5, 10);
+	add(&dst, "keep.jpg", PH_T_FILE, 5, 10);
+	add(&dst, "x.tmp", PH_T_FILE, 5, 10);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	/* known is in tree order already */
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.ndel, 2);
+	assert_int_equal(p.ndel_go, 1);
+	assert_string_equal(dst.v[p.del[0].dst].path, "changed.jpg");
+	assert_true(p.del[0].kept);
+	assert_string_equal(dst.v[p.del[1].dst].path, "gone.jpg");
+	assert_false(p.del[1].kept);
+	assert_int_equal(p.nforget, 1);
+	assert_string_equal(p.forget[0], "both-gone.jpg");
+	ph_plan_free(&p);
+	/* Without --delete nothing is to go; forgetting still happens. */
+	ko.deletes = 0;
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.ndel, 0);
+	assert_int_equal(p.nforget, 1);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -295,6 +403,8 @@ main(void)
 		cmocka_unit_test(test_plan_young_files_wait),
 		cmocka_unit_test(test_plan_known_sides_unchanged),
 		cmocka_unit_test(test_plan_modify_window),
+		cmocka_unit_test(test_plan_conflict_rules),
+		cmocka_unit_test(test_plan_gone),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_filter),

@@ -1,0 +1,178 @@
+"""The state's safety rules (issue 7), against the real sshd: a destination file changed since
+the last sync is never overwritten (conflict copies, exit 5, first contact included, --overwrite
+to let the source win), and --delete mirrors deletions at the source, only for files this pair
+synced and unchanged since, refused as a whole when the source lists empty or more would go
+than --max-delete; --trash moves instead. Each test fails on the code before these rules."""
+
+import glob
+import os
+import sqlite3
+import unittest
+
+from harness import SyncTestCase, write_file
+
+T0 = 1700000000
+CONFLICT = "*.phsync-conflict-*"
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class ConflictTest(SyncTestCase):
+
+    def conflicts(self, root, pattern=CONFLICT):
+        return sorted(glob.glob(os.path.join(root, "**", pattern), recursive=True))
+
+    def test_first_contact_keeps_a_differing_file(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"phone's photo", mtime=T0)
+        write_file(os.path.join(self.local, "a.jpg"), b"laptop's own!", mtime=T0 + 50)
+        r = self.pull("--json", expect=5)
+        ev = [e for e in r.json() if e["event"] == "conflict"]
+        self.assertEqual([e["path"] for e in ev], ["a.jpg"], r)
+        self.assertEqual(r.json()[-1]["conflicts"], 1)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"laptop's own!")
+        self.assertEqual(os.stat(os.path.join(self.local, "a.jpg")).st_mtime, T0 + 50)
+        (c,) = self.conflicts(self.local)
+        self.assertRegex(os.path.basename(c), r"^a\.phsync-conflict-\d{8}-\d{6}\.jpg$")
+        self.assertEqual(read(c), b"phone's photo")
+        self.assertEqual(os.stat(c).st_mtime, T0)
+        # Settled: the next run keeps the laptop's file and makes no second copy.
+        r = self.pull(expect=0)
+        self.assertEqual(len(self.conflicts(self.local)), 1)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"laptop's own!")
+        # The phone's version changes again: a conflict again, never an overwrite.
+        write_file(os.path.join(self.remote, "a.jpg"), b"phone, edited", mtime=T0 + 100)
+        self.pull(expect=5)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"laptop's own!")
+
+    def test_first_contact_with_the_same_content_is_adopted(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"same bytes", mtime=T0)
+        write_file(os.path.join(self.local, "a.jpg"), b"same bytes", mtime=T0 + 3600)
+        r = self.pull("--json", expect=0)
+        self.assertIn("same", [e.get("action") for e in r.json() if e["event"] == "file"])
+        self.assertEqual(self.conflicts(self.local), [])
+        self.assertEqual(os.stat(os.path.join(self.local, "a.jpg")).st_mtime, T0)
+
+    def test_overwrite_lets_the_source_win(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"phone", mtime=T0)
+        write_file(os.path.join(self.local, "a.jpg"), b"laptop", mtime=T0 + 1)
+        self.pull("--overwrite", expect=0)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"phone")
+        self.assertEqual(self.conflicts(self.local), [])
+
+    def test_edited_here_is_kept_edited_there_replaces(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"v1", mtime=T0)
+        write_file(os.path.join(self.remote, "b.jpg"), b"v1", mtime=T0)
+        self.pull(expect=0)
+        # The laptop edits a.jpg; the phone edits b.jpg.
+        write_file(os.path.join(self.local, "a.jpg"), b"laptop v2", mtime=T0 + 10)
+        write_file(os.path.join(self.remote, "b.jpg"), b"phone v2", mtime=T0 + 10)
+        r = self.pull("--json", expect=0)
+        skips = {e["path"]: e["reason"] for e in r.json() if e["event"] == "skip"}
+        self.assertEqual(skips, {"a.jpg": "kept"})
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"laptop v2")
+        self.assertEqual(read(os.path.join(self.local, "b.jpg")), b"phone v2")
+        # Both sides edit b.jpg: the laptop's stays, the phone's lands beside it.
+        write_file(os.path.join(self.local, "b.jpg"), b"laptop v3", mtime=T0 + 20)
+        write_file(os.path.join(self.remote, "b.jpg"), b"phone v3!", mtime=T0 + 30)
+        self.pull(expect=5)
+        self.assertEqual(read(os.path.join(self.local, "b.jpg")), b"laptop v3")
+        (c,) = self.conflicts(self.local, "b.phsync-conflict-*")
+        self.assertEqual(read(c), b"phone v3!")
+        self.assertEqual(self.conflicts(self.local, "a.phsync-conflict-*"), [])
+
+    def test_push_conflicts_and_first_contact(self):
+        write_file(os.path.join(self.local, "same.mp3"), b"identical", mtime=T0)
+        write_file(os.path.join(self.local, "differs.mp3"), b"laptop's", mtime=T0)
+        write_file(os.path.join(self.remote, "same.mp3"), b"identical", mtime=T0 + 77)
+        write_file(os.path.join(self.remote, "differs.mp3"), b"phone's!", mtime=T0 + 77)
+        r = self.push("--json", expect=5)
+        self.assertEqual([e["path"] for e in r.json() if e["event"] == "conflict"],
+                         ["differs.mp3"])
+        self.assertEqual(read(os.path.join(self.remote, "same.mp3")), b"identical")
+        self.assertEqual(os.stat(os.path.join(self.remote, "same.mp3")).st_mtime, T0)
+        self.assertEqual(read(os.path.join(self.remote, "differs.mp3")), b"phone's!")
+        (c,) = self.conflicts(self.remote)
+        self.assertEqual(read(c), b"laptop's")
+        # Later: the phone edits same.mp3 and the laptop too; the phone's stays.
+        write_file(os.path.join(self.remote, "same.mp3"), b"phone edit", mtime=T0 + 200)
+        write_file(os.path.join(self.local, "same.mp3"), b"laptop edit", mtime=T0 + 300)
+        self.push(expect=5)
+        self.assertEqual(read(os.path.join(self.remote, "same.mp3")), b"phone edit")
+        (c,) = self.conflicts(self.remote, "same.phsync-conflict-*")
+        self.assertEqual(read(c), b"laptop edit")
+
+
+class DeleteTest(SyncTestCase):
+
+    def setUp(self):
+        super().setUp()
+        for name in ("a.jpg", "b.jpg", "c.jpg", "d.jpg"):
+            write_file(os.path.join(self.remote, "DCIM", name), name.encode() * 10, mtime=T0)
+        write_file(os.path.join(self.remote, "keep.txt"), b"keep", mtime=T0)
+
+    def test_delete_mirrors_only_what_was_synced_and_unchanged(self):
+        self.pull(expect=0)
+        write_file(os.path.join(self.local, "DCIM", "mine.jpg"), b"never synced", mtime=T0)
+        os.unlink(os.path.join(self.remote, "DCIM", "a.jpg"))
+        os.unlink(os.path.join(self.remote, "DCIM", "b.jpg"))
+        # Without --delete nothing goes.
+        self.pull(expect=0)
+        self.assertTrue(os.path.exists(os.path.join(self.local, "DCIM", "a.jpg")))
+        # b.jpg was edited on the laptop since: kept.
+        write_file(os.path.join(self.local, "DCIM", "b.jpg"), b"edited here", mtime=T0 + 5)
+        r = self.pull("--delete", "--json", expect=0)
+        self.assertEqual([e["path"] for e in r.json() if e["event"] == "delete"], ["DCIM/a.jpg"])
+        self.assertEqual(r.json()[-1]["files_deleted"], 1)
+        self.assertFalse(os.path.exists(os.path.join(self.local, "DCIM", "a.jpg")))
+        self.assertEqual(read(os.path.join(self.local, "DCIM", "b.jpg")), b"edited here")
+        self.assertEqual(read(os.path.join(self.local, "DCIM", "mine.jpg")), b"never synced")
+        self.assertTrue(os.path.exists(os.path.join(self.local, "DCIM", "c.jpg")))
+
+    def test_empty_source_refuses_every_delete(self):
+        self.pull(expect=0)
+        for name in os.listdir(os.path.join(self.remote, "DCIM")):
+            os.unlink(os.path.join(self.remote, "DCIM", name))
+        os.rmdir(os.path.join(self.remote, "DCIM"))
+        os.unlink(os.path.join(self.remote, "keep.txt"))
+        r = self.pull("--delete", expect=1)
+        self.assertIn("listed empty", r.err)
+        self.assertEqual(len(os.listdir(os.path.join(self.local, "DCIM"))), 4)
+
+    def test_max_delete_refuses_the_whole_run(self):
+        self.pull(expect=0)
+        for name in ("a.jpg", "b.jpg", "c.jpg"):
+            os.unlink(os.path.join(self.remote, "DCIM", name))
+        r = self.pull("--delete", "--max-delete", "2", expect=1)
+        self.assertIn("--max-delete", r.err)
+        self.assertEqual(len(os.listdir(os.path.join(self.local, "DCIM"))), 4)
+        self.pull("--delete", "--max-delete", "3", expect=0)
+        self.assertEqual(os.listdir(os.path.join(self.local, "DCIM")), ["d.jpg"])
+
+    def test_trash_moves_instead(self):
+        self.pull(expect=0)
+        os.unlink(os.path.join(self.remote, "DCIM", "a.jpg"))
+        self.pull("--delete", "--trash", ".trash", expect=0)
+        self.assertFalse(os.path.exists(os.path.join(self.local, "DCIM", "a.jpg")))
+        self.assertEqual(read(os.path.join(self.local, ".trash", "DCIM", "a.jpg")), b"a.jpg" * 10)
+
+    def test_push_delete_and_state_forgets(self):
+        src = os.path.join(self.tmp, "src")
+        state = os.path.join(self.tmp, "state")
+        write_file(os.path.join(src, "x.mp3"), b"x", mtime=T0)
+        write_file(os.path.join(src, "y.mp3"), b"y", mtime=T0)
+        dst = os.path.join(self.tmp, "phone2")
+        os.makedirs(dst)
+        self.push("--state-dir", state, src=src, dst=dst, expect=0)
+        os.unlink(os.path.join(src, "x.mp3"))
+        self.push("--state-dir", state, "--delete", src=src, dst=dst, expect=0)
+        self.assertEqual(os.listdir(dst), ["y.mp3"])
+        (db,) = glob.glob(os.path.join(state, "*.db"))
+        with sqlite3.connect(db) as c:
+            self.assertEqual([p for (p,) in c.execute("SELECT path FROM files")], ["y.mp3"])
+
+
+if __name__ == "__main__":
+    unittest.main()
