@@ -38,7 +38,9 @@ enum phsync_event_type {
 	                             sync: the incoming version was put beside it
 	                             (message names it), or would be (dry run) */
 	PHSYNC_EV_DELETED         /* a destination file was deleted (or moved to
-	                             the trash) because the source's is gone */
+	                             the trash) because the source's is gone;
+	                             action "offload": a source file removed
+	                             after its copy was verified */
 };
 
 struct phsync_stats {
@@ -55,6 +57,8 @@ struct phsync_stats {
 	                             what is now in place (the summary's figure) */
 	uint64_t conflicts;       /* incoming versions put beside changed files */
 	uint64_t files_deleted;   /* destination files deleted (--delete) */
+	uint64_t files_offloaded; /* source files removed (--remove-source-files) */
+	uint64_t bytes_freed;     /* their bytes: what the phone got back */
 };
 
 struct phsync_event {
@@ -114,6 +118,11 @@ struct phsync_options {
 	                                  would go; < 0: PHSYNC_MAX_DELETE_DEFAULT */
 	const char *trash_dir;         /* move deleted files under this folder
 	                                  (on the destination's side) instead */
+	int remove_source;             /* pull only: offload, i.e. remove each
+	                                  file from the phone once its copy here
+	                                  is durable, reads back with the hash
+	                                  of what was read, and is recorded;
+	                                  needs fsync on */
 };
 
 /* --max-delete's default: a gallery emptied by accident is a few thousand

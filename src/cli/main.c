@@ -103,6 +103,10 @@ static const char usage_text[] =
 "                     than N files (default 1000; 0: none)\n"
 "      --trash DIR    with --delete, move files into DIR (on the destination's\n"
 "                     side; relative to the destination folder) instead\n"
+"      --remove-source-files  pull only: free the phone; each file is removed\n"
+"                     from it once its copy here is fsync'ed, reads back with\n"
+"                     the hash of what was read, and is recorded (also files\n"
+"                     synced by earlier runs and unchanged since)\n"
 "      --state-dir DIR  keep the sync state there (default\n"
 "                     $XDG_STATE_HOME/phsync or ~/.local/state/phsync)\n"
 "      --reset-state  forget what this pair's state remembers (a damaged\n"
@@ -225,10 +229,12 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        ",\"bytes_done\":%" PRIu64 ",\"bytes_committed\":%" PRIu64
 		        ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
 		        ",\"conflicts\":%" PRIu64 ",\"files_deleted\":%" PRIu64
+		        ",\"files_offloaded\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
 		        ",\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
 		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
-		        st->elapsed_ms, st->conflicts, st->files_deleted,
+		        st->elapsed_ms, st->conflicts, st->files_deleted, st->files_offloaded,
+		        st->bytes_freed,
 		        o->dry_run ? "true" : "false", code);
 		if (err != NULL && err[0]) {
 			fputs(",\"error\":", o->out);
@@ -253,6 +259,10 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        o->dry_run ? "would be copied" : "copied",
 		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
 		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
+	if (st->files_offloaded > 0)
+		fprintf(o->err, "%s%" PRIu64 " file(s) %s from the phone, %.1f MB freed\n",
+		        o->dry_run ? "dry run: " : "", st->files_offloaded,
+		        o->dry_run ? "would be removed" : "removed", st->bytes_freed / 1e6);
 	if ((o->dry_run || o->verbose || o->progress) && (st->conflicts || st->files_deleted))
 		fprintf(o->err, "%s%" PRIu64 " conflict(s) kept beside, %" PRIu64 " file(s) %s\n",
 		        o->dry_run ? "dry run: " : "", st->conflicts, st->files_deleted,
@@ -282,7 +292,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
 	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
-	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH };
+	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH, O_REMOVE_SOURCE };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -303,6 +313,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		{ "delete", no_argument, NULL, O_DELETE },
 		{ "max-delete", required_argument, NULL, O_MAX_DELETE },
 		{ "trash", required_argument, NULL, O_TRASH },
+		{ "remove-source-files", no_argument, NULL, O_REMOVE_SOURCE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -376,6 +387,9 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		case O_MODIFY_WINDOW:
 			if (parse_secs(optarg, "modify-window", 0, 86400, &opts.modify_window_s) != 0)
 				return CLI_EXIT_USAGE;
+			break;
+		case O_REMOVE_SOURCE:
+			opts.remove_source = 1;
 			break;
 		case O_OVERWRITE:
 			opts.overwrite = 1;

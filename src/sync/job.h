@@ -10,6 +10,12 @@
 #include "state.h"
 #include "tree.h"
 
+/* A file this run copied, for --remove-source-files. */
+struct ph_offload {
+	uint32_t src;              /* source index */
+	uint8_t hash[16];          /* XXH3-128 of what was read */
+};
+
 struct ph_job {
 	phsync_ctx *ctx;
 	const struct phsync_options *o;
@@ -29,6 +35,8 @@ struct ph_job {
 	uint64_t t0_ms, last_progress_ms;
 	int64_t started;           /* wall clock at the start (conflict names) */
 	const char *local_dir;     /* the local folder as the user named it */
+	struct ph_offload *off;    /* --remove-source-files: files copied this run */
+	size_t noff, capoff;
 };
 
 uint64_t ph_now_ms(void);
@@ -76,5 +84,11 @@ int ph_push_run(struct ph_job *j);
  * destination side, each only if it still shows the recorded size and
  * time, and forgets them in the state. Returns 0 or a fatal PHSYNC_E*. */
 int ph_delete_run(struct ph_job *j);
+/* --remove-source-files: removes from the server each file copied this run
+ * (j->off) and each unchanged one the state holds a hash for, once the
+ * local copy reads back with that hash and the server still lists the
+ * same size and time; then forgets its record (the phone's copy is gone on
+ * purpose: a later --delete must not take the laptop's). */
+int ph_offload_run(struct ph_job *j);
 
 #endif

@@ -346,6 +346,25 @@ start_file(struct pull *p, size_t ai)
 	return 0;
 }
 
+/* Keeps a copied file for --remove-source-files (a lost entry only means
+ * the file stays on the phone). */
+static void
+offload_add(struct ph_job *j, uint32_t src, const uint8_t hash[16])
+{
+	if (j->noff == j->capoff) {
+		size_t nc = j->capoff ? j->capoff * 2 : 64;
+		struct ph_offload *nv = realloc(j->off, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return;
+		j->off = nv;
+		j->capoff = nc;
+	}
+	j->off[j->noff].src = src;
+	memcpy(j->off[j->noff].hash, hash, 16);
+	j->noff++;
+}
+
 /* Reports what the I/O thread finished. */
 static void
 reap(struct pull *p, int wait)
@@ -382,6 +401,8 @@ reap(struct pull *p, int wait)
 				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime,
 				              done[i]->hash, 0);
 				ph_job_touch_parent(j, e->path);
+				if (j->o->remove_source)
+					offload_add(j, a->src, done[i]->hash);
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
 				             done[i]->landed == PH_LIO_SAME ? "same" :
 				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);

@@ -387,6 +387,10 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	j.local_dir = local_dir;
 	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
 		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull or push");
+	if (opts->remove_source && (!pull || !opts->fsync))
+		return ph_err(ctx, PHSYNC_EINVAL, "--remove-source-files works with pull, and "
+		              "needs fsync (not with --no-fsync): a phone's file goes only once "
+		              "its copy here is durable");
 	if (phsync_parse_remote(remote, &user, &host, &rpath) != 0)
 		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
 	if ((rc = build_filter(&j, &pat, &incl)) != 0)
@@ -533,6 +537,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		rc = PHSYNC_EINTR;
 	if (rc == 0)
 		rc = gone_files(&j, scan_failed);
+	if (rc == 0 && pull && opts->remove_source)
+		rc = ph_offload_run(&j);
 	if (rc == 0 && j.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
 		            (unsigned long long)j.st.files_failed);
@@ -560,6 +566,7 @@ out:
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);
 	free(j.dirty);
+	free(j.off);
 	ph_sftp_free(j.sftp);
 	ph_ssh_free(ssh);
 	if (j.lroot >= 0)

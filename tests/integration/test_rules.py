@@ -176,3 +176,52 @@ class DeleteTest(SyncTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OffloadTest(SyncTestCase):
+    """pull --remove-source-files frees the phone only of what is verified here."""
+
+    def setUp(self):
+        super().setUp()
+        self.files = {"DCIM/a.jpg": b"a" * 5000, "DCIM/b.jpg": b"b" * 7000, "c.mp4": b"c" * 9000}
+        for rel, data in self.files.items():
+            write_file(os.path.join(self.remote, rel), data, mtime=T0)
+
+    def remote_files(self):
+        return sorted(os.path.relpath(os.path.join(d, n), self.remote)
+                      for d, _, ns in os.walk(self.remote) for n in ns)
+
+    def test_dry_run_shows_what_would_be_freed(self):
+        r = self.pull("-n", "--remove-source-files", "--json", expect=0)
+        ev = sorted(e["path"] for e in r.json() if e["event"] == "delete" and e["action"] == "offload")
+        self.assertEqual(ev, sorted(self.files))
+        self.assertEqual(r.json()[-1]["bytes_freed"], 21000)
+        self.assertEqual(self.remote_files(), sorted(self.files))
+
+    def test_offload_copies_then_frees(self):
+        r = self.pull("--remove-source-files", "--json", expect=0)
+        s = r.json()[-1]
+        self.assertEqual((s["files_offloaded"], s["bytes_freed"]), (3, 21000))
+        self.assertEqual(self.remote_files(), [])
+        for rel, data in self.files.items():
+            self.assertEqual(read(os.path.join(self.local, rel)), data)
+        # Nothing left to offload, and the copies here stay (the records are forgotten:
+        # a later --delete never takes them).
+        self.pull("--delete", expect=0)
+        for rel, data in self.files.items():
+            self.assertEqual(read(os.path.join(self.local, rel)), data)
+
+    def test_earlier_synced_files_are_verified_before_they_go(self):
+        self.pull(expect=0)
+        # The laptop's copy of b.jpg is damaged behind phsync's back (same size and time).
+        bad = os.path.join(self.local, "DCIM", "b.jpg")
+        write_file(bad, b"X" * 7000, mtime=T0)
+        r = self.pull("--remove-source-files", "--json", expect=5)
+        failed = [e["path"] for e in r.json() if e["event"] == "file" and e["status"] == "failed"]
+        self.assertEqual(failed, ["DCIM/b.jpg"])
+        self.assertEqual(self.remote_files(), ["DCIM/b.jpg"])
+        self.assertEqual(read(os.path.join(self.remote, "DCIM", "b.jpg")), b"b" * 7000)
+
+    def test_push_refuses(self):
+        r = self.push("--remove-source-files", expect=2)
+        self.assertIn("--remove-source-files", r.err)
