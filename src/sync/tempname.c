@@ -151,7 +151,7 @@ ph_conflict_name(char *buf, size_t len, const char *final, int64_t when, unsigne
 {
 	const char *dot = strrchr(final, '.');
 	size_t fl = strlen(final), stem, extl, room;
-	char stamp[40];
+	char stamp[96];   /* room for any int the format could print */
 	struct tm tm;
 	time_t t = (time_t)when;
 
