@@ -67,7 +67,9 @@ struct phsync_event {
 	const char *action;     /* "new", "update", "mkdir", "symlink", ... */
 	uint64_t size;
 	int err;                /* PHSYNC_E* for FILE_FAILED/SKIPPED/WARNING */
-	const char *message;    /* human text for FILE_FAILED/SKIPPED/WARNING */
+	const char *message;    /* human text for FILE_FAILED/SKIPPED/WARNING;
+	                           FILE_DONE of a move or copy ("moved",
+	                           "copied"): the path it was made from */
 	const struct phsync_stats *stats;
 };
 

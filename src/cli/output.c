@@ -91,6 +91,10 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		cli_json_string(f, ev->action);
 		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
+		if (ev->message != NULL) { /* a move or copy: the file it was made from */
+			fputs(",\"from\":", f);
+			cli_json_string(f, ev->message);
+		}
 		fprintf(f, ",\"size\":%" PRIu64 ",\"status\":\"ok\"%s}\n", ev->size,
 		        o->dry_run ? ",\"dry_run\":true" : "");
 		break;
@@ -183,7 +187,10 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		if (o->quiet || (!o->verbose && !o->dry_run))
 			break;
 		cli_clear_line(o);
-		fprintf(o->out, "%s %s\n", ev->action, shown);
+		if (ev->type == PHSYNC_EV_FILE_DONE && ev->message != NULL)
+			fprintf(o->out, "%s %s (from %s)\n", ev->action, shown, msg);
+		else
+			fprintf(o->out, "%s %s\n", ev->action, shown);
 		break;
 	case PHSYNC_EV_SKIPPED:
 		if (ev->err != 0) { /* refused, not merely skipped: always said */

@@ -117,8 +117,11 @@ ph_job_dry_run_files(struct ph_job *j)
 			j->st.files_done++;
 			j->st.bytes_committed += e->size;
 			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-			             a->kind == PH_A_NEW ? "new" :
-			             a->how == PH_U_FIRST ? "compare" : "update", e->size, 0, NULL);
+			             a->kind == PH_A_NEW ? (a->how == PH_N_MOVE ? "move" :
+			                                    a->how == PH_N_COPY ? "copy" : "new") :
+			             a->how == PH_U_FIRST ? "compare" : "update", e->size, 0,
+			             a->kind == PH_A_NEW && a->how != PH_N_PLAIN ?
+			             j->dst.v[a->dst].path : NULL);
 		}
 	}
 }

@@ -84,6 +84,9 @@ int ph_push_run(struct ph_job *j);
  * destination side, each only if it still shows the recorded size and
  * time, and forgets them in the state. Returns 0 or a fatal PHSYNC_E*. */
 int ph_delete_run(struct ph_job *j);
+/* Carries out the plan's moves and copies (PH_N_MOVE, PH_N_COPY) once
+ * confirmed by content; the rest become plain new files (move.c). */
+void ph_move_run(struct ph_job *j);
 /* --remove-source-files: removes from the server each file copied this run
  * (j->off) and each unchanged one the state holds a hash for, once the
  * local copy reads back with that hash and the server still lists the

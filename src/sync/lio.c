@@ -353,14 +353,16 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = f->mtime;
 		ts[1].tv_nsec = 0;
-		if (fstat(f->fd, &st) != 0 ||
-		    (f->exact_mode && fchmod(f->fd, f->mode & 07777) != 0) ||
-		    futimens(f->fd, ts) != 0)
+		/* The time read back after setting it is what gets recorded: a
+		 * FAT/exFAT disk keeps it in 2 s steps. */
+		if ((f->exact_mode && fchmod(f->fd, f->mode & 07777) != 0) ||
+		    futimens(f->fd, ts) != 0 || fstat(f->fd, &st) != 0)
 			f->err = -errno;
 		else if ((uint64_t)st.st_size != f->expect || f->size != f->expect)
 			f->err = -EIO; /* never a file of another length than what came */
 		else
 			f->err = finish_hash(f);
+		f->dst_mtime = (int64_t)st.st_mtime;
 	}
 	if (f->err != 0) {
 		if (f->fd >= 0) {

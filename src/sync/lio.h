@@ -38,6 +38,7 @@ struct ph_lio_file {
 	void *hs;            /* XXH3-128 state of the bytes written in order */
 	uint64_t hashed;     /* bytes [0, hashed) are in hs */
 	uint8_t hash[16];    /* on commit: XXH3-128 of the content (canonical) */
+	int64_t dst_mtime;   /* on commit: the mtime the file system kept */
 	/* Replacing an existing file (set by the caller): with guard, the
 	 * final name must still hold what the plan saw there (guard_size,
 	 * guard_mtime), else the new content lands beside it under a conflict

@@ -81,6 +81,70 @@ parent_replaced(const struct ph_tree *src, const char *path)
 }
 
 static int
+del_key_cmp(const void *a, const void *b)
+{
+	const struct ph_del *x = *(struct ph_del *const *)a;
+	const struct ph_del *y = *(struct ph_del *const *)b;
+
+	if (x->ssize != y->ssize)
+		return x->ssize < y->ssize ? -1 : 1;
+	if (x->smtime != y->smtime)
+		return x->smtime < y->smtime ? -1 : 1;
+	return x->dst < y->dst ? -1 : x->dst > y->dst;
+}
+
+/* New source files that look like a recorded file gone from the source
+ * whose copy is still at the destination: moves (or copies) to confirm. */
+static int
+plan_moves(struct ph_plan *plan, const struct ph_tree *src, int deletes)
+{
+	struct ph_del **v;
+	size_t i, n = 0;
+
+	for (i = 0; i < plan->ndel; i++)
+		n += !plan->del[i].kept && plan->del[i].ssize > 0;
+	if (n == 0)
+		return 0;
+	if ((v = malloc(n * sizeof(*v))) == NULL)
+		return PHSYNC_ENOMEM;
+	for (i = 0, n = 0; i < plan->ndel; i++)
+		if (!plan->del[i].kept && plan->del[i].ssize > 0)
+			v[n++] = &plan->del[i];
+	qsort(v, n, sizeof(*v), del_key_cmp);
+	for (i = 0; i < plan->n; i++) {
+		struct ph_action *a = &plan->v[i];
+		const struct ph_entry *s = &src->v[a->src];
+		size_t lo = 0, hi = n;
+
+		if (a->kind != PH_A_NEW || s->nosize || s->size == 0)
+			continue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (v[mid]->ssize < s->size ||
+			    (v[mid]->ssize == s->size && v[mid]->smtime < s->mtime))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		/* The first unused one of that size and time. */
+		for (; lo < n && v[lo]->ssize == s->size && v[lo]->smtime == s->mtime; lo++) {
+			if (v[lo]->kept == 3)
+				continue;
+			v[lo]->kept = 3; /* taken for now (reset below) */
+			a->how = deletes ? PH_N_MOVE : PH_N_COPY;
+			a->dst = v[lo]->dst;
+			break;
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (v[i]->kept == 3)
+			v[i]->kept = 0;
+	free(v);
+	return 0;
+}
+
+static int
 plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
           const struct ph_plan_opts *opts, struct ph_plan *plan)
 {
@@ -119,7 +183,7 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 			plan->forget[plan->nforget++] = kn->path;
 			continue;
 		}
-		if (!opts->deletes || d->type != PH_T_FILE)
+		if (d->type != PH_T_FILE)
 			continue;
 		if (plan->ndel == cap_del) {
 			size_t nc = cap_del ? cap_del * 2 : 64;
@@ -131,13 +195,53 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 			cap_del = nc;
 		}
 		plan->del[plan->ndel].dst = (int64_t)(d - dst->v);
+		plan->del[plan->ndel].ssize = kn->ssize;
+		plan->del[plan->ndel].smtime = kn->smtime;
 		plan->del[plan->ndel].kept = d->nosize || d->size != kn->dsize ||
 		                             !same_time(d->mtime, kn->dmtime, win);
-		if (!plan->del[plan->ndel].kept)
+		if (!plan->del[plan->ndel].kept && opts->deletes)
 			plan->ndel_go++;
 		plan->ndel++;
 	}
-	return 0;
+	return plan_moves(plan, src, opts->deletes);
+}
+
+/* The whole-hour shift of side (0: source, 1: destination) of tree t
+ * against the records, or 0; see plan.h. */
+static int64_t
+detect_shift(const struct ph_tree *t, const struct ph_known_set *known, int side)
+{
+	uint64_t cnt[29] = { 0 }, total = 0;
+	size_t i, k = 0, best = 14;
+
+	if (known == NULL)
+		return 0;
+	for (i = 0; i < t->n; i++) {
+		const struct ph_entry *e = &t->v[i];
+		const struct ph_known *kn;
+		int c = 1;
+		int64_t d;
+
+		if (e->type != PH_T_FILE || e->nosize)
+			continue;
+		while (k < known->n && (c = ph_path_cmp(known->v[k].path, e->path)) < 0)
+			k++;
+		if (k >= known->n || c != 0)
+			continue;
+		kn = &known->v[k];
+		if ((side ? kn->dsize : kn->ssize) != e->size)
+			continue;
+		total++;
+		d = e->mtime - (side ? kn->dmtime : kn->smtime);
+		if (d != 0 && d % 3600 == 0 && d >= -14 * 3600 && d <= 14 * 3600)
+			cnt[d / 3600 + 14]++;
+	}
+	for (i = 0; i < 29; i++)
+		if (cnt[i] > cnt[best])
+			best = i;
+	if (best == 14 || cnt[best] < PH_SHIFT_MIN || cnt[best] * 100 < total * PH_SHIFT_SHARE)
+		return 0;
+	return ((int64_t)best - 14) * 3600;
 }
 
 int
@@ -159,6 +263,8 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 	memset(plan, 0, sizeof(*plan));
 	if (src->n == 0)
 		return plan_gone(src, dst, opts, plan);
+	plan->src_shift = detect_shift(src, known, 0);
+	plan->dst_shift = detect_shift(dst, known, 1);
 	if ((plan->v = calloc(src->n, sizeof(*plan->v))) == NULL)
 		return PHSYNC_ENOMEM;
 	for (i = 0; i < src->n; i++) {
@@ -213,9 +319,22 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 			                  !same_time(kn->smtime, s->mtime, win);
 			int dst_changed = kn == NULL || d->nosize || kn->dsize != d->size ||
 			                  !same_time(kn->dmtime, d->mtime, win);
+			int shifted = 0;
 
+			/* A side whose every time moved by whole hours: as recorded
+			 * once the shift is taken off. */
+			if (src_changed && kn != NULL && plan->src_shift != 0 && !s->nosize &&
+			    kn->ssize == s->size &&
+			    same_time(kn->smtime, s->mtime - plan->src_shift, win))
+				src_changed = 0, shifted = 1;
+			if (dst_changed && kn != NULL && plan->dst_shift != 0 && !d->nosize &&
+			    kn->dsize == d->size &&
+			    same_time(kn->dmtime, d->mtime - plan->dst_shift, win))
+				dst_changed = 0, shifted = 1;
 			if (!src_changed && !dst_changed) {
 				/* both sides as recorded: in sync (times not settable) */
+				if (shifted)
+					a.kind = PH_A_RECORD;
 			} else if (opts->overwrite || !dst_changed) {
 				a.kind = PH_A_UPDATE;
 				a.how = PH_U_REPLACE;

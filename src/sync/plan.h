@@ -18,9 +18,25 @@ enum ph_action_kind {
 	PH_A_CONFLICT,    /* destination holds another kind of entry: left alone */
 	PH_A_BLOCKED,     /* inside a folder that could not be made */
 	PH_A_SKIP_YOUNG,  /* file changed too recently (--min-age): maybe still written */
-	PH_A_KEPT         /* the destination changed since the last sync and the
+	PH_A_KEPT,        /* the destination changed since the last sync and the
 	                     source did not: the destination's version stays */
+	PH_A_RECORD,      /* unchanged once a whole-hour shift of one side's
+	                     times is allowed for: only its record is renewed */
+	PH_A_MOVED        /* a PH_A_NEW carried out as a move or copy of a file
+	                     already at the destination (set by the executor) */
 };
+
+/* How a PH_A_NEW may be made without a transfer: the source file has the
+ * size and time recorded for a file gone from the source whose copy is
+ * still at the destination, unchanged (a photo moved to another album). The
+ * action's dst is then that old copy's index in the destination tree. The
+ * executor confirms by content (first and last 64 KiB) before it acts. */
+enum ph_new_how {
+	PH_N_PLAIN = 0,
+	PH_N_MOVE,        /* --delete: rename the old copy to the new path */
+	PH_N_COPY         /* keep the old copy; copy it to the new path */
+};
+#define PH_MOVE_PROBE 65536
 
 /* How a PH_A_UPDATE may treat the file it replaces. */
 enum ph_update_how {
@@ -55,23 +71,31 @@ struct ph_action {
 	uint32_t src;     /* index in the source tree */
 	int64_t dst;      /* index in the destination tree, -1 if absent */
 	uint8_t kind;
-	uint8_t how;      /* PH_A_UPDATE: enum ph_update_how */
+	uint8_t how;      /* PH_A_UPDATE: enum ph_update_how; PH_A_NEW: enum
+	                     ph_new_how */
 };
 
 /* A destination file whose source is gone since the last sync. */
 struct ph_del {
 	int64_t dst;      /* index in the destination tree */
-	uint8_t kept;     /* changed at the destination since: kept, not deleted */
+	uint8_t kept;     /* changed at the destination since: kept, not deleted;
+	                     2: moved to a new path by a PH_N_MOVE (gone already) */
+	uint64_t ssize;   /* the source's size and time as recorded */
+	int64_t smtime;
 };
 
 struct ph_plan {
 	struct ph_action *v;
 	size_t n;
-	struct ph_del *del;       /* with opts->deletes: candidates, dst order */
+	struct ph_del *del;       /* candidates, dst order (deleted only with
+	                             opts->deletes; else sources of copies) */
 	size_t ndel, ndel_go;     /* all, and those to delete (not kept) */
 	const char **forget;      /* known paths gone from both sides (point
 	                             into opts->known, which must outlive them) */
 	size_t nforget;
+	int64_t src_shift, dst_shift; /* seconds every time of that side moved
+	                                 since the last sync (a phone's time zone
+	                                 or DST change), 0: none */
 	uint64_t files_total; /* regular files in the source */
 	uint64_t files_todo, bytes_todo;
 };
@@ -105,6 +129,14 @@ struct ph_plan_opts {
 int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
                  const struct ph_plan_opts *opts, struct ph_plan *plan);
 void ph_plan_free(struct ph_plan *plan);
+
+/* Whole-hour shifts: when at least PH_SHIFT_MIN files of a side that the
+ * state knows, with their recorded size, and PH_SHIFT_SHARE percent of them
+ * show a time moved by the same whole number of hours (up to 14) since the
+ * last sync, that side's times are compared minus the shift: a phone that
+ * changed time zone re-sends nothing. */
+#define PH_SHIFT_MIN 4
+#define PH_SHIFT_SHARE 90
 
 /* Deletes and forgotten records (filled by ph_plan_make from opts->known):
  * a recorded path is gone from the source when no source entry has it,

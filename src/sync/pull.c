@@ -392,13 +392,13 @@ reap(struct pull *p, int wait)
 			} else if (done[i]->landed == PH_LIO_BESIDE) {
 				ph_job_conflict(j, e->path, done[i]->beside, done[i]->size,
 				                a->how == PH_U_FIRST);
-				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime,
+				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,
 				              done[i]->hash, 1);
 				ph_job_touch_parent(j, e->path);
 			} else {
 				j->st.files_done++;
 				j->st.bytes_committed += done[i]->size;
-				ph_job_record(j, e->path, done[i]->size, e->mtime, e->mtime,
+				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,
 				              done[i]->hash, 0);
 				ph_job_touch_parent(j, e->path);
 				if (j->o->remove_source)
@@ -548,6 +548,7 @@ ph_pull_run(struct ph_job *j)
 		ph_job_dry_run_files(j);
 		return 0;
 	}
+	ph_move_run(j);
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
 		return PHSYNC_ENOMEM;
 	if ((rc = ph_lio_new(j->lroot, j->o->fsync, &p.lio)) != 0)

@@ -237,12 +237,11 @@ setstat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == 0) {
 		reply_err(f, r, "connection lost");
 	} else if (!status_ok(r) && !f->failed) {
-		/* Many phones cannot set times: warn, go on, and learn the time
-		 * the server gave the file, so the state can tell next time that
-		 * it is unchanged (not sent again and again). */
+		/* Many phones cannot set times: warn and go on; the FSTAT sent
+		 * behind this request learns the time the server gave the file,
+		 * so the state can tell next time that it is unchanged (not sent
+		 * again and again). */
 		f->times_failed = 1;
-		if (f->hlen > 0 && ph_sftp_fstat(s, f->h, f->hlen, fstat_cb, f) == 0)
-			f->pending++;
 	}
 	pf_step(f);
 }
@@ -312,8 +311,11 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			XXH128_canonical_t c;
 
 			XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
+			/* The time the server shows (-1: not learned while the
+			 * SETSTAT failed, which never matches: compared as before). */
 			ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
-			              f->times_failed ? f->rmtime : f->e->mtime, c.digest, 0);
+			              f->rmtime != -1 ? f->rmtime :
+			              f->times_failed ? -1 : f->e->mtime, c.digest, 0);
 		}
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
@@ -544,6 +546,11 @@ pf_step(struct pfile *f)
 		if ((rc = ph_sftp_fsetstat(j->sftp, f->h, f->hlen, &a, setstat_cb, f)) != 0)
 			break;
 		f->pending++;
+		/* The time the server kept (FAT: 2 s steps; refused: its own) is
+		 * what the state records: read back right behind the SETSTAT. */
+		if ((rc = ph_sftp_fstat(j->sftp, f->h, f->hlen, fstat_cb, f)) != 0)
+			break;
+		f->pending++;
 		f->state = P_CLOSING;
 		return;
 	case P_CLOSING:
@@ -689,15 +696,31 @@ cmp_queue(struct pfile *f, uint64_t off, uint32_t len)
 }
 
 static void
+same_set_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type != 0 && !status_ok(r))
+		f->times_failed = 1;
+	pf_step(f);
+}
+
+/* The LSTAT behind the SETSTAT: the time the server now shows is recorded. */
+static void
 same_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
 	struct pfile *f = arg;
 	struct ph_job *j = f->p->j;
 	const struct ph_entry *d = &j->dst.v[j->plan.v[f->ai].dst];
 	struct stat st;
+	int64_t rmtime = f->times_failed ? d->mtime : f->e->mtime;
 
 	(void)s;
 	f->pending--;
+	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_ACMODTIME))
+		rmtime = (int64_t)r->attrs.mtime;
 	if (r->type == 0) {
 		reply_err(f, r, "connection lost");
 	} else if (!f->failed) {
@@ -709,8 +732,7 @@ same_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			/* Where the time could not be set, the server's stays. */
 			f->state = P_DONE;
 			j->st.files_done++;
-			ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
-			              status_ok(r) ? f->e->mtime : d->mtime, NULL, 0);
+			ph_job_record(j, f->e->path, f->e->size, f->e->mtime, rmtime, NULL, 0);
 			ph_job_event(j, PHSYNC_EV_FILE_DONE, f->e->path, "same", f->e->size, 0, NULL);
 		}
 	}
@@ -754,7 +776,8 @@ cmp_step(struct pfile *f)
 	a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
 	a.mtime = (uint32_t)f->e->mtime;
 	f->state = P_RENAMEWAIT;
-	if (ph_sftp_setstat(j->sftp, f->rfinal, &a, same_cb, f) != 0)
+	if (ph_sftp_setstat(j->sftp, f->rfinal, &a, same_set_cb, f) != 0 ||
+	    (f->pending++, ph_sftp_stat(j->sftp, 1, f->rfinal, same_cb, f)) != 0)
 		pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
 	else
 		f->pending++;
@@ -1092,6 +1115,7 @@ ph_push_run(struct ph_job *j)
 		ph_job_dry_run_files(j);
 		return 0;
 	}
+	ph_move_run(j);
 	p.active = calloc(MAX_FILES, sizeof(*p.active));
 	if (p.active == NULL) {
 		rc = PHSYNC_ENOMEM;

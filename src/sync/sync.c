@@ -312,6 +312,47 @@ load_known(struct ph_job *j, int pull, struct ph_state_row **rows, size_t *nrows
 	return 0;
 }
 
+/* A side whose times all moved by whole hours is said so; its files'
+ * records are renewed with the new times (so it is said once). */
+static void
+report_shift(struct ph_job *j, int64_t shift, int src_side)
+{
+	char msg[400];
+	int remote = (j->dir == PHSYNC_PULL) == src_side;
+
+	if (shift == 0)
+		return;
+	snprintf(msg, sizeof(msg), "the times of the files %s moved by %+lld h since the last "
+	         "sync (a time zone or daylight saving change%s?); files whose size and time "
+	         "are as recorded once that is allowed for are taken as unchanged and not "
+	         "sent again", remote ? "on the server" : "here", (long long)(shift / 3600),
+	         remote ? " on the phone" : "");
+	ph_job_event(j, PHSYNC_EV_WARNING, ".", NULL, 0, 0, msg);
+}
+
+static int
+renew_records(struct ph_job *j)
+{
+	size_t i;
+	int pull = j->dir == PHSYNC_PULL, rc;
+
+	for (i = 0; i < j->plan.n && j->state != NULL && j->state_err == 0; i++) {
+		const struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *s = &j->src.v[a->src], *d;
+		struct ph_state_file f;
+		uint8_t h[16];
+
+		if (a->kind != PH_A_RECORD || a->dst < 0)
+			continue;
+		d = &j->dst.v[a->dst];
+		if ((rc = ph_state_file_get(j->state, s->path, &f, h)) < 0)
+			return rc;
+		ph_job_record(j, s->path, s->size, pull ? d->mtime : s->mtime,
+		              pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL, 0);
+	}
+	return j->state_err;
+}
+
 /* What went from the source since the last sync: records of files gone
  * from both sides are forgotten, and with --delete the destination's
  * copies go, unless a listing was incomplete, the source listed empty or
@@ -324,8 +365,8 @@ gone_files(struct ph_job *j, uint64_t scan_failed)
 	size_t i;
 	int rc;
 
-	for (i = 0; i < j->plan.ndel; i++)
-		if (j->plan.del[i].kept)
+	for (i = 0; i < j->plan.ndel && o->delete_missing; i++)
+		if (j->plan.del[i].kept == 1)
 			ph_job_event(j, PHSYNC_EV_SKIPPED, j->dst.v[j->plan.del[i].dst].path, "kept", 0, 0,
 			             "deleted at the source since the last sync, but changed here "
 			             "since: kept");
@@ -532,7 +573,11 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	j.st.files_todo = j.plan.files_todo;
 	j.st.bytes_todo = j.plan.bytes_todo;
 	report_skips(&j);
+	report_shift(&j, j.plan.src_shift, 1);
+	report_shift(&j, j.plan.dst_shift, 0);
 	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
+	if (rc == 0 && !opts->dry_run)
+		rc = renew_records(&j);
 	if (rc == 0 && ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == 0)

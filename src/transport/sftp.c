@@ -681,6 +681,97 @@ sync_status(struct ph_sftp *s, int rc, struct sync_wait *w)
 	return rc != 0 ? rc : w->err;
 }
 
+/* One READ of ph_sftp_read_ranges_sync. */
+struct range_wait {
+	int done, err;
+	uint8_t *buf;
+	uint32_t want, got;
+};
+
+static void
+range_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct range_wait *w = arg;
+
+	(void)s;
+	w->done = 1;
+	if (r->type == PH_FXP_DATA && r->len <= w->want) {
+		memcpy(w->buf, r->data, r->len);
+		w->got = r->len;
+	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
+		w->got = 0;
+	} else {
+		w->err = r->err ? r->err : PHSYNC_EPROTO;
+	}
+}
+
+static void
+open_cb_sync(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct range_wait *w = arg;
+
+	(void)s;
+	w->done = 1;
+	if (r->type == PH_FXP_HANDLE && r->len <= PH_SFTP_MAX_HANDLE) {
+		memcpy(w->buf, r->data, r->len);
+		w->got = r->len;
+	} else {
+		w->err = r->err ? r->err : PHSYNC_EPROTO;
+	}
+}
+
+int
+ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *off,
+                         const uint32_t *len, uint8_t *const *buf, uint32_t *got, size_t n)
+{
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	struct range_wait ow = { 0, 0, h, 0, 0 }, w[4];
+	struct sync_wait cw = { 0 };
+	size_t i;
+	int rc;
+
+	if (n > 4)
+		return PHSYNC_EINVAL;
+	rc = ph_sftp_open(s, path, PH_FXF_READ, NULL, open_cb_sync, &ow);
+	if (rc == 0)
+		rc = ph_sftp_wait(s, &ow.done);
+	if (rc != 0) {
+		if (!ow.done)
+			ph_sftp_abort(s, rc);
+		return rc;
+	}
+	if (ow.err != 0)
+		return ow.err;
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < n && rc == 0; i++) {
+		w[i].buf = buf[i];
+		w[i].want = len[i];
+		if ((rc = ph_sftp_read(s, h, ow.got, off[i], len[i], range_cb, &w[i])) != 0)
+			w[i].done = 1; /* never queued */
+	}
+	for (i = 0; i < n && rc == 0; i++)
+		rc = ph_sftp_wait(s, &w[i].done);
+	for (i = 0; i < n && rc != 0; i++)
+		if (!w[i].done) {
+			ph_sftp_abort(s, rc);
+			return rc;
+		}
+	if (rc == 0) {
+		for (i = 0; i < n; i++) {
+			if (w[i].err != 0 && rc == 0)
+				rc = w[i].err;
+			got[i] = w[i].got;
+		}
+	}
+	{
+		int crc = sync_status(s, ph_sftp_close(s, h, ow.got, sync_cb, &cw), &cw);
+
+		if (rc == 0 && (crc == PHSYNC_ECONNECT || crc == PHSYNC_EINTR))
+			rc = crc; /* a refused CLOSE of a read handle is no loss */
+	}
+	return rc;
+}
+
 int
 ph_sftp_remove_sync(struct ph_sftp *s, const char *path)
 {

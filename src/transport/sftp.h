@@ -164,6 +164,12 @@ int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                       struct ph_sftp_attrs *a);
 int ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode);
 int ph_sftp_remove_sync(struct ph_sftp *s, const char *path);
+/* Opens path, reads up to len[i] bytes at off[i] into buf[i] (n <= 4, sent
+ * at once), closes. got[i] is what came (0: EOF; a server may send less).
+ * Returns 0 or PHSYNC_E*. */
+int ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *off,
+                             const uint32_t *len, uint8_t *const *buf, uint32_t *got,
+                             size_t n);
 /* Plain RENAME: never replaces an existing target on OpenSSH's server. */
 int ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to);
 /* Runs the pump until *flag becomes nonzero. */

@@ -4,12 +4,13 @@ before anything runs, the summary counting what is in place, and Ctrl-C at a pro
 
 import os
 import pty
+import re
 import select
 import signal
 import time
 import unittest
 
-from harness import SyncTestCase, check_sanitizers, sample_tree, tree, write_file
+from harness import REPO, SyncTestCase, check_sanitizers, sample_tree, tree, write_file
 
 T0 = 1700000000
 
@@ -29,6 +30,19 @@ class CliTest(SyncTestCase):
         r = self.srv.run(["pull", "-F", self.srv.config, "-n", "--", "phone:" + self.remote,
                           "--weird-dir"])
         self.assertEqual(r.code, 0, r)
+
+    def test_help_man_page_and_readme_name_the_same_options(self):
+        r = self.srv.run(["--help"])
+        self.assertEqual(r.code, 0, r)
+        helped = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", r.out))
+        with open(os.path.join(REPO, "docs", "phsync.1")) as f:
+            man = set(re.findall(r"(--[a-z][a-z-]*[a-z])", f.read().replace("\\-", "-")))
+        with open(os.path.join(REPO, "README.md")) as f:
+            readme = set(re.findall(r"(--[a-z][a-z-]*[a-z])", f.read()))
+        self.assertGreater(len(helped), 20)
+        self.assertEqual(sorted(helped - man), [], "in --help, not in the man page")
+        self.assertEqual(sorted(helped - readme), [], "in --help, not in README.md")
+        self.assertEqual(sorted(man - helped), [], "in the man page, not in --help")
 
     def test_usage_errors_are_short(self):
         for args in (["pull", "phone:/x"], ["pull", "a", "b", "c"], ["push"],

@@ -225,3 +225,109 @@ class OffloadTest(SyncTestCase):
     def test_push_refuses(self):
         r = self.push("--remove-source-files", expect=2)
         self.assertIn("--remove-source-files", r.err)
+
+
+class PhoneTimeTest(SyncTestCase):
+    """Phone storage quirks that must not cause a transfer loop."""
+
+    def shift_all(self, root, secs):
+        for d, _, names in os.walk(root):
+            for n in names:
+                p = os.path.join(d, n)
+                st = os.stat(p)
+                os.utime(p, (st.st_atime + secs, st.st_mtime + secs))
+
+    def test_phone_time_zone_change_resends_nothing(self):
+        for i in range(6):
+            write_file(os.path.join(self.remote, "DCIM", "IMG_%d.jpg" % i), b"%d" % i * 999,
+                       mtime=T0 + i)
+        self.pull(expect=0)
+        self.shift_all(self.remote, 3600)
+        r = self.pull("--json", expect=0)
+        self.assertEqual([e for e in r.json() if e["event"] == "file"], [])
+        warn = [e["message"] for e in r.json() if e["event"] == "warning"]
+        self.assertTrue(any("+1 h" in m for m in warn), r)
+        self.assertEqual(os.stat(os.path.join(self.local, "DCIM", "IMG_0.jpg")).st_mtime, T0)
+        # Said once: the records hold the new times now.
+        r = self.pull("--json", expect=0)
+        self.assertEqual([e for e in r.json() if e["event"] in ("file", "warning")], [])
+        # A real edit after the shift is still seen.
+        write_file(os.path.join(self.remote, "DCIM", "IMG_1.jpg"), b"edited", mtime=T0 + 9999)
+        r = self.pull("--json", expect=0)
+        self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], ["DCIM/IMG_1.jpg"])
+
+    def test_push_to_a_phone_whose_times_shifted(self):
+        for i in range(5):
+            write_file(os.path.join(self.local, "Music", "t%d.mp3" % i), b"%d" % i * 500,
+                       mtime=T0 + i)
+        self.push(expect=0)
+        self.shift_all(self.remote, -7200)
+        r = self.push("--json", expect=0)
+        self.assertEqual([e for e in r.json() if e["event"] in ("file", "conflict")], [])
+        self.assertTrue(any("-2 h" in e["message"] for e in r.json() if e["event"] == "warning"))
+
+
+class MoveTest(SyncTestCase):
+    """A photo moved to another album (or renamed) is moved at the destination, not sent
+    again; confirmed by content, never by size and time alone."""
+
+    def setUp(self):
+        super().setUp()
+        self.a = os.urandom(300_000)
+        self.b = os.urandom(1000)
+        write_file(os.path.join(self.remote, "DCIM", "a.jpg"), self.a, mtime=T0)
+        write_file(os.path.join(self.remote, "DCIM", "b.jpg"), self.b, mtime=T0 + 1)
+
+    def test_pull_moves_with_delete_and_copies_without(self):
+        self.pull(expect=0)
+        os.makedirs(os.path.join(self.remote, "Album"))
+        os.rename(os.path.join(self.remote, "DCIM", "a.jpg"), os.path.join(self.remote, "Album", "a.jpg"))
+        os.rename(os.path.join(self.remote, "DCIM", "b.jpg"), os.path.join(self.remote, "DCIM", "renamed.jpg"))
+        r = self.pull("-n", "--delete", "--json", expect=0)
+        self.assertEqual(sorted((e["action"], e["path"], e.get("from")) for e in r.json()
+                                if e["event"] == "file"),
+                         [("move", "Album/a.jpg", "DCIM/a.jpg"), ("move", "DCIM/renamed.jpg", "DCIM/b.jpg")])
+        r = self.pull("--delete", "--json", expect=0)
+        files = sorted((e["action"], e["path"]) for e in r.json() if e["event"] == "file")
+        self.assertEqual(files, [("moved", "Album/a.jpg"), ("moved", "DCIM/renamed.jpg")])
+        self.assertEqual(r.json()[-1]["bytes_done"], 0, "a moved file was transferred")
+        self.assertEqual(read(os.path.join(self.local, "Album", "a.jpg")), self.a)
+        self.assertEqual(os.stat(os.path.join(self.local, "Album", "a.jpg")).st_mtime, T0)
+        self.assertEqual(read(os.path.join(self.local, "DCIM", "renamed.jpg")), self.b)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.local, "DCIM"))), ["renamed.jpg"])
+        self.pull("--delete", "--json", expect=0)  # settled
+        # Without --delete the old copy stays: the new one is a local copy.
+        os.rename(os.path.join(self.remote, "Album", "a.jpg"), os.path.join(self.remote, "Album", "c.jpg"))
+        r = self.pull("--json", expect=0)
+        self.assertEqual([(e["action"], e["path"]) for e in r.json() if e["event"] == "file"],
+                         [("copied", "Album/c.jpg")])
+        self.assertEqual(r.json()[-1]["bytes_done"], 0)
+        self.assertEqual(read(os.path.join(self.local, "Album", "c.jpg")), self.a)
+        self.assertEqual(read(os.path.join(self.local, "Album", "a.jpg")), self.a)
+
+    def test_same_size_and_time_but_other_content_is_transferred(self):
+        self.pull(expect=0)
+        os.unlink(os.path.join(self.remote, "DCIM", "a.jpg"))
+        other = bytearray(self.a)
+        other[-1] ^= 0xff  # differs only in its last byte
+        write_file(os.path.join(self.remote, "DCIM", "new.jpg"), bytes(other), mtime=T0)
+        r = self.pull("--delete", "--json", expect=0)
+        self.assertIn(("new", "DCIM/new.jpg"),
+                      [(e["action"], e["path"]) for e in r.json() if e["event"] == "file"])
+        self.assertEqual(read(os.path.join(self.local, "DCIM", "new.jpg")), bytes(other))
+        self.assertFalse(os.path.exists(os.path.join(self.local, "DCIM", "a.jpg")))
+
+    def test_push_moves_on_the_phone(self):
+        src = os.path.join(self.tmp, "src")
+        write_file(os.path.join(src, "Music", "song.mp3"), self.a, mtime=T0)
+        dst = os.path.join(self.tmp, "phone2")
+        os.makedirs(dst)
+        self.push(src=src, dst=dst, expect=0)
+        os.makedirs(os.path.join(src, "Music", "Album"))
+        os.rename(os.path.join(src, "Music", "song.mp3"), os.path.join(src, "Music", "Album", "song.mp3"))
+        r = self.push("--delete", "--json", src=src, dst=dst, expect=0)
+        self.assertEqual([(e["action"], e["path"]) for e in r.json() if e["event"] == "file"],
+                         [("moved", "Music/Album/song.mp3")])
+        self.assertEqual(r.json()[-1]["bytes_done"], 0)
+        self.assertEqual(read(os.path.join(dst, "Music", "Album", "song.mp3")), self.a)
+        self.assertFalse(os.path.exists(os.path.join(dst, "Music", "song.mp3")))

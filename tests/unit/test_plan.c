@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -299,11 +300,61 @@ test_plan_gone(void **state)
 	assert_int_equal(p.nforget, 1);
 	assert_string_equal(p.forget[0], "both-gone.jpg");
 	ph_plan_free(&p);
-	/* Without --delete nothing is to go; forgetting still happens. */
+	/* Without --delete nothing is to go (the candidates stay listed, for
+	 * copies); forgetting still happens. */
 	ko.deletes = 0;
 	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
-	assert_int_equal(p.ndel, 0);
+	assert_int_equal(p.ndel_go, 0);
 	assert_int_equal(p.nforget, 1);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* A phone's time zone change moves every time by whole hours: detected
+ * when nearly all recorded files agree, and then nothing is re-sent. */
+static void
+test_plan_hour_shift(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[10];
+	struct ph_known_set known = { kv, 10 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
+	char names[10][16];
+	struct ph_plan p;
+	size_t i, nrec = 0;
+
+	(void)state;
+	for (i = 0; i < 10; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%zu.jpg", i);
+		kv[i] = (struct ph_known){ names[i], 100 + i, 100 + i, 5000, 5000 };
+		/* f9 was edited for real (another size): still a shift of the rest */
+		add(&src, names[i], PH_T_FILE, i == 9 ? 1 : 100 + i, 5000 + 7200);
+		add(&dst, names[i], PH_T_FILE, 100 + i, 5000);
+	}
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.src_shift, 7200);
+	assert_int_equal(p.dst_shift, 0);
+	for (i = 0; i < p.n; i++) {
+		const char *path = src.v[p.v[i].src].path;
+
+		if (strcmp(path, "f9.jpg") == 0) {
+			assert_int_equal(p.v[i].kind, PH_A_UPDATE);
+		} else {
+			assert_int_equal(p.v[i].kind, PH_A_RECORD);
+			nrec++;
+		}
+	}
+	assert_int_equal(nrec, 9);
+	assert_int_equal(p.files_todo, 1);
+	ph_plan_free(&p);
+	/* Too few files to tell a shift from edits: compared as they are. */
+	known.n = 3;
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.src_shift, 0);
+	assert_int_equal(p.files_todo, 10);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -405,6 +456,7 @@ main(void)
 		cmocka_unit_test(test_plan_modify_window),
 		cmocka_unit_test(test_plan_conflict_rules),
 		cmocka_unit_test(test_plan_gone),
+		cmocka_unit_test(test_plan_hour_shift),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_filter),

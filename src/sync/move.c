@@ -1,0 +1,265 @@
+/* Moves and renames: a new source file that the planner matched (size and
+ * time) with a recorded file gone from the source whose copy is still at
+ * the destination is confirmed by content (its first and last 64 KiB on
+ * both sides) and then made from that copy: renamed with --delete (the old
+ * path would go anyway), copied locally otherwise. A photo moved to another
+ * album is not transferred again. Anything unconfirmed is transferred as a
+ * new file, as if never matched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "job.h"
+#include "local.h"
+#include "platform.h"
+#include "tempname.h"
+
+/* The two probe ranges of a file of size n. */
+static size_t
+probe_ranges(uint64_t n, uint64_t off[2], uint32_t len[2])
+{
+	off[0] = 0;
+	len[0] = (uint32_t)(n < PH_MOVE_PROBE ? n : PH_MOVE_PROBE);
+	if (n <= PH_MOVE_PROBE)
+		return 1;
+	off[1] = n - PH_MOVE_PROBE > PH_MOVE_PROBE ? n - PH_MOVE_PROBE : PH_MOVE_PROBE;
+	len[1] = (uint32_t)(n - off[1]);
+	return 2;
+}
+
+static int
+local_ranges(int root, const char *rel, const uint64_t *off, const uint32_t *len,
+             uint8_t *const *buf, size_t n)
+{
+	const char *base;
+	char *dir;
+	int dfd, fd, rc;
+	size_t i;
+
+	if ((rc = ph_local_split(rel, &dir, &base)) != 0)
+		return rc;
+	rc = ph_local_opendir(root, dir, &dfd);
+	free(dir);
+	if (rc != 0)
+		return rc;
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return ph_err_from_errno(errno);
+	for (i = 0; i < n && rc == 0; i++)
+		if (pread(fd, buf[i], len[i], (off_t)off[i]) != (ssize_t)len[i])
+			rc = PHSYNC_EIO;
+	close(fd);
+	return rc;
+}
+
+/* Does the source file (new path) hold the old copy's probe bytes? */
+static int
+confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old)
+{
+	uint64_t off[2];
+	uint32_t len[2], got[2] = { 0, 0 };
+	uint8_t *a[2], *b[2];
+	size_t n = probe_ranges(s->size, off, len), i;
+	int ok = 0, rc;
+	char *rp;
+
+	a[0] = malloc(4 * PH_MOVE_PROBE);
+	if (a[0] == NULL)
+		return 0;
+	a[1] = a[0] + PH_MOVE_PROBE;
+	b[0] = a[1] + PH_MOVE_PROBE;
+	b[1] = b[0] + PH_MOVE_PROBE;
+	/* The remote side: the source of a pull, the old copy of a push. */
+	rp = ph_job_rpath(j, j->dir == PHSYNC_PULL ? s->path : old->path);
+	rc = rp ? ph_sftp_read_ranges_sync(j->sftp, rp, off, len, a, got, n) : PHSYNC_ENOMEM;
+	free(rp);
+	if (rc == 0)
+		rc = local_ranges(j->lroot, j->dir == PHSYNC_PULL ? old->path : s->path, off, len,
+		                  b, n);
+	if (rc == 0) {
+		ok = 1;
+		for (i = 0; i < n; i++)
+			ok &= got[i] == len[i] && memcmp(a[i], b[i], len[i]) == 0;
+	}
+	free(a[0]);
+	return ok;
+}
+
+/* Copies the local file old to rel through a temp file, durable, with t as
+ * its time. */
+static int
+local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32_t mode)
+{
+	struct ph_temp_owner self;
+	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
+	const char *obase, *nbase;
+	char *odir = NULL, *ndir = NULL, tmp[256];
+	int ofd = -1, odfd = -1, ndfd = -1, fd = -1, rc;
+	uint8_t *buf = NULL;
+	ssize_t r;
+
+	ph_temp_owner_self(&self);
+	if ((rc = ph_local_split(old, &odir, &obase)) != 0 ||
+	    (rc = ph_local_split(rel, &ndir, &nbase)) != 0 ||
+	    (rc = ph_local_opendir(j->lroot, odir, &odfd)) != 0 ||
+	    (rc = ph_local_opendir(j->lroot, ndir, &ndfd)) != 0)
+		goto out;
+	if ((ofd = openat(odfd, obase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    ph_temp_name(tmp, sizeof(tmp), nbase, PH_TEMP_NEW, &self) != 0 ||
+	    (fd = openat(ndfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	                 mode & 0666)) < 0) {
+		rc = ph_err_from_errno(errno);
+		goto out;
+	}
+	if ((buf = malloc(1u << 18)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto fail;
+	}
+	while ((r = read(ofd, buf, 1u << 18)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || write(fd, buf, (size_t)r) != r) {
+			rc = ph_err_from_errno(errno ? errno : EIO);
+			goto fail;
+		}
+	}
+	if (futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0) || close(fd) != 0) {
+		fd = -1;
+		rc = ph_err_from_errno(errno);
+		goto fail;
+	}
+	fd = -1;
+	if ((rc = ph_rename_noreplace(ndfd, tmp, ndfd, nbase)) != 0) {
+		rc = ph_err_from_errno(-rc);
+		goto fail;
+	}
+	if (j->o->fsync)
+		fsync(ndfd);
+	goto out;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(ndfd, tmp, 0);
+out:
+	free(buf);
+	if (ofd >= 0)
+		close(ofd);
+	if (odfd >= 0)
+		close(odfd);
+	if (ndfd >= 0)
+		close(ndfd);
+	free(odir);
+	free(ndir);
+	return rc;
+}
+
+static int
+local_move(struct ph_job *j, const char *old, const char *rel)
+{
+	const char *obase, *nbase;
+	char *odir = NULL, *ndir = NULL;
+	int odfd = -1, ndfd = -1, rc;
+
+	if ((rc = ph_local_split(old, &odir, &obase)) == 0 &&
+	    (rc = ph_local_split(rel, &ndir, &nbase)) == 0 &&
+	    (rc = ph_local_opendir(j->lroot, odir, &odfd)) == 0 &&
+	    (rc = ph_local_opendir(j->lroot, ndir, &ndfd)) == 0) {
+		rc = ph_rename_noreplace(odfd, obase, ndfd, nbase);
+		rc = rc ? ph_err_from_errno(-rc) : 0;
+		if (rc == 0 && j->o->fsync && (fsync(ndfd) != 0 || fsync(odfd) != 0))
+			rc = ph_err_from_errno(errno);
+	}
+	if (odfd >= 0)
+		close(odfd);
+	if (ndfd >= 0)
+		close(ndfd);
+	free(odir);
+	free(ndir);
+	return rc;
+}
+
+/* Marks the delete candidate of old as gone (moved). */
+static void
+mark_moved(struct ph_job *j, int64_t old)
+{
+	size_t i;
+
+	for (i = 0; i < j->plan.ndel; i++)
+		if (j->plan.del[i].dst == old && j->plan.del[i].kept == 0) {
+			j->plan.del[i].kept = 2;
+			j->plan.ndel_go--;
+			return;
+		}
+}
+
+void
+ph_move_run(struct ph_job *j)
+{
+	int pull = j->dir == PHSYNC_PULL;
+	size_t i;
+
+	for (i = 0; i < j->plan.n && !j->ctx->interrupted; i++) {
+		struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *s = &j->src.v[a->src], *old;
+		struct ph_state_file f;
+		uint8_t h[16];
+		int move, rc;
+		char *rold, *rnew;
+
+		if (a->kind != PH_A_NEW || a->how == PH_N_PLAIN)
+			continue;
+		old = &j->dst.v[a->dst];
+		move = a->how == PH_N_MOVE;
+		/* No server-side copy without copy-data: a push copies by upload. */
+		if ((!move && !pull) || !confirmed(j, s, old)) {
+			a->how = PH_N_PLAIN;
+			a->dst = -1;
+			continue;
+		}
+		if (pull) {
+			rc = move ? local_move(j, old->path, s->path) :
+			     local_copy(j, old->path, s->path, s->mtime, s->mode);
+		} else {
+			rold = ph_job_rpath(j, old->path);
+			rnew = ph_job_rpath(j, s->path);
+			rc = rold && rnew ? ph_sftp_rename_sync(j->sftp, rold, rnew) : PHSYNC_ENOMEM;
+			free(rold);
+			free(rnew);
+		}
+		if (rc != 0) {
+			/* Not made: transferred as a new file instead. */
+			a->how = PH_N_PLAIN;
+			a->dst = -1;
+			continue;
+		}
+		if (j->state != NULL && (rc = ph_state_file_get(j->state, old->path, &f, h)) < 0)
+			j->state_err = j->state_err ? j->state_err : rc;
+		if (pull)
+			ph_job_record(j, s->path, s->size, old->mtime, s->mtime,
+			              rc == 1 ? f.hash : NULL, 0);
+		else
+			ph_job_record(j, s->path, s->size, s->mtime, old->mtime,
+			              rc == 1 ? f.hash : NULL, 0);
+		if (move) {
+			mark_moved(j, a->dst);
+			if (j->state != NULL && j->state_err == 0 &&
+			    (rc = ph_state_file_forget(j->state, old->path)) != 0)
+				j->state_err = rc;
+		}
+		a->kind = PH_A_MOVED;
+		j->st.files_done++;
+		j->st.bytes_todo -= s->size;
+		j->st.bytes_committed += s->size;
+		ph_job_touch_parent(j, s->path);
+		if (move)
+			ph_job_touch_parent(j, old->path);
+		ph_job_event(j, PHSYNC_EV_FILE_DONE, s->path, move ? "moved" : "copied", s->size, 0,
+		             old->path);
+	}
+}
