@@ -8,6 +8,33 @@
 #include "ph_config.h"
 #include "platform.h"
 
+#if defined(HAVE_STATFS_FSTYPENAME)
+#include <string.h>
+#include <sys/param.h>
+#include <sys/mount.h>
+#elif defined(HAVE_SYS_VFS_H)
+#include <sys/vfs.h>
+#endif
+
+int
+ph_fs_time_step(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) != 0)
+		return 0;
+#if defined(HAVE_STATFS_FSTYPENAME)
+	return strcmp(sf.f_fstypename, "msdos") == 0 || strcmp(sf.f_fstypename, "exfat") == 0 ?
+	       2 : 0;
+#elif defined(HAVE_SYS_VFS_H)
+	/* MSDOS_SUPER_MAGIC (vfat, msdos) and EXFAT_SUPER_MAGIC */
+	return (unsigned long)sf.f_type == 0x4d44ul || (unsigned long)sf.f_type == 0x2011bab0ul ?
+	       2 : 0;
+#else
+	return 0;
+#endif
+}
+
 int
 ph_rename_noreplace(int fromdir, const char *from, int dirfd, const char *to)
 {

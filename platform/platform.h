@@ -13,6 +13,10 @@ int ph_cpu_has_aes(void);
  * each file, which is far cheaper for many small files. Returns 0 or -errno. */
 int ph_durable_sync(const int *fds, size_t n);
 
+/* The time step (seconds) of the file system holding fd when it keeps
+ * coarse times (FAT and exFAT: 2), else 0. */
+int ph_fs_time_step(int fd);
+
 /* Renames from (in folder fromdir) to to (in dirfd), failing with -EEXIST
  * instead of replacing an existing to. Returns 0 or -errno. */
 int ph_rename_noreplace(int fromdir, const char *from, int dirfd, const char *to);

@@ -312,6 +312,28 @@ load_known(struct ph_job *j, int pull, struct ph_state_row **rows, size_t *nrows
 	return 0;
 }
 
+/* The destination's time step: a FAT/exFAT disk here (statfs), or a
+ * server whose files all show even times (16 or more of them: a chance of
+ * 1 in 65,536 otherwise), keeps 2 s steps; times that close then count as
+ * equal, as --modify-window 2 would say. Quietly: it is what the user
+ * would have asked for. */
+static int64_t
+time_step(struct ph_job *j, int pull)
+{
+	size_t i, n = 0;
+
+	if (pull)
+		return j->lroot >= 0 ? ph_fs_time_step(j->lroot) : 0;
+	for (i = 0; i < j->dst.n; i++) {
+		if (j->dst.v[i].type != PH_T_FILE || j->dst.v[i].nosize)
+			continue;
+		if (j->dst.v[i].mtime % 2 != 0)
+			return 0;
+		n++;
+	}
+	return n >= 16 ? 2 : 0;
+}
+
 /* A side whose times all moved by whole hours is said so; its files'
  * records are renewed with the new times (so it is said once). */
 static void
@@ -554,9 +576,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		goto out;
 	{
 		struct ph_plan_opts po;
+	int64_t step;
 
 		po.young_after = opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0;
 		po.modify_window = opts->modify_window_s;
+		if (po.modify_window < 2 && (step = time_step(&j, pull)) > po.modify_window)
+			po.modify_window = step;
 		po.known = &known;
 		po.overwrite = opts->overwrite;
 		po.deletes = opts->delete_missing;

@@ -256,6 +256,22 @@ class PhoneTimeTest(SyncTestCase):
         r = self.pull("--json", expect=0)
         self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], ["DCIM/IMG_1.jpg"])
 
+    def test_push_to_a_fat_phone_is_compared_within_two_seconds(self):
+        # The phone's card keeps even times: first contact with files already there (same
+        # bytes, time rounded down to even) needs no read and no write at all.
+        for i in range(16):
+            data = b"%d" % i * 300
+            write_file(os.path.join(self.local, "m%02d.mp3" % i), data, mtime=T0 + 2 * i + 1)
+            write_file(os.path.join(self.remote, "m%02d.mp3" % i), data, mtime=T0 + 2 * i)
+        r = self.push("--json", expect=0)
+        self.assertEqual([e for e in r.json() if e["event"] in ("file", "conflict")], [])
+        # One odd time on the server: not FAT; the first contact compares content.
+        os.utime(os.path.join(self.remote, "m00.mp3"), (T0 + 7, T0 + 7))
+        os.utime(os.path.join(self.local, "m05.mp3"), (T0 + 99, T0 + 99))
+        r = self.push("--json", "--state-dir", os.path.join(self.tmp, "other-state"), expect=0)
+        actions = {e["action"] for e in r.json() if e["event"] == "file"}
+        self.assertEqual(actions, {"same"})
+
     def test_push_to_a_phone_whose_times_shifted(self):
         for i in range(5):
             write_file(os.path.join(self.local, "Music", "t%d.mp3" % i), b"%d" % i * 500,
