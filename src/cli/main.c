@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ static const char usage_text[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
+"       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
@@ -287,8 +289,13 @@ parse_secs(const char *arg, const char *name, unsigned long lo, unsigned long hi
 	return 0;
 }
 
+static void pair_status(const char *state_dir, const char *remote, const char *local,
+                        int json, const struct phsync_stats *st, int code, const char *err);
+
+/* pull and push; with status set, `phsync status HOST:DIR LOCALDIR` (or
+ * LOCALDIR HOST:DIR): a dry run whose result is told as the pair's state. */
 static int
-sync_main(int argc, char **argv, enum phsync_direction dir)
+sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
 	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
@@ -325,7 +332,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 	struct sigaction sa;
 	phsync_ctx *ctx = NULL;
 	const char *remote, *local;
-	int c, rc, code, progress = -1;
+	int c, rc, code, progress = -1, status_json = 0;
 
 	phsync_options_init(&opts);
 	memset(&out, 0, sizeof(out));
@@ -455,6 +462,15 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 		free(h);
 		free(p);
 	}
+	if (status) {
+		/* Only failures are told as they come; the rest is the status. */
+		status_json = out.json;
+		out.json = 0;
+		out.quiet = 1;
+		out.verbose = 0;
+		opts.dry_run = out.dry_run = 1;
+		progress = 0;
+	}
 	if (out.json)
 		out.progress = 0;
 	else if (progress >= 0)
@@ -487,7 +503,11 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 
 	rc = phsync_sync(ctx, dir, remote, local, &opts, &st);
 	code = exit_code(rc);
-	summary(&out, &st, code, rc != 0 ? phsync_ctx_error(ctx) : NULL);
+	if (status)
+		pair_status(opts.state_dir, remote, local, status_json, &st, code,
+		            rc != 0 ? phsync_ctx_error(ctx) : NULL);
+	else
+		summary(&out, &st, code, rc != 0 ? phsync_ctx_error(ctx) : NULL);
 	running_ctx = NULL;
 	phsync_ctx_free(ctx);
 	return code;
@@ -496,6 +516,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir)
 struct status_out {
 	int json;
 	int n;
+	const char *local;       /* only this pair (realpath), or NULL: all */
+	const char *rpath;
 };
 
 static void
@@ -505,6 +527,13 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	char when[64] = "never", shown[8192];
 	const char *res;
 
+	if (so->local != NULL) {
+		size_t rl = strlen(pi->remote), pl = strlen(so->rpath);
+
+		if (strcmp(pi->local, so->local) != 0 || rl <= pl ||
+		    strcmp(pi->remote + rl - pl, so->rpath) != 0 || pi->remote[rl - pl - 1] != ':')
+			return;
+	}
 	so->n++;
 	if (so->json) {
 		fputs("{\"event\":\"pair\",\"remote\":", stdout);
@@ -538,6 +567,52 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	       pi->files_known);
 }
 
+/* The status of one pair: what a sync would do now (the dry run's
+ * counts) and how its last run ended. */
+static void
+pair_status(const char *state_dir, const char *remote, const char *local, int json,
+            const struct phsync_stats *st, int code, const char *err)
+{
+	struct status_out so = { json, 0, NULL, NULL };
+	char lpath[PATH_MAX], *u = NULL, *h = NULL, *p = NULL, shown[4200];
+	phsync_ctx *ctx = NULL;
+	size_t n;
+
+	if (json) {
+		printf("{\"event\":\"status\",\"files_to_copy\":%" PRIu64 ",\"bytes_to_copy\":%"
+		       PRIu64 ",\"conflicts\":%" PRIu64 ",\"files_to_delete\":%" PRIu64
+		       ",\"files_total\":%" PRIu64 ",\"exit\":%d", st->files_done,
+		       st->bytes_committed, st->conflicts, st->files_deleted, st->files_total, code);
+		if (err != NULL && err[0]) {
+			fputs(",\"error\":", stdout);
+			cli_json_string(stdout, err);
+		}
+		fputs("}\n", stdout);
+	} else if (err != NULL && err[0] && code != CLI_EXIT_PARTIAL) {
+		phsync_escape(shown, sizeof(shown), err);
+		printf("now: cannot tell: %s\n", shown);
+	} else {
+		printf("now: %" PRIu64 " of %" PRIu64 " files to copy (%.1f MB), %" PRIu64
+		       " conflict(s), %" PRIu64 " to delete\n", st->files_done, st->files_total,
+		       st->bytes_committed / 1e6, st->conflicts, st->files_deleted);
+	}
+	if (realpath(local, lpath) == NULL || phsync_parse_remote(remote, &u, &h, &p) != 0 ||
+	    phsync_ctx_new(&ctx) != 0)
+		goto out;
+	n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	so.local = lpath;
+	so.rpath = p;
+	if (phsync_pairs(ctx, state_dir, status_pair, &so) == 0 && so.n == 0 && !json)
+		printf("never synced\n");
+out:
+	phsync_ctx_free(ctx);
+	free(u);
+	free(h);
+	free(p);
+}
+
 /* `phsync status`: every pair the state knows, and how its last run ended. */
 static int
 status_main(int argc, char **argv)
@@ -548,11 +623,42 @@ status_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct status_out so = { 0, 0 };
-	const char *dir = NULL;
+	static const char *const with_value[] = { "-F", "--state-dir", "--timeout", "--exclude",
+		"--include", "--min-age", "--modify-window", "--max-delete", "--trash", NULL };
+	struct status_out so = { 0, 0, NULL, NULL };
+	const char *dir = NULL, *pos[2] = { NULL, NULL };
 	phsync_ctx *ctx = NULL;
-	int c, rc;
+	int c, rc, i, k, npos = 0, dashdash = 0;
 
+	/* With two paths, the status of that pair: what a sync would do now
+	 * (the remote one first: a pull; second: a push), with any option of
+	 * pull and push. */
+	for (i = 1; i < argc; i++) {
+		if (!dashdash && strcmp(argv[i], "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (!dashdash && argv[i][0] == '-' && argv[i][1] != '\0') {
+			for (k = 0; with_value[k] != NULL; k++)
+				if (strcmp(argv[i], with_value[k]) == 0)
+					i++;
+			continue;
+		}
+		if (npos < 2)
+			pos[npos] = argv[i];
+		npos++;
+	}
+	if (npos == 2) {
+		char *u, *h, *p;
+		int pull = phsync_parse_remote(pos[0], &u, &h, &p) == 0;
+
+		if (pull) {
+			free(u);
+			free(h);
+			free(p);
+		}
+		return sync_main(argc, argv, pull ? PHSYNC_PULL : PHSYNC_PUSH, 1);
+	}
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -565,8 +671,12 @@ status_main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs("usage: phsync status [--json] [--state-dir DIR]\n"
-			      "Lists the sync pairs phsync has state for, and how each one's last run "
-			      "ended.\n", stdout);
+			      "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
+			      "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
+			      "Without paths, lists the sync pairs phsync has state for, and how each "
+			      "one's last run\nended. With a pair, says what a sync would do now (a "
+			      "dry run: nothing changes)\nand how the pair's last run ended; "
+			      "OPTIONS are pull's and push's.\n", stdout);
 			return CLI_EXIT_OK;
 		default:
 			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
@@ -575,8 +685,8 @@ status_main(int argc, char **argv)
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "phsync: status takes no paths (to see what a sync would do, "
-		        "use pull or push with -n)\nTry 'phsync status --help'.\n");
+		fprintf(stderr, "phsync: status takes no path or two (HOST:DIR LOCALDIR)\n"
+		        "Try 'phsync status --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
 	if (phsync_ctx_new(&ctx) != 0)
@@ -596,9 +706,9 @@ main(int argc, char **argv)
 	const char *cmd = argc >= 2 ? argv[1] : "";
 
 	if (strcmp(cmd, "pull") == 0)
-		return sync_main(argc - 1, argv + 1, PHSYNC_PULL);
+		return sync_main(argc - 1, argv + 1, PHSYNC_PULL, 0);
 	if (strcmp(cmd, "push") == 0)
-		return sync_main(argc - 1, argv + 1, PHSYNC_PUSH);
+		return sync_main(argc - 1, argv + 1, PHSYNC_PUSH, 0);
 	if (strcmp(cmd, "delta") == 0)
 		return cli_delta_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)

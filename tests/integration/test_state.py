@@ -52,6 +52,41 @@ class StateTest(SyncTestCase):
         with sqlite3.connect(self.dbs()[0]) as db:
             self.assertEqual(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0], 1)
 
+    def test_status_of_one_pair_says_what_a_sync_would_do(self):
+        sample_tree(self.remote)
+        r = self.pull("--state-dir", self.state, "--json", expect=0)
+        total = r.json()[-1]["files_total"]
+        write_file(os.path.join(self.remote, "new.jpg"), b"x" * 1000, mtime=T0)
+        args = ["status", "-F", self.srv.config, "--state-dir", self.state,
+                "phone:" + self.remote + "/", self.local]
+        r = self.srv.run(args + ["--json"])
+        self.assertEqual(r.code, 0, r)
+        status, pair = r.json()
+        self.assertEqual((status["event"], status["files_to_copy"], status["bytes_to_copy"],
+                          status["conflicts"], status["files_total"]),
+                         ("status", 1, 1000, 0, total + 1))
+        self.assertEqual((pair["event"], pair["last_result"], pair["local"]),
+                         ("pair", "success", os.path.realpath(self.local)))
+        self.assertFalse(os.path.exists(os.path.join(self.local, "new.jpg")))
+        r = self.srv.run(args)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("now: 1 of %d files to copy" % (total + 1), r.out)
+        self.assertIn("last run", r.out)
+        # The other order is a push: of the same pair (one state per pair, both ways),
+        # with nothing to send; another local folder never synced.
+        r = self.srv.run(["status", "-F", self.srv.config, "--state-dir", self.state,
+                          self.local, "phone:" + self.remote])
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("now: 0 of %d files to copy" % total, r.out)
+        self.assertIn("last run", r.out)
+        other = os.path.join(self.tmp, "other")
+        os.makedirs(other)
+        r = self.srv.run(["status", "-F", self.srv.config, "--state-dir", self.state,
+                          "phone:" + self.remote, other])
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("now: %d of %d files to copy" % (total + 1, total + 1), r.out)
+        self.assertIn("never synced", r.out)
+
     def test_second_run_on_a_pair_is_refused(self):
         sample_tree(self.remote)
         self.pull("--state-dir", self.state, expect=0)
