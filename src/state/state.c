@@ -40,7 +40,7 @@ static const char schema[] =
 	"  path TEXT PRIMARY KEY,"
 	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL,"
 	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL,"
-	"  hash BLOB) WITHOUT ROWID;"
+	"  hash BLOB, sig BLOB) WITHOUT ROWID;"
 	"CREATE TABLE runs ("
 	"  id INTEGER PRIMARY KEY, started INTEGER NOT NULL, ended INTEGER,"
 	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);";
@@ -205,6 +205,17 @@ setup(struct ph_state *st, const char *remote, const char *local)
 	if ((rc = exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
 	    (rc = exec(st, "PRAGMA synchronous = NORMAL")) != 0)
 		return rc;
+	if (app == APP_ID && ver == 1) {
+		/* Schema 1 (no block signatures): one column more. */
+		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
+			return rc;
+		if ((rc = exec(st, "ALTER TABLE files ADD COLUMN sig BLOB")) != 0 ||
+		    (rc = exec(st, "PRAGMA user_version = 2")) != 0 ||
+		    (rc = exec(st, "COMMIT")) != 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+	}
 	if (app == 0 && ver == 0) {
 		char sql[128];
 
@@ -289,7 +300,7 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	if ((rc = setup(st, remote, key->lpath)) != 0)
 		goto fail;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (path, lsize, lmtime, rsize, "
-	                       "rmtime, hash) VALUES (?, ?, ?, ?, ?, ?)", -1, &st->put,
+	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash FROM files "
 	                       "WHERE path = ?", -1, &st->get, NULL) != SQLITE_OK ||
@@ -354,6 +365,8 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 	    sqlite3_bind_int64(st->put, 5, f->rmtime) != SQLITE_OK ||
 	    (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
 	               sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
+	    (f->sig ? sqlite3_bind_blob64(st->put, 7, f->sig, f->siglen, SQLITE_STATIC) :
+	              sqlite3_bind_null(st->put, 7)) != SQLITE_OK ||
 	    sqlite3_step(st->put) != SQLITE_DONE)
 		rc = db_err(st, "recording a file");
 	sqlite3_reset(st->put);
@@ -410,6 +423,8 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 	f->rsize = (uint64_t)sqlite3_column_int64(st->get, 2);
 	f->rmtime = sqlite3_column_int64(st->get, 3);
 	f->hash = NULL;
+	f->sig = NULL;
+	f->siglen = 0;
 	if (sqlite3_column_bytes(st->get, 4) == 16) {
 		memcpy(hashbuf, sqlite3_column_blob(st->get, 4), 16);
 		f->hash = hashbuf;

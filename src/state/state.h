@@ -14,7 +14,8 @@
 
 #include "phsync/phsync.h"
 
-#define PH_STATE_SCHEMA 1   /* user_version of the databases this code writes */
+#define PH_STATE_SCHEMA 2   /* user_version of the databases this code writes
+                               (1 had no sig column: upgraded on open) */
 
 struct ph_state;
 
@@ -30,6 +31,11 @@ struct ph_state_file {
 	uint64_t lsize, rsize;
 	int64_t lmtime, rmtime;
 	const uint8_t *hash;     /* XXH3-128 of the content, 16 bytes, or NULL */
+	const uint8_t *sig;      /* for a file phsync wrote to the remote: the
+	                            block signature of what it wrote (the delta
+	                            engine's serialized form, docs/DELTA.md), or
+	                            NULL; never loaded back by file_get/load */
+	size_t siglen;
 };
 
 enum {

@@ -144,9 +144,9 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
 	return p;
 }
 
-void
-ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
-              const uint8_t *hash, int diverged)
+static void
+record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
+       const uint8_t *hash, int diverged, const uint8_t *sig, size_t siglen)
 {
 	struct ph_state_file f;
 	int rc;
@@ -158,10 +158,26 @@ ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
 	f.lmtime = lmtime;
 	f.rmtime = rmtime;
 	f.hash = hash;
+	f.sig = sig;
+	f.siglen = siglen;
 	if (diverged && j->dir == PHSYNC_PULL)
 		f.lsize = PH_KNOWN_DIVERGED;
 	else if (diverged)
 		f.rsize = PH_KNOWN_DIVERGED;
 	if ((rc = ph_state_file_done(j->state, path, &f)) != 0)
 		j->state_err = rc;
+}
+
+void
+ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
+              const uint8_t *hash, int diverged)
+{
+	record(j, path, size, lmtime, rmtime, hash, diverged, NULL, 0);
+}
+
+void
+ph_job_record_pushed(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                     int64_t rmtime, const uint8_t *hash, const uint8_t *sig, size_t siglen)
+{
+	record(j, path, size, lmtime, rmtime, hash, 0, sig, siglen);
 }

@@ -53,6 +53,11 @@ void ph_job_progress(struct ph_job *j);
  * the run with it. */
 void ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
                    int64_t rmtime, const uint8_t *hash, int diverged);
+/* The same for a file pushed whole, with the block signature of what was
+ * written (sig, siglen: the delta engine's serialized form). */
+void ph_job_record_pushed(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                          int64_t rmtime, const uint8_t *hash, const uint8_t *sig,
+                          size_t siglen);
 
 /* Counts and reports a conflict: the incoming version of path went beside
  * it as beside (a name in the same folder; NULL on a dry run). first: no

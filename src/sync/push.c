@@ -16,6 +16,7 @@
 
 #include <xxhash.h>
 
+#include "phsync/delta.h"
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
@@ -63,6 +64,11 @@ struct pfile {
 	int64_t rmtime;            /* the remote file's mtime, when the server
 	                              would not take ours (-1: unknown) */
 	XXH3_state_t *hs;          /* XXH3-128 of what was read and sent */
+	phsync_sig_gen *sg;        /* block signature of what was sent (NULL:
+	                              none, e.g. out of memory: it is optional) */
+	uint8_t *sig;
+	size_t siglen, sigcap;
+	int sigdone;
 	int beside;                /* land as a conflict copy beside rfinal */
 	int guarded;               /* rfinal was checked just before the rename */
 	char *rbeside;             /* the conflict copy's remote path */
@@ -84,6 +90,7 @@ struct push {
 };
 
 static void pf_step(struct pfile *f);
+static void sig_feed(struct pfile *f, const void *data, size_t len, int end);
 
 static void
 cleanup_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
@@ -145,6 +152,8 @@ pf_free(struct pfile *f)
 	free(f->raside);
 	free(f->rbeside);
 	XXH3_freeState(f->hs);
+	phsync_sig_gen_free(f->sg);
+	free(f->sig);
 	free(f);
 }
 
@@ -313,9 +322,12 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
 			/* The time the server shows (-1: not learned while the
 			 * SETSTAT failed, which never matches: compared as before). */
-			ph_job_record(j, f->e->path, f->e->size, f->e->mtime,
-			              f->rmtime != -1 ? f->rmtime :
-			              f->times_failed ? -1 : f->e->mtime, c.digest, 0);
+			if (!f->sigdone)
+				sig_feed(f, NULL, 0, 1); /* an empty file */
+			ph_job_record_pushed(j, f->e->path, f->e->size, f->e->mtime,
+			                     f->rmtime != -1 ? f->rmtime :
+			                     f->times_failed ? -1 : f->e->mtime, c.digest,
+			                     f->sigdone ? f->sig : NULL, f->sigdone ? f->siglen : 0);
 		}
 		ph_job_touch_parent(j, f->e->path);
 		if (f->times_failed)
@@ -424,6 +436,53 @@ aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	pf_step(f);
 }
 
+/* The block length of the signature kept for a pushed file: the delta
+ * engine's choice, but at most 256 blocks a file (with 12 bytes a block, a
+ * photo's signature stays within about 3 KiB of state). */
+static uint32_t
+sig_block_len(uint64_t size)
+{
+	uint64_t b = phsync_delta_block_len(size), min = (size / 256 + 63) / 64 * 64;
+
+	if (b < min)
+		b = min;
+	return b > PHSYNC_SIG_MAX_BLOCK ? PHSYNC_SIG_MAX_BLOCK : (uint32_t)b;
+}
+
+/* Feeds sent bytes to the signature; end with the last of them. */
+static void
+sig_feed(struct pfile *f, const void *data, size_t len, int end)
+{
+	struct phsync_in in = { data, len, 0 };
+	int done = 0;
+
+	while (f->sg != NULL && (in.pos < in.size || (end && !done))) {
+		struct phsync_out out;
+
+		if (f->sigcap - f->siglen < 4096) {
+			size_t nc = f->sigcap ? f->sigcap * 2 : 16384;
+			uint8_t *nb = realloc(f->sig, nc);
+
+			if (nb == NULL)
+				goto drop;
+			f->sig = nb;
+			f->sigcap = nc;
+		}
+		out.ptr = f->sig;
+		out.size = f->sigcap;
+		out.pos = f->siglen;
+		if (phsync_sig_gen_stream(f->sg, &out, &in, end, &done) != 0)
+			goto drop;
+		f->siglen = out.pos;
+	}
+	if (done)
+		f->sigdone = 1;
+	return;
+drop:
+	phsync_sig_gen_free(f->sg);
+	f->sg = NULL;
+}
+
 /* Reads the next piece of the local file straight into the send buffer. */
 static int
 fill_from_file(void *arg, void *dst, uint32_t len)
@@ -442,8 +501,10 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 			return PHSYNC_ECORRUPT; /* the file shrank while being sent */
 		got += (size_t)r;
 	}
-	/* Filled in order: the hash of what was sent, with no second read. */
+	/* Filled in order: the hash and signature of what was sent, with no
+	 * second read. */
 	XXH3_128bits_update(f->hs, dst, len);
+	sig_feed(f, dst, len, f->next_off + len == f->e->size);
 	return 0;
 }
 
@@ -894,6 +955,8 @@ start_file(struct push *p, size_t ai)
 		goto out;
 	}
 	XXH3_128bits_reset(f->hs);
+	if (phsync_sig_gen_new(j->ctx, e->size, sig_block_len(e->size), 0, &f->sg) != 0)
+		f->sg = NULL;
 	if (act->kind == PH_A_UPDATE && act->how != PH_U_REPLACE) {
 		const struct ph_entry *d = &j->dst.v[act->dst];
 
@@ -920,6 +983,7 @@ out:
 		free(f->rtmp);
 		free(f->rfinal);
 		XXH3_freeState(f->hs);
+		phsync_sig_gen_free(f->sg);
 		free(f);
 	}
 	free(tmprel);

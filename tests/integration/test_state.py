@@ -147,6 +147,27 @@ class StateTest(SyncTestCase):
                         seen.append(path)
         self.assertEqual(sorted(seen), ["big.bin", "empty"])
 
+    def test_push_records_the_block_signature_of_what_it_wrote(self):
+        src = os.path.join(self.tmp, "src")
+        files = {"video.mp4": os.urandom(5 << 20), "tiny.txt": b"hi", "empty": b""}
+        for name, data in files.items():
+            write_file(os.path.join(src, name), data, mtime=T0)
+        self.push("--state-dir", self.state, src=src, expect=0)
+        with sqlite3.connect(self.dbs()[0]) as db:
+            sigs = dict(db.execute("SELECT path, sig FROM files"))
+        self.assertEqual(sorted(sigs), sorted(files))
+        for name in files:
+            sig = sigs[name]
+            self.assertEqual(sig[:4], b"PHSS", name)
+            block = int.from_bytes(sig[8:12], "big")
+            if name == "video.mp4":  # at most 256 blocks a file
+                self.assertLessEqual(-(-len(files[name]) // block), 256)
+            out = os.path.join(self.tmp, name + ".sig")
+            r = self.srv.run(["delta", "signature", "-b", str(block), os.path.join(src, name), out])
+            self.assertEqual(r.code, 0, r)
+            with open(out, "rb") as f:
+                self.assertEqual(sig, f.read(), name)
+
     def test_push_records_too(self):
         src = os.path.join(self.tmp, "src")
         write_file(os.path.join(src, "a.jpg"), b"aaa", mtime=T0)

@@ -77,7 +77,7 @@ test_records_survive(void **state)
 {
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 100, 100, 1700000000, 1700000000, NULL }, g;
+	struct ph_state_file f = { 100, 100, 1700000000, 1700000000, NULL, NULL, 0 }, g;
 	uint8_t hash[16], buf[16];
 	struct phsync_stats stats = { 0 };
 
@@ -144,7 +144,7 @@ test_kill_mid_batch(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct ph_state_file f = { 1, 1, 2, 2, NULL };
+		struct ph_state_file f = { 1, 1, 2, 2, NULL, NULL, 0 };
 		char path[32];
 
 		if (ph_state_open(ctx, dir, &key, 1, &st) != 0)
@@ -179,6 +179,29 @@ test_damaged_foreign_and_newer_refused(void **state)
 	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
 	ph_state_close(st, 0, NULL);
 	db_path(path, sizeof(path));
+	/* Schema 1 (before block signatures) is upgraded in place. */
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "ALTER TABLE files DROP COLUMN sig; "
+	                             "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	{
+		static const uint8_t sig[3] = { 1, 2, 3 };
+		struct ph_state_file f = { 1, 1, 2, 2, NULL, sig, 3 };
+		sqlite3_stmt *q;
+
+		assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+		assert_int_equal(ph_state_file_done(st, "a", &f), 0);
+		ph_state_close(st, 0, NULL);
+		assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(h, "SELECT sig, (SELECT user_version FROM "
+		                                    "pragma_user_version) FROM files", -1, &q, NULL),
+		                 SQLITE_OK);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_bytes(q, 0), 3);
+		assert_int_equal(sqlite3_column_int(q, 1), 2);
+		sqlite3_finalize(q);
+		sqlite3_close(h);
+	}
 	/* Newer schema. */
 	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
