@@ -345,58 +345,67 @@ ph_state_flush(struct ph_state *st)
 	return 0;
 }
 
-int
-ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_file *f)
+/* Opens the batch's transaction if none is open. */
+static int
+batch_begin(struct ph_state *st)
 {
-	int rc = 0;
-
-	if (st->readonly)
+	if (st->in_txn)
 		return 0;
-	if (!st->in_txn) {
-		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-			return db_err(st, "starting a transaction");
-		st->in_txn = 1;
-	}
-	sqlite3_reset(st->put);
-	if (sqlite3_bind_text(st->put, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
-	    sqlite3_bind_int64(st->put, 2, (int64_t)f->lsize) != SQLITE_OK ||
-	    sqlite3_bind_int64(st->put, 3, f->lmtime) != SQLITE_OK ||
-	    sqlite3_bind_int64(st->put, 4, (int64_t)f->rsize) != SQLITE_OK ||
-	    sqlite3_bind_int64(st->put, 5, f->rmtime) != SQLITE_OK ||
-	    (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
-	               sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
-	    (f->sig ? sqlite3_bind_blob64(st->put, 7, f->sig, f->siglen, SQLITE_STATIC) :
-	              sqlite3_bind_null(st->put, 7)) != SQLITE_OK ||
-	    sqlite3_step(st->put) != SQLITE_DONE)
-		rc = db_err(st, "recording a file");
-	sqlite3_reset(st->put);
-	sqlite3_clear_bindings(st->put);
+	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(st, "starting a transaction");
+	st->in_txn = 1;
+	return 0;
+}
+
+/* Steps a bound row statement, resets it, and commits every BATCH rows. */
+static int
+batch_step(struct ph_state *st, sqlite3_stmt *s, const char *what, int rc)
+{
+	if (rc == 0 && sqlite3_step(s) != SQLITE_DONE)
+		rc = 1;
+	if (rc != 0)
+		rc = db_err(st, what);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
 	if (rc == 0 && ++st->pending >= BATCH)
 		rc = ph_state_flush(st);
 	return rc;
 }
 
 int
-ph_state_file_forget(struct ph_state *st, const char *path)
+ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_file *f)
 {
-	int rc = 0;
+	int rc;
 
 	if (st->readonly)
 		return 0;
-	if (!st->in_txn) {
-		if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-			return db_err(st, "starting a transaction");
-		st->in_txn = 1;
-	}
+	if ((rc = batch_begin(st)) != 0)
+		return rc;
+	sqlite3_reset(st->put);
+	rc = sqlite3_bind_text(st->put, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+	     sqlite3_bind_int64(st->put, 2, (int64_t)f->lsize) != SQLITE_OK ||
+	     sqlite3_bind_int64(st->put, 3, f->lmtime) != SQLITE_OK ||
+	     sqlite3_bind_int64(st->put, 4, (int64_t)f->rsize) != SQLITE_OK ||
+	     sqlite3_bind_int64(st->put, 5, f->rmtime) != SQLITE_OK ||
+	     (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
+	                sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
+	     (f->sig ? sqlite3_bind_blob64(st->put, 7, f->sig, f->siglen, SQLITE_STATIC) :
+	               sqlite3_bind_null(st->put, 7)) != SQLITE_OK;
+	return batch_step(st, st->put, "recording a file", rc);
+}
+
+int
+ph_state_file_forget(struct ph_state *st, const char *path)
+{
+	int rc;
+
+	if (st->readonly)
+		return 0;
+	if ((rc = batch_begin(st)) != 0)
+		return rc;
 	sqlite3_reset(st->del);
-	if (sqlite3_bind_text(st->del, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
-	    sqlite3_step(st->del) != SQLITE_DONE)
-		rc = db_err(st, "forgetting a file");
-	sqlite3_reset(st->del);
-	sqlite3_clear_bindings(st->del);
-	if (rc == 0 && ++st->pending >= BATCH)
-		rc = ph_state_flush(st);
-	return rc;
+	rc = sqlite3_bind_text(st->del, 1, path, -1, SQLITE_STATIC) != SQLITE_OK;
+	return batch_step(st, st->del, "forgetting a file", rc);
 }
 
 int

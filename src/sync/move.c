@@ -91,6 +91,38 @@ confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old
 	return ok;
 }
 
+/* The folders of the old copy and of the new path, open beneath the root. */
+struct two_dirs {
+	char *odir, *ndir;
+	const char *obase, *nbase;
+	int odfd, ndfd;
+};
+
+static int
+open_two(struct ph_job *j, const char *old, const char *rel, struct two_dirs *t)
+{
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->odfd = t->ndfd = -1;
+	if ((rc = ph_local_split(old, &t->odir, &t->obase)) != 0 ||
+	    (rc = ph_local_split(rel, &t->ndir, &t->nbase)) != 0 ||
+	    (rc = ph_local_opendir(j->lroot, t->odir, &t->odfd)) != 0)
+		return rc;
+	return ph_local_opendir(j->lroot, t->ndir, &t->ndfd);
+}
+
+static void
+close_two(struct two_dirs *t)
+{
+	if (t->odfd >= 0)
+		close(t->odfd);
+	if (t->ndfd >= 0)
+		close(t->ndfd);
+	free(t->odir);
+	free(t->ndir);
+}
+
 /* Copies the local file old to rel through a temp file, durable, with t as
  * its time. */
 static int
@@ -98,21 +130,18 @@ local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32
 {
 	struct ph_temp_owner self;
 	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
-	const char *obase, *nbase;
-	char *odir = NULL, *ndir = NULL, tmp[256];
-	int ofd = -1, odfd = -1, ndfd = -1, fd = -1, rc;
+	struct two_dirs d;
+	char tmp[256];
+	int ofd = -1, fd = -1, rc;
 	uint8_t *buf = NULL;
 	ssize_t r;
 
 	ph_temp_owner_self(&self);
-	if ((rc = ph_local_split(old, &odir, &obase)) != 0 ||
-	    (rc = ph_local_split(rel, &ndir, &nbase)) != 0 ||
-	    (rc = ph_local_opendir(j->lroot, odir, &odfd)) != 0 ||
-	    (rc = ph_local_opendir(j->lroot, ndir, &ndfd)) != 0)
+	if ((rc = open_two(j, old, rel, &d)) != 0)
 		goto out;
-	if ((ofd = openat(odfd, obase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    ph_temp_name(tmp, sizeof(tmp), nbase, PH_TEMP_NEW, &self) != 0 ||
-	    (fd = openat(ndfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	if ((ofd = openat(d.odfd, d.obase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    ph_temp_name(tmp, sizeof(tmp), d.nbase, PH_TEMP_NEW, &self) != 0 ||
+	    (fd = openat(d.ndfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	                 mode & 0666)) < 0) {
 		rc = ph_err_from_errno(errno);
 		goto out;
@@ -135,52 +164,38 @@ local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32
 		goto fail;
 	}
 	fd = -1;
-	if ((rc = ph_rename_noreplace(ndfd, tmp, ndfd, nbase)) != 0) {
+	if ((rc = ph_rename_noreplace(d.ndfd, tmp, d.ndfd, d.nbase)) != 0) {
 		rc = ph_err_from_errno(-rc);
 		goto fail;
 	}
 	if (j->o->fsync)
-		fsync(ndfd);
+		fsync(d.ndfd);
 	goto out;
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlinkat(ndfd, tmp, 0);
+	unlinkat(d.ndfd, tmp, 0);
 out:
 	free(buf);
 	if (ofd >= 0)
 		close(ofd);
-	if (odfd >= 0)
-		close(odfd);
-	if (ndfd >= 0)
-		close(ndfd);
-	free(odir);
-	free(ndir);
+	close_two(&d);
 	return rc;
 }
 
 static int
 local_move(struct ph_job *j, const char *old, const char *rel)
 {
-	const char *obase, *nbase;
-	char *odir = NULL, *ndir = NULL;
-	int odfd = -1, ndfd = -1, rc;
+	struct two_dirs d;
+	int rc;
 
-	if ((rc = ph_local_split(old, &odir, &obase)) == 0 &&
-	    (rc = ph_local_split(rel, &ndir, &nbase)) == 0 &&
-	    (rc = ph_local_opendir(j->lroot, odir, &odfd)) == 0 &&
-	    (rc = ph_local_opendir(j->lroot, ndir, &ndfd)) == 0) {
-		rc = ph_rename_noreplace(odfd, obase, ndfd, nbase);
+	if ((rc = open_two(j, old, rel, &d)) == 0) {
+		rc = ph_rename_noreplace(d.odfd, d.obase, d.ndfd, d.nbase);
 		rc = rc ? ph_err_from_errno(-rc) : 0;
-		if (rc == 0 && j->o->fsync && (fsync(ndfd) != 0 || fsync(odfd) != 0))
+		if (rc == 0 && j->o->fsync && (fsync(d.ndfd) != 0 || fsync(d.odfd) != 0))
 			rc = ph_err_from_errno(errno);
 	}
-	if (odfd >= 0)
-		close(odfd);
-	if (ndfd >= 0)
-		close(ndfd);
-	free(odir);
-	free(ndir);
+	close_two(&d);
 	return rc;
 }
 
