@@ -41,6 +41,9 @@ static const char schema[] =
 	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL,"
 	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL,"
 	"  hash BLOB, sig BLOB) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS partial ("
+	"  path TEXT PRIMARY KEY, tmp TEXT NOT NULL, size INTEGER NOT NULL,"
+	"  mtime INTEGER NOT NULL, have INTEGER NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE runs ("
 	"  id INTEGER PRIMARY KEY, started INTEGER NOT NULL, ended INTEGER,"
 	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);";
@@ -210,12 +213,20 @@ setup(struct ph_state *st, const char *remote, const char *local)
 		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
 			return rc;
 		if ((rc = exec(st, "ALTER TABLE files ADD COLUMN sig BLOB")) != 0 ||
+		    (rc = exec(st, "CREATE TABLE IF NOT EXISTS partial (path TEXT PRIMARY KEY, "
+		                   "tmp TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT "
+		                   "NULL, have INTEGER NOT NULL) WITHOUT ROWID")) != 0 ||
 		    (rc = exec(st, "PRAGMA user_version = 2")) != 0 ||
 		    (rc = exec(st, "COMMIT")) != 0) {
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			return rc;
 		}
 	}
+	if (app == APP_ID && ver == 2 &&
+	    (rc = exec(st, "CREATE TABLE IF NOT EXISTS partial (path TEXT PRIMARY KEY, tmp TEXT "
+	                   "NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL, have "
+	                   "INTEGER NOT NULL) WITHOUT ROWID")) != 0)
+		return rc;
 	if (app == 0 && ver == 0) {
 		char sql[128];
 
@@ -406,6 +417,104 @@ ph_state_file_forget(struct ph_state *st, const char *path)
 	sqlite3_reset(st->del);
 	rc = sqlite3_bind_text(st->del, 1, path, -1, SQLITE_STATIC) != SQLITE_OK;
 	return batch_step(st, st->del, "forgetting a file", rc);
+}
+
+int
+ph_state_partial_put(struct ph_state *st, const char *path, const struct ph_partial *pa)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (st->readonly)
+		return 0;
+	if ((rc = batch_begin(st)) != 0)
+		return rc;
+	rc = sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO partial (path, tmp, size, mtime, "
+	                        "have) VALUES (?, ?, ?, ?, ?)", -1, &s, NULL) != SQLITE_OK ||
+	     sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+	     sqlite3_bind_text(s, 2, pa->tmp, -1, SQLITE_STATIC) != SQLITE_OK ||
+	     sqlite3_bind_int64(s, 3, (int64_t)pa->size) != SQLITE_OK ||
+	     sqlite3_bind_int64(s, 4, pa->mtime) != SQLITE_OK ||
+	     sqlite3_bind_int64(s, 5, (int64_t)pa->have) != SQLITE_OK;
+	rc = batch_step(st, s, "recording a partial file", rc);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+ph_state_partial_drop(struct ph_state *st, const char *path)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (st->readonly)
+		return 0;
+	if ((rc = batch_begin(st)) != 0)
+		return rc;
+	rc = sqlite3_prepare_v2(st->db, "DELETE FROM partial WHERE path = ?", -1, &s,
+	                        NULL) != SQLITE_OK ||
+	     sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC) != SQLITE_OK;
+	rc = batch_step(st, s, "forgetting a partial file", rc);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+ph_state_partial_load(struct ph_state *st, struct ph_partial **out, size_t *n)
+{
+	sqlite3_stmt *s = NULL;
+	struct ph_partial *v = NULL;
+	size_t cnt = 0;
+	int r, rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT path, tmp, size, mtime, have FROM partial", -1, &s,
+	                       NULL) != SQLITE_OK)
+		return st->readonly ? 0 : db_err(st, "reading partial files"); /* schema 1 */
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		struct ph_partial *nv = realloc(v, (cnt + 1) * sizeof(*v));
+		const char *p = (const char *)sqlite3_column_text(s, 0);
+		const char *t = (const char *)sqlite3_column_text(s, 1);
+
+		if (nv == NULL) {
+			rc = PHSYNC_ENOMEM;
+			break;
+		}
+		v = nv;
+		if (p == NULL || t == NULL)
+			continue;
+		v[cnt].path = strdup(p);
+		v[cnt].tmp = strdup(t);
+		v[cnt].size = (uint64_t)sqlite3_column_int64(s, 2);
+		v[cnt].mtime = sqlite3_column_int64(s, 3);
+		v[cnt].have = (uint64_t)sqlite3_column_int64(s, 4);
+		if (v[cnt].path == NULL || v[cnt].tmp == NULL) {
+			free(v[cnt].path);
+			free(v[cnt].tmp);
+			rc = PHSYNC_ENOMEM;
+			break;
+		}
+		cnt++;
+	}
+	if (rc == 0 && r != SQLITE_DONE && r != SQLITE_ROW)
+		rc = db_err(st, "reading partial files");
+	sqlite3_finalize(s);
+	*out = v;
+	*n = cnt;
+	return rc;
+}
+
+void
+ph_state_partials_free(struct ph_partial *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].tmp);
+	}
+	free(v);
 }
 
 int

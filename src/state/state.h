@@ -63,6 +63,21 @@ int ph_state_file_done(struct ph_state *st, const char *path, const struct ph_st
  * batched like ph_state_file_done. */
 int ph_state_file_forget(struct ph_state *st, const char *path);
 
+/* A cut download kept to be resumed: tmp (a name in path's folder) holds
+ * the first `have` bytes of the source file as it was (size, mtime). */
+struct ph_partial {
+	char *path, *tmp;
+	uint64_t size, have;
+	int64_t mtime;
+};
+
+/* Records, forgets, or lists (all; free with ph_state_partials_free) the
+ * partial downloads. Batched like ph_state_file_done. */
+int ph_state_partial_put(struct ph_state *st, const char *path, const struct ph_partial *pa);
+int ph_state_partial_drop(struct ph_state *st, const char *path);
+int ph_state_partial_load(struct ph_state *st, struct ph_partial **out, size_t *n);
+void ph_state_partials_free(struct ph_partial *v, size_t n);
+
 /* Commits the rows added so far. */
 int ph_state_flush(struct ph_state *st);
 

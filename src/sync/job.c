@@ -126,6 +126,17 @@ ph_job_dry_run_files(struct ph_job *j)
 	}
 }
 
+struct ph_partial *
+ph_job_partial(struct ph_job *j, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < j->npartials; i++) /* a handful at most */
+		if (j->partials[i].path != NULL && strcmp(j->partials[i].path, path) == 0)
+			return &j->partials[i];
+	return NULL;
+}
+
 char *
 ph_job_rpath(const struct ph_job *j, const char *rel)
 {

@@ -35,6 +35,8 @@ struct ph_job {
 	uint64_t t0_ms, last_progress_ms;
 	int64_t started;           /* wall clock at the start (conflict names) */
 	const char *local_dir;     /* the local folder as the user named it */
+	struct ph_partial *partials; /* pull: cut downloads to resume (state) */
+	size_t npartials;
 	struct ph_offload *off;    /* --remove-source-files: files copied this run */
 	size_t noff, capoff;
 };
@@ -73,6 +75,9 @@ void ph_job_touch_parent(struct ph_job *j, const char *path);
 void ph_job_dir_made(struct ph_job *j, size_t src);
 /* Dry run: reports every file the plan would copy as done. */
 void ph_job_dry_run_files(struct ph_job *j);
+
+/* The partial download of path kept by an earlier run, or NULL. */
+struct ph_partial *ph_job_partial(struct ph_job *j, const char *path);
 
 /* Builds "root/rel" for the remote side; caller frees. NULL on ENOMEM. */
 char *ph_job_rpath(const struct ph_job *j, const char *rel);

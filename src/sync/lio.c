@@ -219,6 +219,61 @@ flush_batch(struct ph_lio *l)
 	l->batch_bytes = 0;
 }
 
+/* Opens a partial download to go on with: its first resume_have bytes are
+ * kept (and hashed, a local read), the rest cut off. */
+static void
+resume_open(struct ph_lio_file *f)
+{
+	struct stat st;
+	uint8_t *buf;
+
+	snprintf(f->tmp, 256, "%s", f->resume_name);
+	f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < f->resume_have || ftruncate(f->fd, (off_t)f->resume_have) != 0) {
+		f->err = f->fd < 0 ? -errno : -EIO;
+		return;
+	}
+	if ((buf = malloc(1u << 18)) == NULL) {
+		f->err = -ENOMEM;
+		return;
+	}
+	while (f->hashed < f->resume_have) {
+		size_t want = f->resume_have - f->hashed < (1u << 18) ?
+		              (size_t)(f->resume_have - f->hashed) : (1u << 18);
+		ssize_t n = pread(f->fd, buf, want, (off_t)f->hashed);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			f->err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		XXH3_128bits_update(f->hs, buf, (size_t)n);
+		f->hashed += (uint64_t)n;
+	}
+	free(buf);
+}
+
+/* A cut download: its good prefix (the bytes hashed in order) is kept
+ * under a partial name, durable, for the next run to resume. Returns 1
+ * when kept. */
+static int
+keep_partial(struct ph_lio *l, struct ph_lio_file *f)
+{
+	if (f->fd < 0 || f->hashed < PH_RESUME_MIN_PREFIX || ftruncate(f->fd, (off_t)f->hashed) != 0 ||
+	    fsync(f->fd) != 0 ||
+	    ph_temp_name(f->kept_name, sizeof(f->kept_name), f->final, PH_TEMP_PARTIAL,
+	                 &l->owner) != 0 ||
+	    renameat(f->dirfd, f->tmp, f->dirfd, f->kept_name) != 0)
+		return 0;
+	fsync(f->dirfd);
+	f->kept = f->hashed;
+	close(f->fd);
+	f->fd = -1;
+	return 1;
+}
+
 /* Creates f's temp file beside its final place, beneath the root. */
 static void
 open_file(struct ph_lio *l, struct ph_lio_file *f)
@@ -252,6 +307,10 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 	}
 	if ((f->dirfd = dup(l->cur_dirfd)) < 0 || (f->tmp = malloc(256)) == NULL) {
 		f->err = -ENOMEM;
+		return;
+	}
+	if (f->resume_name != NULL) {
+		resume_open(f);
 		return;
 	}
 	for (tries = 0; tries < 16; tries++) {
@@ -346,7 +405,12 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 
 	if (!f->opened && f->commit)
 		open_file(l, f); /* an empty file: nothing was written */
-	if (!f->commit && f->err == 0)
+	if (f->commit == PH_LIO_KEEP && f->err == 0 && keep_partial(l, f)) {
+		f->err = -ECANCELED;
+		deliver(l, &f, 1);
+		return;
+	}
+	if (f->commit != PH_LIO_COMMIT && f->err == 0)
 		f->err = -ECANCELED;
 	if (f->err == 0) {
 		ts[0].tv_sec = f->atime ? f->atime : f->mtime;
@@ -574,6 +638,7 @@ ph_lio_file_free(struct ph_lio_file *f)
 	free(f->rel);
 	free(f->end_op);
 	free(f->beside);
+	free(f->resume_name);
 	XXH3_freeState(f->hs);
 	free(f);
 }

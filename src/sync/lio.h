@@ -12,6 +12,9 @@
 
 struct ph_lio;
 
+enum { PH_LIO_ABORT = 0, PH_LIO_COMMIT = 1, PH_LIO_KEEP = 2 };   /* ph_lio_finish */
+#define PH_RESUME_MIN_PREFIX (1u << 20)
+
 enum { PH_LIO_PLACED = 0,   /* under its final name (new, or replaced) */
        PH_LIO_SAME,         /* the file there had the same content: replaced */
        PH_LIO_BESIDE };     /* beside it, under conflict_name */
@@ -51,6 +54,17 @@ struct ph_lio_file {
 	int64_t conflict_time;
 	char *beside;        /* result: the conflict name used (owned) */
 	int landed;          /* result: PH_LIO_PLACED, PH_LIO_SAME or PH_LIO_BESIDE */
+	/* Resume: the caller sets resume_name (a partial download in rel's
+	 * folder, owned) and resume_have; the I/O thread opens it instead of
+	 * a new temp file, keeps its first resume_have bytes (hashing them)
+	 * and the writes go on from there. */
+	char *resume_name;
+	uint64_t resume_have;
+	/* Keep (ph_lio_finish with PH_LIO_KEEP): a cut download of at least
+	 * PH_RESUME_MIN_PREFIX good bytes is kept under a partial name; kept is
+	 * then that many bytes and kept_name the name (else kept is 0). */
+	uint64_t kept;
+	char kept_name[256];
 	int err;             /* result: 0 or -errno (-ELOOP: a symlink in the way) */
 	int commit;          /* 1: commit, 0: abort (set by ph_lio_finish) */
 	void *end_op;        /* preallocated: finishing never allocates */
@@ -70,7 +84,8 @@ struct ph_lio_file *ph_lio_file_new(const char *rel);
  * is queued. Returns 0 or PHSYNC_ENOMEM. */
 int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,
                  size_t len);
-/* Queues the end of f: commit (rename into place) or abort (remove). A
+/* Queues the end of f: commit (rename into place), abort (remove) or keep
+ * (PH_LIO_KEEP: the good prefix kept for a later resume, see kept). A
  * commit checks that the temp file holds exactly f->expect bytes and that
  * every write, the sync and the close succeeded; anything else aborts.
  * The caller must not touch f until ph_lio_pop() returns it. */

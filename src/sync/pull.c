@@ -20,6 +20,7 @@
 #define MAX_FILES 64          /* files open at once */
 #define MAX_READS 96          /* read requests in flight, all files */
 #define MAX_READS_FILE 32     /* read requests in flight, one file */
+#define PH_RESUME_MIN_FILE (16u << 20) /* smaller files start over when cut */
 
 struct pull;
 
@@ -70,7 +71,12 @@ xfer_fail(struct xfer *x, int err, const char *msg)
 		return;
 	x->failed = 1;
 	if (x->wf != NULL) {
-		ph_lio_finish(p->lio, x->wf, 0);
+		/* A large file cut by the link or a stop keeps its good prefix
+		 * for the next run; one that failed on its own starts over. */
+		int keep = !x->e->nosize && x->e->size >= PH_RESUME_MIN_FILE &&
+		           (x->silent || p->stopping || err == PHSYNC_EINTR || err == PHSYNC_ECONNECT);
+
+		ph_lio_finish(p->lio, x->wf, keep ? PH_LIO_KEEP : PH_LIO_ABORT);
 		x->wf = NULL;
 	}
 	if (x->hlen > 0) {
@@ -310,6 +316,18 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	x->wf->atime = x->e->atime;
 	x->wf->mtime = x->e->mtime;
 	x->wf->cookie = x->ai;
+	{
+		/* Cut last time with the source as it is now: go on from the good
+		 * prefix (sync.c dropped partials whose source changed). */
+		struct ph_partial *pa = ph_job_partial(p->j, x->e->path);
+
+		if (pa != NULL && pa->size == x->e->size && pa->mtime == x->e->mtime &&
+		    pa->have < x->e->size && (x->wf->resume_name = strdup(pa->tmp)) != NULL) {
+			x->wf->resume_have = pa->have;
+			x->next_off = x->got = x->hi = pa->have;
+			p->j->st.bytes_todo -= pa->have;
+		}
+	}
 	if (issue_reads(x) != 0)
 		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 	xfer_maybe_done(x);
@@ -365,6 +383,21 @@ offload_add(struct ph_job *j, uint32_t src, const uint8_t hash[16])
 	j->noff++;
 }
 
+/* A file that was resumed is complete: its partial record goes. */
+static void
+partial_done(struct ph_job *j, const char *path)
+{
+	struct ph_partial *pa = ph_job_partial(j, path);
+	int rc;
+
+	if (pa == NULL || j->state == NULL || j->state_err != 0)
+		return;
+	if ((rc = ph_state_partial_drop(j->state, path)) != 0)
+		j->state_err = rc;
+	free(pa->path);
+	pa->path = NULL;
+}
+
 /* Reports what the I/O thread finished. */
 static void
 reap(struct pull *p, int wait)
@@ -380,7 +413,16 @@ reap(struct pull *p, int wait)
 			int err = done[i]->err;
 
 			if (err == -ECANCELED) {
-				/* aborted by us; already reported */
+				/* aborted by us (already reported); a kept prefix is
+				 * recorded for the next run */
+				if (done[i]->kept > 0 && j->state != NULL && j->state_err == 0) {
+					struct ph_partial pa = { NULL, done[i]->kept_name, e->size,
+					                         done[i]->kept, e->mtime };
+					int rc = ph_state_partial_put(j->state, e->path, &pa);
+
+					if (rc != 0)
+						j->state_err = rc;
+				}
 			} else if (err != 0) {
 				int code = ph_err_from_errno(-err);
 
@@ -390,12 +432,14 @@ reap(struct pull *p, int wait)
 				             "a symlink on the local side is in the way; not written through" :
 				             strerror(-err));
 			} else if (done[i]->landed == PH_LIO_BESIDE) {
+				partial_done(j, e->path);
 				ph_job_conflict(j, e->path, done[i]->beside, done[i]->size,
 				                a->how == PH_U_FIRST);
 				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,
 				              done[i]->hash, 1);
 				ph_job_touch_parent(j, e->path);
 			} else {
+				partial_done(j, e->path);
 				j->st.files_done++;
 				j->st.bytes_committed += done[i]->size;
 				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,

@@ -375,6 +375,51 @@ renew_records(struct ph_job *j)
 	return j->state_err;
 }
 
+/* The cut downloads an earlier pull kept: those whose source is still as
+ * it was and still to copy are resumed (j->partials); the others' files
+ * are removed and their records dropped. */
+static int
+load_partials(struct ph_job *j)
+{
+	size_t i, k;
+	int rc;
+
+	if ((rc = ph_state_partial_load(j->state, &j->partials, &j->npartials)) != 0)
+		return rc;
+	for (i = 0; i < j->npartials; i++) {
+		struct ph_partial *pa = &j->partials[i];
+		const struct ph_entry *e = ph_tree_find(&j->src, pa->path);
+		int keep = 0;
+
+		for (k = 0; e != NULL && k < j->plan.n && !keep; k++) {
+			const struct ph_action *a = &j->plan.v[k];
+
+			keep = &j->src.v[a->src] == e && (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) &&
+			       e->size == pa->size && e->mtime == pa->mtime && pa->have < e->size;
+		}
+		if (keep)
+			continue;
+		{
+			const char *base;
+			char *dir;
+			int dfd;
+
+			if (ph_local_split(pa->path, &dir, &base) == 0) {
+				if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
+					unlinkat(dfd, pa->tmp, 0);
+					close(dfd);
+				}
+				free(dir);
+			}
+		}
+		if ((rc = ph_state_partial_drop(j->state, pa->path)) != 0)
+			return rc;
+		free(pa->path);
+		pa->path = NULL;
+	}
+	return 0;
+}
+
 /* What went from the source since the last sync: records of files gone
  * from both sides are forgotten, and with --delete the destination's
  * copies go, unless a listing was incomplete, the source listed empty or
@@ -597,6 +642,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	j.st.files_total = j.plan.files_total;
 	j.st.files_todo = j.plan.files_todo;
 	j.st.bytes_todo = j.plan.bytes_todo;
+	if (pull && j.state != NULL && !opts->dry_run && j.lroot >= 0 &&
+	    (rc = load_partials(&j)) != 0)
+		goto out;
 	report_skips(&j);
 	report_shift(&j, j.plan.src_shift, 1);
 	report_shift(&j, j.plan.dst_shift, 0);
@@ -637,6 +685,7 @@ out:
 	ph_tree_free(&j.dst);
 	free(j.dirty);
 	free(j.off);
+	ph_state_partials_free(j.partials, j.npartials);
 	ph_sftp_free(j.sftp);
 	ph_ssh_free(ssh);
 	if (j.lroot >= 0)

@@ -22,6 +22,7 @@
 #define SUFFIX_LEN (TAG_LEN + 1 + 1 + 16 + 1 + 8 + 1 + 8)
 #define CHECK_SEED 0x70687379u /* "phsy" */
 #define FOREIGN_STALE_MIN (24 * 60)
+#define PARTIAL_STALE_MIN (7 * 24 * 60)
 #define MINUTE_MASK 0xffffffu
 
 void
@@ -109,7 +110,7 @@ ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info)
 	if (memcmp(s, TAG, TAG_LEN) != 0)
 		return 0;
 	k = s[TAG_LEN];
-	if (k != 't' && k != 'o' && k != 'T' && k != 'O')
+	if (k != 't' && k != 'o' && k != 'p' && k != 'T' && k != 'O' && k != 'P')
 		return 0;
 	s += TAG_LEN + 1;
 	if (s[0] != '.' || s[17] != '.' || s[26] != '.' ||
@@ -119,9 +120,10 @@ ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info)
 		return 0;
 	if (XXH32(name, len - 8, CHECK_SEED) != check)
 		return 0;
-	info->kind = k == 't' || k == 'T' ? PH_TEMP_NEW : PH_TEMP_OLD;
+	info->kind = k == 't' || k == 'T' ? PH_TEMP_NEW : k == 'o' || k == 'O' ? PH_TEMP_OLD :
+	             PH_TEMP_PARTIAL;
 	info->minute = rnd >> 8;
-	info->truncated = k == 'T' || k == 'O';
+	info->truncated = k >= 'A' && k <= 'Z';
 	info->final_off = 1;
 	info->final_len = len - 1 - SUFFIX_LEN;
 	return 1;
@@ -133,6 +135,8 @@ ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, i
 	const struct ph_temp_owner *owner = &ti->owner;
 	uint32_t age = ((uint32_t)((uint64_t)now / 60) - ti->minute) & MINUTE_MASK;
 
+	if (ti->kind == PH_TEMP_PARTIAL)
+		return age > PARTIAL_STALE_MIN && age < (MINUTE_MASK >> 1);
 	if (owner->host == self->host && owner->pid > 0 && owner->pid <= INT32_MAX) {
 		if (owner->pid == self->pid)
 			return 0;

@@ -7,7 +7,8 @@
  *
  *     .NAME.phsync-K.HHHHHHHHPPPPPPPP.RRRRRRRR.CCCCCCCC
  *
- * K is 't' (temp) or 'o' (aside copy of the old file), upper case when NAME
+ * K is 't' (temp), 'o' (aside copy of the old file) or 'p' (a cut download
+ * kept for the next run to resume), upper case when NAME
  * had to be shortened to fit NAME_MAX; H the owner's host id, P its pid, R
  * the minute it was made (24 bits) and a random byte, C the XXH32 of
  * everything before it. The age comes from the name, never from the file's
@@ -18,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { PH_TEMP_NEW = 't', PH_TEMP_OLD = 'o' };
+enum { PH_TEMP_NEW = 't', PH_TEMP_OLD = 'o',
+       PH_TEMP_PARTIAL = 'p' /* a cut download kept to be resumed (the state
+                                says how much of it is good) */ };
 
 /* The longest final name kept whole in a temp name. */
 #define PH_TEMP_NAME_ROOM 210
@@ -50,7 +53,9 @@ int ph_temp_parse(const char *name, size_t len, struct ph_temp_info *info);
 
 /* May the leftover ti describes be removed by self at time now (unix
  * seconds)? Yes when its owner is this host and that process is gone; for
- * another host's, when its name says it was made more than a day ago. */
+ * another host's, when its name says it was made more than a day ago. A
+ * partial download is kept a week by its name (the run that resumes it
+ * removes it sooner when the source changed). */
 int ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, int64_t now);
 
 /* The name an incoming version gets beside a destination file that changed

@@ -25,8 +25,10 @@ SetstatTest          a server that refuses SETSTAT/FSETSTAT: files still land (e
 Every wait is a bounded poll: a run that does not end in its bound is killed and the test fails.
 """
 
+import glob
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 import unittest
@@ -436,3 +438,50 @@ class SetstatTest(RelayTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ResumeTest(RelayTestCase):
+    """A large download cut by a dying link keeps its good prefix; the next run fetches only
+    the rest, and starts over if the source changed meanwhile (issue 7: resume)."""
+
+    SIZE = 24 << 20
+
+    def _cut(self):
+        self.video = write_file(os.path.join(self.remote, "VID.mp4"), random_bytes(self.SIZE, 7),
+                                mtime=T0)
+        self.state = os.path.join(self.tmp, "state")
+        self.srv.relay_set(die_mid_data={"name": "VID.mp4", "at": 20 << 20})
+        r = self.run_bounded(self.pull_args("--state-dir", self.state), 120)
+        self.assertFired("die_mid_data")
+        self.assertIn(r.code, LINK_LOST, r)
+        self.srv.relay_set()
+        self.assertFalse(os.path.exists(os.path.join(self.local, "VID.mp4")))
+        (part,) = [n for n in os.listdir(self.local) if n.startswith(".VID.mp4.phsync-p.")]
+        part = os.path.join(self.local, part)
+        have = os.path.getsize(part)
+        self.assertGreaterEqual(have, 1 << 20)
+        self.assertLessEqual(have, 20 << 20)
+        self.assertEqual(read(part), read(self.video)[:have], "the kept prefix is not the source's")
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        with sqlite3.connect(db) as c:
+            self.assertEqual(list(c.execute("SELECT path, have FROM partial")), [("VID.mp4", have)])
+        return have, db
+
+    def test_cut_download_resumes_from_its_good_prefix(self):
+        have, db = self._cut()
+        r = self.pull("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, "more than the rest was read")
+        self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(self.video))
+        self.assertEqual(leftovers(self.local), [])
+        with sqlite3.connect(db) as c:
+            self.assertEqual(list(c.execute("SELECT path FROM partial")), [])
+            (h,) = c.execute("SELECT hex(hash) FROM files WHERE path = 'VID.mp4'").fetchone()
+        self.assertIsNotNone(h, "no content hash recorded for a resumed file")
+
+    def test_changed_source_starts_over(self):
+        self._cut()
+        write_file(self.video, random_bytes(self.SIZE, 8), mtime=T0 + 60)
+        r = self.pull("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE)
+        self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(self.video))
+        self.assertEqual(leftovers(self.local), [])
