@@ -36,6 +36,7 @@ struct ph_job {
 	int64_t started;           /* wall clock at the start (conflict names) */
 	const char *local_dir;     /* the local folder as the user named it */
 	struct ph_partial *partials; /* pull: cut downloads to resume (state) */
+	struct ph_tree found_partials; /* pull: the partial files the scan met */
 	size_t npartials;
 	struct ph_offload *off;    /* --remove-source-files: files copied this run */
 	size_t noff, capoff;

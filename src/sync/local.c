@@ -139,6 +139,7 @@ struct scan {
 	char shown[4096 * 4 + 1]; /* an escaped path (here: not on the
 	                             recursion's stack frames) */
 	struct ph_tree *t;
+	struct ph_tree *partials;
 	phsync_event_fn on_event;
 	void *event_arg;
 	uint64_t *failed;
@@ -193,7 +194,18 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 			s->path[plen] = '/';
 		memcpy(s->path + plen + (plen > 0), name, nl + 1);
 		if (ph_temp_parse(name, nl, &ti)) {
-			/* Ours: never listed; a dead run's leftover is removed. */
+			struct ph_entry pe;
+
+			/* Ours: never listed; a dead run's leftover is removed; a
+			 * partial download is told to the caller (resumed, or removed
+			 * when its state does not know it). */
+			if (ti.kind == PH_TEMP_PARTIAL && s->partials != NULL) {
+				memset(&pe, 0, sizeof(pe));
+				pe.type = PH_T_FILE;
+				if (ph_tree_add(s->partials, s->path, plen + (plen > 0) + nl, &pe) != 0)
+					return PHSYNC_ENOMEM;
+				continue;
+			}
 			if (s->remove_temps && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    S_ISREG(st.st_mode) && ph_temp_stale(&ti, &s->self, s->now))
 				unlinkat(dirfd(d), name, 0);
@@ -257,8 +269,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 
 int
 ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int remove_temps,
-              int check_names, struct ph_tree *t, phsync_event_fn on_event, void *event_arg,
-              uint64_t *failed)
+              int check_names, struct ph_tree *t, struct ph_tree *partials,
+              phsync_event_fn on_event, void *event_arg, uint64_t *failed)
 {
 	struct scan s;
 	int fd = dup(root);
@@ -273,6 +285,7 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
 	ph_temp_owner_self(&s.self);
 	s.now = (int64_t)time(NULL);
 	s.t = t;
+	s.partials = partials;
 	s.on_event = on_event;
 	s.event_arg = event_arg;
 	s.failed = failed;

@@ -25,10 +25,13 @@ int ph_local_split(const char *rel, char **dir, const char **base);
  * Our temp files (tempname.h) are never listed; with remove_temps, those a
  * dead run left are removed. With check_names, names that are unsafe to
  * send (ph_name_safe) are reported as skipped and counted in *failed.
+ * Partial downloads (tempname.h) are added to partials when it is not
+ * NULL (their paths only), else left alone.
  * Unreadable folders are reported through on_event as failures and counted
  * in *failed. */
 int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
                   int remove_temps, int check_names, struct ph_tree *t,
-                  phsync_event_fn on_event, void *event_arg, uint64_t *failed);
+                  struct ph_tree *partials, phsync_event_fn on_event, void *event_arg,
+                  uint64_t *failed);
 
 #endif

@@ -184,6 +184,7 @@ struct lscan {
 	int root, remove_temps, check_names, rc;
 	const struct ph_filter *filter;
 	struct ph_tree *t;
+	struct ph_tree *partials;  /* pull: the partial downloads found */
 	uint64_t failed;
 	struct lscan_fail *fails;
 	size_t nfails, capfails;
@@ -223,7 +224,7 @@ lscan_run(void *arg)
 	struct lscan *ls = arg;
 
 	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
-	                       ls->check_names, ls->t,
+	                       ls->check_names, ls->t, ls->partials,
 	                       lscan_event, ls, &ls->failed);
 	if (ls->rc == 0)
 		ph_tree_sort(ls->t);
@@ -417,6 +418,31 @@ load_partials(struct ph_job *j)
 		free(pa->path);
 		pa->path = NULL;
 	}
+	/* Partial files this pair's state does not know (another pair's, a
+	 * state reset or lost): they cannot be resumed, so they go. */
+	for (i = 0; i < j->found_partials.n; i++) {
+		const char *path = j->found_partials.v[i].path, *base;
+		int known = 0, dfd;
+		char *dir;
+
+		for (k = 0; k < j->npartials && !known; k++) {
+			const struct ph_partial *pa = &j->partials[k];
+			size_t dl;
+
+			if (pa->path == NULL)
+				continue;
+			dl = strrchr(pa->path, '/') ? (size_t)(strrchr(pa->path, '/') - pa->path) : 0;
+			known = strncmp(path, pa->path, dl) == 0 && (dl == 0 || path[dl] == '/') &&
+			        strcmp(path + dl + (dl > 0), pa->tmp) == 0;
+		}
+		if (known || ph_local_split(path, &dir, &base) != 0)
+			continue;
+		if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
+			unlinkat(dfd, base, 0);
+			close(dfd);
+		}
+		free(dir);
+	}
 	return 0;
 }
 
@@ -590,6 +616,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		ls.remove_temps = pull && !opts->dry_run;
 		ls.check_names = !pull;
 		ls.t = ltree;
+		ls.partials = pull && !opts->dry_run ? &j.found_partials : NULL;
 		if (do_local) {
 			/* The walk recurses up to 256 levels: ask for a stack that
 			 * holds that everywhere (musl's default is 128 KiB). */
@@ -686,6 +713,7 @@ out:
 	free(j.dirty);
 	free(j.off);
 	ph_state_partials_free(j.partials, j.npartials);
+	ph_tree_free(&j.found_partials);
 	ph_sftp_free(j.sftp);
 	ph_ssh_free(ssh);
 	if (j.lroot >= 0)

@@ -69,8 +69,15 @@ def temps_in(d):
 class KillTest(SyncTestCase):
 
     def _interrupt_when_temp_appears(self, args, watch_dir, sig=signal.SIGKILL, min_bytes=4 << 20):
-        """Starts phsync ARGS, waits until a temp file in watch_dir holds min_bytes, sends sig.
-        Returns (returncode, stdout, stderr, temp names seen)."""
+        """Starts phsync ARGS, waits until a temp file in watch_dir holds min_bytes more than
+        when it started (a partial download an earlier cut left is resumed: it starts big),
+        sends sig. Returns (returncode, stdout, stderr, temp names seen)."""
+        before = {}
+        for n in temps_in(watch_dir):
+            try:
+                before[n] = os.path.getsize(os.path.join(watch_dir, n))
+            except OSError:
+                pass
         p = self.srv.popen(args)
         seen = set()
         deadline = time.monotonic() + 120
@@ -80,7 +87,7 @@ class KillTest(SyncTestCase):
                 for n in temps_in(watch_dir):
                     seen.add(n)
                     try:
-                        if os.path.getsize(os.path.join(watch_dir, n)) >= min_bytes:
+                        if os.path.getsize(os.path.join(watch_dir, n)) >= before.get(n, 0) + min_bytes:
                             big_enough = True
                     except OSError:
                         pass
