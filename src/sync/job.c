@@ -113,15 +113,17 @@ ph_job_dry_run_files(struct ph_job *j)
 			ph_job_conflict(j, e->path, NULL, e->size, 0);
 		} else if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
 			/* First contact: the content decides (same: replaced,
-			 * else a conflict copy); a dry run reads nothing. */
+			 * else a conflict copy); a dry run reads nothing. A push
+			 * cannot copy on the server: it uploads. */
+			int copy = a->kind == PH_A_NEW && a->how == PH_N_COPY && j->dir == PHSYNC_PULL;
+			int move = a->kind == PH_A_NEW && a->how == PH_N_MOVE;
+
 			j->st.files_done++;
 			j->st.bytes_committed += e->size;
 			ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
-			             a->kind == PH_A_NEW ? (a->how == PH_N_MOVE ? "move" :
-			                                    a->how == PH_N_COPY ? "copy" : "new") :
+			             move ? "move" : copy ? "copy" : a->kind == PH_A_NEW ? "new" :
 			             a->how == PH_U_FIRST ? "compare" : "update", e->size, 0,
-			             a->kind == PH_A_NEW && a->how != PH_N_PLAIN ?
-			             j->dst.v[a->dst].path : NULL);
+			             move || copy ? j->dst.v[a->dst].path : NULL);
 		}
 	}
 }
