@@ -80,7 +80,7 @@ delete_local(struct ph_job *j, const struct ph_entry *d)
 	struct stat st;
 	int dfd, rc;
 
-	if ((rc = ph_local_split(d->path, &dir, &base)) != 0) {
+	if ((rc = ph_local_split(ph_entry_raw(d), &dir, &base)) != 0) {
 		del_failed(j, d->path, rc, "out of memory");
 		return;
 	}
@@ -99,7 +99,7 @@ delete_local(struct ph_job *j, const struct ph_entry *d)
 		return;
 	}
 	if (j->o->trash_dir != NULL)
-		rc = local_trash(j, dfd, d->path, base);
+		rc = local_trash(j, dfd, ph_entry_raw(d), base);
 	else
 		rc = unlinkat(dfd, base, 0) == 0 ? 0 : ph_err_from_errno(errno);
 	if (rc == 0 && j->o->fsync && fsync(dfd) != 0)
@@ -146,7 +146,7 @@ static void
 delete_remote(struct ph_job *j, const struct ph_entry *d)
 {
 	struct ph_sftp_attrs a;
-	char *rp = ph_job_rpath(j, d->path), *tp = NULL;
+	char *rp = ph_job_rpath(j, ph_entry_raw(d)), *tp = NULL;
 	int rc;
 
 	if (rp == NULL) {
@@ -165,7 +165,7 @@ delete_remote(struct ph_job *j, const struct ph_entry *d)
 		return;
 	}
 	if (j->o->trash_dir != NULL) {
-		if ((tp = remote_trash_path(j, d->path)) == NULL)
+		if ((tp = remote_trash_path(j, ph_entry_raw(d))) == NULL)
 			rc = PHSYNC_ENOMEM;
 		else
 			rc = ph_sftp_rename_sync(j->sftp, rp, tp); /* never replaces */

@@ -87,6 +87,12 @@ char *ph_job_rpath(const struct ph_job *j, const char *rel);
  * refused and reported; our temp files are removed when remove_temps. */
 int ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
 
+/* Does the destination ignore case in names (probe.c)? *fold gets 1 when
+ * it does or cannot be told, 0 when it keeps case or it does not matter
+ * (no source names differ by case alone and the destination has nothing
+ * to ask). Returns 0 or PHSYNC_ENOMEM. */
+int ph_probe_fold(struct ph_job *j, int *fold);
+
 /* Executors: carry out j->plan. They return 0 or a fatal PHSYNC_E*; per
  * file failures are counted in j->st.files_failed. */
 int ph_pull_run(struct ph_job *j);

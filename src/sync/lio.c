@@ -188,10 +188,20 @@ flush_batch(struct ph_lio *l)
 		f->fd = -1;
 		if (f->err == 0 && f->guard)
 			f->landed = guard_check(f);
-		if (f->err == 0 && f->landed == PH_LIO_BESIDE)
+		if (f->err == 0 && f->landed == PH_LIO_BESIDE) {
 			f->err = land_beside(f);
-		else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0)
+		} else if (f->err == 0 && !f->guard) {
+			/* A new file: its name may have been taken since the scan
+			 * (or is taken in another case on a file system that
+			 * ignores case): never replaced, it lands beside. */
+			f->err = ph_rename_noreplace(f->dirfd, f->tmp, f->dirfd, f->final);
+			if (f->err == -EEXIST) {
+				f->landed = PH_LIO_BESIDE;
+				f->err = land_beside(f);
+			}
+		} else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0) {
 			f->err = -errno;
+		}
 		if (f->err != 0)
 			unlinkat(f->dirfd, f->tmp, 0);
 	}

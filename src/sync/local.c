@@ -206,9 +206,11 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 					return PHSYNC_ENOMEM;
 				continue;
 			}
+			/* A folder: a killed run's case probe (probe.c), empty. */
 			if (s->remove_temps && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(st.st_mode) && ph_temp_stale(&ti, &s->self, s->now))
-				unlinkat(dirfd(d), name, 0);
+			    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
+			    ph_temp_stale(&ti, &s->self, s->now))
+				unlinkat(dirfd(d), name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
 			continue;
 		}
 		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {

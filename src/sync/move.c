@@ -76,11 +76,11 @@ confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old
 	b[0] = a[1] + PH_MOVE_PROBE;
 	b[1] = b[0] + PH_MOVE_PROBE;
 	/* The remote side: the source of a pull, the old copy of a push. */
-	rp = ph_job_rpath(j, j->dir == PHSYNC_PULL ? s->path : old->path);
+	rp = ph_job_rpath(j, ph_entry_raw(j->dir == PHSYNC_PULL ? s : old));
 	rc = rp ? ph_sftp_read_ranges_sync(j->sftp, rp, off, len, a, got, n) : PHSYNC_ENOMEM;
 	free(rp);
 	if (rc == 0)
-		rc = local_ranges(j->lroot, j->dir == PHSYNC_PULL ? old->path : s->path, off, len,
+		rc = local_ranges(j->lroot, ph_entry_raw(j->dir == PHSYNC_PULL ? old : s), off, len,
 		                  b, n);
 	if (rc == 0) {
 		ok = 1;
@@ -238,11 +238,11 @@ ph_move_run(struct ph_job *j)
 			continue;
 		}
 		if (pull) {
-			rc = move ? local_move(j, old->path, s->path) :
-			     local_copy(j, old->path, s->path, s->mtime, s->mode);
+			rc = move ? local_move(j, ph_entry_raw(old), ph_entry_dpath(s)) :
+			     local_copy(j, ph_entry_raw(old), ph_entry_dpath(s), s->mtime, s->mode);
 		} else {
-			rold = ph_job_rpath(j, old->path);
-			rnew = ph_job_rpath(j, s->path);
+			rold = ph_job_rpath(j, ph_entry_raw(old));
+			rnew = ph_job_rpath(j, ph_entry_dpath(s));
 			rc = rold && rnew ? ph_sftp_rename_sync(j->sftp, rold, rnew) : PHSYNC_ENOMEM;
 			free(rold);
 			free(rnew);

@@ -26,7 +26,7 @@ local_matches(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16]
 	uint64_t n = 0;
 	int dfd, rc;
 
-	if (ph_local_split(e->path, &dir, &base) != 0)
+	if (ph_local_split(ph_entry_dpath(e), &dir, &base) != 0)
 		return 0;
 	rc = ph_local_opendir(j->lroot, dir, &dfd);
 	free(dir);
@@ -68,7 +68,7 @@ offload_one(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16])
 		             "server; left on the server");
 		return;
 	}
-	if ((rp = ph_job_rpath(j, e->path)) == NULL)
+	if ((rp = ph_job_rpath(j, ph_entry_raw(e))) == NULL)
 		return;
 	rc = ph_sftp_stat_sync(j->sftp, 1, rp, &a);
 	if (rc == 0 && (!(a.flags & PH_ATTR_SIZE) || a.size != e->size ||

@@ -347,6 +347,12 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 				a.kind = PH_A_UPDATE;
 				a.how = PH_U_CONFLICT;
 			}
+		} else if (known != NULL && kn == NULL) {
+			/* The same on both sides at first contact (a folder an earlier
+			 * tool synced): recorded, so that a later change on one side
+			 * is told from a change on both. */
+			a.kind = PH_A_RECORD;
+			a.how = 1;
 		}
 		if (a.kind == 0)
 			continue;

@@ -21,7 +21,9 @@ enum ph_action_kind {
 	PH_A_KEPT,        /* the destination changed since the last sync and the
 	                     source did not: the destination's version stays */
 	PH_A_RECORD,      /* unchanged once a whole-hour shift of one side's
-	                     times is allowed for: only its record is renewed */
+	                     times is allowed for: only its record is renewed;
+	                     or (how 1) the same size and time on both sides
+	                     and no record yet (first contact): recorded */
 	PH_A_MOVED        /* a PH_A_NEW carried out as a move or copy of a file
 	                     already at the destination (set by the executor) */
 };

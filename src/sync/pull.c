@@ -285,7 +285,7 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		return;
 	}
 	/* The I/O thread creates the local temp file on the first write. */
-	if ((x->wf = ph_lio_file_new(x->e->path)) == NULL) {
+	if ((x->wf = ph_lio_file_new(ph_entry_dpath(x->e))) == NULL) {
 		xfer_fail(x, PHSYNC_ENOMEM, "out of memory");
 		xfer_maybe_done(x);
 		return;
@@ -339,18 +339,18 @@ start_file(struct pull *p, size_t ai)
 	struct ph_job *j = p->j;
 	const struct ph_entry *e = &j->src.v[j->plan.v[ai].src];
 	struct xfer *x = calloc(1, sizeof(*x));
-	const char *slash = strrchr(e->path, '/');
+	const char *dp = ph_entry_dpath(e), *slash = strrchr(dp, '/');
 	char *rp;
 	int rc;
 
-	if (x == NULL || (rp = ph_job_rpath(j, e->path)) == NULL) {
+	if (x == NULL || (rp = ph_job_rpath(j, ph_entry_raw(e))) == NULL) {
 		free(x);
 		return PHSYNC_ENOMEM;
 	}
 	x->p = p;
 	x->ai = ai;
 	x->e = e;
-	x->final = slash ? slash + 1 : e->path;
+	x->final = slash ? slash + 1 : dp;
 	x->eof_at = UINT64_MAX;
 	x->opening = 1;
 	rc = ph_sftp_open(j->sftp, rp, PH_FXF_READ, NULL, open_cb, x);
@@ -434,7 +434,7 @@ reap(struct pull *p, int wait)
 			} else if (done[i]->landed == PH_LIO_BESIDE) {
 				partial_done(j, e->path);
 				ph_job_conflict(j, e->path, done[i]->beside, done[i]->size,
-				                a->how == PH_U_FIRST);
+				                a->kind == PH_A_UPDATE && a->how == PH_U_FIRST);
 				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,
 				              done[i]->hash, 1);
 				ph_job_touch_parent(j, e->path);
@@ -481,7 +481,7 @@ make_dirs(struct pull *p)
 			ph_job_dir_made(j, a->src);
 			continue;
 		}
-		if ((rc = ph_local_split(e->path, &dir, &base)) == 0) {
+		if ((rc = ph_local_split(ph_entry_dpath(e), &dir, &base)) == 0) {
 			rc = ph_local_opendir(j->lroot, dir, &dfd);
 			free(dir);
 		}
@@ -542,7 +542,7 @@ finish_dirs(struct pull *p)
 
 		if (e->type != PH_T_DIR || !j->dirty[i])
 			continue;
-		if ((rc = ph_local_opendir(j->lroot, e->path, &dfd)) != 0) {
+		if ((rc = ph_local_opendir(j->lroot, ph_entry_dpath(e), &dfd)) != 0) {
 			if (rc != PHSYNC_ENOENT) {
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, rc,

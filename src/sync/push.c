@@ -71,6 +71,8 @@ struct pfile {
 	int sigdone;
 	int beside;                /* land as a conflict copy beside rfinal */
 	int guarded;               /* rfinal was checked just before the rename */
+	int new_clash;             /* a new file's name was taken meanwhile */
+	uint32_t rename_status;    /* the failed RENAME's status (new_clash) */
 	char *rbeside;             /* the conflict copy's remote path */
 	uint64_t cmp_off;          /* P_COMPARE: next offset to read */
 	unsigned cmp_reads;        /* P_COMPARE: reads in flight */
@@ -302,6 +304,8 @@ drop_aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	                "be removed; the next run removes it");
 }
 
+static void new_clash_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
+
 static void
 rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -338,11 +342,48 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		             NULL);
 		if (f->raside != NULL)
 			pf_cleanup(f, ph_sftp_remove(s, f->raside, drop_aside_cb, f));
+	} else if (r->type == PH_FXP_STATUS && j->plan.v[f->ai].kind == PH_A_NEW &&
+	           !f->new_clash && !f->failed &&
+	           ph_sftp_stat(s, 1, f->rfinal, new_clash_cb, f) == 0) {
+		/* A new file's plain RENAME fails on a name that exists: one made
+		 * since the listing, or the same name in another case on a server
+		 * that ignores case. Which is it? */
+		f->new_clash = 1;
+		f->pending++;
+		f->state = P_GUARDWAIT;
+		f->rename_status = r->status;
 	} else {
 		/* Not in place: the old version goes back where it was. */
 		if (f->raside != NULL && r->type != 0)
 			pf_cleanup(f, ph_sftp_rename(s, f->raside, f->rfinal, 0, unaside_cb, f));
 		reply_err(f, r, "the server could not rename the file into place");
+	}
+	pf_step(f);
+}
+
+/* After a new file's rename failed: is its name taken? Then it lands
+ * beside, as a conflict copy; else the rename's failure stands. */
+static void
+new_clash_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type == PH_FXP_ATTRS) {
+		f->beside = 1;
+		if (!f->failed)
+			f->state = P_RENAMING;
+	} else {
+		struct ph_sftp_reply rr = *r;
+
+		if (r->type != 0) {
+			rr.type = PH_FXP_STATUS;
+			rr.status = f->rename_status;
+			rr.err = ph_sftp_status_err(f->rename_status);
+			rr.msg = "";
+		}
+		reply_err(f, &rr, "the server could not rename the file into place");
 	}
 	pf_step(f);
 }
@@ -365,7 +406,7 @@ beside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		f->tmp_made = 0;
 		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(f->hs));
 		ph_job_conflict(j, f->e->path, base ? base + 1 : f->rbeside, f->e->size,
-		                act->how == PH_U_FIRST);
+		                act->kind == PH_A_UPDATE && act->how == PH_U_FIRST);
 		ph_job_record(j, f->e->path, f->e->size, f->e->mtime, f->e->mtime, c.digest, 1);
 		ph_job_touch_parent(j, f->e->path);
 	} else {
@@ -664,7 +705,10 @@ pf_step(struct pfile *f)
 			strcpy(f->raside + dl, name);
 			if ((rc = ph_sftp_rename(j->sftp, f->rfinal, f->raside, 0, aside_cb, f)) != 0)
 				break;
-		} else if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rfinal, 1, rename_cb, f)) != 0) {
+		} else if ((rc = ph_sftp_rename(j->sftp, f->rtmp, f->rfinal,
+		                                act->kind != PH_A_NEW, rename_cb, f)) != 0) {
+			/* A new file: plain RENAME, which never replaces a name taken
+			 * since the listing (new_clash_cb). */
 			break;
 		}
 		f->pending++;
@@ -921,11 +965,16 @@ start_file(struct push *p, size_t ai)
 	f->fd = -1;
 	f->rmtime = -1;
 	f->state = P_OPENING;
-	if ((rc = ph_local_split(e->path, &dir, &base)) != 0)
+	if ((rc = ph_local_split(ph_entry_raw(e), &dir, &base)) != 0)
 		goto out;
 	rc = ph_local_opendir(j->lroot, dir, &dfd);
 	if (rc == 0 && (f->fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		rc = ph_err_from_errno(errno);
+	/* From here on: where it goes on the server. */
+	free(dir);
+	dir = NULL;
+	if (rc == 0)
+		rc = ph_local_split(ph_entry_dpath(e), &dir, &base);
 	if (rc == 0 && (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)))
 		rc = PHSYNC_EUNSAFE;
 	if (dfd >= 0)
@@ -945,7 +994,7 @@ start_file(struct push *p, size_t ai)
 	}
 	sprintf(tmprel, "%s%s%s", dir, dir[0] ? "/" : "", tmpname);
 	f->rtmp = ph_job_rpath(j, tmprel);
-	f->rfinal = ph_job_rpath(j, e->path);
+	f->rfinal = ph_job_rpath(j, ph_entry_dpath(e));
 	if (f->rtmp == NULL || f->rfinal == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
@@ -1048,7 +1097,8 @@ make_dirs(struct push *p)
 			continue;
 		at.flags = PH_ATTR_PERMISSIONS;
 		at.perm = (e->mode & 0777) | 0700;
-		if ((w = malloc(sizeof(*w))) == NULL || (rp = ph_job_rpath(j, e->path)) == NULL) {
+		if ((w = malloc(sizeof(*w))) == NULL ||
+		    (rp = ph_job_rpath(j, ph_entry_dpath(e))) == NULL) {
 			free(w);
 			rc = PHSYNC_ENOMEM;
 			break;
@@ -1121,7 +1171,7 @@ finish_dirs(struct push *p)
 			a.atime = (uint32_t)(j->root_atime ? j->root_atime : j->root_mtime);
 			a.mtime = (uint32_t)j->root_mtime;
 		}
-		rp = ph_job_rpath(j, e ? e->path : "");
+		rp = ph_job_rpath(j, e ? ph_entry_dpath(e) : "");
 		w = malloc(sizeof(*w));
 		if (rp == NULL || w == NULL || (w->path = strdup(e ? e->path : ".")) == NULL) {
 			free(rp);

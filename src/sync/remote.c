@@ -204,11 +204,13 @@ count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 /* Removes a dead run's temp file (rel is borrowed). */
 static void
-remove_temp(struct rscan *rs, const char *rel)
+remove_temp(struct rscan *rs, const char *rel, int dir)
 {
 	char *full = ph_job_rpath(rs->j, rel);
 
-	if (full != NULL && ph_sftp_remove(rs->j->sftp, full, count_cb, rs) == 0)
+	/* A folder: a killed run's case probe (probe.c), empty. */
+	if (full != NULL && (dir ? ph_sftp_rmdir(rs->j->sftp, full, count_cb, rs) :
+	                     ph_sftp_remove(rs->j->sftp, full, count_cb, rs)) == 0)
 		rs->active++;
 	free(full);
 }
@@ -328,7 +330,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
 				else
-					remove_temp(rs, rel);
+					remove_temp(rs, rel, (a.flags & PH_ATTR_PERMISSIONS) &&
+					            type_of(a.perm) == PH_T_DIR);
 			}
 			free(rel);
 			continue;

@@ -10,6 +10,7 @@
 
 #include "ctx.h"
 #include "job.h"
+#include "names.h"
 #include "local.h"
 #include "platform.h"
 #include "ssh.h"
@@ -368,7 +369,9 @@ renew_records(struct ph_job *j)
 		if (a->kind != PH_A_RECORD || a->dst < 0)
 			continue;
 		d = &j->dst.v[a->dst];
-		if ((rc = ph_state_file_get(j->state, s->path, &f, h)) < 0)
+		if (a->how == 1)
+			rc = 0;   /* first contact: nothing recorded */
+		else if ((rc = ph_state_file_get(j->state, s->path, &f, h)) < 0)
 			return rc;
 		ph_job_record(j, s->path, s->size, pull ? d->mtime : s->mtime,
 		              pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL, 0);
@@ -405,7 +408,7 @@ load_partials(struct ph_job *j)
 			char *dir;
 			int dfd;
 
-			if (ph_local_split(pa->path, &dir, &base) == 0) {
+			if (ph_local_split(e ? ph_entry_dpath(e) : pa->path, &dir, &base) == 0) {
 				if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
 					unlinkat(dfd, pa->tmp, 0);
 					close(dfd);
@@ -427,12 +430,17 @@ load_partials(struct ph_job *j)
 
 		for (k = 0; k < j->npartials && !known; k++) {
 			const struct ph_partial *pa = &j->partials[k];
+			const struct ph_entry *e;
+			const char *dp;
 			size_t dl;
 
 			if (pa->path == NULL)
 				continue;
-			dl = strrchr(pa->path, '/') ? (size_t)(strrchr(pa->path, '/') - pa->path) : 0;
-			known = strncmp(path, pa->path, dl) == 0 && (dl == 0 || path[dl] == '/') &&
+			/* Kept ones only: the file is in its destination folder. */
+			e = ph_tree_find(&j->src, pa->path);
+			dp = e ? ph_entry_dpath(e) : pa->path;
+			dl = strrchr(dp, '/') ? (size_t)(strrchr(dp, '/') - dp) : 0;
+			known = strncmp(path, dp, dl) == 0 && (dl == 0 || path[dl] == '/') &&
 			        strcmp(path + dl + (dl > 0), pa->tmp) == 0;
 		}
 		if (known || ph_local_split(path, &dir, &base) != 0)
@@ -443,6 +451,35 @@ load_partials(struct ph_job *j)
 		}
 		free(dir);
 	}
+	return 0;
+}
+
+static void
+report_renamed(void *arg, const char *key, const char *raw)
+{
+	struct ph_job *j = arg;
+	char msg[PATH_MAX + 200];
+
+	snprintf(msg, sizeof(msg), "its name differs only by case or Unicode form from another "
+	         "one here, which the destination would take for the same file: it goes there "
+	         "as '%s'", key);
+	ph_job_event(j, PHSYNC_EV_WARNING, raw, NULL, 0, 0, msg);
+}
+
+/* One key per name on both sides (NFC; case folded where the destination
+ * ignores case), source names that would land on one another kept apart,
+ * and each source entry's path at the destination. */
+static int
+match_names(struct ph_job *j)
+{
+	int fold, rc;
+
+	if ((rc = ph_names_normalize(&j->src)) != 0 || (rc = ph_names_normalize(&j->dst)) != 0 ||
+	    (rc = ph_probe_fold(j, &fold)) != 0 ||
+	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0 ||
+	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
+	    (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0)
+		return ph_err(j->ctx, rc, "out of memory matching names");
 	return 0;
 }
 
@@ -644,6 +681,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		ph_tree_sort(pull ? &j.src : &j.dst);
 	}
 	scan_failed = j.st.files_failed;
+	if ((rc = match_names(&j)) != 0)
+		goto out;
 	if (j.state != NULL && (rc = load_known(&j, pull, &rows, &nrows, &known)) != 0)
 		goto out;
 	{

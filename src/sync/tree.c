@@ -12,6 +12,30 @@
 
 #define BLOCK (256u * 1024)
 
+/* Room for len bytes in the string block, or NULL. */
+static char *
+strings_take(struct ph_tree *t, size_t len)
+{
+	char *s;
+
+	if (t->nblocks == 0 || t->block_cap - t->block_used < len) {
+		size_t sz = len > BLOCK ? len : BLOCK;
+		char **b = realloc(t->blocks, (t->nblocks + 1) * sizeof(*b));
+
+		if (b == NULL)
+			return NULL;
+		t->blocks = b;
+		if ((b[t->nblocks] = malloc(sz)) == NULL)
+			return NULL;
+		t->nblocks++;
+		t->block_used = 0;
+		t->block_cap = sz;
+	}
+	s = t->blocks[t->nblocks - 1] + t->block_used;
+	t->block_used += len;
+	return s;
+}
+
 int
 ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph_entry *e)
 {
@@ -26,26 +50,45 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 		t->v = v;
 		t->cap = ncap;
 	}
-	if (t->nblocks == 0 || t->block_cap - t->block_used < pathlen + 1) {
-		size_t sz = pathlen + 1 > BLOCK ? pathlen + 1 : BLOCK;
-		char **b = realloc(t->blocks, (t->nblocks + 1) * sizeof(*b));
-
-		if (b == NULL)
-			return PHSYNC_ENOMEM;
-		t->blocks = b;
-		if ((b[t->nblocks] = malloc(sz)) == NULL)
-			return PHSYNC_ENOMEM;
-		t->nblocks++;
-		t->block_used = 0;
-		t->block_cap = sz;
-	}
-	s = t->blocks[t->nblocks - 1] + t->block_used;
+	if ((s = strings_take(t, pathlen + 1)) == NULL)
+		return PHSYNC_ENOMEM;
 	memcpy(s, path, pathlen);
 	s[pathlen] = '\0';
-	t->block_used += pathlen + 1;
 	t->v[t->n] = *e;
 	t->v[t->n].path = s;
+	t->v[t->n].flags = 0;
 	t->n++;
+	return 0;
+}
+
+int
+ph_tree_rename(struct ph_tree *t, size_t i, const char *key, const char *raw,
+               const char *dpath)
+{
+	struct ph_entry *e = &t->v[i];
+	const char *k = key ? key : e->path;
+	const char *r = raw ? raw : ph_entry_raw(e);
+	const char *d = dpath ? dpath : ph_entry_dpath(e);
+	int has_raw = strcmp(r, k) != 0, has_d = strcmp(d, r) != 0;
+	size_t kl = strlen(k) + 1, rl = has_raw ? strlen(r) + 1 : 0;
+	size_t dl = has_d ? strlen(d) + 1 : 0;
+	char *s;
+
+	if ((s = strings_take(t, kl + rl + dl)) == NULL)
+		return PHSYNC_ENOMEM;
+	/* k, r and d may point into the old strings: copy before moving on. */
+	memcpy(s, k, kl);
+	if (has_raw)
+		memcpy(s + kl, r, rl);
+	if (has_d)
+		memcpy(s + kl + rl, d, dl);
+	if ((e->flags & PH_E_RAW) && !has_raw)
+		t->nraw--;
+	else if (!(e->flags & PH_E_RAW) && has_raw)
+		t->nraw++;
+	e->flags = (uint8_t)((e->flags & ~(PH_E_RAW | PH_E_DPATH)) |
+	                     (has_raw ? PH_E_RAW : 0) | (has_d ? PH_E_DPATH : 0));
+	e->path = s;
 	return 0;
 }
 
@@ -69,10 +112,19 @@ ph_path_cmp(const char *a, const char *b)
 	}
 }
 
+/* By key; two entries with one key (the NFC and the NFD form of a name)
+ * by their raw bytes, the one already in NFC first. */
 static int
 entry_cmp(const void *a, const void *b)
 {
-	return ph_path_cmp(((const struct ph_entry *)a)->path, ((const struct ph_entry *)b)->path);
+	const struct ph_entry *x = a, *y = b;
+	int c = ph_path_cmp(x->path, y->path);
+
+	if (c != 0)
+		return c;
+	if ((x->flags & PH_E_RAW) != (y->flags & PH_E_RAW))
+		return x->flags & PH_E_RAW ? 1 : -1;
+	return strcmp(ph_entry_raw(x), ph_entry_raw(y));
 }
 
 void

@@ -11,8 +11,20 @@
 
 enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 
+/* An entry's names. path is its key: the relative, '/'-separated path
+ * (never empty) in Unicode NFC, which both sides are compared by and the
+ * state records. The bytes the entry really has on its side (raw) follow
+ * the key in the string block when they differ (PH_E_RAW: a name in NFD
+ * from a Mac, or one renamed to keep it apart from another), and after
+ * them, for a source entry, the path it has or will get at the
+ * destination when that differs from raw (PH_E_DPATH): see names.h. */
+#define PH_E_RAW     0x01
+#define PH_E_DPATH   0x02
+#define PH_E_RENAMED 0x04 /* the key was changed to keep the entry apart
+                             from another that folds to the same name */
+
 struct ph_entry {
-	char *path;      /* relative, '/'-separated, never empty */
+	char *path;      /* the key (above) */
 	uint64_t size;
 	int64_t mtime;   /* seconds */
 	int64_t atime;
@@ -20,11 +32,37 @@ struct ph_entry {
 	uint8_t type;    /* enum ph_type */
 	uint8_t nosize;  /* a file whose size the server would not tell: read
 	                    to EOF, and never taken as unchanged */
+	uint8_t flags;   /* PH_E_* */
 };
+
+/* The entry's path on its own side (what I/O on that side uses). */
+static inline const char *
+ph_entry_raw(const struct ph_entry *e)
+{
+	const char *p = e->path;
+
+	while ((e->flags & PH_E_RAW) && *p != '\0')
+		p++;
+	return e->flags & PH_E_RAW ? p + 1 : e->path;
+}
+
+/* A source entry's path at the destination (what I/O there uses). */
+static inline const char *
+ph_entry_dpath(const struct ph_entry *e)
+{
+	const char *p = ph_entry_raw(e);
+
+	if (!(e->flags & PH_E_DPATH))
+		return p;
+	while (*p != '\0')
+		p++;
+	return p + 1;
+}
 
 struct ph_tree {
 	struct ph_entry *v;
 	size_t n, cap;
+	size_t nraw;     /* entries whose raw name differs from the key */
 	char **blocks;   /* string storage */
 	size_t nblocks;
 	size_t block_used, block_cap;
@@ -33,6 +71,11 @@ struct ph_tree {
 /* Adds an entry; path is copied. Returns 0 or PHSYNC_ENOMEM. */
 int ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen,
                 const struct ph_entry *e);
+/* Gives entry i new names (key, raw and dpath, each NULL when it is the
+ * one before it: raw the key, dpath raw), copied into the string block; the
+ * old ones are left unused. Returns 0 or PHSYNC_ENOMEM. */
+int ph_tree_rename(struct ph_tree *t, size_t i, const char *key, const char *raw,
+                   const char *dpath);
 /* Sorts into subtree order (see above). */
 void ph_tree_sort(struct ph_tree *t);
 /* Compares two relative paths in subtree order. */

@@ -598,6 +598,12 @@ ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
 }
 
 int
+ph_sftp_rmdir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
+{
+	return simple_path(s, PH_FXP_RMDIR, path, NULL, 0, cb, arg);
+}
+
+int
 ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
                ph_sftp_cb cb, void *arg)
 {
@@ -778,6 +784,14 @@ ph_sftp_remove_sync(struct ph_sftp *s, const char *path)
 	struct sync_wait w = { 0 };
 
 	return sync_status(s, ph_sftp_remove(s, path, sync_cb, &w), &w);
+}
+
+int
+ph_sftp_rmdir_sync(struct ph_sftp *s, const char *path)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_rmdir(s, path, sync_cb, &w), &w);
 }
 
 int

@@ -151,6 +151,7 @@ int ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 int ph_sftp_mkdir(struct ph_sftp *s, const char *path,
                   const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
 int ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
+int ph_sftp_rmdir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
 /* RENAME, or posix-rename@openssh.com (replaces the target) when offered
  * and posix is set. */
 int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
@@ -164,6 +165,7 @@ int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                       struct ph_sftp_attrs *a);
 int ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode);
 int ph_sftp_remove_sync(struct ph_sftp *s, const char *path);
+int ph_sftp_rmdir_sync(struct ph_sftp *s, const char *path);
 /* Opens path, reads up to len[i] bytes at off[i] into buf[i] (n <= 4, sent
  * at once), closes. got[i] is what came (0: EOF; a server may send less).
  * Returns 0 or PHSYNC_E*. */

@@ -55,6 +55,19 @@ class ConflictTest(SyncTestCase):
         self.assertEqual(self.conflicts(self.local), [])
         self.assertEqual(os.stat(os.path.join(self.local, "a.jpg")).st_mtime, T0)
 
+    def test_in_sync_at_first_contact_is_recorded(self):
+        # A folder an earlier tool (rsync) synced: the same size and time on both sides, no
+        # record yet. Recorded on first contact, so the phone's later edit replaces the
+        # laptop's copy instead of looking like a change on both sides.
+        write_file(os.path.join(self.remote, "a.jpg"), b"same bytes", mtime=T0)
+        write_file(os.path.join(self.local, "a.jpg"), b"same bytes", mtime=T0)
+        r = self.pull("--json", expect=0)
+        self.assertEqual(r.json()[-1]["files_done"], 0)
+        write_file(os.path.join(self.remote, "a.jpg"), b"phone's edit", mtime=T0 + 60)
+        r = self.pull("--json", expect=0)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"phone's edit")
+        self.assertEqual(self.conflicts(self.local), [])
+
     def test_overwrite_lets_the_source_win(self):
         write_file(os.path.join(self.remote, "a.jpg"), b"phone", mtime=T0)
         write_file(os.path.join(self.local, "a.jpg"), b"laptop", mtime=T0 + 1)

@@ -1,0 +1,48 @@
+/* Names across two file systems: one key per name whatever its Unicode
+ * form, destinations that ignore case, and source names that would land on
+ * one another there. Pure: no I/O (the caller probes the destination). */
+#ifndef PH_NAMES_H
+#define PH_NAMES_H
+
+#include "tree.h"
+
+/* Gives every entry of t whose path is not in Unicode NFC (a Mac writes
+ * names decomposed, Android composed) its NFC form as key, keeping its raw
+ * path, then sorts t. Names that are not valid UTF-8 are their own key.
+ * Only entries with bytes >= 0x80 cost anything. Returns 0 or
+ * PHSYNC_ENOMEM. */
+int ph_names_normalize(struct ph_tree *t);
+
+/* Does t hold two keys equal once case is folded (Unicode case folding)?
+ * Says whether a destination's case sensitivity matters. Returns 1, 0, or
+ * PHSYNC_ENOMEM. */
+int ph_names_fold_collide(const struct ph_tree *t);
+
+/* Called for each source entry given a new key (raw: its own path). */
+typedef void ph_names_report_fn(void *arg, const char *key, const char *raw);
+
+/* Keeps apart the source entries that would be one file at the
+ * destination: keys that are equal (the NFC and the NFD form of one name,
+ * both in the source), or equal once case is folded when fold (the
+ * destination ignores case). Of each group the first in byte order (a
+ * name already in NFC before one that is not) keeps its key; each other
+ * one, with its subtree, gets the key "STEM (N).EXT" with the smallest N
+ * from 2 that no source name folds to, so the next run maps it the same
+ * way. With fold that is also its name at the destination (reported);
+ * without, only its key changes: a destination that keeps case apart is
+ * taken to keep Unicode forms apart too (ext4, f2fs, btrfs do), and both
+ * forms keep their own names there. Then, when fold, each dst entry whose
+ * folded key is a source entry's takes that key (the destination's
+ * "img.JPG" is the source's "IMG.jpg"). Both trees are sorted again where
+ * keys changed. Returns 0 or PHSYNC_ENOMEM. */
+int ph_names_separate(struct ph_tree *src, struct ph_tree *dst, int fold,
+                      ph_names_report_fn *report, void *arg);
+
+/* Sets each source entry's destination path (ph_entry_dpath) where it is
+ * not its raw path: the destination entry's own path when it has one with
+ * the same key, else its parent's destination path and its own raw name
+ * (or, when fold, its new key's name if it was renamed). Returns 0 or
+ * PHSYNC_ENOMEM. */
+int ph_names_dest_paths(struct ph_tree *src, const struct ph_tree *dst, int fold);
+
+#endif

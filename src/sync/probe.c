@@ -1,0 +1,157 @@
+/* Does the destination's file system ignore case in names (Android's
+ * shared storage, FAT and exFAT cards, macOS by default)? Asked of the
+ * destination itself, cheaply, and only when the answer matters. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "local.h"
+#include "names.h"
+#include "tempname.h"
+
+/* Swaps the case of s's ASCII letters; returns whether it had any. */
+static int
+swap_case(char *s)
+{
+	int any = 0;
+
+	for (; *s != '\0'; s++) {
+		if (*s >= 'a' && *s <= 'z')
+			*s = (char)(*s - 'a' + 'A'), any = 1;
+		else if (*s >= 'A' && *s <= 'Z')
+			*s = (char)(*s - 'A' + 'a'), any = 1;
+	}
+	return any;
+}
+
+/* Is other (path with its last name's case swapped) the same entry as path
+ * at the destination? 1 yes, 0 no (other does not exist), -1 cannot tell. */
+static int
+same_entry(struct ph_job *j, const char *path, const char *other, const struct ph_entry *e)
+{
+	if (j->dir == PHSYNC_PULL) {
+		struct stat a, b;
+		const char *base, *obase = strrchr(other, '/');
+		char *dir;
+		int dfd, r;
+
+		if (ph_local_split(path, &dir, &base) != 0)
+			return -1;
+		r = ph_local_opendir(j->lroot, dir, &dfd);
+		free(dir);
+		if (r != 0)
+			return -1;
+		obase = obase ? obase + 1 : other;
+		if (fstatat(dfd, obase, &b, AT_SYMLINK_NOFOLLOW) != 0)
+			r = errno == ENOENT ? 0 : -1;
+		else if (fstatat(dfd, base, &a, AT_SYMLINK_NOFOLLOW) != 0)
+			r = -1;
+		else
+			r = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+		close(dfd);
+		return r;
+	} else {
+		struct ph_sftp_attrs a;
+		char *rp = ph_job_rpath(j, other);
+		int rc = rp ? ph_sftp_stat_sync(j->sftp, 1, rp, &a) : PHSYNC_ENOMEM;
+
+		free(rp);
+		if (rc == PHSYNC_ENOENT)
+			return 0;
+		if (rc != 0)
+			return -1;
+		/* No inode numbers over SFTP: the same kind, size and time as the
+		 * entry listed under the other name (the listing does not hold
+		 * other itself). */
+		return (!(a.flags & PH_ATTR_ACMODTIME) || (int64_t)a.mtime == e->mtime) &&
+		       (e->type != PH_T_FILE || !(a.flags & PH_ATTR_SIZE) || a.size == e->size);
+	}
+}
+
+/* Makes an empty folder with a mixed-case temp name at the destination's
+ * top and looks for it under its case-swapped name. A killed run's probe
+ * is removed like any temp (its name says whose it is). */
+static int
+write_probe(struct ph_job *j)
+{
+	struct ph_temp_owner o;
+	char name[256], other[256];
+	int r;
+
+	ph_temp_owner_self(&o);
+	if (ph_temp_name(name, sizeof(name), "Case-Probe", PH_TEMP_NEW, &o) != 0)
+		return -1;
+	memcpy(other, name, sizeof(name));
+	swap_case(other);
+	if (j->dir == PHSYNC_PULL) {
+		struct stat st;
+
+		if (mkdirat(j->lroot, name, 0700) != 0)
+			return -1;
+		r = fstatat(j->lroot, other, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 :
+		    errno == ENOENT ? 0 : -1;
+		unlinkat(j->lroot, name, AT_REMOVEDIR);
+	} else {
+		struct ph_sftp_attrs a;
+		char *rp = ph_job_rpath(j, name), *ro = ph_job_rpath(j, other);
+		int rc;
+
+		if (rp == NULL || ro == NULL || ph_sftp_mkdir_sync(j->sftp, rp, 0700) != 0) {
+			free(rp);
+			free(ro);
+			return -1;
+		}
+		rc = ph_sftp_stat_sync(j->sftp, 1, ro, &a);
+		r = rc == 0 ? 1 : rc == PHSYNC_ENOENT ? 0 : -1;
+		ph_sftp_rmdir_sync(j->sftp, rp);
+		free(rp);
+		free(ro);
+	}
+	return r;
+}
+
+int
+ph_probe_fold(struct ph_job *j, int *fold)
+{
+	const struct ph_tree *d = &j->dst;
+	size_t i, tried = 0;
+	int r = -1, c;
+
+	*fold = 0;
+	/* A name at the destination whose case-swapped form it does not
+	 * list: one stat tells. */
+	for (i = 0; i < d->n && tried < 8 && r < 0; i++) {
+		const struct ph_entry *e = &d->v[i];
+		const char *raw = ph_entry_raw(e), *slash = strrchr(raw, '/');
+		char other[1024];
+		size_t len = strlen(raw);
+
+		if (len >= sizeof(other) || (e->flags & PH_E_RAW))
+			continue;
+		memcpy(other, raw, len + 1);
+		if (!swap_case(other + (slash ? slash - raw + 1 : 0)) ||
+		    ph_tree_find(d, other) != NULL)
+			continue;
+		tried++;
+		if (j->dir == PHSYNC_PULL && j->lroot < 0)
+			break;
+		r = same_entry(j, raw, other, e);
+	}
+	if (r < 0) {
+		/* Nothing there to ask: it matters only for source names that
+		 * differ by case alone. */
+		if ((c = ph_names_fold_collide(&j->src)) < 0)
+			return c;
+		if (c == 0)
+			return 0;
+		if (!j->o->dry_run && (j->dir == PHSYNC_PUSH || j->lroot >= 0))
+			r = write_probe(j);
+	}
+	/* Unknown: take the safe side (names kept apart). */
+	*fold = r != 0;
+	return 0;
+}
