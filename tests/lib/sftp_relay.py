@@ -57,8 +57,53 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         SSH_FX_PERMISSION_DENIED without reaching the server: a phone that cannot set times.
         A temp name ".N.phsync-..." counts as N.
 
+Phone-like modes (a storage or a server that behaves as phones do, rather than faults):
+
+    "mtime_step": N
+        A FAT/exFAT card: every time the server reports (the mtime and atime of READDIR
+        entries and of ATTRS replies to STAT, LSTAT and FSTAT) is rounded down to a multiple of
+        N seconds, and every SETSTAT, FSETSTAT or lsetstat@openssh.com that sets times is
+        forwarded with mtime and atime rounded down the same way, so the real file holds the
+        stepped time.  Applies to every name.
+    "shift_mtime": SECONDS
+        The phone changed time zone (or its clock): every time reported (as for mtime_step)
+        is the real one + SECONDS, and times set through SETSTAT, FSETSTAT or
+        lsetstat@openssh.com are stored as (value - SECONDS), so a read back shows what was
+        set.  Times are kept within 0 .. 2^32-1.  With mtime_step too, the step applies to
+        the stored (real) time.
+    "nocase": true
+        A case-insensitive, case-preserving server (Android's /sdcard, FAT): in every request
+        carrying a path (OPEN, OPENDIR, STAT, LSTAT, SETSTAT, MKDIR, RMDIR, REMOVE, REALPATH,
+        READLINK, both paths of RENAME, posix-rename@openssh.com and hardlink@openssh.com, the
+        link path of SYMLINK and its target when absolute, and the path of statvfs@openssh.com,
+        lsetstat@openssh.com and expand-path@openssh.com), each component that does not exist
+        with its exact name but exists in its parent folder under a name that differs only by
+        case (str.casefold() of the UTF-8 name; bytes.lower() for a name that is not UTF-8) is
+        replaced by the existing name before the request is forwarded.  The relay runs beside
+        the server and looks at the real folders (os.listdir); relative paths are taken from
+        the relay's working directory, which is sftp-server's (the login user's home).  So:
+        writing "a.jpg" when "A.JPG" exists opens A.JPG; renaming onto "img.jpg" when
+        "IMG.jpg" exists replaces IMG.jpg (posix-rename) or fails (a plain RENAME onto an
+        existing target); MKDIR of "album" when "Album" exists fails (SSH_FX_FAILURE, as
+        sftp-server answers EEXIST).  A rename whose target names the source itself in
+        another case keeps the target's new case (a case-only rename, as on a real
+        case-insensitive disk).  Listings are not changed (the case is preserved).
+    "fail_opendir": [N...]
+        OPENDIR of a folder whose basename is N gets SSH_FX_PERMISSION_DENIED without reaching
+        the server: a folder the phone will not list.
+    "fail_readdir": [N...]
+        The second READDIR on a handle of a folder whose basename is N gets SSH_FX_FAILURE
+        without reaching the server (the first one passes): a listing cut midway.
+        OpenSSH's sftp-server returns at most 100 entries per READDIR, so a folder of more
+        than 100 entries really loses the rest; a smaller one only loses its EOF.
+
 Each fault that fires appends one line "FIRED <mode> <details>" to FILE.log (next to the
-control file), so a test can check that the fault it arranged really happened.
+control file), so a test can check that the fault it arranged really happened.  The
+phone-like modes write one line per kind and name in a session (the first occurrence): e.g.
+"mtime_step report IMG_1.jpg 1700000001->1700000000", "mtime_step set .IMG_1.jpg.phsync-t...
+1700000001->1700000000", "shift_mtime report NAME A->B", "shift_mtime set NAME A->B",
+"nocase OPEN a.jpg -> A.JPG", "fail_opendir NAME", "fail_readdir NAME"; a value the mode
+leaves as it is (an even time under mtime_step 2) fires nothing.
 """
 
 import errno
@@ -83,10 +128,17 @@ TYPES = {"OPEN": OPEN, "CLOSE": CLOSE, "READ": READ, "WRITE": WRITE, "LSTAT": LS
          "FSTAT": FSTAT, "SETSTAT": SETSTAT, "FSETSTAT": FSETSTAT, "OPENDIR": OPENDIR,
          "READDIR": READDIR, "REMOVE": REMOVE, "MKDIR": MKDIR, "RMDIR": RMDIR,
          "REALPATH": REALPATH, "STAT": STAT, "RENAME": RENAME, "READLINK": READLINK,
-         "EXTENDED": EXTENDED}
+         "SYMLINK": SYMLINK, "EXTENDED": EXTENDED}
+TYPE_NAMES = {v: k for k, v in TYPES.items()}
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 MAX_PACKET = 1 << 24
 POSIX_RENAME = b"posix-rename@openssh.com"
+LSETSTAT = b"lsetstat@openssh.com"
+# Requests whose first string is a path, and extended requests with the paths they carry (nocase).
+PATH_REQUESTS = (OPEN, OPENDIR, STAT, LSTAT, SETSTAT, REMOVE, MKDIR, RMDIR, REALPATH, READLINK)
+EXT_PATHS = {POSIX_RENAME: 2, b"hardlink@openssh.com": 2, b"statvfs@openssh.com": 1,
+             LSETSTAT: 1, b"expand-path@openssh.com": 1}
+U32_MAX = 0xFFFFFFFF
 
 
 class Reader:
@@ -174,6 +226,19 @@ def temp_of(name):
     return None
 
 
+def fold(name):
+    """The key two names that differ only by case share (nocase): the casefolded UTF-8 name,
+    or for a name that is not UTF-8 its bytes with ASCII letters lowered."""
+    try:
+        return name.decode("utf-8").casefold()
+    except UnicodeDecodeError:
+        return name.lower()
+
+
+def clamp32(v):
+    return max(0, min(U32_MAX, v))
+
+
 def set_nonblock(fd):
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
 
@@ -200,6 +265,8 @@ class Relay:
         self.hanging = False
         self.stdin_open = True
         self.renamed_from_fired = False
+        self.readdirs = {}    # handle bytes -> READDIRs seen (fail_readdir)
+        self.fired_keys = set()
         for fd in (0, 1, self.cin, self.cout):
             set_nonblock(fd)
 
@@ -210,6 +277,15 @@ class Relay:
             return
         with open(self.control_path + ".log", "a") as f:
             f.write("FIRED %s %s\n" % (mode, detail))
+
+    def fired_once(self, mode, kind, name, detail):
+        """fired(), once per (mode, kind, name) in this session: the phone-like modes touch
+        every file, the log says which ones at least once."""
+        key = (mode, kind, name)
+        if key in self.fired_keys:
+            return
+        self.fired_keys.add(key)
+        self.fired(mode, ("%s %s" % (kind, detail)) if kind else detail)
 
     def finish(self, code=0):
         """Sends what is queued for the client (blocking), kills sftp-server, exits."""
@@ -241,14 +317,18 @@ class Relay:
         if t == INIT:
             self.to_server += pkt
             return
-        r = Reader(pkt, 5)
-        rid = r.u32()
+        rid = struct.unpack_from(">I", pkt, 5)[0]
+        if self.cfg.get("nocase"):
+            pkt = self.nocase_request(t, pkt)
+        r = Reader(pkt, 9)
         info = {}
         try:
-            if t in (OPEN, OPENDIR, STAT, LSTAT, SETSTAT, REMOVE, MKDIR, RMDIR, REALPATH, READLINK):
+            if t in PATH_REQUESTS:
                 info["path"] = r.string()
                 if t == OPEN:
                     info["pflags"] = r.u32()
+                elif t == SETSTAT:
+                    info["attrs_at"] = r.p
             elif t in (READ, WRITE, FSTAT, FSETSTAT, CLOSE, READDIR):
                 info["handle"] = r.string()
                 if t in (READ, WRITE):
@@ -257,12 +337,19 @@ class Relay:
                         info["len"] = r.u32()
                     else:
                         info["len"] = len(r.string())
+                elif t == FSETSTAT:
+                    info["attrs_at"] = r.p
             elif t == RENAME:
                 info["from"], info["to"] = r.string(), r.string()
+            elif t == SYMLINK:
+                info["target"], info["path"] = r.string(), r.string()
             elif t == EXTENDED:
                 info["ext"] = r.string()
                 if info["ext"] == POSIX_RENAME:
                     info["from"], info["to"] = r.string(), r.string()
+                elif info["ext"] == LSETSTAT:
+                    info["path"] = r.string()
+                    info["attrs_at"] = r.p
         except (ValueError, struct.error):
             pass
         self.requests[rid] = (t, info)
@@ -296,7 +383,131 @@ class Relay:
                 self.status(rid, FX_PERMISSION_DENIED, "setstat refused by the relay")
                 return
 
+        if t == OPENDIR and name is not None and matches(self.cfg.get("fail_opendir", []), name):
+            self.fired_once("fail_opendir", "", name, name)
+            del self.requests[rid]
+            self.status(rid, FX_PERMISSION_DENIED, "listing refused by the relay")
+            return
+
+        if t == READDIR and info.get("handle") in self.handles \
+                and matches(self.cfg.get("fail_readdir", []), name):
+            n = self.readdirs.get(info["handle"], 0) + 1
+            self.readdirs[info["handle"]] = n
+            if n == 2:
+                self.fired_once("fail_readdir", "", name, name)
+                del self.requests[rid]
+                self.status(rid, FX_FAILURE, "listing cut by the relay")
+                return
+
+        if "attrs_at" in info:
+            pkt = self.set_times(pkt, info["attrs_at"], name)
+
         self.to_server += pkt
+
+    # -- phone-like modes (requests) ---------------------------------------------------------
+
+    def set_times(self, pkt, at, name):
+        """A SETSTAT/FSETSTAT/lsetstat with times: what the phone stores (shift_mtime, then
+        mtime_step)."""
+        step = int(self.cfg.get("mtime_step") or 0)
+        shift = int(self.cfg.get("shift_mtime") or 0)
+        if step <= 1 and shift == 0:
+            return pkt
+        try:
+            r = Reader(pkt, at)
+            fl, a, ext = r.attrs()
+        except (ValueError, struct.error):
+            return pkt
+        if not fl & A_ACMODTIME:
+            return pkt
+        given = a["mtime"]
+        for k in ("atime", "mtime"):
+            v = clamp32(a[k] - shift)
+            if step > 1:
+                v -= v % step
+            a[k] = v
+        if shift:
+            self.fired_once("shift_mtime", "set", name, "%s %d->%d" % (name, given, a["mtime"]))
+        elif a["mtime"] != given:
+            self.fired_once("mtime_step", "set", name, "%s %d->%d" % (name, given, a["mtime"]))
+        return packet(pkt[4], pkt[5:at] + pack_attrs(fl, a, ext) + pkt[r.p:])
+
+    def nocase_request(self, t, pkt):
+        """pkt with its paths resolved as a case-insensitive server would (nocase)."""
+        try:
+            start, n, ext = 9, 0, None
+            if t in PATH_REQUESTS:
+                n = 1
+            elif t in (RENAME, SYMLINK):
+                n = 2
+            elif t == EXTENDED:
+                r = Reader(pkt, 9)
+                ext = r.string()
+                n, start = EXT_PATHS.get(ext, 0), r.p
+            if n == 0:
+                return pkt
+            r = Reader(pkt, start)
+            given = [r.string() for _ in range(n)]
+        except (ValueError, struct.error):
+            return pkt
+        if t == SYMLINK:
+            # OpenSSH's order: target, then the link's path.  A relative target is resolved
+            # from the link's folder when followed: left alone.
+            new = [self.ci_path(given[0]) if given[0].startswith(b"/") else given[0],
+                   self.ci_path(given[1])]
+        elif t == RENAME or ext == POSIX_RENAME:
+            new = [self.ci_path(given[0])]
+            new.append(self.ci_path(given[1], rename_from=new[0]))
+        else:
+            new = [self.ci_path(p) for p in given]
+        if new == given:
+            return pkt
+        what = TYPE_NAMES.get(t, str(t)) if ext is None else ext.decode("utf-8", "replace")
+        for g, w in zip(given, new):
+            if g != w:
+                self.fired_once("nocase", what, base(g), "%s -> %s" % (base(g), base(w)))
+        return packet(t, pkt[5:start] + b"".join(s(p) for p in new) + pkt[r.p:])
+
+    def ci_path(self, path, rename_from=None):
+        """path with each component that is missing under its exact name, but present in its
+        folder under a name that differs only by case, replaced by that name.  rename_from:
+        the (resolved) source of a rename; a target naming that same file keeps its own case
+        in its last component (a case-only rename)."""
+        if not path:
+            return path
+        comps = path.split(b"/")
+        cur = b"/" if path.startswith(b"/") else b"."
+        out = []
+        for c in comps:
+            if c not in (b"", b".", b".."):
+                if not os.path.lexists(os.path.join(cur, c)):
+                    alt = self.ci_find(cur, c)
+                    if alt is not None:
+                        c = alt
+            out.append(c)
+            if c:
+                cur = os.path.join(cur, c)
+        res = b"/".join(out)
+        if rename_from is not None and res != path:
+            last = path.rstrip(b"/").rsplit(b"/", 1)[-1]
+            try:
+                a, b = os.lstat(rename_from), os.lstat(res)
+                if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+                    head = res.rstrip(b"/").rsplit(b"/", 1)
+                    res = head[0] + b"/" + last if len(head) == 2 else last
+            except OSError:
+                pass
+        return res
+
+    @staticmethod
+    def ci_find(folder, name):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return None
+        key = fold(name)
+        found = sorted(n for n in names if fold(n) == key)
+        return found[0] if found else None
 
     def name_of(self, info):
         if "path" in info:
@@ -342,6 +553,7 @@ class Relay:
                 self.fired("truncate_on_open", "%s %s" % (base(info["path"]), tr["path"]))
         elif t == STATUS and rt == CLOSE:
             self.handles.pop(info.get("handle"), None)
+            self.readdirs.pop(info.get("handle"), None)
 
         if t == DATA and rt == READ:
             die = self.cfg.get("die_mid_data")
@@ -362,11 +574,12 @@ class Relay:
             pkt = self.rewrite_name(pkt)
         elif t == ATTRS and rt in (STAT, LSTAT, FSTAT):
             name = self.name_of(info)
+            r = Reader(pkt, 9)
+            fl, a, ext = r.attrs()
             if name is not None:
-                r = Reader(pkt, 9)
-                fl, a, ext = r.attrs()
                 fl, a = self.lie(name, fl, a, attrs=True)
-                pkt = packet(ATTRS, pkt[5:9] + pack_attrs(fl, a, ext))
+            a = self.report_times(name if name is not None else "?", fl, a)
+            pkt = packet(ATTRS, pkt[5:9] + pack_attrs(fl, a, ext))
 
         self.to_client += pkt
 
@@ -389,6 +602,25 @@ class Relay:
             self.fired("size_lie", "%s %+d%s" % (name, int(lies[name]), " (attrs)" if attrs else ""))
         return fl, a
 
+    def report_times(self, name, fl, a):
+        """The times the phone shows (mtime_step, shift_mtime) for a listed or stat'ed file."""
+        step = int(self.cfg.get("mtime_step") or 0)
+        shift = int(self.cfg.get("shift_mtime") or 0)
+        if not fl & A_ACMODTIME or (step <= 1 and shift == 0):
+            return a
+        a = dict(a)
+        real = a["mtime"]
+        for k in ("atime", "mtime"):
+            v = a[k]
+            if step > 1:
+                v -= v % step
+            a[k] = clamp32(v + shift)
+        if step > 1 and real % step:
+            self.fired_once("mtime_step", "report", name, "%s %d->%d" % (name, real, real - real % step))
+        if shift:
+            self.fired_once("shift_mtime", "report", name, "%s %d->%d" % (name, real, a["mtime"]))
+        return a
+
     def rewrite_name(self, pkt):
         r = Reader(pkt, 9)
         count = r.u32()
@@ -397,6 +629,7 @@ class Relay:
             fn, ln = r.string(), r.string()
             fl, a, ext = r.attrs()
             fl, a = self.lie(fn.decode("utf-8", "surrogateescape"), fl, a, attrs=False)
+            a = self.report_times(fn.decode("utf-8", "surrogateescape"), fl, a)
             body += s(fn) + s(ln) + pack_attrs(fl, a, ext)
         return packet(NAME, pkt[5:9] + u32(count) + body)
 
