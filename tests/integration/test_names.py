@@ -81,5 +81,87 @@ class UnicodeFormTest(SyncTestCase):
         r = self.pull("--json", expect=0)
         self.assertEqual(summary(r)["files_done"], 0, r)
 
+
+class CaseInsensitivePhoneTest(SyncTestCase):
+    """A push to a phone whose storage ignores case (the relay's nocase mode)."""
+
+    server_kwargs = {"relay": True}
+
+    def nocase(self):
+        self.srv.relay_set(nocase=True)
+
+    def test_names_differing_by_case_are_both_kept(self):
+        write_file(os.path.join(self.local, "IMG.jpg"), b"upper case photo", mtime=T0)
+        write_file(os.path.join(self.local, "img.jpg"), b"lower case photo!", mtime=T0 + 1)
+        write_file(os.path.join(self.local, "Album", "a.jpg"), b"album A", mtime=T0)
+        write_file(os.path.join(self.local, "album", "a.jpg"), b"album a!", mtime=T0)
+        write_file(os.path.join(self.local, "album", "b.jpg"), b"album b", mtime=T0)
+        self.nocase()
+        r = self.push("--json", expect=0)
+        got = {}
+        for dp, dn, fn in os.walk(self.remote):
+            for n in fn:
+                p = os.path.join(dp, n)
+                got[os.path.relpath(p, self.remote)] = read(p)
+        self.assertEqual(got, {
+            "IMG.jpg": b"upper case photo",
+            "img (2).jpg": b"lower case photo!",
+            "Album/a.jpg": b"album A",
+            "album (2)/a.jpg": b"album a!",
+            "album (2)/b.jpg": b"album b",
+        })
+        warns = sorted(e["path"] for e in r.json() if e["event"] == "warning")
+        self.assertEqual(warns, ["album", "img.jpg"], r)
+        # The same mapping next run: nothing moves, nothing is renamed again.
+        self.nocase()
+        r = self.push("--json", expect=0)
+        self.assertEqual(summary(r)["files_done"], 0, r)
+        # An edit of the renamed one goes to its numbered copy.
+        write_file(os.path.join(self.local, "img.jpg"), b"lower case, edited", mtime=T0 + 5)
+        self.nocase()
+        r = self.push("--json", expect=0)
+        self.assertEqual(summary(r)["files_done"], 1, r)
+        self.assertEqual(read(os.path.join(self.remote, "img (2).jpg")), b"lower case, edited")
+        self.assertEqual(read(os.path.join(self.remote, "IMG.jpg")), b"upper case photo")
+        self.assertEqual(len(os.listdir(self.remote)), 4)
+
+    def test_the_phones_name_in_another_case_is_the_same_file(self):
+        # The phone has PHOTO.JPG and DCIM/; the laptop calls them photo.jpg and dcim/.
+        write_file(os.path.join(self.remote, "PHOTO.JPG"), b"same photo", mtime=T0)
+        write_file(os.path.join(self.remote, "DCIM", "x.jpg"), b"x", mtime=T0)
+        write_file(os.path.join(self.local, "photo.jpg"), b"same photo", mtime=T0)
+        write_file(os.path.join(self.local, "dcim", "x.jpg"), b"x", mtime=T0)
+        write_file(os.path.join(self.local, "dcim", "new.jpg"), b"new one", mtime=T0)
+        self.nocase()
+        r = self.push("--json", expect=0)
+        self.assertEqual(summary(r)["files_done"], 1, r)
+        self.assertEqual(sorted(os.listdir(self.remote)), ["DCIM", "PHOTO.JPG"])
+        self.assertEqual(sorted(os.listdir(os.path.join(self.remote, "DCIM"))), ["new.jpg", "x.jpg"])
+        # The laptop edits photo.jpg: the phone's PHOTO.JPG is updated, not a second file.
+        write_file(os.path.join(self.local, "photo.jpg"), b"edited photo", mtime=T0 + 7)
+        self.nocase()
+        r = self.push("--json", expect=0)
+        self.assertEqual(read(os.path.join(self.remote, "PHOTO.JPG")), b"edited photo")
+        self.assertEqual(sorted(os.listdir(self.remote)), ["DCIM", "PHOTO.JPG"])
+
+    def test_a_case_sensitive_phone_keeps_both_names(self):
+        # The faithful relay (ext4 behind it): nothing renamed, no warning.
+        write_file(os.path.join(self.local, "IMG.jpg"), b"upper", mtime=T0)
+        write_file(os.path.join(self.local, "img.jpg"), b"lower", mtime=T0)
+        write_file(os.path.join(self.remote, "Existing.txt"), b"e", mtime=T0)
+        r = self.push("--json", expect=0)
+        self.assertEqual(sorted(os.listdir(self.remote)), ["Existing.txt", "IMG.jpg", "img.jpg"])
+        self.assertEqual([e for e in r.json() if e["event"] == "warning"], [])
+
+    def test_empty_phone_is_probed_before_names_collide(self):
+        # Nothing on the phone to ask about: a probe folder tells, and goes again.
+        write_file(os.path.join(self.local, "A.txt"), b"A", mtime=T0)
+        write_file(os.path.join(self.local, "a.txt"), b"a", mtime=T0)
+        self.nocase()
+        self.push(expect=0)
+        self.assertEqual(sorted(os.listdir(self.remote)), ["A.txt", "a (2).txt"])
+        self.assertEqual(read(os.path.join(self.remote, "a (2).txt")), b"a")
+
+
 if __name__ == "__main__":
     unittest.main()
