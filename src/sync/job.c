@@ -9,6 +9,18 @@
 #include "ctx.h"
 #include "job.h"
 
+void
+ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
+{
+	struct ph_entry e = { 0 };
+
+	if (t == &j->src)
+		j->src_failed++;
+	else if (path[0] == '\0' || strcmp(path, ".") == 0 ||
+	         ph_tree_add(&j->dst_failed, path, strlen(path), &e) != 0)
+		j->dst_unlisted = 1; /* the root, or no memory to say where */
+}
+
 uint64_t
 ph_now_ms(void)
 {

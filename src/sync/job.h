@@ -40,7 +40,14 @@ struct ph_job {
 	size_t npartials;
 	struct ph_offload *off;    /* --remove-source-files: files copied this run */
 	size_t noff, capoff;
+	uint64_t src_failed;       /* source entries or folders the scan could not list */
+	struct ph_tree dst_failed; /* destination paths the scan could not list:
+	                              what lies there is unknown */
+	int dst_unlisted;          /* ... the whole destination is */
 };
+
+/* Notes a failed listing of path ("" or ".": the root) on side t of j. */
+void ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path);
 
 uint64_t ph_now_ms(void);
 

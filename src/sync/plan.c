@@ -203,7 +203,9 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 			plan->ndel_go++;
 		plan->ndel++;
 	}
-	return plan_moves(plan, src, opts->deletes);
+	/* A source listing that failed hides files that are still there: a
+	 * "moved" file may be one of them, so its old copy stays (a copy). */
+	return plan_moves(plan, src, opts->deletes && !opts->src_incomplete);
 }
 
 /* The whole-hour shift of side (0: source, 1: destination) of tree t
@@ -248,7 +250,7 @@ int
 ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
              const struct ph_plan_opts *opts, struct ph_plan *plan)
 {
-	static const struct ph_plan_opts none = { 0, 0, NULL, 0, 0, NULL };
+	static const struct ph_plan_opts none = { 0, 0, NULL, 0, 0, NULL, 0 };
 	const struct ph_known_set *known;
 	int64_t young_after, win;
 	size_t i, j = 0, kj = 0;

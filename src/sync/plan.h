@@ -126,6 +126,8 @@ struct ph_plan_opts {
 	                                    difference (no conflict copies) */
 	int deletes;                     /* --delete: list what went from the source */
 	const struct ph_filter *filter;  /* paths it excludes are never "gone" */
+	int src_incomplete;              /* a source listing failed: moves are
+	                                    made as copies (the old copy stays) */
 };
 
 int ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,

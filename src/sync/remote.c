@@ -82,6 +82,7 @@ static void
 fail(struct rscan *rs, const char *rel, int err, const char *msg)
 {
 	rs->j->st.files_failed++;
+	ph_job_scan_failed(rs->j, rs->t, rel);
 	ph_job_event(rs->j, PHSYNC_EV_FILE_FAILED, rel[0] ? rel : ".", NULL, 0, err, msg);
 }
 

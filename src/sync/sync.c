@@ -238,9 +238,12 @@ lscan_report(struct ph_job *j, struct lscan *ls)
 	size_t i;
 
 	j->st.files_failed += ls->failed;
-	for (i = 0; i < ls->nfails; i++)
+	for (i = 0; i < ls->nfails; i++) {
+		if (ls->fails[i].type == PHSYNC_EV_FILE_FAILED)
+			ph_job_scan_failed(j, ls->t, ls->fails[i].path);
 		ph_job_event(j, ls->fails[i].type, ls->fails[i].path, ls->fails[i].action, 0,
 		             ls->fails[i].err, ls->fails[i].msg);
+	}
 }
 
 static void
@@ -464,6 +467,47 @@ report_renamed(void *arg, const char *key, const char *raw)
 	         "one here, which the destination would take for the same file: it goes there "
 	         "as '%s'", key);
 	ph_job_event(j, PHSYNC_EV_WARNING, raw, NULL, 0, 0, msg);
+}
+
+/* Is path at or below one the destination's scan could not list? */
+static int
+unlisted(const struct ph_job *j, const char *path)
+{
+	size_t i;
+
+	if (j->dst_unlisted)
+		return 1;
+	for (i = 0; i < j->dst_failed.n; i++) {
+		const char *f = j->dst_failed.v[i].path;
+		size_t fl = strlen(f);
+
+		if (strncmp(path, f, fl) == 0 && (path[fl] == '\0' || path[fl] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* What the plan would write where the destination's listing failed is
+ * left alone: an unlisted file is not a missing one (it would be sent
+ * again and land as a conflict copy beside itself). The failure itself
+ * was reported and makes the run partial. */
+static void
+block_unlisted(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->plan.n && (j->dst_failed.n > 0 || j->dst_unlisted); i++) {
+		struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+
+		if (a->kind == PH_A_BLOCKED || !unlisted(j, ph_entry_dpath(e)))
+			continue;
+		if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+			j->plan.files_todo--;
+			j->plan.bytes_todo -= e->size;
+		}
+		a->kind = PH_A_BLOCKED;
+	}
 }
 
 /* One key per name on both sides (NFC; case folded where the destination
@@ -697,10 +741,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		po.overwrite = opts->overwrite;
 		po.deletes = opts->delete_missing;
 		po.filter = &j.filter;
+		po.src_incomplete = j.src_failed > 0;
 		rc = ph_plan_make(&j.src, &j.dst, &po, &j.plan);
 	}
 	if (rc != 0)
 		goto out;
+	block_unlisted(&j);
 	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
@@ -753,6 +799,7 @@ out:
 	free(j.off);
 	ph_state_partials_free(j.partials, j.npartials);
 	ph_tree_free(&j.found_partials);
+	ph_tree_free(&j.dst_failed);
 	ph_sftp_free(j.sftp);
 	ph_ssh_free(ssh);
 	if (j.lroot >= 0)

@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import unittest
 
-from harness import (EXIT_ERROR, EXIT_OK, SyncTestCase, random_bytes, skip_or_fail, tree,
+from harness import (EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, SyncTestCase, random_bytes, skip_or_fail, tree,
                      write_file)
 
 T0 = 1700000000  # even
@@ -350,6 +350,48 @@ class FailedOpendirTest(FailedListingTest):
 
     def test_refused_folder_listing_refuses_the_deletes(self):
         self._refused_then_faithful(fail_opendir=["Camera"])
+
+    def test_a_move_is_a_copy_while_a_source_listing_failed(self):
+        # A photo copied to another album on the phone looks like a move while Camera/ cannot
+        # be listed: the laptop's Camera copy must stay (it is still on the phone).
+        self.pull(expect=EXIT_OK)
+        src = os.path.join(self.remote, "DCIM/Camera/IMG_001.jpg")
+        data, t = self.camera["DCIM/Camera/IMG_001.jpg"]
+        write_file(os.path.join(self.remote, "DCIM/Album/copy.jpg"), data, mtime=t)
+        self.srv.relay_set(fail_opendir=["Camera"])
+        r = self.pull("--delete", "--json")
+        self.assertFired("fail_opendir")
+        self.assertEqual(r.code, EXIT_ERROR, r)
+        self.assertEqual(read(os.path.join(self.local, "DCIM/Camera/IMG_001.jpg")), data)
+        self.assertEqual(read(os.path.join(self.local, "DCIM/Album/copy.jpg")), data)
+        self.assertTrue(os.path.exists(src))
+
+    def test_push_past_a_phone_folder_it_cannot_list(self):
+        # The phone's Camera/ cannot be listed during a push: its files are unknown there,
+        # not missing; nothing is sent into it and no conflict copy appears.
+        shutil.rmtree(self.remote)
+        os.makedirs(self.remote)
+        self.make_files(self.local, 3, sub="DCIM/Camera")
+        self.make_files(self.local, 2, sub="DCIM/Album", seed=1)
+        self.push(expect=EXIT_OK)
+        write_file(os.path.join(self.local, "DCIM/Album/new.jpg"), b"new photo", mtime=T0)
+        write_file(os.path.join(self.local, "DCIM/Camera/new.jpg"), b"new too", mtime=T0)
+        before = self.snapshot(self.remote)
+        self.srv.relay_set(fail_opendir=["Camera"])
+        r = self.push("--json")
+        self.assertFired("fail_opendir")
+        self.assertEqual(r.code, EXIT_PARTIAL, r)
+        self.assertEqual([e for e in r.json() if e["event"] == "conflict"], [], r)
+        self.assertEqual(self.moved(r), ["DCIM/Album/new.jpg", "DCIM/Camera"], r)
+        after = self.snapshot(self.remote)
+        self.assertEqual(sorted(set(after) - set(before)), ["DCIM/Album/new.jpg"])
+        for k in before:
+            self.assertEqual(after[k], before[k], k)
+        # Listed again: the Camera file goes, still no conflict.
+        self.srv.relay_set()
+        r = self.push("--json", expect=EXIT_OK)
+        self.assertEqual(self.moved(r), ["DCIM/Camera/new.jpg"], r)
+        self.assertTreesEqual(self.local, self.remote, dir_mtimes=False)
 
 
 class CutReaddirTest(FailedListingTest):

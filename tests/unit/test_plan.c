@@ -102,7 +102,7 @@ static void
 test_plan_young_files_wait(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
-	struct ph_plan_opts young = { 400, 0, NULL, 0, 0, NULL };
+	struct ph_plan_opts young = { 400, 0, NULL, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -146,7 +146,7 @@ test_plan_known_sides_unchanged(void **state)
 		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
 	};
 	struct ph_known_set known = { kv, 3 };
-	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -178,7 +178,7 @@ static void
 test_plan_modify_window(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
-	struct ph_plan_opts fat = { 0, 2, NULL, 0, 0, NULL };
+	struct ph_plan_opts fat = { 0, 2, NULL, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
 
@@ -219,7 +219,7 @@ test_plan_conflict_rules(void **state)
 		{ "src.jpg", 10, 10, 100, 100 },                /* only the source changed */
 	};
 	struct ph_known_set known = { kv, 3 };
-	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
 	int pass;
@@ -275,7 +275,7 @@ test_plan_gone(void **state)
 	const char *pat[] = { "*.tmp" };
 	const uint8_t incl[] = { 0 };
 	struct ph_filter f = { pat, incl, 1 };
-	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, &f };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, &f, 0 };
 	struct ph_plan p;
 
 	(void)state;
@@ -319,7 +319,7 @@ test_plan_hour_shift(void **state)
 	struct ph_tree src = { 0 }, dst = { 0 };
 	struct ph_known kv[10];
 	struct ph_known_set known = { kv, 10 };
-	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	char names[10][16];
 	struct ph_plan p;
 	size_t i, nrec = 0;
