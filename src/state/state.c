@@ -29,24 +29,47 @@ struct ph_state {
 	int lockfd;
 	int in_txn;
 	int readonly;
+	int legacy;               /* read-only over a schema before 3 (no k) */
 	size_t pending;
 	int64_t run_id;
 	char path[PATH_MAX + 32]; /* the database file, for messages */
 };
 
+/* The files table, keyed by k: the path with each '/' as char(1), so that
+ * the key's byte order is the trees' (a folder's subtree right after it):
+ * the records stream out in the order the planner merges them, with no
+ * sort and no second copy of the path (path is computed, not stored). */
+#define FILES_TABLE(name) \
+	"CREATE TABLE " name " (" \
+	"  k TEXT PRIMARY KEY," \
+	"  path TEXT AS (replace(k, char(1), '/')) VIRTUAL," \
+	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL," \
+	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL," \
+	"  hash BLOB, sig BLOB) WITHOUT ROWID"
+
 static const char schema[] =
 	"CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;"
-	"CREATE TABLE files ("
-	"  path TEXT PRIMARY KEY,"
-	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL,"
-	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL,"
-	"  hash BLOB, sig BLOB) WITHOUT ROWID;"
+	FILES_TABLE("files") ";"
 	"CREATE TABLE IF NOT EXISTS partial ("
 	"  path TEXT PRIMARY KEY, tmp TEXT NOT NULL, size INTEGER NOT NULL,"
 	"  mtime INTEGER NOT NULL, have INTEGER NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE runs ("
 	"  id INTEGER PRIMARY KEY, started INTEGER NOT NULL, ended INTEGER,"
 	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);";
+
+/* Binds path as a files key (each '/' as char(1)). */
+static int
+bind_key(sqlite3_stmt *s, int i, const char *path)
+{
+	size_t n = strlen(path), j;
+	char *k = malloc(n + 1);
+
+	if (k == NULL)
+		return SQLITE_NOMEM;
+	for (j = 0; j <= n; j++)
+		k[j] = path[j] == '/' ? '\1' : path[j];
+	return sqlite3_bind_text(s, i, k, (int)n, free);
+}
 
 /* The state folder: dir, or $XDG_STATE_HOME/phsync, or ~/.local/state/phsync. */
 static int
@@ -200,8 +223,10 @@ setup(struct ph_state *st, const char *remote, const char *local)
 		              "newer phsync (schema %lld; this one knows %d): use that version, or "
 		              "--reset-state to start it over", st->path, (long long)ver,
 		              PH_STATE_SCHEMA);
-	if (st->readonly)
+	if (st->readonly) {
+		st->legacy = app == APP_ID && ver < 3;
 		return 0;
+	}
 	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
 	 * may lose the last transactions, never the file's consistency, and a
 	 * lost row only makes the state claim less. */
@@ -221,12 +246,28 @@ setup(struct ph_state *st, const char *remote, const char *local)
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			return rc;
 		}
+		ver = 2; /* and on to 3 */
 	}
-	if (app == APP_ID && ver == 2 &&
-	    (rc = exec(st, "CREATE TABLE IF NOT EXISTS partial (path TEXT PRIMARY KEY, tmp TEXT "
-	                   "NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL, have "
-	                   "INTEGER NOT NULL) WITHOUT ROWID")) != 0)
-		return rc;
+	if (app == APP_ID && ver == 2) {
+		/* Schema 2 kept the path itself as the key (another order):
+		 * rewritten once, in one transaction. */
+		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
+			return rc;
+		if ((rc = exec(st, "CREATE TABLE IF NOT EXISTS partial (path TEXT PRIMARY KEY, "
+		                   "tmp TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT "
+		                   "NULL, have INTEGER NOT NULL) WITHOUT ROWID")) != 0 ||
+		    (rc = exec(st, FILES_TABLE("files3"))) != 0 ||
+		    (rc = exec(st, "INSERT INTO files3 (k, lsize, lmtime, rsize, rmtime, hash, sig) "
+		                   "SELECT replace(path, '/', char(1)), lsize, lmtime, rsize, "
+		                   "rmtime, hash, sig FROM files")) != 0 ||
+		    (rc = exec(st, "DROP TABLE files")) != 0 ||
+		    (rc = exec(st, "ALTER TABLE files3 RENAME TO files")) != 0 ||
+		    (rc = exec(st, "PRAGMA user_version = 3")) != 0 ||
+		    (rc = exec(st, "COMMIT")) != 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+	}
 	if (app == 0 && ver == 0) {
 		char sql[128];
 
@@ -310,12 +351,12 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	}
 	if ((rc = setup(st, remote, key->lpath)) != 0)
 		goto fail;
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (path, lsize, lmtime, rsize, "
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (k, lsize, lmtime, rsize, "
 	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash FROM files "
-	                       "WHERE path = ?", -1, &st->get, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE path = ?", -1, &st->del,
+	                       "WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE k = ?", -1, &st->del,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
 	                       NULL) != SQLITE_OK ||
@@ -393,7 +434,7 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 	if ((rc = batch_begin(st)) != 0)
 		return rc;
 	sqlite3_reset(st->put);
-	rc = sqlite3_bind_text(st->put, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+	rc = bind_key(st->put, 1, path) != SQLITE_OK ||
 	     sqlite3_bind_int64(st->put, 2, (int64_t)f->lsize) != SQLITE_OK ||
 	     sqlite3_bind_int64(st->put, 3, f->lmtime) != SQLITE_OK ||
 	     sqlite3_bind_int64(st->put, 4, (int64_t)f->rsize) != SQLITE_OK ||
@@ -415,7 +456,7 @@ ph_state_file_forget(struct ph_state *st, const char *path)
 	if ((rc = batch_begin(st)) != 0)
 		return rc;
 	sqlite3_reset(st->del);
-	rc = sqlite3_bind_text(st->del, 1, path, -1, SQLITE_STATIC) != SQLITE_OK;
+	rc = bind_key(st->del, 1, path) != SQLITE_OK;
 	return batch_step(st, st->del, "forgetting a file", rc);
 }
 
@@ -523,8 +564,10 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 {
 	int rc;
 
+	if (st->get == NULL)
+		return 0;   /* read-only: no statements (nothing looked up) */
 	sqlite3_reset(st->get);
-	if (sqlite3_bind_text(st->get, 1, path, -1, SQLITE_STATIC) != SQLITE_OK)
+	if (bind_key(st->get, 1, path) != SQLITE_OK)
 		return db_err(st, "looking a file up");
 	rc = sqlite3_step(st->get);
 	if (rc == SQLITE_DONE) {
@@ -552,67 +595,52 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 }
 
 int
-ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n)
+ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 {
 	sqlite3_stmt *s = NULL;
-	struct ph_state_row *v = NULL;
-	size_t cnt = 0, cap = 0;
+	char *path = NULL;
+	size_t cap = 0;
 	int rc = 0, r;
 
-	*rows = NULL;
-	*n = 0;
 	if ((rc = ph_state_flush(st)) != 0)
 		return rc;
-	if (sqlite3_prepare_v2(st->db, "SELECT path, lsize, lmtime, rsize, rmtime FROM files", -1,
-	                       &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, st->legacy ?
+	                       "SELECT replace(path, '/', char(1)) AS key, lsize, lmtime, rsize, "
+	                       "rmtime FROM files ORDER BY key" :
+	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k",
+	                       -1, &s, NULL) != SQLITE_OK)
 		return db_err(st, "reading");
-	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(s, 0);
+	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		size_t n = (size_t)sqlite3_column_bytes(s, 0), i;
+		struct ph_state_file f;
 
-		if (p == NULL)
+		if (k == NULL || n == 0)
 			continue;
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct ph_state_row *nv = realloc(v, nc * sizeof(*nv));
+		if (n + 1 > cap) {
+			char *np = realloc(path, n + 1);
 
-			if (nv == NULL) {
+			if (np == NULL) {
 				rc = PHSYNC_ENOMEM;
 				break;
 			}
-			v = nv;
-			cap = nc;
+			path = np;
+			cap = n + 1;
 		}
-		memset(&v[cnt], 0, sizeof(v[cnt]));
-		if ((v[cnt].path = strdup(p)) == NULL) {
-			rc = PHSYNC_ENOMEM;
-			break;
-		}
-		v[cnt].f.lsize = (uint64_t)sqlite3_column_int64(s, 1);
-		v[cnt].f.lmtime = sqlite3_column_int64(s, 2);
-		v[cnt].f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
-		v[cnt].f.rmtime = sqlite3_column_int64(s, 4);
-		cnt++;
+		for (i = 0; i <= n; i++)
+			path[i] = k[i] == '\1' ? '/' : k[i];
+		memset(&f, 0, sizeof(f));
+		f.lsize = (uint64_t)sqlite3_column_int64(s, 1);
+		f.lmtime = sqlite3_column_int64(s, 2);
+		f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
+		f.rmtime = sqlite3_column_int64(s, 4);
+		rc = fn(arg, path, &f);
 	}
 	if (rc == 0 && r != SQLITE_DONE)
 		rc = db_err(st, "reading");
 	sqlite3_finalize(s);
-	if (rc != 0) {
-		ph_state_rows_free(v, cnt);
-		return rc;
-	}
-	*rows = v;
-	*n = cnt;
-	return 0;
-}
-
-void
-ph_state_rows_free(struct ph_state_row *rows, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(rows[i].path);
-	free(rows);
+	free(path);
+	return rc;
 }
 
 void

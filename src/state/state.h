@@ -14,8 +14,9 @@
 
 #include "phsync/phsync.h"
 
-#define PH_STATE_SCHEMA 2   /* user_version of the databases this code writes
-                               (1 had no sig column: upgraded on open) */
+#define PH_STATE_SCHEMA 3   /* user_version of the databases this code writes
+                               (1 had no sig column, 2 kept paths as keys:
+                               both upgraded on open) */
 
 struct ph_state;
 
@@ -87,15 +88,13 @@ int ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_fil
                       uint8_t hashbuf[16]);
 
 /* One remembered file, for the planner. */
-struct ph_state_row {
-	char *path;
-	struct ph_state_file f;    /* hash not loaded */
-};
-
-/* Loads every remembered file (unsorted) into *rows (*n of them); free
- * with ph_state_rows_free. Returns 0 or a negative PHSYNC_E*. */
-int ph_state_load(struct ph_state *st, struct ph_state_row **rows, size_t *n);
-void ph_state_rows_free(struct ph_state_row *rows, size_t n);
+/* Calls fn for every remembered file in the trees' order (ph_path_cmp:
+ * a folder's subtree right after it), one row in memory at a time; path
+ * and f (hash not loaded) are valid during the call. fn returns 0 to go
+ * on, else that value ends the walk and is returned. Returns 0 or a
+ * negative PHSYNC_E*. */
+typedef int ph_state_each_fn(void *arg, const char *path, const struct ph_state_file *f);
+int ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg);
 
 /* Ends the run: records its end, counts and result (a PHSYNC_E* or 0),
  * commits, checkpoints, releases the lock and frees. NULL is a no-op. */

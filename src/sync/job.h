@@ -44,6 +44,8 @@ struct ph_job {
 	struct ph_tree dst_failed; /* destination paths the scan could not list:
 	                              what lies there is unknown */
 	int dst_unlisted;          /* ... the whole destination is */
+	struct ph_tree known_paths;/* paths of state records gone from the
+	                              source (the plan points into them) */
 };
 
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */

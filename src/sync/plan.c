@@ -238,6 +238,7 @@ detect_shift(const struct ph_tree *t, const struct ph_known_set *known, int side
 		if (d != 0 && d % 3600 == 0 && d >= -14 * 3600 && d <= 14 * 3600)
 			cnt[d / 3600 + 14]++;
 	}
+	total += known->asrec; /* as recorded: unshifted */
 	for (i = 0; i < 29; i++)
 		if (cnt[i] > cnt[best])
 			best = i;
@@ -267,8 +268,6 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 		return plan_gone(src, dst, opts, plan);
 	plan->src_shift = detect_shift(src, known, 0);
 	plan->dst_shift = detect_shift(dst, known, 1);
-	if ((plan->v = calloc(src->n, sizeof(*plan->v))) == NULL)
-		return PHSYNC_ENOMEM;
 	for (i = 0; i < src->n; i++) {
 		const struct ph_entry *s = &src->v[i], *d = NULL;
 		struct ph_action a = { (uint32_t)i, -1, 0, 0 };
@@ -317,10 +316,11 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 			a.kind = PH_A_CONFLICT;
 		} else if (s->nosize || d->nosize || d->size != s->size ||
 		           !same_time(d->mtime, s->mtime, win)) {
-			int src_changed = kn == NULL || s->nosize || kn->ssize != s->size ||
-			                  !same_time(kn->smtime, s->mtime, win);
-			int dst_changed = kn == NULL || d->nosize || kn->dsize != d->size ||
-			                  !same_time(kn->dmtime, d->mtime, win);
+			int asrec = kn == NULL && (s->flags & PH_E_ASREC);
+			int src_changed = !asrec && (kn == NULL || s->nosize || kn->ssize != s->size ||
+			                             !same_time(kn->smtime, s->mtime, win));
+			int dst_changed = !asrec && (kn == NULL || d->nosize || kn->dsize != d->size ||
+			                             !same_time(kn->dmtime, d->mtime, win));
 			int shifted = 0;
 
 			/* A side whose every time moved by whole hours: as recorded
@@ -349,7 +349,7 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 				a.kind = PH_A_UPDATE;
 				a.how = PH_U_CONFLICT;
 			}
-		} else if (known != NULL && kn == NULL) {
+		} else if (known != NULL && kn == NULL && !(s->flags & PH_E_KNOWN)) {
 			/* The same on both sides at first contact (a folder an earlier
 			 * tool synced): recorded, so that a later change on one side
 			 * is told from a change on both. */
@@ -361,6 +361,16 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 		if (a.kind == PH_A_NEW || a.kind == PH_A_UPDATE) {
 			plan->files_todo++;
 			plan->bytes_todo += s->size;
+		}
+		if (plan->n == plan->cap) {
+			/* Grown as needed: a run that changes nothing holds none. */
+			size_t nc = plan->cap ? plan->cap * 2 : 256;
+			struct ph_action *nv = realloc(plan->v, nc * sizeof(*nv));
+
+			if (nv == NULL)
+				return PHSYNC_ENOMEM;
+			plan->v = nv;
+			plan->cap = nc;
 		}
 		plan->v[plan->n++] = a;
 	}

@@ -67,6 +67,9 @@ struct ph_known {
 struct ph_known_set {
 	const struct ph_known *v;
 	size_t n;
+	uint64_t asrec;   /* records left out of v: files exactly as recorded
+	                     on both sides, whose source entries carry
+	                     PH_E_ASREC (and PH_E_KNOWN) instead */
 };
 
 struct ph_action {
@@ -88,7 +91,7 @@ struct ph_del {
 
 struct ph_plan {
 	struct ph_action *v;
-	size_t n;
+	size_t n, cap;
 	struct ph_del *del;       /* candidates, dst order (deleted only with
 	                             opts->deletes; else sources of copies) */
 	size_t ndel, ndel_go;     /* all, and those to delete (not kept) */

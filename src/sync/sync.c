@@ -280,41 +280,90 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	                     (j->o->dry_run ? PH_STATE_READONLY : 0), &j->state);
 }
 
+/* The state's records as the planner needs them, read in one ordered pass
+ * merged with both trees (same order): a file exactly as recorded on both
+ * sides only gets flags on its source entry and is counted (at a million
+ * unchanged files, nothing more is held); the other records (changed
+ * since on a side, or gone from one) are kept, oriented as the plan sees
+ * them (the remote is the source of a pull). */
+struct kmerge {
+	struct ph_job *j;
+	int pull;
+	size_t si, di;
+	struct ph_known *v;
+	size_t n, cap;
+	uint64_t asrec;
+};
+
 static int
-known_cmp(const void *a, const void *b)
+kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 {
-	return ph_path_cmp(((const struct ph_known *)a)->path, ((const struct ph_known *)b)->path);
+	struct kmerge *m = arg;
+	struct ph_tree *src = &m->j->src;
+	const struct ph_tree *dst = &m->j->dst;
+	struct ph_entry *s = NULL;
+	const struct ph_entry *d = NULL;
+	struct ph_known kn;
+	int c = 1;
+
+	while (m->si < src->n && (c = ph_path_cmp(src->v[m->si].path, path)) < 0)
+		m->si++;
+	if (m->si < src->n && c == 0)
+		s = &src->v[m->si];
+	c = 1;
+	while (m->di < dst->n && (c = ph_path_cmp(dst->v[m->di].path, path)) < 0)
+		m->di++;
+	if (m->di < dst->n && c == 0)
+		d = &dst->v[m->di];
+	kn.ssize = m->pull ? f->rsize : f->lsize;
+	kn.smtime = m->pull ? f->rmtime : f->lmtime;
+	kn.dsize = m->pull ? f->lsize : f->rsize;
+	kn.dmtime = m->pull ? f->lmtime : f->rmtime;
+	if (s != NULL) {
+		s->flags |= PH_E_KNOWN;
+		if (d != NULL && s->type == PH_T_FILE && d->type == PH_T_FILE && !s->nosize &&
+		    !d->nosize && s->size == kn.ssize && s->mtime == kn.smtime &&
+		    d->size == kn.dsize && d->mtime == kn.dmtime) {
+			s->flags |= PH_E_ASREC;
+			m->asrec++;
+			return 0;
+		}
+		kn.path = s->path;
+	} else {
+		struct ph_entry e = { 0 };
+
+		/* Gone from the source: its path is kept for the plan. */
+		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &e) != 0)
+			return PHSYNC_ENOMEM;
+		kn.path = m->j->known_paths.v[m->j->known_paths.n - 1].path;
+	}
+	if (m->n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 256;
+		struct ph_known *nv = realloc(m->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return PHSYNC_ENOMEM;
+		m->v = nv;
+		m->cap = nc;
+	}
+	m->v[m->n++] = kn;
+	return 0;
 }
 
-/* The state's records as the planner sees them: source and destination
- * sides (the remote is the source of a pull), sorted like the trees. */
 static int
-load_known(struct ph_job *j, int pull, struct ph_state_row **rows, size_t *nrows,
-           struct ph_known_set *known)
+load_known(struct ph_job *j, int pull, struct ph_known_set *known)
 {
-	struct ph_known *v;
-	size_t i;
+	struct kmerge m;
 	int rc;
 
-	if ((rc = ph_state_load(j->state, rows, nrows)) != 0)
-		return rc;
-	if (*nrows == 0)
-		return 0;
-	if ((v = calloc(*nrows, sizeof(*v))) == NULL)
-		return PHSYNC_ENOMEM;
-	for (i = 0; i < *nrows; i++) {
-		const struct ph_state_file *f = &(*rows)[i].f;
-
-		v[i].path = (*rows)[i].path;
-		v[i].ssize = pull ? f->rsize : f->lsize;
-		v[i].smtime = pull ? f->rmtime : f->lmtime;
-		v[i].dsize = pull ? f->lsize : f->rsize;
-		v[i].dmtime = pull ? f->lmtime : f->rmtime;
-	}
-	qsort(v, *nrows, sizeof(*v), known_cmp);
-	known->v = v;
-	known->n = *nrows;
-	return 0;
+	memset(&m, 0, sizeof(m));
+	m.j = j;
+	m.pull = pull;
+	rc = ph_state_each(j->state, kmerge_row, &m);
+	known->v = m.v;
+	known->n = m.n;
+	known->asrec = m.asrec;
+	return rc;
 }
 
 /* The destination's time step: a FAT/exFAT disk here (statfs), or a
@@ -580,9 +629,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	char *user = NULL, *host = NULL, *rpath = NULL;
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
-	struct ph_state_row *rows = NULL;
-	size_t nrows = 0;
-	struct ph_known_set known = { NULL, 0 };
+	struct ph_known_set known = { NULL, 0, 0 };
 	int rc, pull = dir == PHSYNC_PULL, remote_missing = 0;
 	uint64_t scan_failed = 0;
 
@@ -727,7 +774,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	scan_failed = j.st.files_failed;
 	if ((rc = match_names(&j)) != 0)
 		goto out;
-	if (j.state != NULL && (rc = load_known(&j, pull, &rows, &nrows, &known)) != 0)
+	if (j.state != NULL && (rc = load_known(&j, pull, &known)) != 0)
 		goto out;
 	{
 		struct ph_plan_opts po;
@@ -791,7 +838,6 @@ out:
 	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
 	ph_state_close(j.state, rc, &j.st);
 	ph_plan_free(&j.plan);
-	ph_state_rows_free(rows, nrows);
 	free((void *)known.v);
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);
@@ -800,6 +846,7 @@ out:
 	ph_state_partials_free(j.partials, j.npartials);
 	ph_tree_free(&j.found_partials);
 	ph_tree_free(&j.dst_failed);
+	ph_tree_free(&j.known_paths);
 	ph_sftp_free(j.sftp);
 	ph_ssh_free(ssh);
 	if (j.lroot >= 0)

@@ -22,6 +22,9 @@ enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 #define PH_E_DPATH   0x02
 #define PH_E_RENAMED 0x04 /* the key was changed to keep the entry apart
                              from another that folds to the same name */
+#define PH_E_KNOWN   0x08 /* (source) the state has a record of it */
+#define PH_E_ASREC   0x10 /* (source) ... and both sides are exactly as
+                             recorded: the record is not kept in memory */
 
 struct ph_entry {
 	char *path;      /* the key (above) */

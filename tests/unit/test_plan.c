@@ -136,6 +136,46 @@ test_plan_young_files_wait(void **state)
 
 /* The state's records: both sides as last synced means unchanged, even
  * when the two sides' times differ (a phone that would not set them). */
+/* Records left out of the set (the state streams them; a file exactly as
+ * recorded on both sides is only flagged): still unchanged, and counted
+ * as unshifted; a file with no record at all is recorded (first contact). */
+static void
+test_plan_records_flagged_not_kept(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known_set known = { NULL, 0, 2 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "a.jpg", PH_T_FILE, 10, 100);   /* phone kept its own time: 555 */
+	add(&src, "b.jpg", PH_T_FILE, 10, 100);   /* the same both sides, recorded */
+	add(&src, "c.jpg", PH_T_FILE, 10, 100);   /* the same both sides, no record */
+	add(&dst, "a.jpg", PH_T_FILE, 10, 555);
+	add(&dst, "b.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "c.jpg", PH_T_FILE, 10, 100);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	src.v[0].flags |= PH_E_KNOWN | PH_E_ASREC;
+	src.v[1].flags |= PH_E_KNOWN | PH_E_ASREC;
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "c.jpg");
+	assert_int_equal(k, PH_A_RECORD);
+	assert_int_equal(p.files_todo, 0);
+	ph_plan_free(&p);
+	/* Without the flag a.jpg would be a first contact with a differing file. */
+	src.v[0].flags = 0;
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "a.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_int_equal(p.v[0].how, PH_U_FIRST);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
 static void
 test_plan_known_sides_unchanged(void **state)
 {
@@ -145,7 +185,7 @@ test_plan_known_sides_unchanged(void **state)
 		{ "b.jpg", 10, 10, 100, 555 },     /* destination changed since */
 		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
 	};
-	struct ph_known_set known = { kv, 3 };
+	struct ph_known_set known = { kv, 3, 0 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
@@ -218,7 +258,7 @@ test_plan_conflict_rules(void **state)
 		{ "div.jpg", 10, PH_KNOWN_DIVERGED, 100, 100 }, /* after a conflict */
 		{ "src.jpg", 10, 10, 100, 100 },                /* only the source changed */
 	};
-	struct ph_known_set known = { kv, 3 };
+	struct ph_known_set known = { kv, 3, 0 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	struct ph_plan p;
 	uint8_t k;
@@ -271,7 +311,7 @@ test_plan_gone(void **state)
 		{ "keep.jpg", 5, 5, 10, 10 },
 		{ "x.tmp", 5, 5, 10, 10 },         /* excluded now */
 	};
-	struct ph_known_set known = { kv, 6 };
+	struct ph_known_set known = { kv, 6, 0 };
 	const char *pat[] = { "*.tmp" };
 	const uint8_t incl[] = { 0 };
 	struct ph_filter f = { pat, incl, 1 };
@@ -318,7 +358,7 @@ test_plan_hour_shift(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
 	struct ph_known kv[10];
-	struct ph_known_set known = { kv, 10 };
+	struct ph_known_set known = { kv, 10, 0 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
 	char names[10][16];
 	struct ph_plan p;
@@ -459,6 +499,7 @@ main(void)
 		cmocka_unit_test(test_plan_hour_shift),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_plan_records_flagged_not_kept),
 		cmocka_unit_test(test_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

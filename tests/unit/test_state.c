@@ -165,6 +165,23 @@ test_kill_mid_batch(void **state)
 	phsync_ctx_free(ctx);
 }
 
+struct order {
+	char *p[8];
+	size_t n;
+};
+
+static int
+collect_order(void *arg, const char *path, const struct ph_state_file *f)
+{
+	struct order *o = arg;
+
+	(void)f;
+	if (o->n == 8)
+		return PHSYNC_ENOMEM;
+	o->p[o->n++] = strdup(path);
+	return 0;
+}
+
 static void
 test_damaged_foreign_and_newer_refused(void **state)
 {
@@ -179,25 +196,50 @@ test_damaged_foreign_and_newer_refused(void **state)
 	assert_int_equal(ph_state_open(ctx, dir, &key, 1, &st), 0);
 	ph_state_close(st, 0, NULL);
 	db_path(path, sizeof(path));
-	/* Schema 1 (before block signatures) is upgraded in place. */
-	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "ALTER TABLE files DROP COLUMN sig; "
-	                             "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(h);
-	{
+	/* Schema 1 (before block signatures, paths as keys) and schema 2 (paths
+	 * as keys) are upgraded in place, rows kept, to records that stream in
+	 * the trees' order. */
+	for (int v = 1; v <= 2; v++) {
 		static const uint8_t sig[3] = { 1, 2, 3 };
 		struct ph_state_file f = { 1, 1, 2, 2, NULL, sig, 3 };
 		sqlite3_stmt *q;
+		char sql[1024];
+		struct order o = { { NULL }, 0 };
 
+		assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+		snprintf(sql, sizeof(sql),
+		         "DROP TABLE files; DROP TABLE IF EXISTS partial;"
+		         "CREATE TABLE files (path TEXT PRIMARY KEY, lsize INTEGER NOT NULL, "
+		         "lmtime INTEGER NOT NULL, rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL, "
+		         "hash BLOB%s) WITHOUT ROWID;"
+		         "INSERT INTO files (path, lsize, lmtime, rsize, rmtime) VALUES "
+		         "('d-b', 1, 1, 1, 1), ('d/x', 2, 2, 2, 2), ('d', 3, 3, 3, 3);"
+		         "PRAGMA user_version = %d", v == 1 ? "" : ", sig BLOB", v);
+		assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(h);
 		assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
 		assert_int_equal(ph_state_file_done(st, "a", &f), 0);
+		assert_int_equal(ph_state_each(st, collect_order, &o), 0);
 		ph_state_close(st, 0, NULL);
+		/* '/' first: a folder's subtree right after it. */
+		assert_int_equal(o.n, 4);
+		assert_string_equal(o.p[0], "a");
+		assert_string_equal(o.p[1], "d");
+		assert_string_equal(o.p[2], "d/x");
+		assert_string_equal(o.p[3], "d-b");
+		for (size_t i = 0; i < o.n; i++)
+			free(o.p[i]);
 		assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-		assert_int_equal(sqlite3_prepare_v2(h, "SELECT sig, (SELECT user_version FROM "
-		                                    "pragma_user_version) FROM files", -1, &q, NULL),
-		                 SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(h, "SELECT length(sig), rsize, (SELECT "
+		                                    "user_version FROM pragma_user_version) FROM "
+		                                    "files WHERE path = ?", -1, &q, NULL), SQLITE_OK);
+		sqlite3_bind_text(q, 1, "a", -1, SQLITE_STATIC);
 		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-		assert_int_equal(sqlite3_column_bytes(q, 0), 3);
+		assert_int_equal(sqlite3_column_int(q, 0), 3);
+		assert_int_equal(sqlite3_column_int(q, 2), PH_STATE_SCHEMA);
+		sqlite3_reset(q);
+		sqlite3_bind_text(q, 1, "d/x", -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
 		assert_int_equal(sqlite3_column_int(q, 1), 2);
 		sqlite3_finalize(q);
 		sqlite3_close(h);
