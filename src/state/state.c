@@ -530,6 +530,7 @@ ph_state_partial_load(struct ph_state *st, struct ph_partial **out, size_t *n)
 		v[cnt].size = (uint64_t)sqlite3_column_int64(s, 2);
 		v[cnt].mtime = sqlite3_column_int64(s, 3);
 		v[cnt].have = (uint64_t)sqlite3_column_int64(s, 4);
+		v[cnt].ready = 0;
 		if (v[cnt].path == NULL || v[cnt].tmp == NULL) {
 			free(v[cnt].path);
 			free(v[cnt].tmp);

@@ -70,10 +70,13 @@ struct ph_partial {
 	char *path, *tmp;
 	uint64_t size, have;
 	int64_t mtime;
+	int ready;               /* (the run) checked: go on from it */
 };
 
 /* Records, forgets, or lists (all; free with ph_state_partials_free) the
- * partial downloads. Batched like ph_state_file_done. */
+ * partial transfers (a pull's kept download, a push's kept upload: tmp is
+ * the temp file's name in the destination folder). Batched like
+ * ph_state_file_done. */
 int ph_state_partial_put(struct ph_state *st, const char *path, const struct ph_partial *pa);
 int ph_state_partial_drop(struct ph_state *st, const char *path);
 int ph_state_partial_load(struct ph_state *st, struct ph_partial **out, size_t *n);

@@ -151,6 +151,17 @@ ph_job_partial(struct ph_job *j, const char *path)
 	return NULL;
 }
 
+int
+ph_job_partial_tmp(const struct ph_job *j, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < j->npartials; i++)
+		if (j->partials[i].path != NULL && strcmp(j->partials[i].tmp, name) == 0)
+			return 1;
+	return 0;
+}
+
 char *
 ph_job_rpath(const struct ph_job *j, const char *rel)
 {

@@ -86,8 +86,10 @@ void ph_job_dir_made(struct ph_job *j, size_t src);
 /* Dry run: reports every file the plan would copy as done. */
 void ph_job_dry_run_files(struct ph_job *j);
 
-/* The partial download of path kept by an earlier run, or NULL. */
+/* The partial transfer of path kept by an earlier run, or NULL. */
 struct ph_partial *ph_job_partial(struct ph_job *j, const char *path);
+/* Is name (a temp file's) one the state keeps to go on from? */
+int ph_job_partial_tmp(const struct ph_job *j, const char *name);
 
 /* Builds "root/rel" for the remote side; caller frees. NULL on ENOMEM. */
 char *ph_job_rpath(const struct ph_job *j, const char *rel);

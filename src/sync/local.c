@@ -244,7 +244,6 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 			continue;
 		e.size = e.type == PH_T_FILE ? (uint64_t)st.st_size : 0;
 		e.mtime = (int64_t)st.st_mtime;
-		e.atime = (int64_t)st.st_atime;
 		e.mode = st.st_mode & 07777;
 		if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
 			break;

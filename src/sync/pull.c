@@ -313,7 +313,7 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			x->wf->mode = x->e->mode & 0666;
 		}
 	}
-	x->wf->atime = x->e->atime;
+	x->wf->atime = 0; /* as mtime */
 	x->wf->mtime = x->e->mtime;
 	x->wf->cookie = x->ai;
 	{
@@ -417,7 +417,7 @@ reap(struct pull *p, int wait)
 				 * recorded for the next run */
 				if (done[i]->kept > 0 && j->state != NULL && j->state_err == 0) {
 					struct ph_partial pa = { NULL, done[i]->kept_name, e->size,
-					                         done[i]->kept, e->mtime };
+					                         done[i]->kept, e->mtime, 0 };
 					int rc = ph_state_partial_put(j->state, e->path, &pa);
 
 					if (rc != 0)
@@ -552,7 +552,7 @@ finish_dirs(struct pull *p)
 		}
 		if (j->o->fsync && fsync(dfd) != 0)
 			dir_failed(j, e->path, errno, "cannot make this folder durable (fsync)");
-		ts[0].tv_sec = e->atime ? e->atime : e->mtime;
+		ts[0].tv_sec = e->mtime;
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = e->mtime;
 		ts[1].tv_nsec = 0;

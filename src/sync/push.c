@@ -31,6 +31,12 @@
 /* After Ctrl-C: how long the temp files' removal may take before the link
  * is abandoned (the next run removes what is left). */
 #define STOP_GRACE_MS 2000
+/* A file this big whose upload is cut (dead link, timeout, Ctrl-C) keeps
+ * its temp file on the server and its acknowledged prefix in the state;
+ * the next push goes on from there (as a pull does). */
+#define PH_PUSH_RESUME_MIN (16u << 20)
+/* How much of a kept prefix is read back and compared before going on. */
+#define PH_PUSH_RESUME_PROBE 65536
 
 enum pstate {
 	P_COMPARE,   /* first contact, same size: reading the remote file to
@@ -73,6 +79,11 @@ struct pfile {
 	int guarded;               /* rfinal was checked just before the rename */
 	int new_clash;             /* a new file's name was taken meanwhile */
 	uint32_t rename_status;    /* the failed RENAME's status (new_clash) */
+	uint8_t *acked;            /* resumable files: WRITE chunks the server
+	                              acknowledged (bit per chunk of p->chunk) */
+	int keep;                  /* cut: the temp stays for the next run */
+	int resumed;               /* went on from a prefix an earlier run kept */
+	uint64_t have0;            /* ... of this many bytes */
 	char *rbeside;             /* the conflict copy's remote path */
 	uint64_t cmp_off;          /* P_COMPARE: next offset to read */
 	unsigned cmp_reads;        /* P_COMPARE: reads in flight */
@@ -93,6 +104,7 @@ struct push {
 
 static void pf_step(struct pfile *f);
 static void sig_feed(struct pfile *f, const void *data, size_t len, int end);
+static uint64_t acked_prefix(const struct pfile *f);
 
 static void
 cleanup_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
@@ -126,7 +138,13 @@ pf_fail(struct pfile *f, int err, const char *msg)
 		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
 		f->hlen = 0;
 	}
-	if (f->tmp_made && f->state != P_DONE) {
+	/* Cut (the link died, timed out, or Ctrl-C) while a big file was being
+	 * written: its temp stays, for the next run to go on from (pf_free
+	 * records how much of it the server acknowledged). */
+	if (f->tmp_made && f->acked != NULL && f->state == P_WRITING && j->state != NULL &&
+	    (f->silent || err == PHSYNC_EINTR))
+		f->keep = 1;
+	if (f->tmp_made && f->state != P_DONE && !f->keep) {
 		pf_cleanup(f, ph_sftp_remove(j->sftp, f->rtmp, cleanup_cb, f));
 		f->tmp_made = 0;
 	}
@@ -147,6 +165,27 @@ pf_free(struct pfile *f)
 
 	p->active[f->slot] = p->active[--p->nactive];
 	p->active[f->slot]->slot = f->slot;
+	if (f->keep) {
+		/* Every reply is in: the acknowledged prefix is what the server
+		 * holds (the next run checks it before it trusts it). */
+		struct ph_job *j = p->j;
+		const char *b = strrchr(f->rtmp, '/');
+		struct ph_partial pa = { NULL, (char *)(b ? b + 1 : f->rtmp), f->e->size,
+		                         acked_prefix(f), f->e->mtime, 0 };
+		int rc = pa.have > 0 && pa.have < f->e->size ?
+		         ph_state_partial_put(j->state, f->e->path, &pa) :
+		         ph_state_partial_drop(j->state, f->e->path);
+
+		if (rc != 0 && j->state_err == 0)
+			j->state_err = rc;
+	} else if (f->resumed && p->j->state != NULL) {
+		/* Done, or failed otherwise (its temp removed): nothing to go on
+		 * from any more. */
+		int rc = ph_state_partial_drop(p->j->state, f->e->path);
+
+		if (rc != 0 && p->j->state_err == 0)
+			p->j->state_err = rc;
+	}
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->rtmp);
@@ -156,6 +195,7 @@ pf_free(struct pfile *f)
 	XXH3_freeState(f->hs);
 	phsync_sig_gen_free(f->sg);
 	free(f->sig);
+	free(f->acked);
 	free(f);
 }
 
@@ -193,8 +233,21 @@ reply_err(struct pfile *f, const struct ph_sftp_reply *r, const char *what)
 
 struct wreq {
 	struct pfile *f;
+	uint64_t off;
 	uint32_t len;
 };
+
+/* The prefix the server acknowledged without a gap. Chunks count from
+ * where this run started writing (f->have0). */
+static uint64_t
+acked_prefix(const struct pfile *f)
+{
+	uint64_t c = f->p->chunk, n = (f->e->size - f->have0 + c - 1) / c, i;
+
+	for (i = 0; i < n && (f->acked[i / 8] & (1u << (i % 8))); i++)
+		;
+	return f->have0 + i * c < f->e->size ? f->have0 + i * c : f->e->size;
+}
 
 static void
 write_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
@@ -207,6 +260,11 @@ write_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	f->pending--;
 	f->p->writes--;
 	f->p->write_bytes -= w->len;
+	if (f->acked != NULL && status_ok(r)) {
+		uint64_t i = (w->off - f->have0) / f->p->chunk;
+
+		f->acked[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
 	free(w);
 	if (!f->failed && !status_ok(r))
 		reply_err(f, r, "the server refused a write");
@@ -567,6 +625,7 @@ issue_writes(struct pfile *f)
 		if (w == NULL)
 			return PHSYNC_ENOMEM;
 		w->f = f;
+		w->off = f->next_off;
 		w->len = n;
 		rc = ph_sftp_write_fill(p->j->sftp, f->h, f->hlen, f->next_off, n, fill_from_file, f,
 		                        write_cb, w);
@@ -634,7 +693,7 @@ pf_step(struct pfile *f)
 		 * replacing a file, the bits that file had; a new file keeps what
 		 * the server's umask made of the source's bits). */
 		a.flags = PH_ATTR_ACMODTIME;
-		a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
+		a.atime = (uint32_t)f->e->mtime;
 		a.mtime = (uint32_t)f->e->mtime;
 		if (act->kind == PH_A_UPDATE && act->dst >= 0 && j->dst.v[act->dst].mode != 0) {
 			a.flags |= PH_ATTR_PERMISSIONS;
@@ -878,7 +937,7 @@ cmp_step(struct pfile *f)
 		return;
 	}
 	a.flags = PH_ATTR_ACMODTIME;
-	a.atime = (uint32_t)(f->e->atime ? f->e->atime : f->e->mtime);
+	a.atime = (uint32_t)f->e->mtime;
 	a.mtime = (uint32_t)f->e->mtime;
 	f->state = P_RENAMEWAIT;
 	if (ph_sftp_setstat(j->sftp, f->rfinal, &a, same_set_cb, f) != 0 ||
@@ -945,6 +1004,129 @@ cmp_open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	pf_step(f);
 }
 
+/* Hashes and signs the first n bytes of the local file (a kept prefix the
+ * server holds): as if they had been sent now. */
+static int
+feed_prefix(struct pfile *f, uint64_t n)
+{
+	uint8_t *buf = malloc(1u << 20);
+	uint64_t off = 0;
+
+	if (buf == NULL)
+		return PHSYNC_ENOMEM;
+	while (off < n) {
+		size_t want = n - off < (1u << 20) ? (size_t)(n - off) : (1u << 20);
+		ssize_t r = pread(f->fd, buf, want, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(buf);
+			return r < 0 ? ph_err_from_errno(errno) : PHSYNC_EIO;
+		}
+		XXH3_128bits_update(f->hs, buf, (size_t)r);
+		sig_feed(f, buf, (size_t)r, 0);
+		off += (uint64_t)r;
+	}
+	free(buf);
+	return 0;
+}
+
+/* Does the server's temp file rp hold the local file's bytes at
+ * [off, off + len)? */
+static int
+same_on_server(struct ph_job *j, const char *rp, int fd, uint64_t off, uint32_t len)
+{
+	uint8_t *a = malloc(2 * (size_t)len), *b[1];
+	uint32_t got = 0;
+	size_t have = 0;
+	int ok = 0;
+
+	if (a == NULL)
+		return 0;
+	b[0] = a;
+	if (ph_sftp_read_ranges_sync(j->sftp, rp, &off, &len, b, &got, 1) == 0 && got == len) {
+		while (have < len) {
+			ssize_t r = pread(fd, a + len + have, len - have, (off_t)(off + have));
+
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+		}
+		ok = have == len && memcmp(a, a + len, len) == 0;
+	}
+	free(a);
+	return ok;
+}
+
+/* Which uploads an earlier run kept (cut) may go on: the file is still to
+ * send with the size and time it had, the temp is still on the server with
+ * at least the kept bytes, and its first and last 64 KiB of them read back
+ * as the local file's. The others' temps are removed and their records
+ * dropped: a changed file starts over. */
+static void
+check_partials(struct ph_job *j)
+{
+	size_t i, k;
+
+	for (i = 0; i < j->npartials && j->state != NULL; i++) {
+		struct ph_partial *pa = &j->partials[i];
+		const struct ph_entry *e = ph_tree_find(&j->src, pa->path);
+		const char *dp = e ? ph_entry_dpath(e) : pa->path, *slash = strrchr(dp, '/');
+		size_t dl = slash ? (size_t)(slash - dp) + 1 : 0;
+		char *rel = malloc(dl + strlen(pa->tmp) + 1), *rp = NULL;
+		struct ph_sftp_attrs a;
+		int ok = 0, rc;
+
+		if (rel == NULL)
+			continue;
+		memcpy(rel, dp, dl);
+		strcpy(rel + dl, pa->tmp);
+		rp = ph_job_rpath(j, rel);
+		for (k = 0; e != NULL && k < j->plan.n && !ok; k++) {
+			const struct ph_action *act = &j->plan.v[k];
+
+			ok = &j->src.v[act->src] == e &&
+			     (act->kind == PH_A_NEW || act->kind == PH_A_UPDATE);
+		}
+		ok = ok && e->size == pa->size && e->mtime == pa->mtime && pa->have > 0 &&
+		     pa->have < e->size && rp != NULL &&
+		     ph_sftp_stat_sync(j->sftp, 1, rp, &a) == 0 && (a.flags & PH_ATTR_SIZE) &&
+		     a.size >= pa->have;
+		if (ok) {
+			char *dir;
+			const char *base;
+			int dfd, fd = -1;
+			uint32_t n = pa->have < PH_PUSH_RESUME_PROBE ? (uint32_t)pa->have :
+			             PH_PUSH_RESUME_PROBE;
+
+			if (ph_local_split(ph_entry_raw(e), &dir, &base) == 0) {
+				if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
+					fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+					close(dfd);
+				}
+				free(dir);
+			}
+			ok = fd >= 0 && same_on_server(j, rp, fd, 0, n) &&
+			     same_on_server(j, rp, fd, pa->have - n, n);
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok) {
+			pa->ready = 1;
+		} else {
+			if (rp != NULL)
+				ph_sftp_remove_sync(j->sftp, rp);
+			if ((rc = ph_state_partial_drop(j->state, pa->path)) != 0 && j->state_err == 0)
+				j->state_err = rc;
+			free(pa->path);
+			pa->path = NULL;
+		}
+		free(rp);
+		free(rel);
+	}
+}
+
 static int
 start_file(struct push *p, size_t ai)
 {
@@ -955,6 +1137,7 @@ start_file(struct push *p, size_t ai)
 	struct stat st;
 	char *dir = NULL, tmpname[256], *tmprel = NULL;
 	const char *base;
+	struct ph_partial *pa;
 	int dfd = -1, rc;
 
 	if (f == NULL)
@@ -987,8 +1170,15 @@ start_file(struct push *p, size_t ai)
 		rc = 0;
 		goto out;
 	}
-	if (ph_temp_name(tmpname, sizeof(tmpname), base, PH_TEMP_NEW, &p->owner) != 0 ||
-	    (tmprel = malloc(strlen(dir) + strlen(tmpname) + 2)) == NULL) {
+	pa = ph_job_partial(j, e->path);
+	if (pa != NULL && !pa->ready)
+		pa = NULL;
+	if (pa != NULL && strlen(pa->tmp) < sizeof(tmpname))
+		memcpy(tmpname, pa->tmp, strlen(pa->tmp) + 1);
+	else if ((pa = NULL, ph_temp_name(tmpname, sizeof(tmpname), base, PH_TEMP_NEW,
+	                                  &p->owner)) != 0)
+		tmpname[0] = '\0';
+	if (tmpname[0] == '\0' || (tmprel = malloc(strlen(dir) + strlen(tmpname) + 2)) == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -1016,9 +1206,31 @@ start_file(struct push *p, size_t ai)
 		else
 			f->state = P_COMPARE;
 	}
-	rc = f->state == P_COMPARE ?
-	     ph_sftp_open(j->sftp, f->rfinal, PH_FXF_READ, NULL, cmp_open_cb, f) :
-	     open_temp(f);
+	if (f->state != P_COMPARE && e->size >= PH_PUSH_RESUME_MIN && j->state != NULL) {
+		/* Resumable if cut: count the acknowledged chunks. */
+		f->acked = calloc((e->size / p->chunk + 1) / 8 + 1, 1);
+	}
+	if (pa != NULL && f->state != P_COMPARE && f->acked != NULL) {
+		/* Go on from the prefix an earlier run left (checked against the
+		 * bytes here by check_partials): hash and sign it from the local
+		 * file, then write the rest into the same temp. */
+		if ((rc = feed_prefix(f, pa->have)) != 0) {
+			j->st.files_failed++;
+			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size, rc,
+			             "cannot read the local file");
+			rc = 0;
+			goto out;
+		}
+		f->next_off = f->have0 = pa->have;
+		f->resumed = 1;
+		j->st.bytes_todo -= pa->have;
+		f->state = P_OPENING;
+		rc = ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE, NULL, open_cb, f);
+	} else {
+		rc = f->state == P_COMPARE ?
+		     ph_sftp_open(j->sftp, f->rfinal, PH_FXF_READ, NULL, cmp_open_cb, f) :
+		     open_temp(f);
+	}
 	if (rc != 0)
 		goto out;
 	f->pending = 1;
@@ -1033,6 +1245,8 @@ out:
 		free(f->rfinal);
 		XXH3_freeState(f->hs);
 		phsync_sig_gen_free(f->sg);
+		free(f->sig);
+		free(f->acked);
 		free(f);
 	}
 	free(tmprel);
@@ -1165,7 +1379,7 @@ finish_dirs(struct push *p)
 		if (e == NULL && !j->root_dirty)
 			continue;
 		if (e != NULL) {
-			a.atime = (uint32_t)(e->atime ? e->atime : e->mtime);
+			a.atime = (uint32_t)e->mtime;
 			a.mtime = (uint32_t)e->mtime;
 		} else {
 			a.atime = (uint32_t)(j->root_atime ? j->root_atime : j->root_mtime);
@@ -1230,6 +1444,7 @@ ph_push_run(struct ph_job *j)
 		return 0;
 	}
 	ph_move_run(j);
+	check_partials(j);
 	p.active = calloc(MAX_FILES, sizeof(*p.active));
 	if (p.active == NULL) {
 		rc = PHSYNC_ENOMEM;

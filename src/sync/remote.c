@@ -157,7 +157,6 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 	e.nosize = e.type == PH_T_FILE && !(a->flags & PH_ATTR_SIZE);
 	e.size = (a->flags & PH_ATTR_SIZE) && e.type == PH_T_FILE ? a->size : 0;
 	e.mtime = (a->flags & PH_ATTR_ACMODTIME) ? a->mtime : 0;
-	e.atime = (a->flags & PH_ATTR_ACMODTIME) ? a->atime : 0;
 	e.mode = a->perm & 07777;
 	if (ph_tree_add(rs->t, rel, strlen(rel), &e) != 0) {
 		rs->fatal = PHSYNC_ENOMEM;
@@ -327,7 +326,9 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (ph_temp_parse((const char *)name, nl, &ti)) {
 			/* Ours: never listed. A dead run's leftovers are cleared on the
 			 * destination side only. */
-			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now)) {
+			/* A cut upload the state keeps (push resume) stays. */
+			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now) &&
+			    !ph_job_partial_tmp(rs->j, strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel)) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
 				else
@@ -492,7 +493,6 @@ resolve_asides(struct rscan *rs)
 			e.size = as->a.size;
 			e.nosize = !(as->a.flags & PH_ATTR_SIZE);
 			e.mtime = as->a.mtime;
-			e.atime = as->a.atime;
 			e.mode = as->a.perm & 07777;
 			ph_job_event(j, PHSYNC_EV_WARNING, as->final, NULL, 0, 0,
 			             "put back the old version an interrupted run had set aside");

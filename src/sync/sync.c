@@ -730,6 +730,11 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	    (rc = open_state(&j, ssh, j.rroot, local_dir)) != 0)
 		goto out;
 
+	/* A push's uploads cut last time: their temps are kept by the scan. */
+	if (!pull && j.state != NULL && !opts->dry_run &&
+	    (rc = ph_state_partial_load(j.state, &j.partials, &j.npartials)) != 0)
+		goto out;
+
 	/* Scan both sides at once: the local walk runs on a thread while this
 	 * one lists the server (rsync's sender and generator overlap the same
 	 * way). Our own leftovers (a killed run's temp files) are removed on

@@ -29,8 +29,9 @@ enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 struct ph_entry {
 	char *path;      /* the key (above) */
 	uint64_t size;
-	int64_t mtime;   /* seconds */
-	int64_t atime;
+	int64_t mtime;   /* seconds (a copy's access time is set to it too: an
+	                    access time is not kept, as rsync keeps none by
+	                    default; 8 bytes a file saved twice) */
 	uint32_t mode;   /* permission bits (07777) */
 	uint8_t type;    /* enum ph_type */
 	uint8_t nosize;  /* a file whose size the server would not tell: read

@@ -485,3 +485,74 @@ class ResumeTest(RelayTestCase):
         self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE)
         self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(self.video))
         self.assertEqual(leftovers(self.local), [])
+
+
+class PushResumeTest(RelayTestCase):
+    """A large upload cut by a dying link keeps its temp file on the phone and the prefix the
+    server acknowledged in the state; the next push sends only the rest, and starts over when
+    the local file changed meanwhile or the kept bytes are not the file's (issue 7: resume)."""
+
+    SIZE = 24 << 20
+
+    def _cut(self):
+        self.video = write_file(os.path.join(self.local, "VID.mp4"), random_bytes(self.SIZE, 9),
+                                mtime=T0)
+        self.state = os.path.join(self.tmp, "state")
+        os.makedirs(self.remote, exist_ok=True)
+        self.srv.relay_set(die_after_write={"name": "VID.mp4", "bytes": 12 << 20})
+        r = self.run_bounded(self.push_args("--state-dir", self.state), 120)
+        self.assertFired("die_after_write")
+        self.assertIn(r.code, LINK_LOST, r)
+        self.srv.relay_set()
+        self.assertFalse(os.path.exists(os.path.join(self.remote, "VID.mp4")))
+        (tmp,) = [n for n in os.listdir(self.remote) if n.startswith(".VID.mp4.phsync-t.")]
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        with sqlite3.connect(db) as c:
+            ((path, name, have),) = list(c.execute("SELECT path, tmp, have FROM partial"))
+        self.assertEqual((path, name), ("VID.mp4", tmp))
+        self.assertGreaterEqual(have, 1 << 20)
+        # The relay dies after the reply to the write that reaches 12 MiB (up to one more
+        # write's worth, 255 KiB on OpenSSH) arrived.
+        self.assertLessEqual(have, (12 << 20) + (256 << 10))
+        tmp = os.path.join(self.remote, tmp)
+        self.assertGreaterEqual(os.path.getsize(tmp), have)
+        self.assertEqual(read(tmp)[:have], read(self.video)[:have], "the kept prefix is not the file's")
+        return have, tmp, db
+
+    def test_cut_upload_resumes_from_the_acknowledged_prefix(self):
+        have, tmp, db = self._cut()
+        r = self.push("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, "more than the rest was sent")
+        self.assertEqual(read(os.path.join(self.remote, "VID.mp4")), read(self.video))
+        self.assertEqual(os.stat(os.path.join(self.remote, "VID.mp4")).st_mtime, T0)
+        self.assertEqual(leftovers(self.remote), [])
+        with sqlite3.connect(db) as c:
+            self.assertEqual(list(c.execute("SELECT path FROM partial")), [])
+            (h,) = c.execute("SELECT lower(hex(hash)) FROM files WHERE path = 'VID.mp4'").fetchone()
+        # The hash covers the whole file, the kept prefix included (hashed from here).
+        x = subprocess.run(["xxhsum", "-H2", self.video], capture_output=True, text=True)
+        if x.returncode == 0:
+            self.assertEqual(h, x.stdout.split()[0].split("_")[-1])
+        # Settled: nothing moves.
+        r = self.push("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], 0)
+
+    def test_changed_local_file_starts_over(self):
+        have, tmp, db = self._cut()
+        write_file(self.video, random_bytes(self.SIZE, 10), mtime=T0 + 60)
+        r = self.push("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE)
+        self.assertEqual(read(os.path.join(self.remote, "VID.mp4")), read(self.video))
+        self.assertEqual(leftovers(self.remote), [])
+
+    def test_kept_bytes_that_differ_start_over(self):
+        # The phone's copy of the prefix is not what was sent (a phone that rebooted, a temp
+        # edited by someone): checked before it is trusted, then the whole file goes.
+        have, tmp, db = self._cut()
+        with open(tmp, "r+b") as f:
+            f.seek(have - 100)
+            f.write(b"\0" * 100)
+        r = self.push("--state-dir", self.state, "--json", expect=EXIT_OK)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE)
+        self.assertEqual(read(os.path.join(self.remote, "VID.mp4")), read(self.video))
+        self.assertEqual(leftovers(self.remote), [])

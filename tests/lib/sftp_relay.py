@@ -39,6 +39,10 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         Right after forwarding the reply to the first successful RENAME whose SOURCE basename
         is N, the relay kills sftp-server and exits: the link dies between two steps of a
         replace.
+    "die_after_write": {"name": N, "bytes": K}
+        Right after forwarding the reply to a WRITE into file N (a push temp ".N.phsync-t..."
+        counts as N) that reaches offset K, the relay kills sftp-server and exits: a push cut
+        by a dead link once K bytes are on the server.
     "hang": {"type": "READ", "name": N}
         Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
         CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
@@ -265,6 +269,7 @@ class Relay:
         self.hanging = False
         self.stdin_open = True
         self.renamed_from_fired = False
+        self.write_died = False
         self.readdirs = {}    # handle bytes -> READDIRs seen (fail_readdir)
         self.fired_keys = set()
         for fd in (0, 1, self.cin, self.cout):
@@ -582,6 +587,18 @@ class Relay:
             pkt = packet(ATTRS, pkt[5:9] + pack_attrs(fl, a, ext))
 
         self.to_client += pkt
+
+        dw = self.cfg.get("die_after_write")
+        if dw and t == STATUS and rt == WRITE and not self.write_died:
+            h = self.handles.get(info.get("handle"))
+            nm = base(h[0]) if h else None
+            want = dw.get("name", "*")
+            if nm is not None and (matches(want, nm) or
+                                   (temp_of(nm) is not None and matches(want, temp_of(nm)))) \
+                    and info.get("off", 0) + info.get("len", 0) >= int(dw.get("bytes", 0)):
+                self.write_died = True
+                self.fired("die_after_write", "%s off=%d" % (nm, info["off"]))
+                self.finish()
 
         if t == STATUS and "to" in info and not self.renamed_from_fired:
             code = struct.unpack_from(">I", pkt, 9)[0]
