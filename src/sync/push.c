@@ -141,8 +141,8 @@ pf_fail(struct pfile *f, int err, const char *msg)
 	/* Cut (the link died, timed out, or Ctrl-C) while a big file was being
 	 * written: its temp stays, for the next run to go on from (pf_free
 	 * records how much of it the server acknowledged). */
-	if (f->tmp_made && f->acked != NULL && f->state == P_WRITING && j->state != NULL &&
-	    (f->silent || err == PHSYNC_EINTR))
+	if (f->acked != NULL && j->state != NULL && (f->silent || err == PHSYNC_EINTR) &&
+	    (f->resumed || (f->tmp_made && f->state == P_WRITING)))
 		f->keep = 1;
 	if (f->tmp_made && f->state != P_DONE && !f->keep) {
 		pf_cleanup(f, ph_sftp_remove(j->sftp, f->rtmp, cleanup_cb, f));
@@ -801,7 +801,8 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		 * now, so close and remove it before the file is let go. */
 		memcpy(f->h, r->data, r->len);
 		pf_cleanup(f, ph_sftp_close(f->p->j->sftp, f->h, r->len, cleanup_cb, f));
-		pf_cleanup(f, ph_sftp_remove(f->p->j->sftp, f->rtmp, cleanup_cb, f));
+		if (!f->keep) /* a kept upload stays for the next run */
+			pf_cleanup(f, ph_sftp_remove(f->p->j->sftp, f->rtmp, cleanup_cb, f));
 	} else {
 		memcpy(f->h, r->data, r->len);
 		f->hlen = r->len;
@@ -1138,7 +1139,7 @@ start_file(struct push *p, size_t ai)
 	char *dir = NULL, tmpname[256], *tmprel = NULL;
 	const char *base;
 	struct ph_partial *pa;
-	int dfd = -1, rc;
+	int dfd = -1, rc, resumable;
 
 	if (f == NULL)
 		return PHSYNC_ENOMEM;
@@ -1170,7 +1171,11 @@ start_file(struct push *p, size_t ai)
 		rc = 0;
 		goto out;
 	}
-	pa = ph_job_partial(j, e->path);
+	/* Resumable: big, with a state; a first contact or a conflict (compared,
+	 * or put beside) never takes over a kept upload. */
+	resumable = e->size >= PH_PUSH_RESUME_MIN && j->state != NULL &&
+	            (act->kind == PH_A_NEW || act->how == PH_U_REPLACE);
+	pa = resumable ? ph_job_partial(j, e->path) : NULL;
 	if (pa != NULL && !pa->ready)
 		pa = NULL;
 	if (pa != NULL && strlen(pa->tmp) < sizeof(tmpname))
@@ -1206,11 +1211,9 @@ start_file(struct push *p, size_t ai)
 		else
 			f->state = P_COMPARE;
 	}
-	if (f->state != P_COMPARE && e->size >= PH_PUSH_RESUME_MIN && j->state != NULL) {
-		/* Resumable if cut: count the acknowledged chunks. */
+	if (resumable) /* if cut: count the acknowledged chunks */
 		f->acked = calloc((e->size / p->chunk + 1) / 8 + 1, 1);
-	}
-	if (pa != NULL && f->state != P_COMPARE && f->acked != NULL) {
+	if (pa != NULL && f->acked != NULL) {
 		/* Go on from the prefix an earlier run left (checked against the
 		 * bytes here by check_partials): hash and sign it from the local
 		 * file, then write the rest into the same temp. */
