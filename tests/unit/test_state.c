@@ -217,6 +217,17 @@ test_damaged_foreign_and_newer_refused(void **state)
 		         "PRAGMA user_version = %d", v == 1 ? "" : ", sig BLOB", v);
 		assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_close(h);
+		/* A dry run reads the old schema as it is, in the same order. */
+		assert_int_equal(ph_state_open(ctx, dir, &key, PH_STATE_READONLY, &st), 0);
+		assert_int_equal(ph_state_each(st, collect_order, &o), 0);
+		ph_state_close(st, 0, NULL);
+		assert_int_equal(o.n, 3);
+		assert_string_equal(o.p[0], "d");
+		assert_string_equal(o.p[1], "d/x");
+		assert_string_equal(o.p[2], "d-b");
+		for (size_t i = 0; i < o.n; i++)
+			free(o.p[i]);
+		o.n = 0;
 		assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
 		assert_int_equal(ph_state_file_done(st, "a", &f), 0);
 		assert_int_equal(ph_state_each(st, collect_order, &o), 0);
