@@ -423,7 +423,7 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	if (f->commit != PH_LIO_COMMIT && f->err == 0)
 		f->err = -ECANCELED;
 	if (f->err == 0) {
-		ts[0].tv_sec = f->atime ? f->atime : f->mtime;
+		ts[0].tv_sec = f->mtime; /* no access time is kept: as mtime */
 		ts[0].tv_nsec = 0;
 		ts[1].tv_sec = f->mtime;
 		ts[1].tv_nsec = 0;

@@ -34,7 +34,7 @@ struct ph_lio_file {
 	uint32_t mode;       /* permission bits: created with mode & 0666 under
 	                        the umask, as cp does for a new file */
 	int exact_mode;      /* set mode exactly (replacing a file: keep its bits) */
-	int64_t atime, mtime;
+	int64_t mtime;       /* also its access time (none is kept) */
 	size_t cookie;       /* caller's (plan index) */
 	uint64_t size;       /* bytes written */
 	uint64_t expect;     /* the size a commit must find on disk */

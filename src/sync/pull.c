@@ -313,7 +313,6 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			x->wf->mode = x->e->mode & 0666;
 		}
 	}
-	x->wf->atime = 0; /* as mtime */
 	x->wf->mtime = x->e->mtime;
 	x->wf->cookie = x->ai;
 	{

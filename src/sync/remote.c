@@ -328,7 +328,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			 * destination side only. */
 			/* A cut upload the state keeps (push resume) stays. */
 			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now) &&
-			    !ph_job_partial_tmp(rs->j, strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel)) {
+			    !ph_job_partial_tmp(rs->j, rel + strlen(rel) - nl)) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
 				else
