@@ -59,6 +59,9 @@ struct phsync_stats {
 	uint64_t files_deleted;   /* destination files deleted (--delete) */
 	uint64_t files_offloaded; /* source files removed (--remove-source-files) */
 	uint64_t bytes_freed;     /* their bytes: what the phone got back */
+	uint64_t bytes_matched;   /* bytes of the files done that did not travel:
+	                             the destination's old version held them
+	                             (deltas) */
 };
 
 struct phsync_event {

@@ -354,8 +354,8 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (k, lsize, lmtime, rsize, "
 	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
 	                       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash FROM files "
-	                       "WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash, sig FROM "
+	                       "files WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE k = ?", -1, &st->del,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
@@ -563,7 +563,17 @@ int
 ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f,
                   uint8_t hashbuf[16])
 {
+	return ph_state_file_get_sig(st, path, f, hashbuf, NULL);
+}
+
+int
+ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_file *f,
+                      uint8_t hashbuf[16], uint8_t **sig)
+{
 	int rc;
+
+	if (sig != NULL)
+		*sig = NULL;
 
 	if (st->get == NULL)
 		return 0;   /* read-only: no statements (nothing looked up) */
@@ -590,6 +600,15 @@ ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f
 	if (sqlite3_column_bytes(st->get, 4) == 16) {
 		memcpy(hashbuf, sqlite3_column_blob(st->get, 4), 16);
 		f->hash = hashbuf;
+	}
+	if (sig != NULL && sqlite3_column_bytes(st->get, 5) > 0) {
+		size_t n = (size_t)sqlite3_column_bytes(st->get, 5);
+
+		if ((*sig = malloc(n)) != NULL) {
+			memcpy(*sig, sqlite3_column_blob(st->get, 5), n);
+			f->sig = *sig;
+			f->siglen = n;
+		}
 	}
 	sqlite3_reset(st->get);
 	return 1;

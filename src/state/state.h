@@ -35,7 +35,7 @@ struct ph_state_file {
 	const uint8_t *sig;      /* for a file phsync wrote to the remote: the
 	                            block signature of what it wrote (the delta
 	                            engine's serialized form, docs/DELTA.md), or
-	                            NULL; never loaded back by file_get/load */
+	                            NULL; loaded back only by ph_state_file_get_sig */
 	size_t siglen;
 };
 
@@ -89,6 +89,12 @@ int ph_state_flush(struct ph_state *st);
  * unknown, or a negative PHSYNC_E*. */
 int ph_state_file_get(struct ph_state *st, const char *path, struct ph_state_file *f,
                       uint8_t hashbuf[16]);
+/* The same, with the block signature recorded for it: *sig is set to a
+ * malloc'ed copy (f->sig, f->siglen; the caller frees it) or NULL when none
+ * is kept (or there was no memory for it: a signature is only ever an
+ * optimisation). */
+int ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_file *f,
+                          uint8_t hashbuf[16], uint8_t **sig);
 
 /* One remembered file, for the planner. */
 /* Calls fn for every remembered file in the trees' order (ph_path_cmp:

@@ -20,6 +20,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "pdelta.h"
 #include "tempname.h"
 
 #define MAX_FILES 64
@@ -37,6 +38,9 @@
 #define PH_PUSH_RESUME_MIN (16u << 20)
 /* How much of a kept prefix is read back and compared before going on. */
 #define PH_PUSH_RESUME_PROBE 65536
+/* Smaller files go whole: the delta's extra round trips (open the old
+ * version, read back the checked blocks) cost more than they save. */
+#define PH_DELTA_MIN (32u << 10)
 
 enum pstate {
 	P_COMPARE,   /* first contact, same size: reading the remote file to
@@ -88,6 +92,21 @@ struct pfile {
 	uint64_t cmp_off;          /* P_COMPARE: next offset to read */
 	unsigned cmp_reads;        /* P_COMPARE: reads in flight */
 	int cmp_differs;
+	/* A delta upload: the temp file is built from copy-data pieces of the
+	 * old version (open as bh) and writes of the literal bytes. */
+	int delta;
+	int dwait;                 /* the old version's OPEN or its checks are
+	                              awaited: nothing is sent yet */
+	int dstale;                /* the old version is not what the state
+	                              signed: sent whole instead */
+	struct ph_pdelta pd;
+	struct ph_state_file rec;  /* the state's record the delta stands on */
+	uint8_t rechash[16];
+	size_t opi;                /* next op to send */
+	uint64_t op_pos;           /* bytes of it sent */
+	uint8_t bh[PH_SFTP_MAX_HANDLE];
+	uint32_t bhlen;
+	uint64_t fill_off;         /* local offset the next WRITE is read from */
 	size_t slot;
 };
 
@@ -103,6 +122,7 @@ struct push {
 };
 
 static void pf_step(struct pfile *f);
+static void delta_forget(struct pfile *f);
 static void sig_feed(struct pfile *f, const void *data, size_t len, int end);
 static uint64_t acked_prefix(const struct pfile *f);
 
@@ -137,6 +157,10 @@ pf_fail(struct pfile *f, int err, const char *msg)
 	if (f->hlen > 0) {
 		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
 		f->hlen = 0;
+	}
+	if (f->bhlen > 0) {
+		pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
+		f->bhlen = 0;
 	}
 	/* Cut (the link died, timed out, or Ctrl-C) while a big file was being
 	 * written: its temp stays, for the next run to go on from (pf_free
@@ -196,6 +220,7 @@ pf_free(struct pfile *f)
 	phsync_sig_gen_free(f->sg);
 	free(f->sig);
 	free(f->acked);
+	ph_pdelta_free(&f->pd);
 	free(f);
 }
 
@@ -293,6 +318,15 @@ fstat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_ACMODTIME) &&
 	    (!(r->attrs.flags & PH_ATTR_SIZE) || r->attrs.size == f->e->size))
 		f->rmtime = r->attrs.mtime;
+	/* A file built from pieces of the old version must come out at the
+	 * size planned; else it is not put in place. */
+	if (f->delta && !f->failed && r->type != 0 &&
+	    !(r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_SIZE) &&
+	      r->attrs.size == f->e->size)) {
+		delta_forget(f);
+		pf_fail(f, PHSYNC_EREMOTE, "the file built from the old version on the server "
+		        "has the wrong size; not put in place (sent whole next run)");
+	}
 	pf_step(f);
 }
 
@@ -376,6 +410,8 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		f->tmp_made = 0;
 		j->st.files_done++;
 		j->st.bytes_committed += f->e->size;
+		if (f->delta)
+			j->st.bytes_matched += f->pd.copy_bytes;
 		/* Where the server refused our time, the one it gave (-1: not
 		 * learned, which never matches: the file is compared as before). */
 		{
@@ -590,7 +626,7 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t r = pread(f->fd, (uint8_t *)dst + got, len - got, (off_t)(f->next_off + got));
+		ssize_t r = pread(f->fd, (uint8_t *)dst + got, len - got, (off_t)(f->fill_off + got));
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -601,9 +637,102 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 		got += (size_t)r;
 	}
 	/* Filled in order: the hash and signature of what was sent, with no
-	 * second read. */
-	XXH3_128bits_update(f->hs, dst, len);
-	sig_feed(f, dst, len, f->next_off + len == f->e->size);
+	 * second read. (A delta's were made on its planning read.) */
+	if (!f->delta) {
+		XXH3_128bits_update(f->hs, dst, len);
+		sig_feed(f, dst, len, f->fill_off + len == f->e->size);
+	}
+	return 0;
+}
+
+/* Whether f has bytes (or copies) still to queue. */
+static int
+more_to_send(const struct pfile *f)
+{
+	return f->delta ? f->opi < f->pd.n : f->next_off < f->e->size;
+}
+
+/* The most one copy-data request asks the server to copy: a phone copying
+ * a whole video in one request could stay silent past the timeout. */
+#define MAX_COPY (64u << 20)
+
+static void
+copy_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct wreq *w = arg;
+	struct pfile *f = w->f;
+
+	(void)s;
+	f->writes--;
+	f->pending--;
+	f->p->writes--;
+	free(w);
+	if (!f->failed && !status_ok(r)) {
+		if (r->type != 0)
+			delta_forget(f);
+		reply_err(f, r, "the server could not copy from the old version (sent whole "
+		          "next run)");
+	}
+	pf_step(f);
+}
+
+/* Queues a delta's pieces while there is room: copy-data for what the old
+ * version holds, WRITEs for the rest. */
+static int
+issue_delta(struct pfile *f)
+{
+	struct push *p = f->p;
+	struct ph_job *j = p->j;
+
+	if (f->dwait > 0 || f->hlen == 0)
+		return 0;
+	while (!f->failed && f->opi < f->pd.n && f->writes < MAX_WRITES_FILE &&
+	       p->writes < MAX_WRITES && p->write_bytes < MAX_WRITE_BYTES) {
+		const struct ph_dop *op = &f->pd.ops[f->opi];
+		uint64_t left = op->len - f->op_pos;
+		struct wreq *w = malloc(sizeof(*w));
+		uint32_t n;
+		int rc;
+
+		if (w == NULL)
+			return PHSYNC_ENOMEM;
+		w->f = f;
+		w->off = op->out_off + f->op_pos;
+		if (op->copy) {
+			n = left < MAX_COPY ? (uint32_t)left : MAX_COPY;
+			w->len = 0; /* nothing of it crosses the link */
+			rc = ph_sftp_copy_data(j->sftp, f->bh, f->bhlen, op->off + f->op_pos, n, f->h,
+			                       f->hlen, w->off, copy_cb, w);
+		} else {
+			n = left < p->chunk ? (uint32_t)left : p->chunk;
+			w->len = n;
+			f->fill_off = w->off;
+			rc = ph_sftp_write_fill(j->sftp, f->h, f->hlen, w->off, n, fill_from_file, f,
+			                        write_cb, w);
+		}
+		if (rc != 0)
+			free(w);
+		if (rc == PHSYNC_ECORRUPT) {
+			pf_fail(f, PHSYNC_EIO, "the local file shrank while being sent; not sent "
+			        "(retried next run)");
+			return 0;
+		}
+		if (rc != 0 && rc != PHSYNC_ENOMEM) {
+			pf_fail(f, rc, op->copy ? "cannot queue a copy" : "cannot read the local file");
+			return 0;
+		}
+		if (rc != 0)
+			return rc;
+		if ((f->op_pos += n) == op->len) {
+			f->opi++;
+			f->op_pos = 0;
+		}
+		f->writes++;
+		f->pending++;
+		p->writes++;
+		p->write_bytes += w->len;
+		j->st.bytes_done += n;
+	}
 	return 0;
 }
 
@@ -615,6 +744,8 @@ issue_writes(struct pfile *f)
 {
 	struct push *p = f->p;
 
+	if (f->delta)
+		return issue_delta(f);
 	while (!f->failed && f->next_off < f->e->size && f->writes < MAX_WRITES_FILE &&
 	       p->writes < MAX_WRITES && p->write_bytes < MAX_WRITE_BYTES) {
 		uint64_t left = f->e->size - f->next_off;
@@ -627,6 +758,7 @@ issue_writes(struct pfile *f)
 		w->f = f;
 		w->off = f->next_off;
 		w->len = n;
+		f->fill_off = f->next_off;
 		rc = ph_sftp_write_fill(p->j->sftp, f->h, f->hlen, f->next_off, n, fill_from_file, f,
 		                        write_cb, w);
 		if (rc != 0)
@@ -674,8 +806,13 @@ pf_step(struct pfile *f)
 	case P_WRITING:
 		if ((rc = issue_writes(f)) != 0 || f->failed)
 			break;
-		if (f->pending > 0 || f->next_off < f->e->size)
+		if (f->pending > 0 || more_to_send(f) || f->dwait > 0)
 			return;
+		if (f->bhlen > 0) {
+			/* Every copy is answered: the old version is not read again. */
+			pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
+			f->bhlen = 0;
+		}
 		/* All of it was sent: if the local file changed meanwhile (a video
 		 * still being recorded), what went is not the file; it is not put in
 		 * place, and the next run sends it whole. */
@@ -1128,6 +1265,223 @@ check_partials(struct ph_job *j)
 	}
 }
 
+/* ---- Delta uploads ---------------------------------------------------- */
+
+/* The planning read's bytes: hashed and signed as a whole upload's are. */
+static void
+delta_feed(void *arg, const void *p, size_t n, int end)
+{
+	struct pfile *f = arg;
+
+	XXH3_128bits_update(f->hs, p, n);
+	sig_feed(f, p, n, end);
+}
+
+/* Goes back to a whole upload (nothing of the delta was sent yet). */
+static void
+delta_drop(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+
+	if (f->bhlen > 0) {
+		pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
+		f->bhlen = 0;
+	}
+	ph_pdelta_free(&f->pd);
+	f->delta = 0;
+	f->dwait = 0;
+	XXH3_128bits_reset(f->hs);
+	phsync_sig_gen_free(f->sg);
+	f->siglen = 0;
+	f->sigdone = 0;
+	if (phsync_sig_gen_new(j->ctx, f->e->size, sig_block_len(f->e->size), 0, &f->sg) != 0)
+		f->sg = NULL;
+}
+
+/* The server's old version did not take the delta (a copy failed, the
+ * result came out wrong): the state forgets its signature, so the next run
+ * sends the file whole. */
+static void
+delta_forget(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+	int rc;
+
+	f->rec.sig = NULL;
+	f->rec.siglen = 0;
+	if (j->state != NULL && (rc = ph_state_file_done(j->state, f->e->path, &f->rec)) != 0 &&
+	    j->state_err == 0)
+		j->state_err = rc;
+}
+
+/* Plans f as a delta when the state kept the signature of what phsync last
+ * wrote to this remote file and the file still shows the size and time
+ * recorded then; else f goes whole. */
+static void
+delta_prepare(struct pfile *f, const struct ph_entry *d)
+{
+	struct ph_job *j = f->p->j;
+	uint8_t *sig = NULL;
+
+	if (!(ph_sftp_exts(j->sftp) & PH_EXT_COPY_DATA) || j->state == NULL ||
+	    f->e->size < PH_DELTA_MIN || d->nosize || d->size < PH_DELTA_MIN ||
+	    ph_state_file_get_sig(j->state, f->e->path, &f->rec, f->rechash, &sig) != 1 ||
+	    sig == NULL || f->rec.rsize != d->size || f->rec.rmtime != d->mtime) {
+		free(sig);
+		return;
+	}
+	f->delta = 1;
+	if (ph_pdelta_plan(j->ctx, f->fd, f->e->size, sig, f->rec.siglen, d->size, delta_feed, f,
+	                   &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16) {
+		/* Unusable, or hardly anything in common (every block changed: no
+		 * delta penalty): whole. */
+		delta_drop(f);
+	}
+	free(sig);
+	f->rec.sig = NULL;
+	f->rec.siglen = 0;
+}
+
+/* One READ of a checked block (a block may take several). */
+struct chk {
+	struct pfile *f;
+	uint64_t blk;
+	uint8_t *buf;
+	uint32_t len;
+	unsigned parts;            /* READs of it in flight */
+	int bad;
+};
+
+struct chkpart {
+	struct chk *c;
+	uint32_t at, want;
+};
+
+static void
+chk_done(struct pfile *f)
+{
+	if (--f->dwait > 0 || f->failed || !f->dstale)
+		return;
+	if (f->dstale == 1)
+		ph_job_event(f->p->j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,
+		             "the server's copy is not what phsync last wrote there, though its "
+		             "size and time are; sent whole");
+	delta_drop(f);
+}
+
+static void
+chk_read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct chkpart *q = arg;
+	struct chk *c = q->c;
+	struct pfile *f = c->f;
+
+	(void)s;
+	f->pending--;
+	if (r->type == 0)
+		reply_err(f, r, "connection lost");
+	else if (r->type == PH_FXP_DATA && r->len == q->want)
+		memcpy(c->buf + q->at, r->data, r->len);
+	else
+		c->bad = 1; /* short, long or refused: not trusted */
+	free(q);
+	if (--c->parts == 0) {
+		if (c->bad || !ph_pdelta_block_ok(&f->pd, c->blk, c->buf, c->len))
+			f->dstale = 1;
+		free(c->buf);
+		free(c);
+		chk_done(f);
+	}
+	pf_step(f);
+}
+
+/* Reads the blocks of the old version the plan checks. Returns the number
+ * of blocks queued; a block that cannot be queued makes the file whole. */
+static unsigned
+chk_queue(struct pfile *f)
+{
+	struct ph_job *j = f->p->j;
+	uint32_t max = ph_sftp_max_read(j->sftp);
+	unsigned i, queued = 0;
+
+	for (i = 0; i < f->pd.nchecks; i++) {
+		struct chk *c = calloc(1, sizeof(*c));
+		uint64_t off;
+		uint32_t at;
+
+		if (c == NULL) {
+			f->dstale = 2;
+			break;
+		}
+		c->f = f;
+		c->blk = f->pd.check[i];
+		ph_pdelta_block(&f->pd, c->blk, &off, &c->len);
+		if ((c->buf = malloc(c->len)) == NULL) {
+			free(c);
+			f->dstale = 2;
+			break;
+		}
+		for (at = 0; at < c->len; at += max) {
+			struct chkpart *q = malloc(sizeof(*q));
+
+			if (q == NULL) {
+				c->bad = 1;
+				break;
+			}
+			q->c = c;
+			q->at = at;
+			q->want = c->len - at < max ? c->len - at : max;
+			if (ph_sftp_read(j->sftp, f->bh, f->bhlen, off + at, q->want, chk_read_cb, q) != 0) {
+				free(q);
+				c->bad = 1;
+				break;
+			}
+			c->parts++;
+			f->pending++;
+		}
+		if (c->parts == 0) {
+			free(c->buf);
+			free(c);
+			f->dstale = 2;
+			break;
+		}
+		queued++;
+	}
+	return queued;
+}
+
+static void
+bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+
+	(void)s;
+	f->pending--;
+	if (r->type == PH_FXP_HANDLE) {
+		memcpy(f->bh, r->data, r->len);
+		f->bhlen = r->len;
+		if (f->failed) { /* interrupted meanwhile */
+			pf_cleanup(f, ph_sftp_close(s, f->bh, f->bhlen, cleanup_cb, f));
+			f->bhlen = 0;
+		}
+	} else if (r->type == 0) {
+		reply_err(f, r, "connection lost");
+	}
+	if (!f->failed) {
+		if (f->bhlen == 0) {
+			delta_drop(f); /* unreadable: whole, without a word */
+		} else {
+			f->dwait += chk_queue(f);
+			chk_done(f); /* the OPEN's share */
+		}
+		if (open_temp(f) != 0)
+			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
+		else
+			f->pending++;
+	}
+	pf_step(f);
+}
+
 static int
 start_file(struct push *p, size_t ai)
 {
@@ -1211,7 +1565,9 @@ start_file(struct push *p, size_t ai)
 		else
 			f->state = P_COMPARE;
 	}
-	if (resumable) /* if cut: count the acknowledged chunks */
+	if (pa == NULL && act->kind == PH_A_UPDATE && act->how == PH_U_REPLACE && !f->beside)
+		delta_prepare(f, &j->dst.v[act->dst]);
+	if (resumable && !f->delta) /* if cut: count the acknowledged chunks */
 		f->acked = calloc((e->size / p->chunk + 1) / 8 + 1, 1);
 	if (pa != NULL && f->acked != NULL) {
 		/* Go on from the prefix an earlier run left (checked against the
@@ -1229,6 +1585,11 @@ start_file(struct push *p, size_t ai)
 		j->st.bytes_todo -= pa->have;
 		f->state = P_OPENING;
 		rc = ph_sftp_open(j->sftp, f->rtmp, PH_FXF_WRITE, NULL, open_cb, f);
+	} else if (f->delta) {
+		/* The old version first (its blocks are checked while the temp
+		 * file is made), then the temp (bopen_cb). */
+		f->dwait = 1;
+		rc = ph_sftp_open(j->sftp, f->rfinal, PH_FXF_READ, NULL, bopen_cb, f);
 	} else {
 		rc = f->state == P_COMPARE ?
 		     ph_sftp_open(j->sftp, f->rfinal, PH_FXF_READ, NULL, cmp_open_cb, f) :
@@ -1250,6 +1611,7 @@ out:
 		phsync_sig_gen_free(f->sg);
 		free(f->sig);
 		free(f->acked);
+		ph_pdelta_free(&f->pd);
 		free(f);
 	}
 	free(tmprel);
@@ -1481,7 +1843,7 @@ ph_push_run(struct ph_job *j)
 		for (i = 0; i < p.nactive && p.writes < MAX_WRITES; i++) {
 			struct pfile *f = p.active[i];
 
-			if (f->state == P_WRITING && !f->failed && f->next_off < f->e->size &&
+			if (f->state == P_WRITING && !f->failed && more_to_send(f) &&
 			    issue_writes(f) != 0)
 				pf_fail(f, PHSYNC_ENOMEM, "cannot queue a write");
 		}

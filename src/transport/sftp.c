@@ -645,6 +645,35 @@ ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
 	return end(s, start, rc);
 }
 
+int
+ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
+                  uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
+                  ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc;
+
+	if (!(s->exts & PH_EXT_COPY_DATA))
+		return PHSYNC_EUNSUPPORTED;
+	if (len == 0)
+		return PHSYNC_EINVAL; /* 0 means "to the end of the file" on the wire */
+	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
+	if (rc != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "copy-data");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, rh, rhlen);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, roff);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, len);
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, wh, whlen);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, woff);
+	return end(s, start, rc);
+}
+
 /* Synchronous wrappers: a reply is copied out before the buffer moves on.
  * They expect STATUS or ATTRS; any other reply type is a protocol error. */
 struct sync_wait {

@@ -160,6 +160,16 @@ int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
 int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
                   ph_sftp_cb cb, void *arg);
 
+/* copy-data (draft-ietf-secsh-filexfer-extensions-00 section 7, offered by
+ * OpenSSH's sftp-server): the server copies len bytes (> 0) at roff of the
+ * file open for reading as rh into the file open for writing as wh at woff,
+ * without the bytes crossing the link. A server that meets the end of the
+ * read file first answers a failure (OpenSSH: SSH_FX_EOF). Returns
+ * PHSYNC_EUNSUPPORTED when the server did not offer it. */
+int ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
+                      uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
+                      ph_sftp_cb cb, void *arg);
+
 /* Synchronous helpers for the few one-off calls (setup, tests). */
 int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
                       struct ph_sftp_attrs *a);

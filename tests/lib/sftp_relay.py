@@ -61,6 +61,11 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         SSH_FX_PERMISSION_DENIED without reaching the server: a phone that cannot set times.
         A temp name ".N.phsync-..." counts as N.
 
+    "count": true
+        Every WRITE request appends "count WRITE <bytes>" to the log and every copy-data
+        request "count copy-data <bytes>" (the length it asks the server to copy): what a
+        push really sent over the link, for the delta tests.
+
 Phone-like modes (a storage or a server that behaves as phones do, rather than faults):
 
     "mtime_step": N
@@ -138,6 +143,7 @@ SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 MAX_PACKET = 1 << 24
 POSIX_RENAME = b"posix-rename@openssh.com"
 LSETSTAT = b"lsetstat@openssh.com"
+COPY_DATA = b"copy-data"
 # Requests whose first string is a path, and extended requests with the paths they carry (nocase).
 PATH_REQUESTS = (OPEN, OPENDIR, STAT, LSTAT, SETSTAT, REMOVE, MKDIR, RMDIR, REALPATH, READLINK)
 EXT_PATHS = {POSIX_RENAME: 2, b"hardlink@openssh.com": 2, b"statvfs@openssh.com": 1,
@@ -355,10 +361,18 @@ class Relay:
                 elif info["ext"] == LSETSTAT:
                     info["path"] = r.string()
                     info["attrs_at"] = r.p
+                elif info["ext"] == COPY_DATA:
+                    info["handle"] = r.string()
+                    info["off"], info["len"] = r.u64(), r.u64()
         except (ValueError, struct.error):
             pass
         self.requests[rid] = (t, info)
         name = self.name_of(info)
+        if self.cfg.get("count"):
+            if t == WRITE:
+                self.fired("count", "WRITE %d" % info.get("len", 0))
+            elif t == EXTENDED and info.get("ext") == COPY_DATA:
+                self.fired("count", "copy-data %d" % info.get("len", 0))
 
         hang = self.cfg.get("hang")
         if hang and TYPES.get(hang.get("type", "").upper()) == t and name is not None \
