@@ -211,7 +211,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_chan c;
-	struct ph_chan chan = { fz_write, fz_read, &c, 1000 };
+	struct ph_chan chan = { fz_write, fz_read, &c, 1000, NULL, NULL };
 
 	if (size < 1)
 		return 0;
@@ -287,7 +287,7 @@ main(int argc, char **argv)
 {
 	int in[2], out[2], st;
 	struct rec r = { 0 };
-	struct ph_chan chan = { rec_write, rec_read, &r, 5000 };
+	struct ph_chan chan = { rec_write, rec_read, &r, 5000, NULL, NULL };
 	const uint8_t chunk = 0xff;
 	pid_t pid;
 	FILE *f;

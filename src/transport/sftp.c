@@ -230,19 +230,61 @@ ph_sftp_abort(struct ph_sftp *s, int err)
 	kill_link(s, err);
 }
 
+static int fill(struct ph_sftp *s, int timeout_ms, size_t *got);
+static int drain(struct ph_sftp *s);
+
+/* Sends what is queued. Over a channel that can say when the server's
+ * window is shut (write_some), the replies are read meanwhile: a server
+ * waits for us to take its replies before it takes more requests, and a
+ * client blocked in a write with the replies piling up would wait for it
+ * forever (reads of blocks while writes stream, through a slow link). */
 int
 ph_sftp_flush(struct ph_sftp *s)
 {
-	int rc;
+	size_t sent = 0, put, got;
+	int rc = 0;
 
 	if (s->dead)
 		return s->dead;
 	if (s->out.len == 0)
 		return 0;
-	rc = s->chan.write(s->chan.arg, s->out.data, s->out.len);
+	if (s->chan.write_some == NULL) {
+		rc = s->chan.write(s->chan.arg, s->out.data, s->out.len);
+		s->out.len = 0;
+		if (rc != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
+		return 0;
+	}
+	while (sent < s->out.len) {
+		if ((rc = s->chan.write_some(s->chan.arg, s->out.data + sent, s->out.len - sent,
+		                             &put)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
+		sent += put;
+		if (put > 0)
+			continue;
+		/* The window is shut: take the replies (dispatched only when the
+		 * buffer is full; their callbacks may queue more to send). */
+		if (s->incap - s->inlen < READ_CHUNK && (rc = drain(s)) != 0)
+			return kill_link(s, rc);
+		if ((rc = fill(s, 0, &got)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
+		if (got > 0)
+			continue;
+		if (s->ctx != NULL && s->ctx->interrupted)
+			break; /* the caller stops; what is unsent is dropped with the link */
+		if (now_ms() - s->last_rx_ms >= (uint64_t)s->timeout_ms && s->inflight > 0)
+			return kill_link(s, ph_err(s->ctx, PHSYNC_ECONNECT,
+			                           "the server took nothing for %d s; gave up "
+			                           "(--timeout)", s->timeout_ms / 1000));
+		if ((rc = s->chan.wait(s->chan.arg, 100)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
+	}
+	if (sent < s->out.len) {
+		/* Interrupted half-way: a request cut in two would garble the
+		 * stream; the link is given up. */
+		return kill_link(s, PHSYNC_EINTR);
+	}
 	s->out.len = 0;
-	if (rc != 0)
-		return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
 	return 0;
 }
 

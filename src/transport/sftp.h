@@ -20,6 +20,13 @@ struct ph_chan {
 	int (*read)(void *arg, void *p, size_t n, int timeout_ms, size_t *got);
 	void *arg;
 	int silence_ms;   /* give up on a server silent this long (0: 60 s) */
+	/* Optional (both or neither): write_some sends what the peer takes now
+	 * without waiting (*put may be 0: its window is shut); wait returns
+	 * once bytes arrive from the peer or timeout_ms passed. With them the
+	 * client reads replies while it cannot write, so it never waits on a
+	 * server that waits on it. */
+	int (*write_some)(void *arg, const void *p, size_t n, size_t *put);
+	int (*wait)(void *arg, int timeout_ms);
 };
 
 /* Wire constants (draft-ietf-secsh-filexfer-02, version 3). */

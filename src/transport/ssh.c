@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
@@ -450,6 +451,46 @@ chan_write(void *arg, const void *p, size_t n)
 	return 0;
 }
 
+/* As much of p as the server's window takes now, without waiting for it to
+ * open (ssh_channel_write would, while the server waits for us to read). */
+static int
+chan_write_some(void *arg, const void *p, size_t n, size_t *put)
+{
+	struct ph_ssh *ssh = arg;
+	uint32_t win = ssh_channel_window_size(ssh->chan), k;
+	int w;
+
+	*put = 0;
+	if (win == 0)
+		return 0;
+	k = n < win ? (uint32_t)n : win;
+	if (k > (1u << 30))
+		k = 1u << 30;
+	if ((w = ssh_channel_write(ssh->chan, p, k)) <= 0)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	*put = (size_t)w;
+	return 0;
+}
+
+/* Waits for bytes from the server on the socket (a window adjustment or
+ * data); libssh processes them on the next read. */
+static int
+chan_wait(void *arg, int timeout_ms)
+{
+	struct ph_ssh *ssh = arg;
+	struct pollfd pfd;
+
+	pfd.fd = ssh_get_fd(ssh->sess);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (pfd.fd < 0)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
+	if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+		return ph_err_from_errno(errno);
+	return 0;
+}
+
 static int
 chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 {
@@ -495,6 +536,8 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 		              ssh_get_error(ssh->sess));
 	chan->write = chan_write;
 	chan->read = chan_read;
+	chan->write_some = chan_write_some;
+	chan->wait = chan_wait;
 	chan->arg = ssh;
 	return 0;
 }

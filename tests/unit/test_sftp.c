@@ -146,7 +146,7 @@ static void
 test_real_server_roundtrip(void **state)
 {
 	struct pipes pp = spawn_server();
-	struct ph_chan ch = { p_write, p_read, &pp, 0 };
+	struct ph_chan ch = { p_write, p_read, &pp, 0, NULL, NULL };
 	phsync_ctx *ctx;
 	struct ph_sftp *s;
 	struct cb_state st;
@@ -243,7 +243,7 @@ hostile(const uint8_t *reply, size_t rlen, phsync_ctx *ctx, struct ph_sftp **sp,
 {
 	int sv[2];
 	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
-	struct ph_chan ch = { p_write, p_read, pp, 0 };
+	struct ph_chan ch = { p_write, p_read, pp, 0, NULL, NULL };
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pp->rfd = pp->wfd = sv[0];
