@@ -88,6 +88,9 @@ def rdiff_bytes(old_root, new_root, files, tmp):
     total = 0
     for k in files:
         sig, delta = os.path.join(tmp, "sig"), os.path.join(tmp, "delta")
+        for x in (sig, delta):  # rdiff will not overwrite
+            if os.path.exists(x):
+                os.unlink(x)
         subprocess.run(["rdiff", "signature", os.path.join(old_root, k), sig], check=True)
         subprocess.run(["rdiff", "delta", sig, os.path.join(new_root, k), delta], check=True)
         total += os.path.getsize(sig) + os.path.getsize(delta)

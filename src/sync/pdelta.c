@@ -46,9 +46,9 @@ add_op(struct ph_pdelta *d, int copy, uint64_t out_off, uint64_t off, uint64_t l
 	return 0;
 }
 
-/* Spreads the checks over the copied blocks: the first, the last and
- * evenly between (a changed head or tail, the usual edits, is never
- * missed). */
+/* Spreads the checks over the copied blocks: the first and the last (and
+ * evenly between, were there more); a changed head or tail, the usual
+ * edits, is not missed. Each costs a block read on the link. */
 static void
 pick_checks(struct ph_pdelta *d)
 {

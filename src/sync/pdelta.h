@@ -19,7 +19,7 @@ struct ph_dop {
 	                              bytes, read again from the local file */
 };
 
-#define PH_PDELTA_CHECKS 4
+#define PH_PDELTA_CHECKS 2
 
 struct ph_pdelta {
 	struct ph_dop *ops;

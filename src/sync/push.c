@@ -572,12 +572,16 @@ aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 }
 
 /* The block length of the signature kept for a pushed file: the delta
- * engine's choice, but at most 256 blocks a file (with 12 bytes a block, a
- * photo's signature stays within about 3 KiB of state). */
+ * engine's choice, but at most 1024 blocks a file (with 12 bytes a block, a
+ * photo's signature stays within 12 KiB of state). Smaller blocks would
+ * make a photo's edit cheaper still on the link and its state larger;
+ * measured with bench/bench_wire.py (docs/PERFORMANCE.md): 256 blocks of
+ * 12 KiB made a photo's typical edit cost more than rsync's whole
+ * exchange. */
 static uint32_t
 sig_block_len(uint64_t size)
 {
-	uint64_t b = phsync_delta_block_len(size), min = (size / 256 + 63) / 64 * 64;
+	uint64_t b = phsync_delta_block_len(size), min = (size / 1024 + 63) / 64 * 64;
 
 	if (b < min)
 		b = min;
