@@ -26,6 +26,7 @@ struct ph_sftp {
 	struct ph_buf out;
 	uint8_t *in;       /* receive buffer, inlen bytes valid from inoff */
 	size_t incap, inlen, inoff;
+	int flushing;      /* a flush is under way (its drain ran callbacks) */
 	struct slot *slots;
 	uint32_t next_id;
 	size_t inflight;
@@ -238,16 +239,12 @@ static int drain(struct ph_sftp *s);
  * waits for us to take its replies before it takes more requests, and a
  * client blocked in a write with the replies piling up would wait for it
  * forever (reads of blocks while writes stream, through a slow link). */
-int
-ph_sftp_flush(struct ph_sftp *s)
+static int
+flush_out(struct ph_sftp *s)
 {
 	size_t sent = 0, put, got;
 	int rc = 0;
 
-	if (s->dead)
-		return s->dead;
-	if (s->out.len == 0)
-		return 0;
 	if (s->chan.write_some == NULL) {
 		rc = s->chan.write(s->chan.arg, s->out.data, s->out.len);
 		s->out.len = 0;
@@ -270,22 +267,34 @@ ph_sftp_flush(struct ph_sftp *s)
 			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
 		if (got > 0)
 			continue;
-		if (s->ctx != NULL && s->ctx->interrupted)
-			break; /* the caller stops; what is unsent is dropped with the link */
-		if (now_ms() - s->last_rx_ms >= (uint64_t)s->timeout_ms && s->inflight > 0)
+		/* (Ctrl-C does not cut a request in two: the send goes on, as a
+		 * blocking write did, until the window opens or --timeout.) */
+		if (now_ms() - s->last_rx_ms >= (uint64_t)s->timeout_ms)
 			return kill_link(s, ph_err(s->ctx, PHSYNC_ECONNECT,
 			                           "the server took nothing for %d s; gave up "
 			                           "(--timeout)", s->timeout_ms / 1000));
 		if ((rc = s->chan.wait(s->chan.arg, 100)) != 0)
 			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
 	}
-	if (sent < s->out.len) {
-		/* Interrupted half-way: a request cut in two would garble the
-		 * stream; the link is given up. */
-		return kill_link(s, PHSYNC_EINTR);
-	}
 	s->out.len = 0;
 	return 0;
+}
+
+int
+ph_sftp_flush(struct ph_sftp *s)
+{
+	int rc;
+
+	if (s->dead)
+		return s->dead;
+	/* A callback run while a flush waits on the window (drain) may queue
+	 * requests, never send: the flush under way sends them too. */
+	if (s->out.len == 0 || s->flushing)
+		return 0;
+	s->flushing = 1;
+	rc = flush_out(s);
+	s->flushing = 0;
+	return rc;
 }
 
 /* Dispatches one complete packet (type + body, length prefix removed). */
