@@ -47,6 +47,7 @@ static const char doctor_usage[] =
 "  -F FILE         read this ssh config instead of ~/.ssh/config\n"
 "      --json      one JSON object per check, then a summary\n"
 "      --timeout SEC  give up on a silent server after SEC seconds\n"
+"  -v, --verbose   also libssh's debug output\n"
 "  -h, --help      this text\n"
 "\n"
 "Exit codes: 0 a sync can run (warnings are limits it copes with), 1 the\n"
