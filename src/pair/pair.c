@@ -38,6 +38,7 @@ struct pairing {
 	char key[1200];
 	char pub[2048];           /* "TYPE BASE64 COMMENT" */
 	int config_has_host;      /* a Host line names o->name exactly */
+	unsigned config_port;     /* and the port it gives (a re-run probes none) */
 };
 
 static void
@@ -198,6 +199,7 @@ check_existing(struct pairing *pg)
 		              "or remove that block and run again", pg->config, o->name,
 		              user[0] ? user : "(login name)", hn[0] ? hn : o->name,
 		              port[0] ? port : "22");
+	pg->config_port = (unsigned)atoi(port[0] ? port : "22");
 	return 0;
 }
 
@@ -822,7 +824,7 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 	if ((rc = check_existing(&pg)) != 0)
 		return rc;
 
-	res->port = o->port;
+	res->port = o->port ? o->port : pg.config_port;
 	if (res->port == 0) {
 		for (i = 0; phsync_pair_ports[i] != 0 && res->port == 0; i++)
 			if (probe_port(o->address, phsync_pair_ports[i], res->server, sizeof(res->server)))

@@ -185,6 +185,11 @@ class PairTest(unittest.TestCase):
         self.assertIn("already paired", out)
         self.assertNotIn("password", out)
         self.assertEqual(self.snapshot(), before)
+        # Without the port, the block's own port is used (nothing to probe).
+        code, out = self.pair([], address="127.0.0.1")
+        self.assertEqual(code, 0, out)
+        self.assertIn("already paired", out)
+        self.assertEqual(self.snapshot(), before)
 
     def test_wrong_password_writes_nothing(self):
         before = self.snapshot()
