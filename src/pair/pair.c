@@ -766,7 +766,9 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	memset(&sp, 0, sizeof(sp));
 	sp.user = o->user;
 	sp.host = o->address;
-	sp.config = pg->o->ssh_config;
+	/* A -F file pairing is about to create is read as empty for now. */
+	sp.config = o->ssh_config != NULL && access(o->ssh_config, F_OK) != 0 ? "/dev/null" :
+	            o->ssh_config;
 	sp.prompt = o->prompt;
 	sp.prompt_arg = o->prompt_arg;
 	sp.verbosity = o->ssh_verbosity;
