@@ -16,4 +16,18 @@ enum cli_exit {
 /* `phsync delta ...`: rdiff-style plumbing over the delta engine. */
 int cli_delta_main(int argc, char **argv);
 
+/* `phsync pair ...` and `phsync doctor ...` (pair_cmd.c). */
+int cli_pair_main(int argc, char **argv);
+int cli_doctor_main(int argc, char **argv);
+
+/* Shared with main.c: the terminal prompt (arg: a struct cli_out), whether
+ * there is a terminal, the exit code of a PHSYNC_E*, and the stop signals
+ * (SIGINT/SIGTERM/SIGHUP interrupt ctx; NULL: nothing to interrupt). */
+#include <stddef.h>
+struct phsync_ctx;
+int cli_tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg);
+int cli_has_tty(void);
+int cli_exit_code(int rc);
+void cli_catch_signals(struct phsync_ctx *ctx);
+
 #endif

@@ -64,6 +64,9 @@ static const char usage_text[] =
 "       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
+"       phsync pair [-F FILE] [--key FILE] [--authorized-keys PATH] NAME\n"
+"                   [USER@]ADDRESS[:PORT]   (set up a phone; see pair --help)\n"
+"       phsync doctor [-F FILE] [--json] HOST[:DIR]   (check a pair)\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
 "destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
@@ -703,6 +706,40 @@ status_main(int argc, char **argv)
 	return exit_code(rc);
 }
 
+/* For pair_cmd.c (cli.h). */
+int
+cli_tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
+{
+	return tty_prompt(question, echo, buf, len, arg);
+}
+
+int
+cli_has_tty(void)
+{
+	return has_tty();
+}
+
+int
+cli_exit_code(int rc)
+{
+	return exit_code(rc);
+}
+
+void
+cli_catch_signals(phsync_ctx *ctx)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	running_ctx = ctx;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -716,6 +753,10 @@ main(int argc, char **argv)
 		return cli_delta_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)
 		return status_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "pair") == 0)
+		return cli_pair_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "doctor") == 0)
+		return cli_doctor_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;

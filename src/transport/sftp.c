@@ -1101,3 +1101,137 @@ ph_sftp_inflight(const struct ph_sftp *s)
 {
 	return s->inflight;
 }
+
+/* Synchronous one-offs for pair and doctor: a handle, writes, statvfs. */
+
+/* Waits for a reply owed to a callback whose state lives on the caller's
+ * stack; on a failed wait the link is given up, so nothing is owed. */
+static int
+wait_owed(struct ph_sftp *s, int rc, const int *done)
+{
+	if (rc != 0)
+		return rc; /* never queued */
+	rc = ph_sftp_wait(s, done);
+	if (rc != 0 && !*done)
+		ph_sftp_abort(s, rc);
+	return rc;
+}
+
+int
+ph_sftp_open_sync(struct ph_sftp *s, const char *path, uint32_t pflags,
+                  const struct ph_sftp_attrs *a, uint8_t *h, uint32_t *hlen)
+{
+	struct range_wait w = { 0, 0, h, 0, 0 };
+	int rc = wait_owed(s, ph_sftp_open(s, path, pflags, a, open_cb_sync, &w), &w.done);
+
+	if (rc != 0)
+		return rc;
+	if (w.err != 0)
+		return w.err;
+	*hlen = w.got;
+	return 0;
+}
+
+int
+ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+                   const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	int rc = 0;
+
+	while (len > 0 && rc == 0) {
+		uint32_t k = len > s->max_write ? s->max_write : (uint32_t)len;
+		struct sync_wait w = { 0 };
+
+		rc = sync_status(s, ph_sftp_write(s, h, hlen, off, p, k, sync_cb, &w), &w);
+		p += k;
+		off += k;
+		len -= k;
+	}
+	return rc;
+}
+
+int
+ph_sftp_close_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_close(s, h, hlen, sync_cb, &w), &w);
+}
+
+int
+ph_sftp_fsync_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_fsync(s, h, hlen, sync_cb, &w), &w);
+}
+
+int
+ph_sftp_setstat_sync(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a)
+{
+	struct sync_wait w = { 0 };
+
+	return sync_status(s, ph_sftp_setstat(s, path, a, sync_cb, &w), &w);
+}
+
+int
+ph_sftp_posix_rename_sync(struct ph_sftp *s, const char *from, const char *to)
+{
+	struct sync_wait w = { 0 };
+
+	if (!(s->exts & PH_EXT_POSIX_RENAME))
+		return PHSYNC_EUNSUPPORTED;
+	return sync_status(s, ph_sftp_rename(s, from, to, 1, sync_cb, &w), &w);
+}
+
+struct statvfs_wait {
+	int done, err;
+	struct ph_sftp_statvfs *st;
+};
+
+static void
+statvfs_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct statvfs_wait *w = arg;
+	struct ph_rd rd = { r->data, r->len };
+	uint64_t v[11];
+	size_t i;
+
+	(void)s;
+	w->done = 1;
+	if (r->type != PH_FXP_EXTENDED_REPLY) {
+		w->err = r->err ? r->err : PHSYNC_EPROTO;
+		return;
+	}
+	/* bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid,
+	 * flag, namemax: eleven u64 (PROTOCOL, statvfs@openssh.com). */
+	for (i = 0; i < 11; i++)
+		if (ph_rd_u64(&rd, &v[i]) != 0) {
+			w->err = PHSYNC_EPROTO;
+			return;
+		}
+	w->st->frsize = v[1] ? v[1] : v[0];
+	w->st->blocks = v[2];
+	w->st->bavail = v[4];
+	w->st->namemax = v[10];
+}
+
+int
+ph_sftp_statvfs_sync(struct ph_sftp *s, const char *path, struct ph_sftp_statvfs *st)
+{
+	struct statvfs_wait w = { 0, 0, st };
+	size_t start = 0;
+	int rc;
+
+	if (!(s->exts & PH_EXT_STATVFS))
+		return PHSYNC_EUNSUPPORTED;
+	if ((rc = begin(s, PH_FXP_EXTENDED, statvfs_cb, &w, &start)) != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "statvfs@openssh.com");
+	if (rc == 0)
+		rc = ph_buf_put_cstr(&s->out, path);
+	if ((rc = wait_owed(s, end(s, start, rc), &w.done)) != 0)
+		return rc;
+	return w.err;
+}

@@ -191,6 +191,26 @@ int ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t
                              size_t n);
 /* Plain RENAME: never replaces an existing target on OpenSSH's server. */
 int ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to);
+/* Synchronous one-offs (pair, doctor): OPEN into h (PH_SFTP_MAX_HANDLE
+ * bytes), WRITE all of data in max_write pieces, CLOSE, fsync@openssh.com,
+ * SETSTAT, posix-rename@openssh.com (PHSYNC_EUNSUPPORTED when not
+ * offered). Each returns 0 or PHSYNC_E*. */
+int ph_sftp_open_sync(struct ph_sftp *s, const char *path, uint32_t pflags,
+                      const struct ph_sftp_attrs *a, uint8_t *h, uint32_t *hlen);
+int ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+                       const void *data, size_t len);
+int ph_sftp_close_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen);
+int ph_sftp_fsync_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen);
+int ph_sftp_setstat_sync(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a);
+int ph_sftp_posix_rename_sync(struct ph_sftp *s, const char *from, const char *to);
+
+/* statvfs@openssh.com of the file system holding path: fragment size,
+ * blocks, blocks available to the user, longest name. */
+struct ph_sftp_statvfs {
+	uint64_t frsize, blocks, bavail, namemax;
+};
+int ph_sftp_statvfs_sync(struct ph_sftp *s, const char *path, struct ph_sftp_statvfs *st);
+
 /* Runs the pump until *flag becomes nonzero. */
 int ph_sftp_wait(struct ph_sftp *s, const int *flag);
 

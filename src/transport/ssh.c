@@ -29,6 +29,8 @@ struct ph_ssh {
 	struct ssh_callbacks_struct cb;
 	phsync_prompt_fn prompt;
 	void *prompt_arg;
+	const struct ph_ssh_params *p; /* during ph_ssh_connect only */
+	struct ph_ssh_info info;
 	char host[256];
 };
 
@@ -89,6 +91,8 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 	if (fingerprint(ssh->sess, fp, sizeof(fp), &ktype) != 0)
 		return ph_err(ssh->ctx, PHSYNC_EHOSTKEY, "%s: cannot read the server's host key",
 		              ssh->host);
+	snprintf(ssh->info.fp, sizeof(ssh->info.fp), "%s", fp);
+	snprintf(ssh->info.key_type, sizeof(ssh->info.key_type), "%s", ktype ? ktype : "?");
 	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
 	st = ssh_session_is_known_server(ssh->sess);
 	switch (st) {
@@ -114,7 +118,12 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 	default:
 		break;
 	}
+	ssh->info.host_key_new = 1;
+	if (ssh->p->accept_fp != NULL && strcmp(ssh->p->accept_fp, fp) == 0)
+		goto accepted; /* the user said yes to this key earlier in this run */
 	ph_sshconf_get(config, ssh->host, "StrictHostKeyChecking", strict, sizeof(strict));
+	if (ssh->p->ask_host_key)
+		snprintf(strict, sizeof(strict), "ask"); /* pairing is the user's explicit yes */
 	/* ssh_config(5): yes|true never adds a key; no|off|false and
 	 * accept-new add an unknown one; ask (the default) asks. */
 	if (strcasecmp(strict, "accept-new") == 0 || strcasecmp(strict, "no") == 0 ||
@@ -143,7 +152,8 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		            ssh->host, ktype, fp);
 		goto out;
 	}
-	if (ssh_session_update_known_hosts(ssh->sess) != SSH_OK) {
+accepted:
+	if (!ssh->p->defer_host_key && ssh_session_update_known_hosts(ssh->sess) != SSH_OK) {
 		rc = ph_err(ssh->ctx, PHSYNC_EHOSTUNKNOWN, "%s: cannot record the host key in %s: %s",
 		            ssh->host, kh ? kh : "known_hosts", ssh_get_error(ssh->sess));
 		goto out;
@@ -157,7 +167,7 @@ out:
 static int
 auth_password(struct ph_ssh *ssh, int methods)
 {
-	char buf[512], q[300];
+	char buf[512], q[640];
 	char *user = NULL;
 	int rc = SSH_AUTH_DENIED;
 
@@ -194,21 +204,60 @@ auth_password(struct ph_ssh *ssh, int methods)
 				wipe(buf, sizeof(buf));
 			}
 		}
-		if (rc == SSH_AUTH_SUCCESS)
+		if (rc == SSH_AUTH_SUCCESS) {
+			ssh->info.auth_method = SSH_AUTH_METHOD_INTERACTIVE;
 			return rc;
+		}
 	}
 	if (methods & SSH_AUTH_METHOD_PASSWORD) {
+		int tries = ssh->p->password_tries > 0 ? ssh->p->password_tries : 1;
+
 		ssh_options_get(ssh->sess, SSH_OPTIONS_USER, &user);
 		snprintf(q, sizeof(q), "%s@%s's password: ", user ? user : "", ssh->host);
 		ssh_string_free_char(user);
-		if (ssh->prompt(q, 0, buf, sizeof(buf), ssh->prompt_arg) != 0) {
+		while (tries-- > 0) {
+			if (ssh->prompt(q, 0, buf, sizeof(buf), ssh->prompt_arg) != 0) {
+				wipe(buf, sizeof(buf));
+				return SSH_AUTH_DENIED;
+			}
+			rc = ssh_userauth_password(ssh->sess, NULL, buf);
 			wipe(buf, sizeof(buf));
-			return SSH_AUTH_DENIED;
+			if (rc != SSH_AUTH_DENIED && rc != SSH_AUTH_PARTIAL)
+				break;
+			if (tries > 0) {
+				/* Says why the same question comes back. */
+				ssh_options_get(ssh->sess, SSH_OPTIONS_USER, &user);
+				snprintf(q, sizeof(q), "Permission denied, please try again.\n%s@%s's password: ",
+				         user ? user : "", ssh->host);
+				ssh_string_free_char(user);
+			}
 		}
-		rc = ssh_userauth_password(ssh->sess, NULL, buf);
-		wipe(buf, sizeof(buf));
+		if (rc == SSH_AUTH_SUCCESS)
+			ssh->info.auth_method = SSH_AUTH_METHOD_PASSWORD;
 	}
 	return rc;
+}
+
+/* Logs in with the one key file p->identity (pair's check that the key
+ * it installed works, as a later sync will use it). */
+static int
+auth_key_only(struct ph_ssh *ssh)
+{
+	ssh_key key = NULL;
+	int rc;
+
+	if (ssh_pki_import_privkey_file(ssh->p->identity, NULL, auth_cb, ssh, &key) != SSH_OK)
+		return ph_err(ssh->ctx, PHSYNC_EAUTH, "%s: cannot read the key %s", ssh->host,
+		              ssh->p->identity);
+	rc = ssh_userauth_publickey(ssh->sess, NULL, key);
+	ssh_key_free(key);
+	if (rc == SSH_AUTH_SUCCESS) {
+		ssh->info.auth_method = SSH_AUTH_METHOD_PUBLICKEY;
+		return 0;
+	}
+	return ph_err(ssh->ctx, PHSYNC_EAUTH, "%s: the server does not accept the key %s%s%s",
+	              ssh->host, ssh->p->identity, rc == SSH_AUTH_ERROR ? ": " : "",
+	              rc == SSH_AUTH_ERROR ? ssh_get_error(ssh->sess) : "");
 }
 
 static int
@@ -222,11 +271,16 @@ authenticate(struct ph_ssh *ssh)
 	if (rc == SSH_AUTH_ERROR)
 		goto fail;
 	methods = ssh_userauth_list(ssh->sess, NULL);
+	ssh->info.methods = methods;
+	if (ssh->p->key_only)
+		return auth_key_only(ssh);
 	if (methods & SSH_AUTH_METHOD_PUBLICKEY) {
 		/* The agent first, then the IdentityFiles (passphrase via auth_cb). */
 		rc = ssh_userauth_publickey_auto(ssh->sess, NULL, NULL);
-		if (rc == SSH_AUTH_SUCCESS)
+		if (rc == SSH_AUTH_SUCCESS) {
+			ssh->info.auth_method = SSH_AUTH_METHOD_PUBLICKEY;
 			return 0;
+		}
 		if (rc == SSH_AUTH_ERROR)
 			goto fail;
 	}
@@ -236,7 +290,10 @@ authenticate(struct ph_ssh *ssh)
 fail:
 	return ph_err(ssh->ctx, PHSYNC_EAUTH,
 	              "%s: authentication failed (tried: agent and key files%s)%s%s",
-	              ssh->host, ssh->prompt ? ", password" : "; no terminal for a password",
+	              ssh->host,
+	              !(ssh->info.methods & (SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_INTERACTIVE)) ?
+	              "; the server accepts no password" :
+	              ssh->prompt ? ", password" : "; no terminal for a password",
 	              rc == SSH_AUTH_ERROR ? ": " : "",
 	              rc == SSH_AUTH_ERROR ? ssh_get_error(ssh->sess) : "");
 }
@@ -366,6 +423,7 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 	if ((ssh = calloc(1, sizeof(*ssh))) == NULL)
 		return PHSYNC_ENOMEM;
 	ssh->ctx = ctx;
+	ssh->p = p;
 	ssh->prompt = p->prompt;
 	ssh->prompt_arg = p->prompt_arg;
 	snprintf(ssh->host, sizeof(ssh->host), "%s", p->host);
@@ -405,6 +463,10 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		goto out;
 	if (p->user != NULL)
 		ssh_options_set(ssh->sess, SSH_OPTIONS_USER, p->user);
+	if (p->port != 0)
+		ssh_options_set(ssh->sess, SSH_OPTIONS_PORT, &p->port);
+	if (p->identity != NULL && !p->key_only && access(p->identity, R_OK) == 0)
+		ssh_options_set(ssh->sess, SSH_OPTIONS_ADD_IDENTITY, p->identity);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_NODELAY, &yes);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &timeout);
 	if (ph_sshconf_get(p->config, p->host, "Ciphers", val, sizeof(val)) == 0 &&
@@ -421,13 +483,20 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		            ssh_get_error(ssh->sess));
 		goto out;
 	}
+	snprintf(ssh->info.banner, sizeof(ssh->info.banner), "%s",
+	         ssh_get_serverbanner(ssh->sess) ? ssh_get_serverbanner(ssh->sess) : "");
 	if ((rc = check_host_key(ssh, p->config)) != 0)
 		goto out;
 	if ((rc = authenticate(ssh)) != 0)
 		goto out;
+	if (p->info != NULL)
+		*p->info = ssh->info;
+	ssh->p = NULL;
 	*out = ssh;
 	return 0;
 out:
+	if (p->info != NULL)
+		*p->info = ssh->info;
 	ph_ssh_free(ssh);
 	return rc;
 }
@@ -582,4 +651,63 @@ ph_ssh_free(struct ph_ssh *ssh)
 		ssh_free(ssh->sess);
 	}
 	free(ssh);
+}
+
+int
+ph_ssh_record_host_key(struct ph_ssh *ssh)
+{
+	if (ssh_session_update_known_hosts(ssh->sess) != SSH_OK)
+		return ph_err(ssh->ctx, PHSYNC_EIO, "%s: cannot record the host key: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	return 0;
+}
+
+int
+ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *status)
+{
+	ssh_channel ch = ssh_channel_new(ssh->sess);
+	size_t n = 0;
+	char buf[4096];
+	int rc = 0, r;
+
+	*status = -1;
+	if (outlen > 0)
+		out[0] = '\0';
+	if (ch == NULL || ssh_channel_open_session(ch) != SSH_OK) {
+		rc = ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s", ssh->host,
+		            ssh_get_error(ssh->sess));
+		goto out;
+	}
+	if (ssh_channel_request_exec(ch, cmd) != SSH_OK) {
+		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
+		            ssh->host, ssh_get_error(ssh->sess));
+		goto out;
+	}
+	/* Bounded by the session's timeout per read; output past outlen is
+	 * read and dropped so the command can finish. */
+	while ((r = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 30000)) > 0) {
+		size_t k = (size_t)r;
+
+		if (outlen > 0 && n + 1 < outlen) {
+			size_t room = outlen - 1 - n;
+
+			memcpy(out + n, buf, k < room ? k : room);
+			n += k < room ? k : room;
+			out[n] = '\0';
+		}
+	}
+	if (r < 0 && r != SSH_EOF) {
+		rc = ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		            ssh_get_error(ssh->sess));
+		goto out;
+	}
+	ssh_channel_send_eof(ch);
+	*status = ssh_channel_get_exit_status(ch);
+out:
+	if (ch != NULL) {
+		if (ssh_channel_is_open(ch))
+			ssh_channel_close(ch);
+		ssh_channel_free(ch);
+	}
+	return rc;
 }

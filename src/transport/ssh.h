@@ -16,6 +16,29 @@ struct ph_ssh_params {
 	void *prompt_arg;
 	int verbosity;           /* libssh log level */
 	unsigned timeout_s;      /* connect timeout */
+	/* For pair and doctor (all 0 for a sync): */
+	unsigned port;           /* nonzero: this port, whatever the config says */
+	const char *identity;    /* a private key file tried before the others */
+	int key_only;            /* authenticate with identity alone (no agent,
+	                            no other key, no password) */
+	int ask_host_key;        /* an unknown host key is asked about (with a
+	                            prompt) whatever StrictHostKeyChecking says */
+	int defer_host_key;      /* an accepted unknown key is not written to
+	                            known_hosts (ph_ssh_record_host_key does) */
+	const char *accept_fp;   /* an unknown key with this SHA256 fingerprint
+	                            was accepted earlier in this run */
+	int password_tries;      /* password prompts before giving up (0: 1) */
+	struct ph_ssh_info *info;/* filled as far as the connection got */
+};
+
+/* What a connection learnt, also when it failed part way. */
+struct ph_ssh_info {
+	char banner[128];        /* the server's version string */
+	char key_type[32];       /* host key type, e.g. "ssh-ed25519" */
+	char fp[128];            /* host key SHA256 fingerprint */
+	int host_key_new;        /* the key was not in known_hosts */
+	int methods;             /* SSH_AUTH_METHOD_* bits the server offered */
+	int auth_method;         /* the bit that logged in (0: none / not yet) */
 };
 
 /* Connects, verifies the host key against known_hosts and authenticates.
@@ -32,6 +55,17 @@ void ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *ho
 
 /* The host as the user named it, for messages. */
 const char *ph_ssh_host(const struct ph_ssh *ssh);
+
+/* Writes the server's host key to known_hosts (after defer_host_key).
+ * Returns 0 or PHSYNC_EIO with the message in ctx. */
+int ph_ssh_record_host_key(struct ph_ssh *ssh);
+
+/* Runs cmd on the server (an exec channel) and collects up to outlen-1
+ * bytes of its standard output (terminated; the rest is read and dropped).
+ * *status is its exit status (-1 when the server sends none). Returns 0,
+ * or PHSYNC_EUNSUPPORTED when the server refuses to run commands, or
+ * PHSYNC_ECONNECT. */
+int ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *status);
 
 /* Closes the channel and the session; NULL is a no-op. */
 void ph_ssh_free(struct ph_ssh *ssh);

@@ -91,8 +91,10 @@ class Unavailable(Exception):
 # What a run must have: PHSYNC_REQUIRE=sshd,dropbear,... (CI sets it).  A test that would skip
 # for want of one of these fails instead.  Names: sshd, sftp-server (OpenSSH's), dropbear,
 # gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
-# (a private mount namespace), ssh-agent; "all" means every one of them.
-REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent")
+# (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
+# private mount namespace); "all" means every one of them.
+REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
+              "password")
 
 
 def required():
@@ -291,10 +293,17 @@ class SshServer:
                  folder bind-mounted over the login user's home, so the user's shell start-up
                  files (~/.bashrc, which Debian's bash reads for ssh commands) neither slow down
                  nor disturb the sessions; always on for Dropbear
+    password     (OpenSSH, root only) also accept this password for the login user, like a
+                 phone's server before pairing: sshd runs in a private mount namespace where a
+                 copy of /etc/shadow giving the user this password is bind-mounted over the real
+                 one (the system's files and users are never changed), the login user's home is
+                 the empty folder self.login_home (no .ssh: a fresh phone) and keys are read
+                 from ~/.ssh/authorized_keys there, as on a phone
     """
 
     def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
-                 statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False):
+                 statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False,
+                 password=None):
         if kind not in ("openssh", "dropbear"):
             raise ValueError(kind)
         self.kind = kind
@@ -304,7 +313,8 @@ class SshServer:
         self.sftp_user = sftp_user
         self.extra_sshd_config = list(extra_sshd_config)
         self.log_level = log_level
-        self.clean_home = clean_home or kind == "dropbear"
+        self.password = password
+        self.clean_home = clean_home or kind == "dropbear" or password is not None
         self._own_dir = statedir is None
         self.dir = statedir
         self.proc = None
@@ -329,6 +339,9 @@ class SshServer:
                 raise Unavailable("dropbear not installed (apt-get install dropbear-bin)", "dropbear")
             if os.geteuid() != 0:
                 raise Unavailable("the Dropbear harness needs root (private mount namespace)", "dropbear")
+        if self.password is not None and (self.kind != "openssh" or os.geteuid() != 0):
+            raise Unavailable("password logins need OpenSSH's sshd run as root (it reads the "
+                              "password from a private copy of /etc/shadow)", "password")
         if self.clean_home and os.geteuid() != 0:
             raise Unavailable("clean_home needs root (private mount namespace)", "root")
         if self.sftp_user and os.geteuid() != 0:
@@ -581,13 +594,14 @@ class SshServer:
             "ListenAddress 127.0.0.1",
             "HostKey %s" % self.host_key,
             "PidFile %s" % os.path.join(self.dir, "sshd.pid"),
-            "AuthorizedKeysFile %s" % self.authorized_keys,
+            "AuthorizedKeysFile %s" % (".ssh/authorized_keys" if self.password is not None
+                                       else self.authorized_keys),
             "StrictModes no",
             "UsePAM no",
             "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
+            "PasswordAuthentication %s" % ("yes" if self.password is not None else "no"),
             "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
+            "PermitRootLogin %s" % ("yes" if self.password is not None else "prohibit-password"),
             "UseDNS no",
             "PrintMotd no",
             "X11Forwarding no",
@@ -601,6 +615,11 @@ class SshServer:
 
     def _fake_home(self):
         fakehome = os.path.join(self.dir, "login-home")
+        self.login_home = fakehome
+        if self.password is not None:
+            os.makedirs(fakehome, exist_ok=True)
+            os.chmod(fakehome, 0o755)
+            return fakehome
         os.makedirs(os.path.join(fakehome, ".ssh"), exist_ok=True)
         os.chmod(fakehome, 0o755)
         os.chmod(os.path.join(fakehome, ".ssh"), 0o700)
@@ -614,6 +633,8 @@ class SshServer:
         for Dropbear, our sftp command over its compiled-in sftp-server path)."""
         home = pwd.getpwuid(os.geteuid()).pw_dir
         script = 'set -e; mount --bind "$1" "$2"; '
+        if self.password is not None:
+            script += 'mount --bind "%s" /etc/shadow; ' % self._shadow()
         args = [self._fake_home(), home]
         if sftp_wrapper:
             script += 'mount --bind "$3" "%s"; ' % os.path.realpath(DROPBEAR_SFTP_PATH)
@@ -623,6 +644,33 @@ class SshServer:
         script += 'shift 3; exec "$@"'
         return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
                 "sh"] + args + argv
+
+    def _shadow(self):
+        """A copy of /etc/shadow in which the login user's password is self.password."""
+        try:
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import crypt
+            hashed = crypt.crypt(self.password, crypt.mksalt(crypt.METHOD_SHA512))
+        except ImportError:  # Python 3.13 has no crypt module
+            hashed = subprocess.run(["openssl", "passwd", "-6", "-stdin"], check=True,
+                                    input=self.password.encode(),
+                                    stdout=subprocess.PIPE).stdout.decode().strip()
+        out = []
+        with open("/etc/shadow") as f:
+            for line in f:
+                fields = line.rstrip("\n").split(":")
+                if fields[0] == self.user and len(fields) >= 5:
+                    fields[1] = hashed
+                    fields[2:5] = ["19000", "0", "99999"]  # no expiry, no forced change
+                    line = ":".join(fields) + "\n"
+                out.append(line)
+        path = os.path.join(self.dir, "shadow")
+        with open(path, "w") as f:
+            f.write("".join(out))
+        os.chmod(path, 0o600)
+        return path
 
     def _dropbear_argv(self):
         wrapper = None

@@ -1,0 +1,336 @@
+/* phsync_doctor(): what works on a pair, one check at a time; see
+ * include/phsync/pair.h. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libssh/libssh.h>
+
+#include "phsync/pair.h"
+#include "ctx.h"
+#include "sftp.h"
+#include "ssh.h"
+
+/* An odd second: a FAT file system, which keeps 2 s steps, cannot keep it. */
+#define PROBE_MTIME 1500000001u
+
+struct doctor {
+	const struct phsync_doctor_options *o;
+	int skipping;            /* a check failed: the rest are skipped */
+	const char *why;         /* which one */
+};
+
+static void
+report(struct doctor *d, const char *name, enum phsync_check_status st, const char *value,
+       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void
+report(struct doctor *d, const char *name, enum phsync_check_status st, const char *value,
+       const char *fmt, ...)
+{
+	struct phsync_check c;
+	char raw[1400], detail[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	phsync_escape(detail, sizeof(detail), raw);
+	c.name = name;
+	c.status = st;
+	c.detail = detail;
+	c.value = value ? value : "";
+	if (st == PHSYNC_CHECK_FAIL && !d->skipping) {
+		d->skipping = 1;
+		d->why = name;
+	}
+	if (d->o->on_check != NULL)
+		d->o->on_check(&c, d->o->check_arg);
+}
+
+static void
+skip(struct doctor *d, const char *name)
+{
+	report(d, name, PHSYNC_CHECK_SKIP, "", "not checked (%s failed)", d->why);
+}
+
+/* The SFTP extensions a sync uses, and what it does without each. */
+static void
+check_extensions(struct doctor *d, struct ph_sftp *s)
+{
+	static const struct {
+		uint32_t bit;
+		const char *name, *without;
+	} ext[] = {
+		{ PH_EXT_POSIX_RENAME, "posix-rename", "replacing a file takes an aside copy" },
+		{ PH_EXT_FSYNC, "fsync", "pushed files are not flushed to the phone's storage" },
+		{ PH_EXT_COPY_DATA, "copy-data", "no server-side copy for delta pushes" },
+		{ PH_EXT_LIMITS, "limits", "32 KiB requests" },
+		{ PH_EXT_STATVFS, "statvfs", "free space unknown" },
+		{ PH_EXT_HARDLINK, "hardlink", NULL },
+	};
+	uint32_t have = ph_sftp_exts(s);
+	char list[256] = "", missing[512] = "";
+	size_t i;
+
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		char *dst = (have & ext[i].bit) ? list : missing;
+		size_t cap = (have & ext[i].bit) ? sizeof(list) : sizeof(missing);
+
+		if (!(have & ext[i].bit) && ext[i].without == NULL)
+			continue;
+		snprintf(dst + strlen(dst), cap - strlen(dst), "%s%s", dst[0] ? (dst == list ? "," : "; ") : "",
+		         ext[i].name);
+		if (!(have & ext[i].bit))
+			snprintf(dst + strlen(dst), cap - strlen(dst), " (%s)", ext[i].without);
+	}
+	if (have & PH_EXT_LIMITS)
+		report(d, "extensions", missing[0] ? PHSYNC_CHECK_WARN : PHSYNC_CHECK_OK, list,
+		       "%s; reads %" PRIu32 " and writes %" PRIu32 " bytes a request%s%s",
+		       list, ph_sftp_max_read(s), ph_sftp_max_write(s), missing[0] ? "; missing: " : "",
+		       missing);
+	else
+		report(d, "extensions", missing[0] ? PHSYNC_CHECK_WARN : PHSYNC_CHECK_OK, list,
+		       "%s%s%s", list[0] ? list : "none", missing[0] ? "; missing: " : "", missing);
+}
+
+static void
+check_exec(struct doctor *d, struct ph_ssh *ssh)
+{
+	char out[1024], *nl, path[1024] = "";
+	int status = -1, rc;
+
+	rc = ph_ssh_exec(ssh, "echo phsync-doctor-exec; command -v phsync", out, sizeof(out), &status);
+	if (rc != 0 || strncmp(out, "phsync-doctor-exec\n", 19) != 0) {
+		report(d, "exec", PHSYNC_CHECK_WARN, "", "the server runs no commands (%s): SFTP only, "
+		       "no helper; syncs work, deltas only on push",
+		       rc != 0 ? phsync_strerror(rc) : "no answer");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s", out + 19);
+	if ((nl = strchr(path, '\n')) != NULL)
+		*nl = '\0';
+	if (path[0] == '/')
+		report(d, "exec", PHSYNC_CHECK_OK, path, "commands run; phsync is there (%s): the "
+		       "helper is possible", path);
+	else
+		report(d, "exec", PHSYNC_CHECK_OK, "", "commands run; no phsync on the remote's PATH "
+		       "(install it there for the helper)");
+}
+
+/* Times, case and a file written: one temp file in dir, removed after. */
+static void
+check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
+{
+	char name[1200], other[1200], rnd[9];
+	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = 0600 }, got;
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen = 0;
+	unsigned v = (unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u;
+	size_t i, base;
+	int rc, created;
+
+	for (i = 0; i < 8; i++, v >>= 4)
+		rnd[i] = "0123456789abcdef"[v & 15];
+	rnd[8] = '\0';
+	snprintf(name, sizeof(name), "%s%s.phsync-doctor-%s.Case", dir,
+	         dir[strlen(dir) - 1] == '/' ? "" : "/", rnd);
+	rc = ph_sftp_open_sync(s, name, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a, h, &hlen);
+	created = rc == 0;
+	if (rc == 0) {
+		rc = ph_sftp_write_sync(s, h, hlen, 0, "phsync doctor\n", 14);
+		if (ph_sftp_close_sync(s, h, hlen) != 0 && rc == 0)
+			rc = PHSYNC_EREMOTE;
+	}
+	if (rc != 0) {
+		report(d, "times", PHSYNC_CHECK_WARN, "", "cannot tell: cannot write a file in %s (%s): "
+		       "pushes there will fail", dir, phsync_strerror(rc));
+		report(d, "case", PHSYNC_CHECK_WARN, "", "cannot tell (no file could be written)");
+		if (created)
+			ph_sftp_remove_sync(s, name);
+		return;
+	}
+	a.flags = PH_ATTR_ACMODTIME;
+	a.atime = a.mtime = PROBE_MTIME;
+	rc = ph_sftp_setstat_sync(s, name, &a);
+	if (rc != 0)
+		report(d, "times", PHSYNC_CHECK_WARN, "refused", "the server refuses to set times "
+		       "(%s): phsync records the times the phone keeps instead", phsync_strerror(rc));
+	else if (ph_sftp_stat_sync(s, 1, name, &got) != 0 || !(got.flags & PH_ATTR_ACMODTIME))
+		report(d, "times", PHSYNC_CHECK_WARN, "ignored", "times were set but cannot be read "
+		       "back");
+	else if (got.mtime == PROBE_MTIME)
+		report(d, "times", PHSYNC_CHECK_OK, "exact", "times can be set (to the second)");
+	else if (got.mtime + 1 == PROBE_MTIME || got.mtime == PROBE_MTIME + 1)
+		report(d, "times", PHSYNC_CHECK_WARN, "2s", "times are kept in 2-second steps "
+		       "(FAT/exFAT storage): use --modify-window 2");
+	else
+		report(d, "times", PHSYNC_CHECK_WARN, "ignored", "a time set is not kept (asked %u, "
+		       "kept %" PRIu32 "): phsync records the times the phone keeps",
+		       PROBE_MTIME, got.mtime);
+
+	/* The same name in the other case: found means the folder ignores case. */
+	snprintf(other, sizeof(other), "%s", name);
+	base = strlen(name) - strlen(rnd) - strlen(".phsync-doctor-.Case");
+	for (i = base; other[i]; i++) {
+		char c = other[i];
+
+		if (c >= 'a' && c <= 'z')
+			other[i] = (char)(c - 'a' + 'A');
+		else if (c >= 'A' && c <= 'Z')
+			other[i] = (char)(c - 'A' + 'a');
+	}
+	rc = ph_sftp_stat_sync(s, 1, other, &got);
+	if (rc == 0 && (got.flags & PH_ATTR_SIZE) && got.size == 14)
+		report(d, "case", PHSYNC_CHECK_OK, "insensitive", "%s ignores case (names differing "
+		       "only by case are kept apart as NAME (N).EXT)", dir);
+	else if (rc == PHSYNC_ENOENT || rc == 0)
+		report(d, "case", PHSYNC_CHECK_OK, "sensitive", "%s is case-sensitive", dir);
+	else
+		report(d, "case", PHSYNC_CHECK_WARN, "", "cannot tell (%s)", phsync_strerror(rc));
+	if ((rc = ph_sftp_remove_sync(s, name)) != 0)
+		report(d, "cleanup", PHSYNC_CHECK_WARN, "", "cannot remove the test file %s (%s)", name,
+		       phsync_strerror(rc));
+}
+
+static void
+check_space(struct doctor *d, struct ph_sftp *s, const char *dir)
+{
+	struct ph_sftp_statvfs st;
+	char v[32];
+	int rc = ph_sftp_statvfs_sync(s, dir, &st);
+
+	if (rc == PHSYNC_EUNSUPPORTED) {
+		report(d, "free_space", PHSYNC_CHECK_WARN, "", "unknown: the server does not offer "
+		       "statvfs@openssh.com");
+		return;
+	}
+	if (rc != 0) {
+		report(d, "free_space", PHSYNC_CHECK_WARN, "", "unknown (%s)", phsync_strerror(rc));
+		return;
+	}
+	snprintf(v, sizeof(v), "%" PRIu64, st.bavail * st.frsize);
+	report(d, "free_space", PHSYNC_CHECK_OK, v, "%.1f GB free of %.1f GB in %s",
+	       (double)st.bavail * (double)st.frsize / 1e9,
+	       (double)st.blocks * (double)st.frsize / 1e9, dir);
+}
+
+int
+phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_options *o)
+{
+	struct doctor d = { o, 0, "" };
+	struct ph_ssh_params sp;
+	struct ph_ssh_info info;
+	struct ph_ssh *ssh = NULL;
+	struct ph_sftp *sftp = NULL;
+	struct ph_sftp_attrs a;
+	struct ph_chan chan;
+	char *user = NULL, *host = NULL, *dir = NULL, hostport[300], who[300];
+	char uname[256], hname[256];
+	unsigned port = 0;
+	int rc;
+
+	ctx->err[0] = '\0';
+	if (strchr(remote, ':') != NULL && remote[0] != '[') {
+		if (phsync_parse_remote(remote, &user, &host, &dir) != 0)
+			return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST or HOST:DIR", remote);
+	} else {
+		const char *at = strchr(remote, '@');
+
+		user = at ? strndup(remote, (size_t)(at - remote)) : NULL;
+		host = strdup(at ? at + 1 : remote);
+		dir = strdup(".");
+		if (host == NULL || dir == NULL || (at && user == NULL)) {
+			rc = PHSYNC_ENOMEM;
+			goto out;
+		}
+	}
+	if (dir[0] == '\0') {
+		free(dir);
+		if ((dir = strdup(".")) == NULL) {
+			rc = PHSYNC_ENOMEM;
+			goto out;
+		}
+	}
+	memset(&sp, 0, sizeof(sp));
+	memset(&info, 0, sizeof(info));
+	sp.user = user;
+	sp.host = host;
+	sp.config = o->ssh_config;
+	sp.verbosity = o->ssh_verbosity;
+	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
+	sp.info = &info;
+	rc = ph_ssh_connect(ctx, &sp, &ssh);
+	if (rc == PHSYNC_ECONNECT || rc == PHSYNC_EINVAL) {
+		report(&d, "reachable", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
+	} else {
+		snprintf(hostport, sizeof(hostport), "%s", host);
+		report(&d, "reachable", PHSYNC_CHECK_OK, hostport, "%s answers: %s", host, info.banner);
+		if (rc == PHSYNC_EHOSTKEY || rc == PHSYNC_EHOSTUNKNOWN)
+			report(&d, "host_key", PHSYNC_CHECK_FAIL, info.fp, "%s", phsync_ctx_error(ctx));
+		else
+			report(&d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts",
+			       info.key_type, info.fp);
+	}
+	if (d.skipping && strcmp(d.why, "reachable") == 0)
+		skip(&d, "host_key");
+	if (rc == PHSYNC_EAUTH)
+		report(&d, "key_login", PHSYNC_CHECK_FAIL, "", "%s (a sync cannot ask for a "
+		       "password: run phsync pair)", phsync_ctx_error(ctx));
+	else if (rc != 0)
+		skip(&d, "key_login");
+	else {
+		ph_ssh_identity(ssh, uname, sizeof(uname), hname, sizeof(hname), &port);
+		snprintf(who, sizeof(who), "%s", uname);
+		report(&d, "key_login", PHSYNC_CHECK_OK, who, "logged in as %s on %s port %u without "
+		       "a password", uname, hname, port);
+	}
+	if (rc == 0) {
+		rc = ph_ssh_open_sftp(ssh, &chan);
+		if (rc == 0) {
+			chan.silence_ms = (int)sp.timeout_s * 1000;
+			rc = ph_sftp_new(ctx, &chan, &sftp);
+		}
+		if (rc != 0)
+			report(&d, "sftp", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
+		else
+			report(&d, "sftp", PHSYNC_CHECK_OK, "3", "SFTP version 3");
+	}
+	if (rc != 0) {
+		static const char *const rest[] = { "sftp", "extensions", "exec", "folder", "times",
+		                                    "case", "free_space" };
+		size_t i = ssh != NULL ? 1 : 0; /* sftp itself was reported */
+
+		for (; i < sizeof(rest) / sizeof(rest[0]); i++)
+			skip(&d, rest[i]);
+		goto out;
+	}
+	check_extensions(&d, sftp);
+	check_exec(&d, ssh);
+	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
+	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)
+		rc = PHSYNC_ENOTDIR;
+	if (rc != 0) {
+		report(&d, "folder", PHSYNC_CHECK_FAIL, dir, "%s: %s", dir, phsync_strerror(rc));
+		skip(&d, "times");
+		skip(&d, "case");
+		skip(&d, "free_space");
+		rc = ph_err(ctx, rc, "%s: %s", dir, phsync_strerror(rc));
+		goto out;
+	}
+	report(&d, "folder", PHSYNC_CHECK_OK, dir, "%s is a folder", dir);
+	check_folder_probe(&d, sftp, dir);
+	check_space(&d, sftp, dir);
+	rc = 0;
+out:
+	ph_sftp_free(sftp);
+	ph_ssh_free(ssh);
+	free(user);
+	free(host);
+	free(dir);
+	return rc;
+}

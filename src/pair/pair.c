@@ -1,0 +1,902 @@
+/* phsync_pair(): a phone set up for key login in one command; see
+ * include/phsync/pair.h and docs/ARCHITECTURE.md ("Pairing"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libssh/libssh.h>
+
+#include "phsync/pair.h"
+#include "buf.h"
+#include "ctx.h"
+#include "sftp.h"
+#include "ssh.h"
+#include "sshconf.h"
+
+#define MAX_AUTH_KEYS (1u << 20) /* a bigger authorized_keys is refused */
+#define PROBE_MS 3000
+
+const unsigned phsync_pair_ports[] = { 8022, 2222, 22, 0 };
+
+struct pairing {
+	phsync_ctx *ctx;
+	const struct phsync_pair_options *o;
+	struct phsync_pair_result *res;
+	char home[1024];
+	char config[1200];
+	char key[1200];
+	char pub[2048];           /* "TYPE BASE64 COMMENT" */
+	int config_has_host;      /* a Host line names o->name exactly */
+	unsigned config_port;     /* and the port it gives (a re-run probes none) */
+};
+
+static void
+note(struct pairing *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+note(struct pairing *pg, const char *fmt, ...)
+{
+	char msg[1400];
+	va_list ap;
+
+	if (pg->o->on_note == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pg->o->on_note(msg, pg->o->note_arg);
+}
+
+/* $HOME as ph_sshconf_get reads it, else the password database's. */
+static void
+home_dir(char *out, size_t len)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+
+	if ((h == NULL || h[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
+		h = pw->pw_dir;
+	snprintf(out, len, "%s", h ? h : "/");
+}
+
+static int
+name_ok(const char *s)
+{
+	const char *p;
+
+	if (s == NULL || s[0] == '\0' || s[0] == '-' || strlen(s) > 200)
+		return 0;
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("._-", *p)))
+			return 0;
+	return 1;
+}
+
+static int
+address_ok(const char *s)
+{
+	const char *p;
+
+	if (s == NULL || s[0] == '\0' || s[0] == '-' || strlen(s) > 253)
+		return 0;
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr(".-_:%", *p)))
+			return 0;
+	return 1;
+}
+
+/* Reads a whole small local file into a NUL-terminated buffer. Returns 0,
+ * PHSYNC_ENOENT, or another PHSYNC_E*. */
+static int
+slurp(const char *path, char **out, size_t *len, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return ph_err_from_errno(errno);
+	for (;;) {
+		if (n + 4096 + 1 > cap) {
+			char *nb;
+
+			if (cap > max) {
+				free(buf);
+				close(fd);
+				return PHSYNC_ENOMEM;
+			}
+			cap = cap ? cap * 2 : 8192;
+			if ((nb = realloc(buf, cap)) == NULL) {
+				free(buf);
+				close(fd);
+				return PHSYNC_ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			free(buf);
+			close(fd);
+			return ph_err_from_errno(e);
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* Does a Host line of the config name name exactly (not through a
+ * pattern)? Include files are not followed. */
+static int
+config_has_host(const char *config, const char *name)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len;
+	int found = 0;
+
+	if (slurp(config, &text, &len, 4u << 20) != 0)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+		char *p = line, *tok, *s2 = NULL;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncasecmp(p, "host", 4) != 0 || (p[4] != ' ' && p[4] != '\t' && p[4] != '='))
+			continue;
+		for (tok = strtok_r(p + 5, " \t=\r", &s2); tok; tok = strtok_r(NULL, " \t\r", &s2)) {
+			if (tok[0] == '#')
+				break;
+			if (strcmp(tok, name) == 0)
+				found = 1;
+		}
+	}
+	free(text);
+	return found;
+}
+
+/* Host NAME already there: pointing where we pair (then nothing to add),
+ * or elsewhere (refused: it is the user's). */
+static int
+check_existing(struct pairing *pg)
+{
+	const struct phsync_pair_options *o = pg->o;
+	char hn[256] = "", port[16] = "", user[256] = "";
+
+	pg->config_has_host = config_has_host(pg->config, o->name);
+	if (!pg->config_has_host)
+		return 0;
+	ph_sshconf_get(pg->config, o->name, "HostName", hn, sizeof(hn));
+	ph_sshconf_get(pg->config, o->name, "Port", port, sizeof(port));
+	ph_sshconf_get(pg->config, o->name, "User", user, sizeof(user));
+	if (strcasecmp(hn[0] ? hn : o->name, o->address) != 0 ||
+	    (o->port != 0 && (unsigned)atoi(port[0] ? port : "22") != o->port) ||
+	    (o->user != NULL && strcmp(user, o->user) != 0))
+		return ph_err(pg->ctx, PHSYNC_EREFUSED,
+		              "%s already has a 'Host %s' for %s@%s port %s: choose another name, "
+		              "or remove that block and run again", pg->config, o->name,
+		              user[0] ? user : "(login name)", hn[0] ? hn : o->name,
+		              port[0] ? port : "22");
+	pg->config_port = (unsigned)atoi(port[0] ? port : "22");
+	return 0;
+}
+
+/* Connects to address:port and reads the server's version line. Returns 1
+ * when an SSH server answered (banner filled), 0 otherwise. */
+static int
+probe_port(const char *address, unsigned port, char *banner, size_t blen)
+{
+	struct addrinfo hints, *ai = NULL, *a;
+	char ps[16];
+	int ok = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(ps, sizeof(ps), "%u", port);
+	if (getaddrinfo(address, ps, &hints, &ai) != 0)
+		return 0;
+	for (a = ai; a && !ok; a = a->ai_next) {
+		int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		                a->ai_protocol);
+		struct pollfd pfd;
+		char buf[256];
+		size_t n = 0;
+
+		if (fd < 0)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)
+			goto next;
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		/* The server speaks first: its version line answers both "is
+		 * the port open" and "is it SSH". */
+		while (n + 1 < sizeof(buf) && poll(&pfd, 1, PROBE_MS) == 1) {
+			ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+			buf[n] = '\0';
+			if (strchr(buf, '\n') != NULL)
+				break;
+		}
+		buf[n] = '\0';
+		if (strncmp(buf, "SSH-", 4) == 0) {
+			buf[strcspn(buf, "\r\n")] = '\0';
+			phsync_escape(banner, blen, buf);
+			ok = 1;
+		}
+next:
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	return ok;
+}
+
+/* The key pair: o->key_file, else the user's usual key, else the name of
+ * the one to make (~/.ssh/id_ed25519). */
+static void
+choose_key(struct pairing *pg)
+{
+	static const char *const usual[] = { "id_ed25519", "id_ecdsa", "id_rsa" };
+	char pub[1300];
+	size_t i;
+
+	if (pg->o->key_file != NULL) {
+		snprintf(pg->key, sizeof(pg->key), "%s", pg->o->key_file);
+		return;
+	}
+	for (i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
+		snprintf(pg->key, sizeof(pg->key), "%s/.ssh/%s", pg->home, usual[i]);
+		snprintf(pub, sizeof(pub), "%s.pub", pg->key);
+		if (access(pg->key, R_OK) == 0 && access(pub, R_OK) == 0)
+			return;
+	}
+	snprintf(pg->key, sizeof(pg->key), "%s/.ssh/id_ed25519", pg->home);
+}
+
+/* Writes len bytes to a new file (O_EXCL) with mode, fsync'ed. */
+static int
+write_new(phsync_ctx *ctx, const char *path, const char *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	size_t off = 0;
+
+	if (fd < 0)
+		return ph_err(ctx, ph_err_from_errno(errno), "cannot create %s: %s", path,
+		              strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto fail;
+		off += (size_t)w;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fd = -1;
+		goto fail;
+	}
+	return 0;
+fail:
+	{
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return ph_err(ctx, ph_err_from_errno(e), "cannot write %s: %s", path, strerror(e));
+	}
+}
+
+/* Makes the folder holding path (one level, 0700) when it is missing. */
+static int
+make_parent(phsync_ctx *ctx, const char *path)
+{
+	char dir[1200], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return ph_err(ctx, ph_err_from_errno(errno), "cannot make %s: %s", dir,
+		              strerror(errno));
+	return 0;
+}
+
+/* Makes an ed25519 key pair at pg->key (private 0600, no passphrase: a
+ * sync from cron or the watcher cannot ask for one; .pub 0644). */
+static int
+make_key(struct pairing *pg)
+{
+	ssh_key key = NULL;
+	char *priv = NULL, *b64 = NULL, pubpath[1300], host[128] = "", *line = NULL;
+	int rc;
+
+	if ((rc = make_parent(pg->ctx, pg->key)) != 0)
+		return rc;
+	if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &key) != SSH_OK ||
+	    ssh_pki_export_privkey_base64(key, NULL, NULL, NULL, &priv) != SSH_OK ||
+	    ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK) {
+		rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot make an ed25519 key");
+		goto out;
+	}
+	gethostname(host, sizeof(host) - 1);
+	if (asprintf(&line, "ssh-ed25519 %s phsync@%s\n", b64, host[0] ? host : "localhost") < 0) {
+		line = NULL;
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	snprintf(pubpath, sizeof(pubpath), "%s.pub", pg->key);
+	if ((rc = write_new(pg->ctx, pg->key, priv, strlen(priv), 0600)) != 0)
+		goto out;
+	if ((rc = write_new(pg->ctx, pubpath, line, strlen(line), 0644)) != 0) {
+		unlink(pg->key);
+		goto out;
+	}
+	pg->res->key_created = 1;
+	note(pg, "made the key %s (ed25519, no passphrase: add one with ssh-keygen -p -f %s "
+	     "and an ssh-agent if you like)", pg->key, pg->key);
+out:
+	if (priv != NULL) {
+		memset(priv, 0, strlen(priv));
+		ssh_string_free_char(priv);
+	}
+	ssh_string_free_char(b64);
+	free(line);
+	ssh_key_free(key);
+	return rc;
+}
+
+/* pg->pub from KEY.pub, else derived from the private key. */
+static int
+load_pub(struct pairing *pg)
+{
+	char pubpath[1300], *text = NULL, *b64 = NULL;
+	size_t len;
+	ssh_key priv = NULL, pub = NULL;
+	int rc;
+
+	snprintf(pubpath, sizeof(pubpath), "%s.pub", pg->key);
+	if (slurp(pubpath, &text, &len, 64 * 1024) == 0) {
+		text[strcspn(text, "\r\n")] = '\0';
+		snprintf(pg->pub, sizeof(pg->pub), "%s", text);
+		free(text);
+		if (strchr(pg->pub, ' ') != NULL)
+			return 0;
+		return ph_err(pg->ctx, PHSYNC_EINVAL, "%s is no public key", pubpath);
+	}
+	if (ssh_pki_import_privkey_file(pg->key, NULL, NULL, NULL, &priv) != SSH_OK ||
+	    ssh_pki_export_privkey_to_pubkey(priv, &pub) != SSH_OK ||
+	    ssh_pki_export_pubkey_base64(pub, &b64) != SSH_OK) {
+		rc = ph_err(pg->ctx, PHSYNC_EINVAL, "cannot read the key %s (and no %s)", pg->key,
+		            pubpath);
+	} else {
+		snprintf(pg->pub, sizeof(pg->pub), "%s %s phsync", ssh_key_type_to_char(ssh_key_type(pub)),
+		         b64);
+		rc = 0;
+	}
+	ssh_string_free_char(b64);
+	ssh_key_free(priv);
+	ssh_key_free(pub);
+	return rc;
+}
+
+/* Is the key blob (second field of pub) on a line of text? Lines may
+ * carry options before the key type, as sshd allows. */
+static int
+has_key(const char *text, const char *pub)
+{
+	const char *blob = strchr(pub, ' '), *p = text;
+	size_t bl;
+
+	if (blob == NULL)
+		return 0;
+	blob++;
+	bl = strcspn(blob, " ");
+	while ((p = strstr(p, blob)) != NULL) {
+		int before = p == text || p[-1] == ' ' || p[-1] == '\t';
+		char after = p[bl];
+
+		if (before && (after == '\0' || after == ' ' || after == '\t' || after == '\n' ||
+		               after == '\r'))
+			return 1;
+		p += bl;
+	}
+	return 0;
+}
+
+/* Reads a remote file of at most MAX_AUTH_KEYS bytes into *out (NUL
+ * terminated). */
+static int
+read_remote(struct ph_sftp *s, const char *path, uint64_t size, char **out)
+{
+	uint32_t step = ph_sftp_max_read(s);
+	uint64_t off = 0;
+	char *buf = malloc((size_t)size + 1);
+	int rc = 0;
+
+	if (buf == NULL)
+		return PHSYNC_ENOMEM;
+	while (off < size) {
+		uint32_t want = size - off < step ? (uint32_t)(size - off) : step, got = 0;
+		uint8_t *b = (uint8_t *)buf + off;
+
+		if ((rc = ph_sftp_read_ranges_sync(s, path, &off, &want, &b, &got, 1)) != 0)
+			break;
+		if (got == 0) {
+			size = off; /* shrank meanwhile */
+			break;
+		}
+		off += got;
+	}
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	buf[size] = '\0';
+	*out = buf;
+	return 0;
+}
+
+static void
+random_hex(char *out, size_t n)
+{
+	unsigned char b[16];
+	size_t i;
+
+	if (getentropy(b, sizeof(b)) != 0) {
+		unsigned v = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
+
+		for (i = 0; i < sizeof(b); i++, v = v * 1103515245u + 12345u)
+			b[i] = (unsigned char)(v >> 16);
+	}
+	for (i = 0; i + 1 < n && i / 2 < sizeof(b); i++)
+		out[i] = "0123456789abcdef"[(b[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+	out[i] = '\0';
+}
+
+/* Puts the new contents in place: posix-rename over the old file where
+ * offered, else the old one aside, the new one in, the old one removed
+ * (put back if the new one cannot go in). */
+static int
+replace_remote(struct ph_sftp *s, const char *tmp, const char *path, int existed)
+{
+	char aside[1300], rnd[17];
+	int rc;
+
+	if (!existed)
+		return ph_sftp_rename_sync(s, tmp, path);
+	if ((rc = ph_sftp_posix_rename_sync(s, tmp, path)) != PHSYNC_EUNSUPPORTED)
+		return rc;
+	random_hex(rnd, sizeof(rnd));
+	snprintf(aside, sizeof(aside), "%s.phsync-old-%s", path, rnd);
+	if ((rc = ph_sftp_rename_sync(s, path, aside)) != 0)
+		return rc;
+	if ((rc = ph_sftp_rename_sync(s, tmp, path)) != 0) {
+		ph_sftp_rename_sync(s, aside, path);
+		return rc;
+	}
+	ph_sftp_remove_sync(s, aside);
+	return 0;
+}
+
+/* The ssh-copy-id step over SFTP: the folder 0700 (made, or made private
+ * when others could write it), the key appended to the existing lines
+ * through a temp file 0600 and a rename; nothing written when it is there. */
+static int
+install_key(struct pairing *pg, struct ph_sftp *s)
+{
+	const char *path = pg->o->authorized_keys ? pg->o->authorized_keys : ".ssh/authorized_keys";
+	char dir[1100], tmp[1300], rnd[17], *old = NULL, *slash;
+	struct ph_sftp_attrs a, da;
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen = 0;
+	struct ph_buf nb = { NULL, 0, 0, MAX_AUTH_KEYS + 4096 };
+	int rc, existed;
+
+	if (strlen(path) >= sizeof(dir) - 40)
+		return ph_err(pg->ctx, PHSYNC_EINVAL, "authorized_keys path too long");
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		rc = ph_sftp_stat_sync(s, 1, dir, &da);
+		if (rc == PHSYNC_ENOENT) {
+			if ((rc = ph_sftp_mkdir_sync(s, dir, 0700)) != 0)
+				return ph_err(pg->ctx, rc, "cannot make %s on the phone: %s", dir,
+				              phsync_strerror(rc));
+			note(pg, "made %s on the phone (mode 700)", dir);
+		} else if (rc != 0) {
+			return ph_err(pg->ctx, rc, "%s on the phone: %s", dir, phsync_strerror(rc));
+		} else if ((da.flags & PH_ATTR_PERMISSIONS) && (da.perm & 0170000) != 0040000) {
+			return ph_err(pg->ctx, PHSYNC_ENOTDIR, "%s on the phone is not a folder", dir);
+		} else if ((da.flags & PH_ATTR_PERMISSIONS) && (da.perm & 022)) {
+			/* sshd's StrictModes ignores keys in a folder others can write. */
+			struct ph_sftp_attrs m = { .flags = PH_ATTR_PERMISSIONS, .perm = da.perm & 0755 };
+
+			if (ph_sftp_setstat_sync(s, dir, &m) == 0)
+				note(pg, "made %s on the phone writable only by its owner", dir);
+		}
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+	}
+	rc = ph_sftp_stat_sync(s, 1, path, &a);
+	existed = rc == 0;
+	if (rc != 0 && rc != PHSYNC_ENOENT)
+		return ph_err(pg->ctx, rc, "%s on the phone: %s", path, phsync_strerror(rc));
+	if (existed) {
+		if ((a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0100000)
+			return ph_err(pg->ctx, PHSYNC_EREFUSED, "%s on the phone is not a regular file "
+			              "(a link?); add the key by hand: %s", path, pg->pub);
+		if (!(a.flags & PH_ATTR_SIZE) || a.size > MAX_AUTH_KEYS)
+			return ph_err(pg->ctx, PHSYNC_EREFUSED, "%s on the phone is too big to edit",
+			              path);
+		if ((rc = read_remote(s, path, a.size, &old)) != 0)
+			return ph_err(pg->ctx, rc, "cannot read %s on the phone: %s", path,
+			              phsync_strerror(rc));
+		if (has_key(old, pg->pub)) {
+			free(old);
+			note(pg, "the key is already in %s on the phone", path);
+			return 0;
+		}
+	}
+	rc = 0;
+	if (old != NULL && old[0] != '\0') {
+		rc = ph_buf_put(&nb, old, strlen(old));
+		if (rc == 0 && old[strlen(old) - 1] != '\n')
+			rc = ph_buf_put_u8(&nb, '\n');
+	}
+	if (rc == 0)
+		rc = ph_buf_put(&nb, pg->pub, strlen(pg->pub));
+	if (rc == 0)
+		rc = ph_buf_put_u8(&nb, '\n');
+	free(old);
+	if (rc != 0)
+		goto out;
+	random_hex(rnd, sizeof(rnd));
+	snprintf(tmp, sizeof(tmp), "%s/.authorized_keys.phsync-%s", dir, rnd);
+	{
+		struct ph_sftp_attrs m = { .flags = PH_ATTR_PERMISSIONS, .perm = 0600 };
+
+		rc = ph_sftp_open_sync(s, tmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &m, h, &hlen);
+	}
+	if (rc != 0) {
+		rc = ph_err(pg->ctx, rc, "cannot create %s on the phone: %s", tmp, phsync_strerror(rc));
+		goto out;
+	}
+	rc = ph_sftp_write_sync(s, h, hlen, 0, nb.data, nb.len);
+	if (rc == 0 && (ph_sftp_exts(s) & PH_EXT_FSYNC))
+		rc = ph_sftp_fsync_sync(s, h, hlen);
+	{
+		int crc = ph_sftp_close_sync(s, h, hlen);
+
+		if (rc == 0)
+			rc = crc;
+	}
+	if (rc == 0)
+		rc = replace_remote(s, tmp, path, existed);
+	if (rc != 0) {
+		ph_sftp_remove_sync(s, tmp);
+		rc = ph_err(pg->ctx, rc, "cannot write %s on the phone: %s", path, phsync_strerror(rc));
+		goto out;
+	}
+	pg->res->key_installed = 1;
+	note(pg, "installed the key in %s on the phone", path);
+out:
+	ph_buf_free(&nb);
+	return rc;
+}
+
+/* The IdentityFile value: "~/..." when under the home ssh itself uses
+ * (the password database's), else the absolute path. */
+static void
+identity_value(struct pairing *pg, char *out, size_t len)
+{
+	struct passwd *pw = getpwuid(getuid());
+	char abs[1200];
+	size_t hl;
+
+	if (pg->key[0] != '/' && realpath(pg->key, abs) != NULL)
+		;
+	else
+		snprintf(abs, sizeof(abs), "%s", pg->key);
+	hl = pw ? strlen(pw->pw_dir) : 0;
+	if (pw && hl > 1 && strncmp(abs, pw->pw_dir, hl) == 0 && abs[hl] == '/')
+		snprintf(out, len, "~%s", abs + hl);
+	else
+		snprintf(out, len, "%s", abs);
+}
+
+/* Where the block goes: the end, unless an earlier block would win for
+ * HostName, Port or User (ssh takes the first value it finds); then
+ * before the first Host or Match line. Returns the offset, or len. */
+static size_t
+insert_at(struct pairing *pg, const char *text, size_t len)
+{
+	char v[256];
+	const char *p;
+
+	if (ph_sshconf_get(pg->config, pg->o->name, "HostName", v, sizeof(v)) != 1 &&
+	    ph_sshconf_get(pg->config, pg->o->name, "Port", v, sizeof(v)) != 1 &&
+	    ph_sshconf_get(pg->config, pg->o->name, "User", v, sizeof(v)) != 1)
+		return len;
+	for (p = text; p < text + len; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : text + len) {
+		const char *q = p;
+
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if ((strncasecmp(q, "host", 4) == 0 && (q[4] == ' ' || q[4] == '\t' || q[4] == '=')) ||
+		    (strncasecmp(q, "match", 5) == 0 && (q[5] == ' ' || q[5] == '\t' || q[5] == '=')))
+			return (size_t)(p - text);
+	}
+	return len;
+}
+
+/* Adds the Host block to the config: appended (O_APPEND: a symlinked
+ * config stays a symlink), or written whole through a temp file beside
+ * the real file when it must go before an earlier block. */
+static int
+add_host_block(struct pairing *pg)
+{
+	const struct phsync_pair_options *o = pg->o;
+	char block[2600], idv[1200], when[32], real[1200], tmp[1300], rnd[17];
+	char *text = NULL;
+	size_t len = 0, at;
+	time_t now = time(NULL);
+	struct tm tm;
+	struct stat st;
+	int rc, fd;
+
+	identity_value(pg, idv, sizeof(idv));
+	strftime(when, sizeof(when), "%Y-%m-%d", localtime_r(&now, &tm));
+	snprintf(block, sizeof(block),
+	         "# Added by phsync pair on %s\n"
+	         "Host %s\n"
+	         "  HostName %s\n"
+	         "  Port %u\n"
+	         "%s%s%s"
+	         "  IdentityFile %s\n",
+	         when, o->name, o->address, pg->res->port, o->user ? "  User " : "",
+	         o->user ? o->user : "", o->user ? "\n" : "", idv);
+	rc = slurp(pg->config, &text, &len, 4u << 20);
+	if (rc == PHSYNC_ENOENT) {
+		if ((rc = make_parent(pg->ctx, pg->config)) != 0)
+			return rc;
+		rc = write_new(pg->ctx, pg->config, block, strlen(block), 0600);
+		goto done;
+	}
+	if (rc != 0)
+		return ph_err(pg->ctx, rc, "cannot read %s: %s", pg->config, phsync_strerror(rc));
+	at = insert_at(pg, text, len);
+	if (at == len) {
+		const char *sep = len == 0 ? "" : text[len - 1] == '\n' ? "\n" : "\n\n";
+		char *all = NULL;
+		int n;
+
+		fd = open(pg->config, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd < 0 || (n = asprintf(&all, "%s%s", sep, block)) < 0 ||
+		    write(fd, all, (size_t)n) != n || fsync(fd) != 0) {
+			rc = ph_err(pg->ctx, ph_err_from_errno(errno), "cannot append to %s: %s",
+			            pg->config, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			free(all);
+			goto out;
+		}
+		free(all);
+		if (close(fd) != 0) {
+			rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot write %s: %s", pg->config,
+			            strerror(errno));
+			goto out;
+		}
+		rc = 0;
+		goto done;
+	}
+	/* Before the first block: the whole file anew, beside the real one. */
+	if (realpath(pg->config, real) == NULL || stat(real, &st) != 0) {
+		rc = ph_err(pg->ctx, PHSYNC_EIO, "%s: %s", pg->config, strerror(errno));
+		goto out;
+	}
+	random_hex(rnd, sizeof(rnd));
+	snprintf(tmp, sizeof(tmp), "%s.phsync-%s", real, rnd);
+	{
+		size_t bl = strlen(block);
+		char *all = malloc(len + bl + 2);
+
+		if (all == NULL) {
+			rc = PHSYNC_ENOMEM;
+			goto out;
+		}
+		memcpy(all, text, at);
+		memcpy(all + at, block, bl);
+		all[at + bl] = '\n';
+		memcpy(all + at + bl + 1, text + at, len - at);
+		rc = write_new(pg->ctx, tmp, all, len + bl + 1, st.st_mode & 0777);
+		free(all);
+	}
+	if (rc == 0 && rename(tmp, real) != 0) {
+		rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot replace %s: %s", real, strerror(errno));
+		unlink(tmp);
+	}
+	if (rc == 0)
+		note(pg, "put 'Host %s' before the first Host block of %s (an earlier block "
+		     "would have overridden it)", o->name, pg->config);
+done:
+	if (rc == 0) {
+		pg->res->config_added = 1;
+		note(pg, "added 'Host %s' to %s", o->name, pg->config);
+	}
+out:
+	free(text);
+	return rc;
+}
+
+static int
+connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ssh **ssh,
+             struct ph_ssh_info *info)
+{
+	const struct phsync_pair_options *o = pg->o;
+	struct ph_ssh_params sp;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.user = o->user;
+	sp.host = o->address;
+	/* A -F file pairing is about to create is read as empty for now. */
+	sp.config = o->ssh_config != NULL && access(o->ssh_config, F_OK) != 0 ? "/dev/null" :
+	            o->ssh_config;
+	sp.prompt = o->prompt;
+	sp.prompt_arg = o->prompt_arg;
+	sp.verbosity = o->ssh_verbosity;
+	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
+	sp.port = pg->res->port;
+	sp.identity = pg->key;
+	sp.key_only = verify;
+	sp.ask_host_key = 1;
+	sp.defer_host_key = 1;
+	sp.accept_fp = accept_fp;
+	sp.password_tries = 3;
+	sp.info = info;
+	return ph_ssh_connect(pg->ctx, &sp, ssh);
+}
+
+int
+phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_pair_result *res)
+{
+	struct phsync_pair_result dummy;
+	struct pairing pg;
+	struct ph_ssh *ssh = NULL;
+	struct ph_sftp *sftp = NULL;
+	struct ph_ssh_info info, info2;
+	struct ph_chan chan;
+	char fp[128];
+	int rc, i;
+
+	ctx->err[0] = '\0';
+	memset(&pg, 0, sizeof(pg));
+	memset(&info, 0, sizeof(info));
+	memset(&info2, 0, sizeof(info2));
+	if (res == NULL)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	pg.ctx = ctx;
+	pg.o = o;
+	pg.res = res;
+	if (!name_ok(o->name))
+		return ph_err(ctx, PHSYNC_EINVAL, "'%s' cannot be a Host name: use letters, digits, "
+		              "'.', '_' and '-'", o->name ? o->name : "");
+	if (!address_ok(o->address))
+		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not a host name or address",
+		              o->address ? o->address : "");
+	if (o->user != NULL && (!name_ok(o->user) || strlen(o->user) > 64))
+		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not a user name", o->user);
+	if (o->prompt == NULL)
+		return ph_err(ctx, PHSYNC_EINVAL, "pairing asks questions: it needs a terminal");
+	home_dir(pg.home, sizeof(pg.home));
+	if (o->ssh_config != NULL)
+		snprintf(pg.config, sizeof(pg.config), "%s", o->ssh_config);
+	else
+		snprintf(pg.config, sizeof(pg.config), "%s/.ssh/config", pg.home);
+	choose_key(&pg);
+	snprintf(res->key_file, sizeof(res->key_file), "%s", pg.key);
+	if ((rc = check_existing(&pg)) != 0)
+		return rc;
+
+	res->port = o->port ? o->port : pg.config_port;
+	if (res->port == 0) {
+		for (i = 0; phsync_pair_ports[i] != 0 && res->port == 0; i++)
+			if (probe_port(o->address, phsync_pair_ports[i], res->server, sizeof(res->server)))
+				res->port = phsync_pair_ports[i];
+		if (res->port == 0)
+			return ph_err(ctx, PHSYNC_ECONNECT, "no SSH server answers on %s (tried ports "
+			              "8022, 2222 and 22)", o->address);
+		note(&pg, "found %s on port %u", res->server, res->port);
+	}
+
+	/* 1: the host key (asked, not yet recorded) and a login, by a key that
+	 * already works or by the password. */
+	rc = connect_once(&pg, 0, NULL, &ssh, &info);
+	res->auth = ((info.methods & (SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_INTERACTIVE)) ?
+	             PHSYNC_AUTH_PASSWORD : 0) |
+	            ((info.methods & SSH_AUTH_METHOD_PUBLICKEY) ? PHSYNC_AUTH_KEY : 0);
+	if (info.banner[0])
+		phsync_escape(res->server, sizeof(res->server), info.banner);
+	snprintf(res->host_key, sizeof(res->host_key), "%s %s", info.key_type, info.fp);
+	snprintf(fp, sizeof(fp), "%s", info.fp);
+	if (rc != 0)
+		goto out;
+	if (info.auth_method != SSH_AUTH_METHOD_PUBLICKEY)
+		note(&pg, "logged in with the password");
+
+	/* 2: the key, made only now that the login worked. */
+	if (access(pg.key, F_OK) != 0 && (rc = make_key(&pg)) != 0)
+		goto out;
+	if ((rc = load_pub(&pg)) != 0)
+		goto out;
+
+	/* 3: authorized_keys over SFTP. */
+	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
+		goto out;
+	chan.silence_ms = (int)(o->timeout_s ? o->timeout_s : 60) * 1000;
+	if ((rc = ph_sftp_new(ctx, &chan, &sftp)) != 0)
+		goto out;
+	if ((rc = install_key(&pg, sftp)) != 0)
+		goto out;
+	ph_sftp_free(sftp);
+	sftp = NULL;
+	ph_ssh_free(ssh);
+	ssh = NULL;
+
+	/* 4: the key alone must log in, as the syncs will. */
+	rc = connect_once(&pg, 1, fp, &ssh, &info2);
+	if (rc == PHSYNC_EAUTH) {
+		rc = ph_err(ctx, PHSYNC_EAUTH, "the key is in the phone's authorized_keys, but the "
+		            "server does not accept it (%s). Check that the phone's home and .ssh "
+		            "folders are writable only by you, or where the server app reads its "
+		            "keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	note(&pg, "logged in with the key %s", pg.key);
+
+	/* 5: what is local, once everything worked. */
+	if (info.host_key_new) {
+		if ((rc = ph_ssh_record_host_key(ssh)) != 0)
+			goto out;
+		res->host_key_added = 1;
+		note(&pg, "recorded the host key %s %s in known_hosts", info.key_type, info.fp);
+	}
+	if (!pg.config_has_host)
+		rc = add_host_block(&pg);
+	else
+		note(&pg, "'Host %s' is already in %s", o->name, pg.config);
+out:
+	ph_sftp_free(sftp);
+	ph_ssh_free(ssh);
+	return rc;
+}

@@ -1,0 +1,145 @@
+"""Installing like any tool (issue 11): `cmake --install` into a staging prefix puts the command,
+the man pages, the bash/zsh/fish completions, libphsync with its headers and phsync.pc in the
+GNUInstallDirs places; examples/minipull.c builds against the installed pkg-config file alone and
+pulls from a real sshd; `cpack -G DEB` makes a .deb whose Depends are Debian's library packages;
+pair's and doctor's --help and man pages name the same options."""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import REPO, SshServer, Unavailable, phsync_bin, sanitizer_env, skip_or_fail, write_file
+
+
+def build_dir():
+    return os.path.dirname(phsync_bin())
+
+
+def cache_value(name):
+    with open(os.path.join(build_dir(), "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.split("=", 1)[1].strip()
+    return None
+
+
+def run(argv, **kw):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                       timeout=300, **kw)
+    if p.returncode != 0:
+        raise AssertionError("%r failed (%d):\n%s" % (argv, p.returncode, p.stdout.decode(errors="replace")))
+    return p.stdout.decode(errors="replace")
+
+
+class InstallTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(os.path.join(build_dir(), "CMakeCache.txt")):
+            raise unittest.SkipTest("PHSYNC_BIN is not in a CMake build tree")
+        cls.tmp = tempfile.mkdtemp(prefix="phsync-install-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.stage = os.path.join(cls.tmp, "stage")
+        run(["cmake", "--install", build_dir(), "--prefix", cls.stage])
+        cls.libdir = cache_value("CMAKE_INSTALL_LIBDIR") or "lib"
+
+    def test_files_in_their_places(self):
+        s = self.stage
+        want = ["bin/phsync",
+                "share/man/man1/phsync.1", "share/man/man1/phsync-pair.1",
+                "share/man/man1/phsync-doctor.1",
+                "share/bash-completion/completions/phsync",
+                "share/fish/vendor_completions.d/phsync.fish",
+                "include/phsync/phsync.h", "include/phsync/error.h", "include/phsync/delta.h",
+                "include/phsync/pair.h",
+                self.libdir + "/libphsync.a", self.libdir + "/pkgconfig/phsync.pc"]
+        for rel in want:
+            self.assertTrue(os.path.isfile(os.path.join(s, rel)), rel)
+        zsh = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(s, "share/zsh")) for f in fs]
+        self.assertEqual([os.path.basename(z) for z in zsh], ["_phsync"])
+        self.assertTrue(os.access(os.path.join(s, "bin/phsync"), os.X_OK))
+        out = subprocess.run([os.path.join(s, "bin/phsync"), "--version"], stdout=subprocess.PIPE,
+                             env=sanitizer_env({"PATH": "/usr/bin:/bin"})).stdout.decode()
+        self.assertTrue(out.startswith("phsync "), out)
+        # The bash completion is valid bash and completes the commands.
+        out = run(["bash", "-c", "source %s; COMP_WORDS=(phsync pa); COMP_CWORD=1; _phsync; "
+                   "echo ${COMPREPLY[@]}" % os.path.join(s, "share/bash-completion/completions/phsync")])
+        self.assertEqual(out.split(), ["pair"])
+
+    def test_minipull_builds_against_installed_pkgconfig_and_pulls(self):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(self.stage, self.libdir, "pkgconfig"))
+        env.pop("PKG_CONFIG_LIBDIR", None)
+        flags = run(["pkg-config", "--cflags", "--libs", "phsync"], env=env).split()
+        self.assertIn("-lphsync", flags)
+        self.assertTrue(any(f.startswith("-I" + self.stage) or f.startswith("-I") and
+                            os.path.realpath(f[2:]) == os.path.realpath(os.path.join(self.stage, "include"))
+                            for f in flags), flags)
+        # Only the installed tree: the example is copied away from the source tree.
+        src = os.path.join(self.tmp, "minipull.c")
+        shutil.copyfile(os.path.join(REPO, "examples", "minipull.c"), src)
+        exe = os.path.join(self.tmp, "minipull")
+        extra = []
+        if (cache_value("PHSYNC_SANITIZE") or "").upper() in ("ON", "1", "TRUE", "YES"):
+            extra = ["-fsanitize=address,undefined"]  # the installed library was built so
+        run(["cc", "-std=c11", "-Wall", "-Werror", src, "-o", exe] + flags + extra, env=env)
+        try:
+            srv = SshServer()
+            self.addCleanup(srv.stop)
+            srv.start()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+        remote = os.path.join(self.tmp, "phone")
+        write_file(os.path.join(remote, "DCIM/IMG_1.jpg"), b"jpeg bytes", mtime=1700000000)
+        local = os.path.join(self.tmp, "laptop")
+        p = subprocess.run([exe, "-F", srv.config, "phone:" + remote, local], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=120,
+                           env=srv.env({"XDG_STATE_HOME": os.path.join(self.tmp, "state")}))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"new DCIM/IMG_1.jpg", p.stdout)
+        with open(os.path.join(local, "DCIM/IMG_1.jpg"), "rb") as f:
+            self.assertEqual(f.read(), b"jpeg bytes")
+
+    def test_deb_depends_on_debian_library_packages(self):
+        if shutil.which("dpkg-deb") is None or shutil.which("dpkg-shlibdeps") is None:
+            self.skipTest("no dpkg-deb/dpkg-shlibdeps (not a Debian system)")
+        out = os.path.join(self.tmp, "deb")
+        os.makedirs(out)
+        run(["cpack", "-G", "DEB", "--config", os.path.join(build_dir(), "CPackConfig.cmake"), "-B", out],
+            cwd=out)
+        debs = [f for f in os.listdir(out) if f.endswith(".deb")]
+        self.assertEqual(len(debs), 1, os.listdir(out))
+        deb = os.path.join(out, debs[0])
+        depends = run(["dpkg-deb", "-f", deb, "Depends"])
+        for pkg in ("libssh-4", "libsqlite3-0", "libxxhash0", "libutf8proc2", "libc6"):
+            self.assertRegex(depends, r"(^|, )%s( |,|$)" % re.escape(pkg), depends)
+        files = run(["dpkg-deb", "-c", deb])
+        for rel in ("/bin/phsync", "/share/man/man1/phsync-pair.1", "/include/phsync/phsync.h",
+                    "/pkgconfig/phsync.pc", "/libphsync.a"):
+            self.assertIn(rel, files)
+
+
+class ManPagesTest(unittest.TestCase):
+    """The pair and doctor man pages and their --help name the same options."""
+
+    def test_pair_and_doctor_options_agree(self):
+        for cmd in ("pair", "doctor"):
+            with self.subTest(cmd=cmd):
+                p = subprocess.run([phsync_bin(), cmd, "--help"], stdout=subprocess.PIPE,
+                                   env=sanitizer_env({"PATH": "/usr/bin:/bin"}))
+                self.assertEqual(p.returncode, 0)
+                helped = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", p.stdout.decode()))
+                with open(os.path.join(REPO, "docs", "phsync-%s.1" % cmd)) as f:
+                    page = f.read().replace("\\-", "-")
+                # The synopsis and the OPTIONS section (the description may name pull's options).
+                parts = re.split(r"^\.SH ", page, flags=re.M)
+                text = "".join(p for p in parts if p.startswith(("SYNOPSIS", "OPTIONS")))
+                man = set(re.findall(r"(--[a-z][a-z-]*[a-z])", text))
+                self.assertGreaterEqual(len(helped), 3)
+                self.assertEqual(sorted(helped ^ man), [], "differ between --help and the man page")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,301 @@
+"""phsync pair (issue 11) against a real sshd that accepts a password, like a fresh phone: the
+first run shows the host key, logs in with the password typed on the terminal, makes the key,
+installs it in the phone's ~/.ssh/authorized_keys (700/600, existing lines kept), checks the key
+login and adds the Host block; a second run changes nothing; a wrong password or a refused host
+key leaves nothing behind; a pull by the new name just works, and so does OpenSSH's ssh."""
+
+import os
+import pty
+import select
+import signal
+import stat
+import subprocess
+import time
+import unittest
+
+from harness import (SshServer, Unavailable, check_sanitizers, phsync_bin, sanitizer_env,
+                     skip_or_fail, write_file)
+
+PASSWORD = "correct horse 42"
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+class PairTest(unittest.TestCase):
+    srv = None
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            cls.srv = SshServer(password=PASSWORD)
+            cls.addClassCleanup(cls.srv.stop)
+            cls.srv.start()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+
+    def setUp(self):
+        # Every test starts from a fresh phone (no ~/.ssh) and an empty laptop home.
+        import shutil
+        self.phone_ssh = os.path.join(self.srv.login_home, ".ssh")
+        shutil.rmtree(self.phone_ssh, ignore_errors=True)
+        self.home = os.path.join(self.srv.dir, "pair-home-%s" % self._testMethodName)
+        shutil.rmtree(self.home, ignore_errors=True)
+        os.makedirs(self.home)
+        self.addCleanup(shutil.rmtree, self.home, True)
+        self.kh = os.path.join(self.home, "known_hosts")
+        self.key = os.path.join(self.home, "keys", "phsync_ed25519")
+        # The laptop's config: the user's own lines, which pairing must keep as they are.
+        self.cfg = os.path.join(self.home, "config")
+        self.cfg_before = ("# my settings\n"
+                           "UserKnownHostsFile %s\n"
+                           "GlobalKnownHostsFile /dev/null\n"
+                           "\n"
+                           "Host laptop-nas\n"
+                           "  HostName nas.example\n"
+                           "  Port 2200" % self.kh)  # no newline at the end, on purpose
+        write_file(self.cfg, self.cfg_before)
+
+    def pair(self, answers, name="phone2", address=None, extra=(), timeout=60):
+        """Runs phsync pair on a pty; answers is a list of (text seen, what to type): each is
+        typed once, in order, when its text appears.  Returns (code, terminal output)."""
+        address = address or "127.0.0.1:%d" % self.srv.port
+        argv = [phsync_bin(), "pair", "-F", self.cfg, "--key", self.key] + list(extra) + [name, address]
+        env = self.srv.env()
+        env["HOME"] = self.home
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(self.home)
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, todo, seen_upto = b"", list(answers), 0
+        deadline = time.monotonic() + timeout
+        status = None
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        break
+                    out += chunk
+                if todo and todo[0][0].encode() in out[seen_upto:]:
+                    seen_upto = out.index(todo[0][0].encode(), seen_upto) + len(todo[0][0])
+                    time.sleep(0.1)
+                    os.write(fd, todo.pop(0)[1].encode() + b"\n")
+                wpid, st = os.waitpid(pid, os.WNOHANG)
+                if wpid:
+                    status = st
+                    break
+        finally:
+            if status is None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        return code, text
+
+    def snapshot(self):
+        """Every file pairing may touch, laptop and phone, with its bytes and mode."""
+        paths = [self.cfg, self.kh, self.key, self.key + ".pub",
+                 os.path.join(self.phone_ssh, "authorized_keys")]
+        snap = {}
+        for p in paths:
+            try:
+                st = os.lstat(p)
+                snap[p] = (read(p), stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_ino)
+            except FileNotFoundError:
+                snap[p] = None
+        snap["phone .ssh"] = sorted(os.listdir(self.phone_ssh)) if os.path.isdir(self.phone_ssh) else None
+        return snap
+
+    def first_pair(self):
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)])
+        self.assertEqual(code, 0, out)
+        return out
+
+    def test_first_pair_installs_key_and_host_block(self):
+        # The phone already trusts another key: that line must stay.
+        os.makedirs(self.phone_ssh, mode=0o755)
+        ak = os.path.join(self.phone_ssh, "authorized_keys")
+        write_file(ak, self.srv.wrong_host_pub + " someone-else")  # no final newline
+        os.chmod(ak, 0o644)
+        out = self.first_pair()
+        self.assertIn(self.srv.host_fingerprint, out)          # shown before the question
+        self.assertNotIn(PASSWORD, out)                         # never echoed
+        # The key: made, ed25519, private 0600; OpenSSH can read it.
+        self.assertEqual(stat.S_IMODE(os.stat(self.key).st_mode), 0o600)
+        pub = read(self.key + ".pub").decode().split()
+        self.assertEqual(pub[0], "ssh-ed25519")
+        derived = subprocess.run(["ssh-keygen", "-y", "-f", self.key], check=True,
+                                 stdout=subprocess.PIPE).stdout.decode().split()
+        self.assertEqual(derived[:2], pub[:2])
+        # The phone: the old line kept, ours added once, modes 700/600, no temp left.
+        lines = read(ak).decode().splitlines()
+        self.assertEqual(lines[0], self.srv.wrong_host_pub + " someone-else")
+        self.assertEqual([l.split()[:2] for l in lines[1:]], [pub[:2]])
+        self.assertEqual(stat.S_IMODE(os.stat(ak).st_mode), 0o600)
+        self.assertEqual(stat.S_IMODE(os.stat(self.phone_ssh).st_mode) & 0o022, 0)
+        self.assertEqual(os.listdir(self.phone_ssh), ["authorized_keys"])
+        # known_hosts has the server's key; the config kept its lines and gained the block.
+        self.assertIn(self.srv.host_pub.split()[1], read(self.kh).decode())
+        cfg = read(self.cfg).decode()
+        self.assertTrue(cfg.startswith(self.cfg_before + "\n"), cfg)
+        block = cfg[len(self.cfg_before):]
+        self.assertIn("Host phone2\n", block)
+        self.assertIn("  HostName 127.0.0.1\n", block)
+        self.assertIn("  Port %d\n" % self.srv.port, block)
+        self.assertIn("  IdentityFile %s\n" % self.key, block)
+        self.assertEqual(cfg.count("Host phone2"), 1)
+        # Now a pull by name just works (no terminal, no password)...
+        remote = os.path.join(self.srv.dir, "photos-%s" % self._testMethodName)
+        write_file(os.path.join(remote, "DCIM/Camera/IMG_1.jpg"), b"photo", mtime=1700000000)
+        local = os.path.join(self.home, "Pictures")
+        env = {"HOME": self.home, "XDG_STATE_HOME": os.path.join(self.home, "state")}
+        r = self.srv.run(["pull", "-F", self.cfg, "phone2:" + remote, local], env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(os.path.join(local, "DCIM/Camera/IMG_1.jpg")), b"photo")
+        # ...and so does OpenSSH's ssh with the name, by key alone.
+        p = subprocess.run(["ssh", "-F", self.cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=self.srv.env({"HOME": self.home}))
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+
+    def test_second_run_changes_nothing(self):
+        self.first_pair()
+        before = self.snapshot()
+        # No question and no password this time: the key logs in, everything is in place.
+        code, out = self.pair([])
+        self.assertEqual(code, 0, out)
+        self.assertIn("already paired", out)
+        self.assertNotIn("password", out)
+        self.assertEqual(self.snapshot(), before)
+        # Without the port, the block's own port is used (nothing to probe).
+        code, out = self.pair([], address="127.0.0.1")
+        self.assertEqual(code, 0, out)
+        self.assertIn("already paired", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_wrong_password_writes_nothing(self):
+        before = self.snapshot()
+        code, out = self.pair([("(yes/no)", "yes")] + [("password:", "wrong")] * 3)
+        self.assertEqual(code, 3, out)
+        self.assertIn("Password refused", out)
+        self.assertEqual(self.snapshot(), before)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "keys")))
+
+    def test_refused_host_key_writes_nothing(self):
+        before = self.snapshot()
+        code, out = self.pair([("(yes/no)", "no")])
+        self.assertEqual(code, 4, out)
+        self.assertIn(self.srv.host_fingerprint, out)
+        self.assertNotIn("password:", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_name_taken_by_another_host_is_refused(self):
+        before = self.snapshot()
+        code, out = self.pair([], name="laptop-nas")
+        self.assertEqual(code, 1, out)
+        self.assertIn("already has a 'Host laptop-nas'", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_block_goes_before_an_overriding_wildcard(self):
+        # ssh takes the first value it finds: a 'Host *' with a Port before our block would
+        # win, so the block goes before the first Host line instead (the rest byte for byte).
+        write_file(self.cfg, "UserKnownHostsFile %s\nGlobalKnownHostsFile /dev/null\n"
+                             "Host *\n  Port 1\n" % self.kh)
+        before = read(self.cfg).decode()
+        self.first_pair()
+        cfg = read(self.cfg).decode()
+        head = "UserKnownHostsFile %s\nGlobalKnownHostsFile /dev/null\n" % self.kh
+        self.assertTrue(cfg.startswith(head), cfg)
+        self.assertTrue(cfg.endswith("\nHost *\n  Port 1\n"), cfg)
+        self.assertEqual(len(cfg.replace(cfg[len(head):cfg.index("Host *")], "")), len(before))
+        r = self.srv.run(["doctor", "-F", self.cfg, "phone2"], env={"HOME": self.home})
+        self.assertEqual(r.code, 0, r)
+
+    def test_closed_port_says_what_to_do(self):
+        from harness import free_port
+        before = self.snapshot()
+        code, out = self.pair([], address="127.0.0.1:%d" % free_port())
+        self.assertEqual(code, 3, out)
+        self.assertIn("sshd", out)  # the advice names what to start on the phone
+        self.assertEqual(self.snapshot(), before)
+        # Without a port the phone servers' usual ports are tried and named.
+        code, out = self.pair([], address="127.0.0.9")
+        self.assertEqual(code, 3, out)
+        self.assertIn("8022, 2222 and 22", out)
+
+    def test_no_terminal_is_a_usage_error(self):
+        r = self.srv.run(["pair", "-F", self.cfg, "phone2", "127.0.0.1:%d" % self.srv.port])
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("terminal", r.err)
+
+
+class PairRefusesPasswordsTest(unittest.TestCase):
+    """A phone that takes keys only: the advice says how to get a password or copy the key."""
+
+    def test_no_password_offered(self):
+        try:
+            srv = SshServer()
+            self.addCleanup(srv.stop)
+            srv.start()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+        home = os.path.join(srv.dir, "home2")
+        os.makedirs(home)
+        cfg = os.path.join(home, "config")
+        write_file(cfg, "UserKnownHostsFile %s/kh\nGlobalKnownHostsFile /dev/null\n" % home)
+        argv = [phsync_bin(), "pair", "-F", cfg, "--key", os.path.join(home, "k"), "p",
+                "127.0.0.1:%d" % srv.port]
+        env = srv.env()
+        env["HOME"] = home
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, typed = b"", False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            if not typed and b"(yes/no)" in out:
+                os.write(fd, b"yes\n")
+                typed = True
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        self.assertEqual(code, 3, text)
+        self.assertIn("accepts no password", text)
+        self.assertIn("passwd", text)
+        self.assertEqual(sorted(os.listdir(home)), ["config"])
+
+
+if __name__ == "__main__":
+    unittest.main()
