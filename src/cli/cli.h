@@ -16,4 +16,16 @@ enum cli_exit {
 /* `phsync delta ...`: rdiff-style plumbing over the delta engine. */
 int cli_delta_main(int argc, char **argv);
 
+/* `phsync backup|restore|verify ...` (argv[0] names which). */
+int cli_backup_main(int argc, char **argv);
+
+struct phsync_options;
+struct cli_out;
+struct phsync_ctx;
+/* The exit code for a library result (main.c). */
+int cli_exit_code(int rc);
+/* Tty prompts into opts, and Ctrl-C/SIGTERM/SIGHUP asking ctx to stop (a
+ * second one exits at once), as for pull and push (main.c). */
+void cli_guard(struct phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out);
+
 #endif

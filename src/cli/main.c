@@ -64,6 +64,9 @@ static const char usage_text[] =
 "       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
+"       phsync backup [OPTIONS] SRC ARCHIVE    (see phsync backup --help)\n"
+"       phsync restore [OPTIONS] ARCHIVE... DIR\n"
+"       phsync verify [OPTIONS] ARCHIVE...\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
 "destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
@@ -704,6 +707,31 @@ status_main(int argc, char **argv)
 }
 
 int
+cli_exit_code(int rc)
+{
+	return exit_code(rc);
+}
+
+void
+cli_guard(phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out)
+{
+	struct sigaction sa;
+
+	if (has_tty()) {
+		opts->prompt = tty_prompt;
+		opts->prompt_arg = out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	running_ctx = ctx;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int
 main(int argc, char **argv)
 {
 	const char *cmd = argc >= 2 ? argv[1] : "";
@@ -716,6 +744,8 @@ main(int argc, char **argv)
 		return cli_delta_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "status") == 0)
 		return status_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "backup") == 0 || strcmp(cmd, "restore") == 0 || strcmp(cmd, "verify") == 0)
+		return cli_backup_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;
