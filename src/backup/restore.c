@@ -370,7 +370,8 @@ apply(struct rs *r, const struct ph_manifest *m)
 	for (i = 0; i < r->ns; i++)
 		free(r->sv[i].path);
 	r->ns = 0;
-	for (i = 0; m != NULL && i < m->ndel; i++) {
+	/* Deletions in reverse tree order: a folder's files before it. */
+	for (i = m != NULL ? m->ndel : 0; i-- > 0;) {
 		const char *base;
 		char *dir;
 		struct stat st;
