@@ -282,23 +282,34 @@ unstage(struct rs *r)
 	r->ns = 0;
 }
 
-/* Does what was staged match the manifest, file for file? */
+static int
+staged_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct staged *)a)->path, ((const struct staged *)b)->path);
+}
+
+/* Does what was staged match the manifest, file for file? (The staged
+ * files sorted by path; each manifest file looked up.) */
 static int
 check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 {
-	size_t i, k, nfiles = 0;
+	size_t i, nfiles = 0;
 
+	qsort(r->sv, r->ns, sizeof(*r->sv), staged_cmp);
+	for (i = 0; i + 1 < r->ns; i++)
+		if (strcmp(r->sv[i].path, r->sv[i + 1].path) == 0)
+			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds %s twice; nothing of this "
+			              "archive was put in place", name, r->sv[i].path);
 	for (i = 0; i < m->n; i++) {
 		const struct ph_mf_file *f = &m->v[i];
-		int found = 0;
+		struct staged key, *s;
 
 		if (f->dir)
 			continue;
 		nfiles++;
-		for (k = 0; k < r->ns && !found; k++)
-			found = strcmp(r->sv[k].path, f->path) == 0 && r->sv[k].size == f->size &&
-			        memcmp(r->sv[k].hash, f->hash, 16) == 0;
-		if (!found)
+		key.path = f->path;
+		s = bsearch(&key, r->sv, r->ns, sizeof(*r->sv), staged_cmp);
+		if (s == NULL || s->size != f->size || memcmp(s->hash, f->hash, 16) != 0)
 			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: %s does not match its manifest "
 			              "(damaged archive); nothing of this archive was put in place",
 			              name, f->path);

@@ -16,6 +16,12 @@ struct seen {
 	uint8_t hash[16];
 };
 
+static int
+seen_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct seen *)a)->path, ((const struct seen *)b)->path);
+}
+
 static void
 bad(struct ph_job *j, const char *path, const char *msg)
 {
@@ -87,37 +93,33 @@ verify_one(struct ph_job *j, const char *name)
 		            "complete archive is missing", name);
 	if (rc == 0) {
 		m = ph_ar_manifest(ar);
+		qsort(v, nv, sizeof(*v), seen_cmp);
 		for (i = 0; i < m->n; i++) {
 			const struct ph_mf_file *f = &m->v[i];
-			int found = 0;
+			struct seen key, *s;
 
 			if (f->dir)
 				continue;
-			for (k = 0; k < nv && !found; k++) {
-				if (strcmp(v[k].path, f->path) != 0)
-					continue;
-				found = 1;
-				if (v[k].size != f->size || memcmp(v[k].hash, f->hash, 16) != 0)
-					bad(j, f->path, "its bytes differ from the manifest's hash and size "
-					    "(damaged)");
-				else {
-					j->st.files_done++;
-					j->st.bytes_committed += f->size;
-					ph_job_event(j, PHSYNC_EV_FILE_DONE, f->path, "verified", f->size, 0,
-					             NULL);
-				}
-			}
-			if (!found)
+			key.path = f->path;
+			s = bsearch(&key, v, nv, sizeof(*v), seen_cmp);
+			if (s == NULL) {
 				bad(j, f->path, "named in the manifest, missing from the archive");
+				continue;
+			}
+			s->size |= 1ull << 63;  /* matched (sizes never reach 2^63) */
+			if ((s->size & ~(1ull << 63)) != f->size || memcmp(s->hash, f->hash, 16) != 0)
+				bad(j, f->path, "its bytes differ from the manifest's hash and size "
+				    "(damaged)");
+			else {
+				j->st.files_done++;
+				j->st.bytes_committed += f->size;
+				ph_job_event(j, PHSYNC_EV_FILE_DONE, f->path, "verified", f->size, 0,
+				             NULL);
+			}
 		}
-		for (k = 0; k < nv; k++) {
-			int named = 0;
-
-			for (i = 0; i < m->n && !named; i++)
-				named = !m->v[i].dir && strcmp(m->v[i].path, v[k].path) == 0;
-			if (!named)
+		for (k = 0; k < nv; k++)
+			if (!(v[k].size >> 63))
 				bad(j, v[k].path, "in the archive, not in its manifest");
-		}
 		if (j->st.files_failed > failed0)
 			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: %llu file(s) do not match its "
 			            "manifest", name,
