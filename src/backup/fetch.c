@@ -564,6 +564,10 @@ ph_fetch_run(struct ph_job *j, const struct ph_fetch_item *items, size_t n,
 	if ((fe.win = calloc(MAX_OPEN, sizeof(*fe.win))) == NULL)
 		return PHSYNC_ENOMEM;
 	rc = fetch_remote(&fe);
+	/* Requests of files left out may still be answered: wait for them
+	 * (their callbacks free what they point to). */
+	while (rc == 0 && ph_sftp_inflight(j->sftp) > 0)
+		rc = ph_sftp_pump(j->sftp, 1000);
 	if (rc != 0) {
 		/* Replies still out would land in freed memory: end the link
 		 * (every callback runs now), then free what is left. */

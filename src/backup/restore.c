@@ -295,7 +295,8 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 {
 	size_t i, nfiles = 0;
 
-	qsort(r->sv, r->ns, sizeof(*r->sv), staged_cmp);
+	if (r->ns > 1)
+		qsort(r->sv, r->ns, sizeof(*r->sv), staged_cmp);
 	for (i = 0; i + 1 < r->ns; i++)
 		if (strcmp(r->sv[i].path, r->sv[i + 1].path) == 0)
 			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds %s twice; nothing of this "
@@ -308,7 +309,7 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 			continue;
 		nfiles++;
 		key.path = f->path;
-		s = bsearch(&key, r->sv, r->ns, sizeof(*r->sv), staged_cmp);
+		s = r->ns ? bsearch(&key, r->sv, r->ns, sizeof(*r->sv), staged_cmp) : NULL;
 		if (s == NULL || s->size != f->size || memcmp(s->hash, f->hash, 16) != 0)
 			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: %s does not match its manifest "
 			              "(damaged archive); nothing of this archive was put in place",
@@ -563,7 +564,8 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	for (i = 0; i < n && rc == 0; i++)
 		rc = restore_one(&r, archives[i], &prev, i == 0);
 	/* Folder times last, deepest first (their files' renames moved them). */
-	qsort(r.dv, r.nd, sizeof(*r.dv), by_depth);
+	if (r.nd > 1)
+		qsort(r.dv, r.nd, sizeof(*r.dv), by_depth);
 	for (i = 0; i < r.nd; i++) {
 		struct timespec ts[2];
 		int dfd;

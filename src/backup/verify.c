@@ -93,7 +93,8 @@ verify_one(struct ph_job *j, const char *name)
 		            "complete archive is missing", name);
 	if (rc == 0) {
 		m = ph_ar_manifest(ar);
-		qsort(v, nv, sizeof(*v), seen_cmp);
+		if (nv > 1)
+			qsort(v, nv, sizeof(*v), seen_cmp);
 		for (i = 0; i < m->n; i++) {
 			const struct ph_mf_file *f = &m->v[i];
 			struct seen key, *s;
@@ -101,7 +102,7 @@ verify_one(struct ph_job *j, const char *name)
 			if (f->dir)
 				continue;
 			key.path = f->path;
-			s = bsearch(&key, v, nv, sizeof(*v), seen_cmp);
+			s = nv ? bsearch(&key, v, nv, sizeof(*v), seen_cmp) : NULL;
 			if (s == NULL) {
 				bad(j, f->path, "named in the manifest, missing from the archive");
 				continue;

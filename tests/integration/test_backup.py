@@ -189,15 +189,18 @@ class BackupTest(SyncTestCase):
             with self.subTest(ext=ext):
                 a = self.published(self.backup(name="v" + ext))
                 self.assertEqual(self.srv.run(["verify", a]).code, 0)
-                data = bytearray(open(a, "rb").read())
+                with open(a, "rb") as f:
+                    data = bytearray(f.read())
                 bad = os.path.join(self.tmp, "bad" + ext)
                 data2 = bytearray(data)
                 data2[len(data2) // 2] ^= 0x40
-                open(bad, "wb").write(data2)
+                with open(bad, "wb") as f:
+                    f.write(data2)
                 r = self.srv.run(["verify", bad])
                 self.assertNotEqual(r.code, 0, r)
                 cut = os.path.join(self.tmp, "cut" + ext)
-                open(cut, "wb").write(data[:len(data) * 2 // 3])
+                with open(cut, "wb") as f:
+                    f.write(data[:len(data) * 2 // 3])
                 r = self.srv.run(["verify", cut])
                 self.assertNotEqual(r.code, 0, r)
                 # restore of the damaged ones writes nothing.
