@@ -7,6 +7,8 @@ PKGS=(
   build-essential cmake pkg-config          # compiler (gcc brings libasan/libubsan), build
   libssh-dev libxxhash-dev libsqlite3-dev libutf8proc-dev   # libphsync's dependencies (utf8proc: Unicode forms of names)
   libcmocka-dev                             # unit tests
+  libarchive-dev libzstd-dev                # backups: tar (pax) writer/reader; zstd frames written by phsync
+  libarchive-tools zstd                     # bsdtar and zstd read backups back in the tests (GNU tar: tar)
   openssh-server openssh-client openssh-sftp-server   # the integration tests' sshd, ssh-keygen, ssh-agent
   dropbear-bin gesftpserver                 # other server implementations (compatibility tests)
   python3 sqlite3 xxhash                    # integration test harness (sqlite3, xxhsum: the state's rows), bench

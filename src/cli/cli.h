@@ -30,4 +30,13 @@ int cli_has_tty(void);
 int cli_exit_code(int rc);
 void cli_catch_signals(struct phsync_ctx *ctx);
 
+/* `phsync backup|restore|verify ...` (argv[0] names which). */
+int cli_backup_main(int argc, char **argv);
+
+struct phsync_options;
+struct cli_out;
+/* Tty prompts into opts, and Ctrl-C/SIGTERM/SIGHUP asking ctx to stop (a
+ * second one exits at once), as for pull and push (main.c). */
+void cli_guard(struct phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out);
+
 #endif

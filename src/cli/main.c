@@ -67,6 +67,9 @@ static const char usage_text[] =
 "       phsync pair [-F FILE] [--key FILE] [--authorized-keys PATH] NAME\n"
 "                   [USER@]ADDRESS[:PORT]   (set up a phone; see pair --help)\n"
 "       phsync doctor [-F FILE] [--json] HOST[:DIR]   (check a pair)\n"
+"       phsync backup [OPTIONS] SRC ARCHIVE    (see phsync backup --help)\n"
+"       phsync restore [OPTIONS] ARCHIVE... DIR\n"
+"       phsync verify [OPTIONS] ARCHIVE...\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
 "destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
@@ -118,6 +121,12 @@ static const char usage_text[] =
 "                     state file is replaced)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
+"\n"
+"Backup options (phsync backup --help says more):\n"
+"      --incremental  only what changed since the series' last archive, and\n"
+"                     the deletions since (full when there is none)\n"
+"      --full         every file (the default)\n"
+"      --keep N       remove the oldest chains (full + incrementals) beyond N\n"
 "\n"
 "GLOB without '/' matches a name at any depth ('*.tmp', '.thumbnails');\n"
 "with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**');\n"
@@ -740,6 +749,17 @@ cli_catch_signals(phsync_ctx *ctx)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* For backup_cmd.c (cli.h). */
+void
+cli_guard(phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out)
+{
+	if (has_tty()) {
+		opts->prompt = tty_prompt;
+		opts->prompt_arg = out;
+	}
+	cli_catch_signals(ctx);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -757,6 +777,8 @@ main(int argc, char **argv)
 		return cli_pair_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return cli_doctor_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "backup") == 0 || strcmp(cmd, "restore") == 0 || strcmp(cmd, "verify") == 0)
+		return cli_backup_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;

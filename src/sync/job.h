@@ -48,6 +48,19 @@ struct ph_job {
 	                              source (the plan points into them) */
 };
 
+struct ph_ssh;
+
+/* Parses "[user@]host:path" (each part malloc'ed for the caller) and sets
+ * j->rroot from path. Returns 0, or PHSYNC_EINVAL with the message in ctx. */
+int ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **host,
+                        char **rpath);
+/* Logs in (j->o's ssh options) and starts SFTP into j->sftp; *ssh gets the
+ * session (free with ph_ssh_free). Returns 0 or PHSYNC_E* (message in ctx). */
+int ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh);
+/* Sets j->filter from j->o (includes, excludes, the default excludes);
+ * *pat and *incl hold its arrays, for the caller to free. */
+int ph_job_filter(struct ph_job *j, const char ***pat, uint8_t **incl);
+
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */
 void ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path);
 

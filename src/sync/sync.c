@@ -66,64 +66,6 @@ bad:
 	return PHSYNC_EINVAL;
 }
 
-/* Trims trailing slashes; "" means the server's "/" root only when the
- * user wrote "/", else the login folder ("."). */
-static char *
-remote_root(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (n == 0)
-		return strdup(".");
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 1 && path[0] == '/')
-		return strdup("");
-	return strndup(path, n);
-}
-
-const char *const phsync_default_excludes[] = {
-	".thumbnails/",   /* Android's thumbnail cache folder (DCIM/.thumbnails) */
-	".thumbdata*",    /* its cache files */
-	".trashed-*",     /* in the gallery's bin: deleted by the user */
-	".pending-*",     /* being written by the camera or a download */
-	NULL
-};
-
-static int
-build_filter(struct ph_job *j, const char ***pat, uint8_t **incl)
-{
-	const struct phsync_options *o = j->o;
-	size_t ndef = 0, n, k = 0, i;
-
-	if (!o->no_default_excludes)
-		while (phsync_default_excludes[ndef] != NULL)
-			ndef++;
-	n = o->n_excludes + o->n_includes + ndef;
-	*pat = NULL;
-	*incl = NULL;
-	if (n == 0)
-		return 0;
-	*pat = calloc(n, sizeof(**pat));
-	*incl = calloc(n, 1);
-	if (*pat == NULL || *incl == NULL)
-		return PHSYNC_ENOMEM;
-	/* Includes first: an include re-admits what an exclude would drop,
-	 * the default excludes included. */
-	for (i = 0; i < o->n_includes; i++, k++) {
-		(*pat)[k] = o->includes[i];
-		(*incl)[k] = 1;
-	}
-	for (i = 0; i < o->n_excludes; i++, k++)
-		(*pat)[k] = o->excludes[i];
-	for (i = 0; i < ndef; i++, k++)
-		(*pat)[k] = phsync_default_excludes[i];
-	j->filter.pat = *pat;
-	j->filter.incl = *incl;
-	j->filter.n = n;
-	return 0;
-}
-
 static void
 report_skips(struct ph_job *j)
 {
@@ -622,8 +564,6 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	struct phsync_options defaults;
 	struct ph_job j;
 	struct ph_ssh *ssh = NULL;
-	struct ph_ssh_params sp;
-	struct ph_chan chan;
 	struct ph_sftp_attrs ra;
 	struct lscan ls;
 	char *user = NULL, *host = NULL, *rpath = NULL;
@@ -653,14 +593,10 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		return ph_err(ctx, PHSYNC_EINVAL, "--remove-source-files works with pull, and "
 		              "needs fsync (not with --no-fsync): a phone's file goes only once "
 		              "its copy here is durable");
-	if (phsync_parse_remote(remote, &user, &host, &rpath) != 0)
-		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
-	if ((rc = build_filter(&j, &pat, &incl)) != 0)
+	if ((rc = ph_job_parse_remote(&j, remote, &user, &host, &rpath)) != 0)
+		return rc;
+	if ((rc = ph_job_filter(&j, &pat, &incl)) != 0)
 		goto out;
-	if ((j.rroot = remote_root(rpath)) == NULL) {
-		rc = PHSYNC_ENOMEM;
-		goto out;
-	}
 	ph_raise_nofile();
 
 	/* The local side first: a bad local path should not cost a login. A
@@ -672,20 +608,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (rc != 0)
 		goto out;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.user = user;
-	sp.host = host;
-	sp.config = opts->ssh_config;
-	sp.prompt = opts->prompt;
-	sp.prompt_arg = opts->prompt_arg;
-	sp.verbosity = opts->ssh_verbosity;
-	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	if ((rc = ph_ssh_connect(ctx, &sp, &ssh)) != 0)
-		goto out;
-	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
-		goto out;
-	chan.silence_ms = (int)sp.timeout_s * 1000;
-	if ((rc = ph_sftp_new(ctx, &chan, &j.sftp)) != 0)
+	if ((rc = ph_job_connect(&j, user, host, &ssh)) != 0)
 		goto out;
 
 	/* The remote root must be a folder (the destination of a push may be

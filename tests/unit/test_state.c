@@ -319,6 +319,133 @@ test_pairs_listed(void **state)
 	phsync_ctx_free(ctx);
 }
 
+struct bseen {
+	int n;
+	char p[4][32];
+	int64_t seq[4];
+};
+
+static int
+collect_bfile(void *arg, const char *path, const struct ph_backup_file *f)
+{
+	struct bseen *b = arg;
+
+	if (b->n < 4) {
+		snprintf(b->p[b->n], sizeof(b->p[0]), "%s", path);
+		b->seq[b->n] = f->seq;
+	}
+	b->n++;
+	return 0;
+}
+
+/* Schema 3 (before backup series) is upgraded to 4 in place with its rows
+ * kept; a series advances all or nothing (an aborted archive leaves the
+ * series as it was), a full archive forgets what the series held. */
+static void
+test_schema4_backup_series(void **state)
+{
+	static const uint8_t h16[16] = { 9 };
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	struct ph_state_file f = { 5, 5, 6, 6, NULL, NULL, 0 };
+	struct ph_backup_file bf = { 1, 10, 1700000000, 5, 0644, h16, 1 };
+	struct ph_backup_rec rec = { 1, (char *)"/b/a-1.tar.zst", 1, 0, 1700000000, 2, 20, 0, 0 };
+	struct ph_backup_rec *recs;
+	struct bseen b;
+	char path[256], id[33], id2[33];
+	uint8_t hb[16];
+	size_t n;
+	sqlite3 *h;
+	sqlite3_stmt *q;
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, PH_STATE_RESET, &st), 0);
+	assert_int_equal(ph_state_file_done(st, "kept/row", &f), 0);
+	ph_state_close(st, 0, NULL);
+	db_path(path, sizeof(path));
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "DROP TABLE backup_archives; DROP TABLE backup_files; "
+	                              "PRAGMA user_version = 3", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_file_get(st, "kept/row", &f, hb), 1);
+	assert_int_equal(f.lmtime, 6);
+	assert_int_equal(ph_state_series_id(st, id), 0);
+	assert_int_equal(strlen(id), 32);
+	assert_int_equal(ph_state_series_id(st, id2), 0);
+	assert_string_equal(id, id2);
+	/* An archive cut before its end: nothing of it stays. */
+	assert_int_equal(ph_state_backup_begin(st, 1), 0);
+	assert_int_equal(ph_state_backup_put(st, "x", &bf), 0);
+	ph_state_backup_abort(st);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(ph_state_backup_each(st, collect_bfile, &b), 0);
+	assert_int_equal(b.n, 0);
+	assert_int_equal(ph_state_backup_list(st, &recs, &n), 0);
+	assert_int_equal(n, 0);
+	ph_state_backup_recs_free(recs, n);
+	/* A full one, then an incremental that forgets a path. */
+	assert_int_equal(ph_state_backup_begin(st, 1), 0);
+	assert_int_equal(ph_state_backup_put(st, "d/x", &bf), 0);
+	assert_int_equal(ph_state_backup_put(st, "d-b", &bf), 0);
+	assert_int_equal(ph_state_backup_put(st, "d", &bf), 0);
+	assert_int_equal(ph_state_backup_end(st, &rec), 0);
+	assert_int_equal(ph_state_backup_begin(st, 0), 0);
+	assert_int_equal(ph_state_backup_forget(st, "d-b"), 0);
+	bf.seq = 2;
+	assert_int_equal(ph_state_backup_put(st, "d/x", &bf), 0);
+	rec.seq = 2;
+	rec.full = 0;
+	rec.base = 1;
+	rec.name = (char *)"/b/a-2.tar.zst";
+	assert_int_equal(ph_state_backup_end(st, &rec), 0);
+	ph_state_close(st, 0, NULL);
+
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(ph_state_backup_each(st, collect_bfile, &b), 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(b.p[0], "d");
+	assert_string_equal(b.p[1], "d/x");
+	assert_int_equal(b.seq[0], 1);
+	assert_int_equal(b.seq[1], 2);
+	assert_int_equal(ph_state_backup_pruned(st, 1), 0);
+	assert_int_equal(ph_state_backup_list(st, &recs, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(recs[0].full, 1);
+	assert_int_equal(recs[0].pruned, 1);
+	assert_int_equal(recs[1].full, 0);
+	assert_int_equal(recs[1].base, 1);
+	assert_string_equal(recs[1].name, "/b/a-2.tar.zst");
+	ph_state_backup_recs_free(recs, n);
+	assert_int_equal(ph_state_series_id(st, id2), 0);
+	assert_string_equal(id, id2);
+	/* A new full archive: the series forgets what it held. */
+	assert_int_equal(ph_state_backup_begin(st, 1), 0);
+	bf.seq = 3;
+	assert_int_equal(ph_state_backup_put(st, "new", &bf), 0);
+	rec.seq = 3;
+	rec.full = 1;
+	rec.base = 0;
+	assert_int_equal(ph_state_backup_end(st, &rec), 0);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(ph_state_backup_each(st, collect_bfile, &b), 0);
+	assert_int_equal(b.n, 1);
+	assert_string_equal(b.p[0], "new");
+	ph_state_close(st, 0, NULL);
+
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT user_version FROM pragma_user_version", -1,
+	                                    &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 4);
+	sqlite3_finalize(q);
+	sqlite3_close(h);
+	phsync_ctx_free(ctx);
+}
+
 int
 main(void)
 {
@@ -328,6 +455,7 @@ main(void)
 		cmocka_unit_test(test_kill_mid_batch),
 		cmocka_unit_test(test_damaged_foreign_and_newer_refused),
 		cmocka_unit_test(test_pairs_listed),
+		cmocka_unit_test(test_schema4_backup_series),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

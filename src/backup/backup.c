@@ -1,0 +1,628 @@
+/* phsync_backup: scan the source, choose what the archive holds (full, or
+ * what changed since the series' last archive), stream it into a tar
+ * archive with a manifest, publish it, advance the series, prune. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "phsync/backup.h"
+#include "awrite.h"
+#include "ctx.h"
+#include "fetch.h"
+#include "local.h"
+#include "manifest.h"
+#include "ssh.h"
+
+#define STORE_MIN (64u << 10)  /* smaller media is compressed with the rest:
+                                  switching frames costs more than it saves */
+
+void
+phsync_backup_options_init(struct phsync_backup_options *bo)
+{
+	memset(bo, 0, sizeof(*bo));
+}
+
+/* One path the series held at its last archive (loaded from the state). */
+struct held {
+	char *path;
+	int type;
+	uint64_t size;
+	int64_t mtime;
+};
+
+struct bk {
+	struct ph_job *j;
+	struct ph_aw *aw;
+	struct ph_manifest mf;
+	struct ph_fetch_item *items;
+	uint8_t *isnew;             /* per item: 1 new to the series, 0 changed */
+	size_t nitems;
+	XXH3_state_t *h;
+	uint64_t left;              /* bytes of the current file still to come */
+	uint64_t cur_size;
+	int64_t cur_mtime;
+	uint32_t cur_nsec;
+	struct held *held;
+	size_t nheld, capheld;
+};
+
+/* Is this the start of a format that does not compress (photos, videos,
+ * audio, archives)? By its first bytes; the name's ending when there are
+ * none to look at. RAW photos (DNG: TIFF) and text do compress. */
+static int
+incompressible(const char *path, const uint8_t *p, size_t n)
+{
+	static const char *const ext[] = { ".jpg", ".jpeg", ".heic", ".heif", ".mp4", ".mov",
+		".m4v", ".3gp", ".mkv", ".webm", ".webp", ".png", ".gif", ".mp3", ".m4a", ".aac",
+		".ogg", ".opus", ".zip", ".gz", ".zst", ".xz", ".7z", ".apk", ".avif", NULL };
+	const char *dot = strrchr(path, '.');
+	size_t i;
+
+	if (n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff)
+		return 1;                                   /* JPEG */
+	if (n >= 8 && memcmp(p + 4, "ftyp", 4) == 0)
+		return 1;                                   /* MP4, MOV, HEIC, 3GP, M4A, AVIF */
+	if (n >= 8 && memcmp(p, "\x89PNG", 4) == 0)
+		return 1;
+	if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && (memcmp(p + 8, "WEBP", 4) == 0 ||
+	                                             memcmp(p + 8, "AVI ", 4) == 0))
+		return 1;
+	if (n >= 4 && (memcmp(p, "GIF8", 4) == 0 || memcmp(p, "\x1a\x45\xdf\xa3", 4) == 0 ||
+	               memcmp(p, "OggS", 4) == 0 || memcmp(p, "PK\x03\x04", 4) == 0 ||
+	               memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0 || memcmp(p, "\xfd" "7zXZ", 4) == 0 ||
+	               memcmp(p, "ID3", 3) == 0 || (p[0] == 0x1f && p[1] == 0x8b)))
+		return 1;
+	if (n > 0 || dot == NULL)
+		return 0;
+	for (i = 0; ext[i] != NULL; i++)
+		if (strcasecmp(dot, ext[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+bk_begin(void *arg, size_t i, uint64_t size, int64_t mtime, uint32_t nsec, const uint8_t *first,
+         size_t n)
+{
+	struct bk *b = arg;
+	const struct ph_entry *e = b->items[i].e;
+	struct ph_aw_entry ae;
+
+	memset(&ae, 0, sizeof(ae));
+	ae.path = ph_entry_raw(e);
+	ae.dir = e->type == PH_T_DIR;
+	ae.size = size;
+	ae.mtime = mtime;
+	ae.nsec = nsec;
+	ae.mode = ae.dir ? (e->mode & 0777) | 0700 : e->mode & 0666;
+	if (!ae.dir)
+		ph_aw_store(b->aw, size >= STORE_MIN && incompressible(ae.path, first, n));
+	b->left = size;
+	b->cur_size = size;
+	b->cur_mtime = mtime;
+	b->cur_nsec = nsec;
+	XXH3_128bits_reset(b->h);
+	return ph_aw_header(b->aw, &ae);
+}
+
+static int
+bk_data(void *arg, size_t i, const uint8_t *p, size_t n)
+{
+	struct bk *b = arg;
+
+	(void)i;
+	if (n > b->left)
+		return ph_err(b->j->ctx, PHSYNC_EPROTO, "%s: more bytes than listed",
+		              ph_entry_raw(b->items[i].e));
+	XXH3_128bits_update(b->h, p, n);
+	b->left -= n;
+	b->j->st.bytes_done += n;
+	return ph_aw_data(b->aw, p, n);
+}
+
+static int
+bk_end(void *arg, size_t i)
+{
+	struct bk *b = arg;
+	const struct ph_entry *e = b->items[i].e;
+	struct ph_mf_file f;
+	XXH128_canonical_t c;
+	int rc;
+
+	if (b->left != 0)
+		return ph_err(b->j->ctx, PHSYNC_EPROTO, "%s: fewer bytes than listed", ph_entry_raw(e));
+	if ((rc = ph_aw_end(b->aw)) != 0)
+		return rc;
+	memset(&f, 0, sizeof(f));
+	f.path = (char *)ph_entry_raw(e);
+	f.dir = e->type == PH_T_DIR;
+	f.size = b->cur_size;
+	f.mtime = b->cur_mtime;
+	f.nsec = b->cur_nsec;
+	f.mode = f.dir ? (e->mode & 0777) | 0700 : e->mode & 0666;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(b->h));
+	memcpy(f.hash, c.digest, 16);
+	if ((rc = ph_mf_add(&b->mf, &f)) != 0)
+		return rc;
+	if (!f.dir) {
+		b->j->st.files_done++;
+		b->j->st.bytes_committed += f.size;
+		ph_job_event(b->j, PHSYNC_EV_FILE_DONE, f.path, b->isnew[i] ? "new" : "update",
+		             f.size, 0, NULL);
+	}
+	return 0;
+}
+
+static void
+bk_failed(void *arg, size_t i, int err, const char *msg)
+{
+	struct bk *b = arg;
+
+	b->j->st.files_failed++;
+	ph_job_event(b->j, PHSYNC_EV_FILE_FAILED, ph_entry_raw(b->items[i].e), NULL,
+	             b->items[i].e->size, err, msg);
+}
+
+static int
+held_row(void *arg, const char *path, const struct ph_backup_file *f)
+{
+	struct bk *b = arg;
+
+	if (b->nheld == b->capheld) {
+		size_t nc = b->capheld ? b->capheld * 2 : 256;
+		struct held *nv = realloc(b->held, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return PHSYNC_ENOMEM;
+		b->held = nv;
+		b->capheld = nc;
+	}
+	if ((b->held[b->nheld].path = strdup(path)) == NULL)
+		return PHSYNC_ENOMEM;
+	b->held[b->nheld].type = f->type;
+	b->held[b->nheld].size = f->size;
+	b->held[b->nheld].mtime = f->mtime;
+	b->nheld++;
+	return 0;
+}
+
+/* Expands %Y %m %d %H %M and %% in the template's last part. */
+static int
+expand_name(phsync_ctx *ctx, const char *tmpl, time_t now, char *out, size_t len)
+{
+	struct tm tm;
+	size_t o = 0;
+	const char *p;
+
+	localtime_r(&now, &tm);
+	for (p = tmpl; *p && o + 8 < len; p++) {
+		int v = -1, w = 2;
+
+		if (*p != '%') {
+			out[o++] = *p;
+			continue;
+		}
+		switch (*++p) {
+		case 'Y': v = tm.tm_year + 1900; w = 4; break;
+		case 'm': v = tm.tm_mon + 1; break;
+		case 'd': v = tm.tm_mday; break;
+		case 'H': v = tm.tm_hour; break;
+		case 'M': v = tm.tm_min; break;
+		case '%': out[o++] = '%'; continue;
+		default:
+			return ph_err(ctx, PHSYNC_EINVAL, "%s: only %%Y %%m %%d %%H %%M and %%%% may be "
+			              "used in an archive name", tmpl);
+		}
+		o += (size_t)snprintf(out + o, len - o, "%0*d", w, v);
+	}
+	if (*p != '\0')
+		return ph_err(ctx, PHSYNC_EINVAL, "%s: name too long", tmpl);
+	out[o] = '\0';
+	return 0;
+}
+
+/* The series' key in the state: who and what is backed up, and the
+ * archive template made absolute (its folder must exist). */
+static int
+open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const char *tmpl,
+            char *absdir, size_t dlen)
+{
+	struct ph_state_key key;
+	char user[256] = "", host[256] = "", dir[PATH_MAX], lpath[PATH_MAX + 300];
+	const char *base = strrchr(tmpl, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", base ? (int)(base - tmpl) : 1, base ? tmpl : ".");
+	if (base != NULL && dir[0] == '\0')
+		snprintf(dir, sizeof(dir), "/");
+	base = base ? base + 1 : tmpl;
+	if (realpath(dir, absdir) == NULL)
+		return ph_err(j->ctx, ph_err_from_errno(errno), "%s: the archive's folder: %s", dir,
+		              strerror(errno));
+	(void)dlen;
+	key.port = 0;
+	if (ssh != NULL)
+		ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &key.port);
+	snprintf(lpath, sizeof(lpath), "backup:%s/%s", strcmp(absdir, "/") ? absdir : "", base);
+	key.user = user;
+	key.host = host;
+	key.rpath = src_abs;
+	key.lpath = lpath;
+	return ph_state_open(j->ctx, j->o->state_dir, &key,
+	                     j->o->reset_state ? PH_STATE_RESET : 0, &j->state);
+}
+
+/* What the archive holds: every file and folder (full), or what is new or
+ * changed since the series' last archive; the series' paths gone from
+ * the source are recorded as deleted. Both lists are in the trees' order. */
+static int
+choose(struct bk *b, int full)
+{
+	struct ph_job *j = b->j;
+	size_t i, k = 0;
+	int rc;
+
+	if ((b->items = calloc(j->src.n ? j->src.n : 1, sizeof(*b->items))) == NULL ||
+	    (b->isnew = calloc(j->src.n ? j->src.n : 1, 1)) == NULL)
+		return PHSYNC_ENOMEM;
+	for (i = 0; i < j->src.n; i++) {
+		const struct ph_entry *e = &j->src.v[i];
+		const struct held *h = NULL;
+		int c = 1;
+
+		while (k < b->nheld && (c = ph_path_cmp(b->held[k].path, e->path)) < 0) {
+			if (!full && (rc = ph_mf_add_del(&b->mf, b->held[k].path)) != 0)
+				return rc;
+			k++;
+		}
+		if (k < b->nheld && c == 0)
+			h = &b->held[k++];
+		if (e->type == PH_T_LINK || e->type == PH_T_OTHER) {
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, e->type == PH_T_LINK ? "symlink" :
+			             "special", 0, 0, e->type == PH_T_LINK ?
+			             "symlink (never followed nor archived)" :
+			             "not a regular file or folder");
+			if (h != NULL && !full && (rc = ph_mf_add_del(&b->mf, h->path)) != 0)
+				return rc;
+			continue;
+		}
+		if (strcmp(e->path, PH_MANIFEST_NAME) == 0) {
+			j->st.files_skipped++;
+			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "reserved", 0, 0,
+			             "this name holds the archive's manifest; not archived");
+			continue;
+		}
+		if (e->type == PH_T_FILE) {
+			j->st.files_total++;
+			if (e->nosize) {
+				j->st.files_failed++;
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EREMOTE,
+				             "the server does not tell its size; not archived");
+				continue;
+			}
+		}
+		/* A folder goes in when new or its time moved (its files'
+		 * changes are what move it); a file when new or changed. */
+		if (!full && h != NULL && h->type == e->type && h->mtime == e->mtime &&
+		    (e->type == PH_T_DIR || h->size == e->size))
+			continue;
+		b->isnew[b->nitems] = h == NULL || h->type != e->type;
+		b->items[b->nitems++].e = e;
+		if (e->type == PH_T_FILE) {
+			j->st.files_todo++;
+			j->st.bytes_todo += e->size;
+		}
+	}
+	for (; k < b->nheld && !full; k++)
+		if ((rc = ph_mf_add_del(&b->mf, b->held[k].path)) != 0)
+			return rc;
+	return 0;
+}
+
+static int
+write_manifest(struct bk *b, int head)
+{
+	struct ph_aw_entry ae;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = ph_mf_format(&b->mf, head, &buf, &len)) != 0)
+		return rc;
+	memset(&ae, 0, sizeof(ae));
+	ae.path = PH_MANIFEST_NAME;
+	ae.size = len;
+	ae.mtime = b->mf.created;
+	ae.mode = 0644;
+	ph_aw_store(b->aw, 0);
+	if ((rc = ph_aw_header(b->aw, &ae)) == 0 && (rc = ph_aw_data(b->aw, buf, len)) == 0)
+		rc = ph_aw_end(b->aw);
+	free(buf);
+	return rc;
+}
+
+/* Advances the series: what it holds now, and the archive, in one
+ * transaction (after the archive is in place: a kill before leaves the
+ * series where it was). */
+static int
+record(struct bk *b, const char *published, uint64_t size)
+{
+	struct ph_state *st = b->j->state;
+	struct ph_backup_rec rec;
+	size_t i;
+	int rc;
+
+	if ((rc = ph_state_backup_begin(st, b->mf.full)) != 0)
+		return rc;
+	for (i = 0; i < b->mf.n && rc == 0; i++) {
+		const struct ph_mf_file *f = &b->mf.v[i];
+		struct ph_backup_file bf;
+
+		bf.type = f->dir ? PH_T_DIR : PH_T_FILE;
+		bf.size = f->size;
+		/* The listing's time (whole seconds over SFTP) is what the next
+		 * scan compares against. */
+		bf.mtime = f->mtime;
+		bf.nsec = f->nsec;
+		bf.mode = f->mode;
+		bf.hash = f->dir ? NULL : f->hash;
+		bf.seq = b->mf.seq;
+		rc = ph_state_backup_put(st, f->path, &bf);
+	}
+	for (i = 0; i < b->mf.ndel && rc == 0; i++)
+		rc = ph_state_backup_forget(st, b->mf.del[i]);
+	if (rc != 0) {
+		ph_state_backup_abort(st);
+		return rc;
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.seq = b->mf.seq;
+	rec.name = (char *)published;
+	rec.full = b->mf.full;
+	rec.base = b->mf.base;
+	rec.created = b->mf.created;
+	rec.files = b->j->st.files_done;
+	rec.bytes = size;
+	rec.deleted = b->mf.ndel;
+	return ph_state_backup_end(st, &rec);
+}
+
+/* --keep N: the oldest chains (a full and the incrementals on it) beyond
+ * the newest N are removed. The newest chain, which the next incremental
+ * builds on, is never one of them. */
+static int
+prune(struct ph_job *j, unsigned keep)
+{
+	struct ph_backup_rec *v;
+	size_t n, i, chains = 0, drop;
+	int rc;
+
+	if (keep == 0)
+		return 0;
+	if ((rc = ph_state_backup_list(j->state, &v, &n)) != 0)
+		return rc;
+	for (i = 0; i < n; i++)
+		if (!v[i].pruned && v[i].full)
+			chains++;
+	drop = chains > keep ? chains - keep : 0;
+	for (i = 0; i < n && rc == 0; i++) {
+		if (v[i].pruned)
+			continue;
+		if (v[i].full) {
+			if (drop == 0)
+				break;
+			drop--;
+		}
+		if (unlink(v[i].name) != 0 && errno != ENOENT) {
+			ph_job_event(j, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
+			             "--keep: cannot remove this old archive");
+			continue;
+		}
+		rc = ph_state_backup_pruned(j->state, v[i].seq);
+		ph_job_event(j, PHSYNC_EV_DELETED, v[i].name, "pruned", v[i].bytes, 0, NULL);
+	}
+	ph_state_backup_recs_free(v, n);
+	return rc;
+}
+
+static void
+lscan_event(const struct phsync_event *ev, void *arg)
+{
+	struct ph_job *j = arg;
+
+	ph_job_event(j, ev->type, ev->path, ev->action, ev->size, ev->err, ev->message);
+}
+
+int
+phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
+              const struct phsync_backup_options *bo, struct phsync_stats *stats,
+              char *published, size_t publen)
+{
+	struct phsync_options defaults;
+	const struct phsync_options *opts;
+	struct ph_job j;
+	struct bk b;
+	struct ph_ssh *ssh = NULL;
+	struct ph_backup_rec *recs = NULL;
+	size_t nrecs = 0, i;
+	char *user = NULL, *host = NULL, *rpath = NULL, srcabs[PATH_MAX + 520];
+	char absdir[PATH_MAX], name[PATH_MAX], final[PATH_MAX * 2], pub[PATH_MAX * 2] = "";
+	const char **pat = NULL;
+	uint8_t *incl = NULL;
+	const char *base;
+	int rc, remote, full;
+	time_t now = time(NULL);
+
+	ctx->err[0] = '\0';
+	ctx->interrupted = 0;
+	opts = bo->sync;
+	if (opts == NULL) {
+		phsync_options_init(&defaults);
+		opts = &defaults;
+	}
+	memset(&j, 0, sizeof(j));
+	memset(&b, 0, sizeof(b));
+	j.ctx = ctx;
+	j.o = opts;
+	j.dir = PHSYNC_PULL;
+	j.lroot = -1;
+	j.t0_ms = j.last_progress_ms = ph_now_ms();
+	j.started = (int64_t)now;
+	b.j = &j;
+	if ((b.h = XXH3_createState()) == NULL)
+		return PHSYNC_ENOMEM;
+	remote = phsync_parse_remote(src, &user, &host, &rpath) == 0;
+	free(user);
+	free(host);
+	free(rpath);
+	user = host = rpath = NULL;
+	base = strrchr(tmpl, '/');
+	base = base ? base + 1 : tmpl;
+	{
+		size_t el;
+
+		if (ph_aw_kind_of(base, &el) == 0) {
+			rc = ph_err(ctx, PHSYNC_EINVAL, "%s: the archive's name must end in .tar, "
+			            ".tar.zst, .tar.gz or .tar.xz", tmpl);
+			goto out;
+		}
+	}
+	if ((rc = expand_name(ctx, base, now, name, sizeof(name))) != 0 ||
+	    (rc = ph_job_filter(&j, &pat, &incl)) != 0)
+		goto out;
+	if (remote) {
+		struct ph_sftp_attrs ra;
+		char *rp;
+
+		if ((rc = ph_job_parse_remote(&j, src, &user, &host, &rpath)) != 0 ||
+		    (rc = ph_job_connect(&j, user, host, &ssh)) != 0)
+			goto out;
+		rp = ph_job_rpath(&j, "");
+		rc = rp ? ph_sftp_stat_sync(j.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
+		free(rp);
+		if (rc != 0) {
+			rc = ph_err(ctx, rc, "%s:%s: %s", host, rpath, rc == PHSYNC_ENOENT ?
+			            "no such folder on the server" : phsync_strerror(rc));
+			goto out;
+		}
+		if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
+			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
+			goto out;
+		}
+		snprintf(srcabs, sizeof(srcabs), "%s", j.rroot);
+		if ((rc = ph_remote_scan(&j, &j.src, 0)) != 0)
+			goto out;
+	} else {
+		uint64_t failed = 0;
+
+		if ((rc = ph_local_open_root(ctx, src, 0, &j.lroot)) != 0)
+			goto out;
+		if (realpath(src, srcabs) == NULL) {
+			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));
+			goto out;
+		}
+		if ((rc = ph_local_scan(ctx, j.lroot, &j.filter, 0, 1, &j.src, NULL, lscan_event, &j,
+		                        &failed)) != 0)
+			goto out;
+		j.st.files_failed += failed;
+	}
+	ph_tree_sort(&j.src);
+	/* The series (locked for this run: two backups of one series never
+	 * interleave) and what it held. */
+	if ((rc = open_series(&j, ssh, srcabs, tmpl, absdir, sizeof(absdir))) != 0 ||
+	    (rc = ph_state_series_id(j.state, b.mf.series)) != 0 ||
+	    (rc = ph_state_backup_list(j.state, &recs, &nrecs)) != 0)
+		goto out;
+	full = bo->mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
+	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
+		ph_job_event(&j, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
+		             "the series' last archive is gone: this one is a full backup");
+		full = 1;
+	}
+	b.mf.full = full;
+	b.mf.seq = nrecs ? recs[nrecs - 1].seq + 1 : 1;
+	b.mf.base = full ? 0 : recs[nrecs - 1].seq;
+	b.mf.created = (int64_t)now;
+	if ((b.mf.source = strdup(src)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	if (!full && (rc = ph_state_backup_each(j.state, held_row, &b)) != 0)
+		goto out;
+	if ((rc = choose(&b, full)) != 0)
+		goto out;
+	snprintf(final, sizeof(final), "%s/%s", strcmp(absdir, "/") ? absdir : "", name);
+	if ((rc = ph_aw_open(ctx, final, bo->level, opts->fsync, &b.aw)) != 0)
+		goto out;
+	if ((rc = write_manifest(&b, 1)) != 0)
+		goto out;
+	{
+		struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, &b };
+
+		if ((rc = ph_fetch_run(&j, b.items, b.nitems, &ops)) != 0)
+			goto out;
+	}
+	for (i = 0; i < b.mf.ndel; i++) {
+		j.st.files_deleted++;
+		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded", 0, 0,
+		             "gone from the source since the last archive: recorded as deleted");
+	}
+	if (ctx->interrupted) {
+		rc = PHSYNC_EINTR;
+		goto out;
+	}
+	if ((rc = write_manifest(&b, 0)) != 0)
+		goto out;
+	{
+		uint64_t size = ph_aw_bytes(b.aw);
+		struct ph_aw *aw = b.aw;
+
+		b.aw = NULL;
+		if ((rc = ph_aw_commit(aw, pub, sizeof(pub))) != 0)
+			goto out;
+		if ((rc = record(&b, pub, size)) != 0)
+			goto out;
+	}
+	if (published != NULL)
+		snprintf(published, publen, "%s", pub);
+	rc = prune(&j, bo->keep);
+	if (rc == 0 && j.st.files_failed > 0)
+		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) could not be read and are not in "
+		            "%s; the rest is", (unsigned long long)j.st.files_failed, pub);
+out:
+	ph_aw_abort(b.aw);
+	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
+		rc = PHSYNC_EINTR;
+	if (rc == PHSYNC_EINTR)
+		ph_err(ctx, rc, "interrupted; no archive was made (run again)");
+	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	if (stats != NULL)
+		*stats = j.st;
+	ph_job_event(&j, PHSYNC_EV_SUMMARY, pub[0] ? pub : NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_state_close(j.state, rc, &j.st);
+	ph_state_backup_recs_free(recs, nrecs);
+	for (i = 0; i < b.nheld; i++)
+		free(b.held[i].path);
+	free(b.held);
+	free(b.items);
+	free(b.isnew);
+	ph_mf_free(&b.mf);
+	XXH3_freeState(b.h);
+	ph_tree_free(&j.src);
+	ph_sftp_free(j.sftp);
+	ph_ssh_free(ssh);
+	if (j.lroot >= 0)
+		close(j.lroot);
+	free(j.rroot);
+	free(pat);
+	free(incl);
+	free(user);
+	free(host);
+	free(rpath);
+	return rc;
+}

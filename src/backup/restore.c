@@ -1,0 +1,599 @@
+/* phsync_restore: a chain of archives applied in order into a folder, with
+ * a pull's safety: every file through a temp file beside its place,
+ * renamed only once the whole archive read back right; nothing outside the
+ * folder; no symlink followed or made. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "phsync/backup.h"
+#include "aread.h"
+#include "ctx.h"
+#include "job.h"
+#include "local.h"
+#include "tempname.h"
+
+#define ZBUF 65536
+
+/* A file written to its temp, renamed when its archive checked out. */
+struct staged {
+	char *path;
+	char tmp[NAME_MAX + 1];
+	uint64_t size;
+	uint8_t hash[16];
+};
+
+struct dtime {
+	char *path;
+	int64_t mtime;
+	uint32_t nsec;
+};
+
+struct rs {
+	struct ph_job *j;
+	int root;
+	mode_t mask;
+	struct ph_temp_owner self;
+	struct staged *sv;
+	size_t ns, caps;
+	struct dtime *dv;
+	size_t nd, capd;
+};
+
+/* Opens (making what is missing) folder rel beneath the root, one part at
+ * a time, never following a symlink. */
+static int
+mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
+{
+	char part[NAME_MAX + 1];
+	const char *p = rel;
+	int fd = dup(r->root), nfd;
+
+	if (fd < 0)
+		return ph_err_from_errno(errno);
+	while (*p) {
+		const char *s = strchr(p, '/');
+		size_t n = s ? (size_t)(s - p) : strlen(p);
+
+		if (n > NAME_MAX) {
+			close(fd);
+			return PHSYNC_EINVAL;
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		nfd = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(fd, part, (mode & 0777) | 0700) != 0 && errno != EEXIST) {
+				int e = errno;
+
+				close(fd);
+				return ph_err_from_errno(e);
+			}
+			nfd = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0) {
+			int e = errno;
+
+			close(fd);
+			return e == ELOOP || e == ENOTDIR ? PHSYNC_EUNSAFE : ph_err_from_errno(e);
+		}
+		close(fd);
+		fd = nfd;
+		p += n + (s != NULL);
+	}
+	*out = fd;
+	return 0;
+}
+
+static void
+refuse(struct rs *r, const char *path, int err, const char *why)
+{
+	r->j->st.files_failed++;
+	ph_job_event(r->j, PHSYNC_EV_FILE_FAILED, path, NULL, 0, err, why);
+}
+
+static int
+add_dtime(struct rs *r, const char *path, int64_t mtime, uint32_t nsec)
+{
+	if (r->nd == r->capd) {
+		size_t nc = r->capd ? r->capd * 2 : 64;
+		struct dtime *nv = realloc(r->dv, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return PHSYNC_ENOMEM;
+		r->dv = nv;
+		r->capd = nc;
+	}
+	if ((r->dv[r->nd].path = strdup(path)) == NULL)
+		return PHSYNC_ENOMEM;
+	r->dv[r->nd].mtime = mtime;
+	r->dv[r->nd].nsec = nsec;
+	r->nd++;
+	return 0;
+}
+
+/* Writes the entry's bytes to a new temp file beside its place. Returns 0
+ * (staged), 1 (refused and reported), or a PHSYNC_E* that stops. */
+static int
+stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
+{
+	struct ph_job *j = r->j;
+	struct staged sg;
+	struct statvfs vs;
+	struct timespec ts[2];
+	XXH3_state_t *h = NULL;
+	XXH128_canonical_t c;
+	static const uint8_t zeros[ZBUF];
+	const void *p;
+	const char *base;
+	char *dir = NULL, msg[300];
+	uint64_t pos = 0;
+	int64_t off;
+	size_t n;
+	int dfd = -1, fd = -1, rc, tries;
+
+	memset(&sg, 0, sizeof(sg));
+	if ((rc = ph_local_split(e->path, &dir, &base)) != 0)
+		return rc;
+	if ((rc = mkdirs(r, dir, 0755, &dfd)) != 0) {
+		free(dir);
+		if (rc == PHSYNC_EUNSAFE) {
+			refuse(r, e->path, rc, "a symlink or a file is in the way of its folder; "
+			       "not followed");
+			return 1;
+		}
+		return ph_err(j->ctx, rc, "%s: cannot make its folder: %s", e->path,
+		              phsync_strerror(rc));
+	}
+	free(dir);
+	/* A size that cannot fit is refused before a byte is written. */
+	if (fstatvfs(dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
+		close(dfd);
+		return ph_err(j->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
+		              "space left); the restore stopped, nothing of this archive was put "
+		              "in place", e->path, (unsigned long long)e->size);
+	}
+	for (tries = 0; fd < 0 && tries < 16; tries++) {
+		ph_temp_name(sg.tmp, sizeof(sg.tmp), base, PH_TEMP_NEW, &r->self);
+		fd = openat(dfd, sg.tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: cannot create its temp file: %s",
+		            e->path, strerror(errno));
+		close(dfd);
+		return rc;
+	}
+	if ((h = XXH3_createState()) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto fail;
+	}
+	XXH3_128bits_reset(h);
+	while ((rc = ph_ar_data(ar, &p, &n, &off)) == 1) {
+		if (off < 0 || (uint64_t)off < pos || (uint64_t)off + n > e->size) {
+			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: data outside its size", e->path);
+			goto fail;
+		}
+		while (pos < (uint64_t)off) {   /* a hole (sparse entry) */
+			size_t k = (uint64_t)off - pos < ZBUF ? (size_t)((uint64_t)off - pos) : ZBUF;
+
+			XXH3_128bits_update(h, zeros, k);
+			pos += k;
+		}
+		XXH3_128bits_update(h, p, n);
+		while (n > 0) {
+			ssize_t w = pwrite(fd, p, n, off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				int e2 = w < 0 ? errno : EIO;
+
+				rc = ph_err(j->ctx, ph_err_from_errno(e2), "%s: %s%s", e->path,
+				            strerror(e2), e2 == ENOSPC ? " (no space left); the restore "
+				            "stopped, nothing of this archive was put in place" : "");
+				goto fail;
+			}
+			p = (const uint8_t *)p + w;
+			n -= (size_t)w;
+			off += w;
+			pos = (uint64_t)off;
+		}
+	}
+	if (rc < 0)
+		goto fail;
+	while (pos < e->size) {
+		size_t k = e->size - pos < ZBUF ? (size_t)(e->size - pos) : ZBUF;
+
+		XXH3_128bits_update(h, zeros, k);
+		pos += k;
+	}
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
+	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
+	if (ftruncate(fd, (off_t)e->size) != 0 || fchmod(fd, (e->mode & 0666) & ~r->mask) != 0 ||
+	    futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0)) {
+		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+		goto fail;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+		goto fail;
+	}
+	fd = -1;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
+	memcpy(sg.hash, c.digest, 16);
+	XXH3_freeState(h);
+	close(dfd);
+	sg.size = e->size;
+	if ((sg.path = strdup(e->path)) == NULL)
+		return PHSYNC_ENOMEM;
+	if (r->ns == r->caps) {
+		size_t nc = r->caps ? r->caps * 2 : 256;
+		struct staged *nv = realloc(r->sv, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(sg.path);
+			return PHSYNC_ENOMEM;
+		}
+		r->sv = nv;
+		r->caps = nc;
+	}
+	r->sv[r->ns++] = sg;
+	return 0;
+fail:
+	(void)msg;
+	XXH3_freeState(h);
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dfd, sg.tmp, 0);
+	close(dfd);
+	return rc;
+}
+
+/* Removes every staged temp (an archive that did not check out). */
+static void
+unstage(struct rs *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->ns; i++) {
+		const char *base;
+		char *dir;
+		int dfd;
+
+		if (ph_local_split(r->sv[i].path, &dir, &base) == 0) {
+			if (ph_local_opendir(r->root, dir, &dfd) == 0) {
+				unlinkat(dfd, r->sv[i].tmp, 0);
+				close(dfd);
+			}
+			free(dir);
+		}
+		free(r->sv[i].path);
+	}
+	r->ns = 0;
+}
+
+static int
+staged_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct staged *)a)->path, ((const struct staged *)b)->path);
+}
+
+/* Does what was staged match the manifest, file for file? (The staged
+ * files sorted by path; each manifest file looked up.) */
+static int
+check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
+{
+	size_t i, nfiles = 0;
+
+	if (r->ns > 1)
+		qsort(r->sv, r->ns, sizeof(*r->sv), staged_cmp);
+	for (i = 0; i + 1 < r->ns; i++)
+		if (strcmp(r->sv[i].path, r->sv[i + 1].path) == 0)
+			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds %s twice; nothing of this "
+			              "archive was put in place", name, r->sv[i].path);
+	for (i = 0; i < m->n; i++) {
+		const struct ph_mf_file *f = &m->v[i];
+		struct staged key, *s;
+
+		if (f->dir)
+			continue;
+		nfiles++;
+		key.path = f->path;
+		s = r->ns ? bsearch(&key, r->sv, r->ns, sizeof(*r->sv), staged_cmp) : NULL;
+		if (s == NULL || s->size != f->size || memcmp(s->hash, f->hash, 16) != 0)
+			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: %s does not match its manifest "
+			              "(damaged archive); nothing of this archive was put in place",
+			              name, f->path);
+	}
+	if (nfiles != r->ns)
+		return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds files its manifest does not "
+		              "name; nothing of this archive was put in place", name);
+	return 0;
+}
+
+/* Renames every staged file into place (replacing an older version; a
+ * folder in the way is a failure) and applies the deletions. */
+static int
+apply(struct rs *r, const struct ph_manifest *m)
+{
+	struct ph_job *j = r->j;
+	size_t i;
+	int lastfd = -1, rc = 0;
+	char lastdir[PATH_MAX] = "";
+
+	for (i = 0; i < r->ns; i++) {
+		struct staged *s = &r->sv[i];
+		const char *base;
+		char *dir;
+		int dfd;
+
+		if ((rc = ph_local_split(s->path, &dir, &base)) != 0)
+			break;
+		if (lastfd >= 0 && strcmp(dir, lastdir) == 0)
+			dfd = lastfd;
+		else {
+			if (lastfd >= 0) {
+				if (j->o->fsync)
+					fsync(lastfd);
+				close(lastfd);
+				lastfd = -1;
+			}
+			if ((rc = ph_local_opendir(r->root, dir, &dfd)) != 0) {
+				free(dir);
+				break;
+			}
+			lastfd = dfd;
+			snprintf(lastdir, sizeof(lastdir), "%s", dir);
+		}
+		free(dir);
+		if (renameat(dfd, s->tmp, dfd, base) != 0) {
+			char msg[200];
+
+			snprintf(msg, sizeof(msg), "cannot be put in place: %s", strerror(errno));
+			unlinkat(dfd, s->tmp, 0);
+			refuse(r, s->path, ph_err_from_errno(errno), msg);
+			continue;
+		}
+		j->st.files_done++;
+		j->st.bytes_committed += s->size;
+		j->st.bytes_done += s->size;
+		ph_job_event(j, PHSYNC_EV_FILE_DONE, s->path, "restored", s->size, 0, NULL);
+	}
+	if (lastfd >= 0) {
+		if (j->o->fsync)
+			fsync(lastfd);
+		close(lastfd);
+	}
+	if (rc != 0) {
+		unstage(r);
+		return ph_err(j->ctx, rc, "cannot reach a folder of the restore: %s",
+		              phsync_strerror(rc));
+	}
+	for (i = 0; i < r->ns; i++)
+		free(r->sv[i].path);
+	r->ns = 0;
+	/* Deletions in reverse tree order: a folder's files before it. */
+	for (i = m != NULL ? m->ndel : 0; i-- > 0;) {
+		const char *base;
+		char *dir;
+		struct stat st;
+		int dfd;
+
+		if (ph_local_split(m->del[i], &dir, &base) != 0)
+			continue;
+		if (ph_local_opendir(r->root, dir, &dfd) == 0) {
+			if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    unlinkat(dfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+				j->st.files_deleted++;
+				ph_job_event(j, PHSYNC_EV_DELETED, m->del[i], "deleted", 0, 0, NULL);
+			} else if (errno != ENOENT) {
+				ph_job_event(j, PHSYNC_EV_WARNING, m->del[i], NULL, 0, PHSYNC_EIO,
+				             "deleted at the source by then, but cannot be removed here "
+				             "(a folder not empty?)");
+			}
+			if (j->o->fsync)
+				fsync(dfd);
+			close(dfd);
+		}
+		free(dir);
+	}
+	return 0;
+}
+
+/* One archive: staged whole, checked against its manifest, applied. prev
+ * is the archive before it in the chain (its head manifest), or NULL. */
+static int
+restore_one(struct rs *r, const char *name, struct ph_manifest *prev, int first)
+{
+	struct ph_job *j = r->j;
+	struct ph_ar *ar = NULL;
+	struct ph_ar_entry e;
+	const struct ph_manifest *head;
+	int rc, n = 0;
+
+	if ((rc = ph_ar_open(j->ctx, name, &ar)) != 0)
+		return rc;
+	while ((rc = ph_ar_next(ar, &e)) == 1) {
+		rc = 0;
+		if (j->ctx->interrupted) {
+			rc = PHSYNC_EINTR;
+			break;
+		}
+		if (n++ == 0 && (head = ph_ar_head(ar)) != NULL) {
+			/* The chain in order: same series, each on the one before. */
+			if (first && !head->full) {
+				rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s is an incremental archive (number "
+				            "%lld of its series, on number %lld): give the archives from "
+				            "its full one on, in order", name, (long long)head->seq,
+				            (long long)head->base);
+				break;
+			}
+			if (!first && prev != NULL && prev->series[0] &&
+			    (strcmp(prev->series, head->series) != 0 || head->full ||
+			     head->base != prev->seq)) {
+				rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s does not follow the archive before "
+				            "it (it is number %lld of %s series, on %lld; the one before is "
+				            "number %lld): give a full archive and its incrementals in "
+				            "order", name, (long long)head->seq,
+				            strcmp(prev->series, head->series) ? "another" : "the same",
+				            (long long)head->base, (long long)prev->seq);
+				break;
+			}
+		}
+		switch (e.type) {
+		case PH_AR_MANIFEST:
+		case PH_AR_ROOT:
+			break;
+		case PH_AR_REFUSED: {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "refused: %s; nothing written for it", e.reason);
+			refuse(r, e.path, PHSYNC_EUNSAFE, msg);
+			break;
+		}
+		case PH_AR_DIR: {
+			int dfd;
+
+			if ((rc = mkdirs(r, e.path, e.mode, &dfd)) == PHSYNC_EUNSAFE) {
+				refuse(r, e.path, rc, "a symlink or a file is in the way; not followed");
+				rc = 0;
+				break;
+			}
+			if (rc != 0) {
+				rc = ph_err(j->ctx, rc, "%s: cannot make the folder: %s", e.path,
+				            phsync_strerror(rc));
+				break;
+			}
+			close(dfd);
+			rc = add_dtime(r, e.path, e.mtime, e.nsec);
+			break;
+		}
+		case PH_AR_FILE:
+			rc = stage_file(r, ar, &e);
+			if (rc == 1)
+				rc = 0;
+			break;
+		}
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && ph_ar_head(ar) != NULL && ph_ar_manifest(ar) == NULL)
+		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: cut short (its manifest, which ends a "
+		            "complete archive, is missing); nothing of it was put in place", name);
+	if (rc == 0 && ph_ar_manifest(ar) != NULL)
+		rc = check_manifest(r, name, ph_ar_manifest(ar));
+	if (rc == 0 && ph_ar_head(ar) == NULL)
+		ph_job_event(j, PHSYNC_EV_WARNING, name, NULL, 0, 0, "no phsync manifest: restored "
+		             "as a plain archive (its content cannot be checked)");
+	if (rc == 0)
+		rc = apply(r, ph_ar_manifest(ar));
+	else
+		unstage(r);
+	if (rc == 0 && prev != NULL) {
+		ph_mf_free(prev);
+		if (ph_ar_head(ar) != NULL) {
+			const struct ph_manifest *h = ph_ar_head(ar);
+
+			memcpy(prev->series, h->series, sizeof(prev->series));
+			prev->seq = h->seq;
+		}
+	}
+	ph_ar_close(ar);
+	return rc;
+}
+
+static int
+by_depth(const void *a, const void *b)
+{
+	size_t la = strlen(((const struct dtime *)a)->path);
+	size_t lb = strlen(((const struct dtime *)b)->path);
+
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int
+phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const char *dir,
+               const struct phsync_options *opts, struct phsync_stats *stats)
+{
+	struct phsync_options defaults;
+	struct ph_manifest prev;
+	struct ph_job j;
+	struct rs r;
+	size_t i;
+	int rc = 0;
+
+	ctx->err[0] = '\0';
+	ctx->interrupted = 0;
+	if (opts == NULL) {
+		phsync_options_init(&defaults);
+		opts = &defaults;
+	}
+	memset(&j, 0, sizeof(j));
+	memset(&r, 0, sizeof(r));
+	memset(&prev, 0, sizeof(prev));
+	j.ctx = ctx;
+	j.o = opts;
+	j.lroot = -1;
+	j.t0_ms = j.last_progress_ms = ph_now_ms();
+	r.j = &j;
+	r.root = -1;
+	r.mask = umask(022);
+	umask(r.mask);
+	ph_temp_owner_self(&r.self);
+	if (n == 0) {
+		rc = ph_err(ctx, PHSYNC_EINVAL, "no archive to restore");
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (access(archives[i], R_OK) != 0) {
+			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", archives[i], strerror(errno));
+			goto out;
+		}
+	if ((rc = ph_local_open_root(ctx, dir, 1, &r.root)) != 0)
+		goto out;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = restore_one(&r, archives[i], &prev, i == 0);
+	/* Folder times last, deepest first (their files' renames moved them). */
+	if (r.nd > 1)
+		qsort(r.dv, r.nd, sizeof(*r.dv), by_depth);
+	for (i = 0; i < r.nd; i++) {
+		struct timespec ts[2];
+		int dfd;
+
+		if (ph_local_opendir(r.root, r.dv[i].path, &dfd) != 0)
+			continue;
+		ts[0].tv_sec = ts[1].tv_sec = (time_t)r.dv[i].mtime;
+		ts[0].tv_nsec = ts[1].tv_nsec = r.dv[i].nsec;
+		futimens(dfd, ts);
+		close(dfd);
+	}
+	if (rc == 0 && j.st.files_failed > 0)
+		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu entr%s refused or failed (named above); the "
+		            "rest was restored", (unsigned long long)j.st.files_failed,
+		            j.st.files_failed == 1 ? "y was" : "ies were");
+out:
+	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
+		rc = PHSYNC_EINTR;
+	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	if (stats != NULL)
+		*stats = j.st;
+	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	for (i = 0; i < r.nd; i++)
+		free(r.dv[i].path);
+	free(r.dv);
+	free(r.sv);
+	ph_mf_free(&prev);
+	if (r.root >= 0)
+		close(r.root);
+	return rc;
+}

@@ -1,0 +1,104 @@
+/* The remote side of a job: HOST:PATH parsed, the SSH login and the SFTP
+ * session; and the include/exclude filter every scan applies. Shared by
+ * phsync_sync and the backup (src/backup/), so both reach a phone the
+ * same way. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "job.h"
+#include "ssh.h"
+
+/* Trims trailing slashes; "" means the server's "/" root only when the
+ * user wrote "/", else the login folder ("."). */
+static char *
+remote_root(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n == 0)
+		return strdup(".");
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n == 1 && path[0] == '/')
+		return strdup("");
+	return strndup(path, n);
+}
+
+const char *const phsync_default_excludes[] = {
+	".thumbnails/",   /* Android's thumbnail cache folder (DCIM/.thumbnails) */
+	".thumbdata*",    /* its cache files */
+	".trashed-*",     /* in the gallery's bin: deleted by the user */
+	".pending-*",     /* being written by the camera or a download */
+	NULL
+};
+
+int
+ph_job_filter(struct ph_job *j, const char ***pat, uint8_t **incl)
+{
+	const struct phsync_options *o = j->o;
+	size_t ndef = 0, n, k = 0, i;
+
+	if (!o->no_default_excludes)
+		while (phsync_default_excludes[ndef] != NULL)
+			ndef++;
+	n = o->n_excludes + o->n_includes + ndef;
+	*pat = NULL;
+	*incl = NULL;
+	if (n == 0)
+		return 0;
+	*pat = calloc(n, sizeof(**pat));
+	*incl = calloc(n, 1);
+	if (*pat == NULL || *incl == NULL)
+		return PHSYNC_ENOMEM;
+	/* Includes first: an include re-admits what an exclude would drop,
+	 * the default excludes included. */
+	for (i = 0; i < o->n_includes; i++, k++) {
+		(*pat)[k] = o->includes[i];
+		(*incl)[k] = 1;
+	}
+	for (i = 0; i < o->n_excludes; i++, k++)
+		(*pat)[k] = o->excludes[i];
+	for (i = 0; i < ndef; i++, k++)
+		(*pat)[k] = phsync_default_excludes[i];
+	j->filter.pat = *pat;
+	j->filter.incl = *incl;
+	j->filter.n = n;
+	return 0;
+}
+
+
+int
+ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **host,
+                    char **rpath)
+{
+	if (phsync_parse_remote(remote, user, host, rpath) != 0)
+		return ph_err(j->ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
+	if ((j->rroot = remote_root(*rpath)) == NULL)
+		return PHSYNC_ENOMEM;
+	return 0;
+}
+
+int
+ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh)
+{
+	const struct phsync_options *opts = j->o;
+	struct ph_ssh_params sp;
+	struct ph_chan chan;
+	int rc;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.user = user;
+	sp.host = host;
+	sp.config = opts->ssh_config;
+	sp.prompt = opts->prompt;
+	sp.prompt_arg = opts->prompt_arg;
+	sp.verbosity = opts->ssh_verbosity;
+	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	if ((rc = ph_ssh_connect(j->ctx, &sp, ssh)) != 0)
+		return rc;
+	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
+		return rc;
+	chan.silence_ms = (int)sp.timeout_s * 1000;
+	return ph_sftp_new(j->ctx, &chan, &j->sftp);
+}
