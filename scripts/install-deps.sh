@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config          # compiler (gcc brings libasan/libubsan), build
   libssh-dev libxxhash-dev libsqlite3-dev libutf8proc-dev   # libphsync's dependencies (utf8proc: Unicode forms of names)
+  libuv1-dev libinih-dev                    # the watcher daemon (event loop, config file)
   libcmocka-dev                             # unit tests
   openssh-server openssh-client openssh-sftp-server   # the integration tests' sshd, ssh-keygen, ssh-agent
   dropbear-bin gesftpserver                 # other server implementations (compatibility tests)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "ctx.h"
 #include "job.h"
 #include "names.h"
@@ -64,22 +65,6 @@ bad:
 	free(*path);
 	*user = *host = *path = NULL;
 	return PHSYNC_EINVAL;
-}
-
-/* Trims trailing slashes; "" means the server's "/" root only when the
- * user wrote "/", else the login folder ("."). */
-static char *
-remote_root(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (n == 0)
-		return strdup(".");
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 1 && path[0] == '/')
-		return strdup("");
-	return strndup(path, n);
 }
 
 const char *const phsync_default_excludes[] = {
@@ -147,7 +132,9 @@ report_skips(struct ph_job *j)
 		case PH_A_SKIP_YOUNG:
 			j->st.files_skipped++;
 			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "too new", 0, 0,
-			             "changed less than --min-age seconds ago; left for a later run");
+			             (e->flags & PH_E_HOLD) ? "still being written; left for a "
+			             "later run" : "changed less than --min-age seconds ago; "
+			             "left for a later run");
 			break;
 		case PH_A_KEPT:
 			j->st.files_skipped++;
@@ -614,6 +601,21 @@ gone_files(struct ph_job *j, uint64_t scan_failed)
 	return ph_delete_run(j);
 }
 
+/* Marks the source files the caller says are still being written: the
+ * planner leaves them as it leaves files younger than --min-age. */
+static void
+hold_paths(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->o->n_hold; i++) {
+		struct ph_entry *e = (struct ph_entry *)ph_tree_find(&j->src, j->o->hold_paths[i]);
+
+		if (e != NULL && e->type == PH_T_FILE)
+			e->flags |= PH_E_HOLD;
+	}
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -622,8 +624,6 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	struct phsync_options defaults;
 	struct ph_job j;
 	struct ph_ssh *ssh = NULL;
-	struct ph_ssh_params sp;
-	struct ph_chan chan;
 	struct ph_sftp_attrs ra;
 	struct lscan ls;
 	char *user = NULL, *host = NULL, *rpath = NULL;
@@ -657,7 +657,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
 	if ((rc = build_filter(&j, &pat, &incl)) != 0)
 		goto out;
-	if ((j.rroot = remote_root(rpath)) == NULL) {
+	if ((j.rroot = ph_remote_root(rpath)) == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -672,20 +672,11 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (rc != 0)
 		goto out;
 
-	memset(&sp, 0, sizeof(sp));
-	sp.user = user;
-	sp.host = host;
-	sp.config = opts->ssh_config;
-	sp.prompt = opts->prompt;
-	sp.prompt_arg = opts->prompt_arg;
-	sp.verbosity = opts->ssh_verbosity;
-	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	if ((rc = ph_ssh_connect(ctx, &sp, &ssh)) != 0)
-		goto out;
-	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
-		goto out;
-	chan.silence_ms = (int)sp.timeout_s * 1000;
-	if ((rc = ph_sftp_new(ctx, &chan, &j.sftp)) != 0)
+	if (opts->conn != NULL)
+		rc = ph_conn_use(opts->conn, user, host, &ssh, &j.sftp);
+	else
+		rc = ph_conn_connect(ctx, opts, user, host, &ssh, &j.sftp);
+	if (rc != 0)
 		goto out;
 
 	/* The remote root must be a folder (the destination of a push may be
@@ -779,6 +770,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	scan_failed = j.st.files_failed;
 	if ((rc = match_names(&j)) != 0)
 		goto out;
+	if (!pull)
+		hold_paths(&j);
 	if (j.state != NULL && (rc = load_known(&j, pull, &known)) != 0)
 		goto out;
 	{
@@ -852,8 +845,14 @@ out:
 	ph_tree_free(&j.found_partials);
 	ph_tree_free(&j.dst_failed);
 	ph_tree_free(&j.known_paths);
-	ph_sftp_free(j.sftp);
-	ph_ssh_free(ssh);
+	if (opts->conn == NULL) {
+		ph_sftp_free(j.sftp);
+		ph_ssh_free(ssh);
+	} else if (j.sftp != NULL && (ph_sftp_dead(j.sftp) || ph_sftp_inflight(j.sftp) > 0)) {
+		/* Replies still owed would call back into this run's memory:
+		 * the kept link ends here (the caller opens a new one). */
+		ph_conn_drop(opts->conn);
+	}
 	if (j.lroot >= 0)
 		close(j.lroot);
 	free(j.rroot);
