@@ -82,8 +82,9 @@ on_closed(uv_handle_t *h)
 
 #ifdef USE_INOTIFY
 
+/* IN_ATTRIB: cp -p, rsync and tar set a file's time after closing it. */
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | \
-                    IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+                    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
 static char *
 join(const char *a, const char *b)
@@ -253,7 +254,7 @@ handle_event(struct ph_fsw *w, const struct inotify_event *ev)
 		}
 		goto out;
 	}
-	if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO))
+	if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_ATTRIB))
 		report(w, PH_FSW_FILE, rel, NULL);
 	else if (ev->mask & IN_MODIFY)
 		report(w, PH_FSW_WRITING, rel, NULL);
