@@ -284,11 +284,12 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 		if ((p->name = strdup(ps.v[i].section)) == NULL)
 			goto nomem;
 		for (k = 0; k < ps.n; k++)
-			if (is_defaults(ps.v[k].section) && apply(p, &ps.v[k], err, errlen) != 0)
-				goto fail;
+			if (is_defaults(ps.v[k].section) && apply(p, &ps.v[k], ps.err, sizeof(ps.err)) != 0)
+				goto bad_value;
 		for (k = 0; k < ps.n; k++)
-			if (strcmp(ps.v[k].section, p->name) == 0 && apply(p, &ps.v[k], err, errlen) != 0)
-				goto fail;
+			if (strcmp(ps.v[k].section, p->name) == 0 &&
+			    apply(p, &ps.v[k], ps.err, sizeof(ps.err)) != 0)
+				goto bad_value;
 		if (p->dir == 0 || p->remote == NULL || p->local == NULL) {
 			snprintf(err, errlen, "%s: [%s] needs direction (pull or push), remote "
 			         "(HOST:DIR) and local (a folder)", path, p->name);
@@ -302,6 +303,9 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 	}
 	rc = 0;
 	goto out;
+bad_value:
+	snprintf(err, errlen, "%s: %s", path, ps.err);
+	goto fail;
 nomem:
 	snprintf(err, errlen, "out of memory");
 fail:

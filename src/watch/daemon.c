@@ -148,8 +148,7 @@ remember_write(struct pair *p, const char *rel)
 			p->capwrote = nc;
 		}
 	}
-	if (p->nwrote < p->capwrote && (o = &p->wrote[p->nwrote])->path == NULL &&
-	    (o->path = strdup(abs)) != NULL) {
+	if (p->nwrote < p->capwrote && ((o = &p->wrote[p->nwrote])->path = strdup(abs)) != NULL) {
 		o->size = (uint64_t)st.st_size;
 		o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		p->nwrote++;
@@ -675,6 +674,26 @@ pair_kick(struct pair *p)
 		uv_timer_start(&p->timer, on_timer, (uint64_t)p->def.idle_close_s * 1000, 0);
 }
 
+static int start_pair(struct pair *p, int quiet);
+
+/* Starts p, or tries again later (backing off) when its folder cannot be
+ * watched yet; the first failure is said, the retries quietly. */
+static void
+retry_start(struct pair *p)
+{
+	int quiet = p->state == ST_WAITING_HOST && p->d->verbose <= 0;
+
+	if (start_pair(p, quiet) == 0)
+		return;
+	if (!quiet)
+		say(p, "retrying (backing off up to %d s)", BACKOFF_MAX_S);
+	p->state = ST_WAITING_HOST;
+	p->backoff_s = p->backoff_s ? p->backoff_s * 2 : BACKOFF_MIN_S;
+	if (p->backoff_s > BACKOFF_MAX_S)
+		p->backoff_s = BACKOFF_MAX_S;
+	uv_timer_start(&p->timer, on_timer, (uint64_t)p->backoff_s * 1000, 0);
+}
+
 static void
 on_timer(uv_timer_t *t)
 {
@@ -682,6 +701,10 @@ on_timer(uv_timer_t *t)
 
 	if (p->busy || p->closing || p->d->stopping)
 		return;
+	if (p->def.dir == PHSYNC_PUSH && p->fsw == NULL) {
+		retry_start(p); /* its folder was missing (a disk not mounted yet?) */
+		return;
+	}
 	if (p->state == ST_WAITING_HOST || !p->started_once) {
 		start_job(p, 1); /* a retry: a pull polls, a push syncs */
 	} else if (p->def.dir == PHSYNC_PULL) {
@@ -790,19 +813,21 @@ new_pair(struct daemon *d, const struct ph_watch_pair *def, struct ph_conf_pair 
 /* Starts p: its local watch (push) and its first run. Returns 0 or -1
  * (said why). */
 static int
-start_pair(struct pair *p)
+start_pair(struct pair *p, int quiet)
 {
 	char err[PATH_MAX + 256];
 
 	if (p->def.dir == PHSYNC_PUSH) {
 		if (realpath(p->def.local, p->local_abs) == NULL) {
-			say(p, "%s: %s", p->def.local, strerror(errno));
+			if (!quiet)
+				say(p, "%s: %s", p->def.local, strerror(errno));
 			return -1;
 		}
 		/* The watch first, then the first run: nothing made in between
 		 * is missed. */
 		if (ph_fsw_new(&p->d->loop, p->local_abs, on_fs, p, &p->fsw, err, sizeof(err)) != 0) {
-			say(p, "%s", err);
+			if (!quiet)
+				say(p, "%s", err);
 			return -1;
 		}
 	}
@@ -939,8 +964,7 @@ load_pairs(struct daemon *d, int reload)
 			continue;
 		}
 		added++;
-		if (start_pair(p) != 0)
-			p->state = ST_STOPPED;
+		retry_start(p);
 	}
 	ph_conf_free(&c);
 	if (reload)
@@ -1027,7 +1051,7 @@ ph_watch_pair_main(const struct ph_watch_pair *def, int verbose)
 		say(NULL, "out of memory");
 		return WX_ERROR;
 	}
-	if (start_pair(p) != 0) {
+	if (start_pair(p, 0) != 0) {
 		d.exit_code = WX_ERROR;
 		d.stopping = 1;
 		maybe_finish(&d);

@@ -165,7 +165,7 @@ class PullWatchTest(SyncTestCase):
 
     def test_phone_goes_away_and_comes_back(self):
         write_file(os.path.join(self.remote, "a.jpg"), b"a", mtime=T0)
-        w = self.start_pull("--timeout", "5")
+        w = self.start_pull()
         self.srv.pause()
         try:
             w.wait_line(r"retrying \(backing off")
