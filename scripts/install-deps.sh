@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config          # compiler (gcc brings libasan/libubsan), build
   libssh-dev libxxhash-dev libsqlite3-dev libutf8proc-dev   # libphsync's dependencies (utf8proc: Unicode forms of names)
+  libuv1-dev libinih-dev                    # the watcher daemon (event loop, config file)
   libcmocka-dev                             # unit tests
   libarchive-dev libzstd-dev                # backups: tar (pax) writer/reader; zstd frames written by phsync
   libarchive-tools zstd                     # bsdtar and zstd read backups back in the tests (GNU tar: tar)

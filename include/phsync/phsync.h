@@ -20,6 +20,8 @@ extern "C" {
 #define PHSYNC_VERSION "0.1.0"
 
 typedef struct phsync_ctx phsync_ctx;
+/* A kept connection to one remote folder (phsync_conn_open). */
+typedef struct phsync_conn phsync_conn;
 
 enum phsync_direction {
 	PHSYNC_PULL = 1, /* remote -> local */
@@ -128,6 +130,15 @@ struct phsync_options {
 	                                  is durable, reads back with the hash
 	                                  of what was read, and is recorded;
 	                                  needs fsync on */
+	phsync_conn *conn;             /* a connection phsync_conn_open made
+	                                  to the same remote, used instead of
+	                                  connecting (and kept open) when alive;
+	                                  NULL: connect, and close at the end */
+	const char *const *hold_paths; /* push: source paths (relative,
+	                                  '/'-separated) the caller knows are
+	                                  still being written: left for a later
+	                                  run as --min-age leaves young files */
+	size_t n_hold;
 };
 
 /* --max-delete's default: a gallery emptied by accident is a few thousand
@@ -189,6 +200,34 @@ void phsync_escape(char *buf, size_t len, const char *s);
 /* Asks a running phsync_sync (from a signal handler or another thread) to
  * stop at the next safe point; it then returns PHSYNC_EINTR. */
 void phsync_ctx_interrupt(phsync_ctx *ctx);
+
+/* Is name (one path component) a temp, aside or partial file phsync
+ * makes beside a destination file while it writes (.NAME.phsync-...)?
+ * Returns 1 or 0. A watcher ignores these: they are the sync's own. */
+int phsync_is_temp_name(const char *name);
+
+/* Connects to remote ("[user@]host:path") as phsync_sync would (ssh_config,
+ * host key check, authentication from opts) and keeps the session and its
+ * SFTP channel open, for phsync_conn_poll and for phsync_sync through
+ * opts->conn. Use it with this ctx only, from one thread at a time.
+ * Returns 0 or a negative PHSYNC_E* (PHSYNC_EHOSTKEY: a changed host key)
+ * with the message in ctx. */
+int phsync_conn_open(phsync_ctx *ctx, const char *remote,
+                     const struct phsync_options *opts, phsync_conn **out);
+/* Closes the connection; NULL is a no-op. */
+void phsync_conn_free(phsync_conn *c);
+/* 1 while the link is usable, 0 once it failed (then free and reopen). */
+int phsync_conn_alive(const phsync_conn *c);
+/* Has the remote folder's tree changed since the last call? Cheap for the
+ * server: stats the folders it knows (a folder's mtime moves when entries
+ * come and go) and lists only those whose mtime moved (and, once more, at
+ * the next call, those that moved at the last one: times are whole
+ * seconds); with full set, lists every folder (which also sees files
+ * rewritten in place). The first call lists the whole tree. Names
+ * phsync_is_temp_name knows are not looked at. Returns 1 (changed, or
+ * first call), 0 (unchanged) or a negative PHSYNC_E* (PHSYNC_ENOENT: the
+ * folder is gone; a lost link leaves the connection dead). */
+int phsync_conn_poll(phsync_conn *c, int full);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include "phsync/phsync.h"
 #include "cli.h"
 #include "output.h"
+#include "watch.h"
 
 #define MAX_RULES 256
 
@@ -61,6 +62,8 @@ on_signal(int sig)
 static const char usage_text[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
+"       phsync daemon [-c FILE] [-v|-q]   (every pair of a config file)\n"
 "       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
@@ -119,6 +122,11 @@ static const char usage_text[] =
 "                     $XDG_STATE_HOME/phsync or ~/.local/state/phsync)\n"
 "      --reset-state  forget what this pair's state remembers (a damaged\n"
 "                     state file is replaced)\n"
+"      --watch        keep going: sync again whenever the source changes (a\n"
+"                     local file once closed and settled; a remote folder by\n"
+"                     polling) until SIGTERM or Ctrl-C (then exit 0)\n"
+"      --interval SEC with --watch: poll the phone every SEC seconds\n"
+"                     (default 30)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -127,6 +135,9 @@ static const char usage_text[] =
 "                     the deletions since (full when there is none)\n"
 "      --full         every file (the default)\n"
 "      --keep N       remove the oldest chains (full + incrementals) beyond N\n"
+"phsync daemon runs every pair of a config file (-c FILE, --config FILE;\n"
+"default $XDG_CONFIG_HOME/phsync/phsync.conf, see phsync.conf(5)); SIGHUP\n"
+"re-reads it; one daemon per config file.\n"
 "\n"
 "GLOB without '/' matches a name at any depth ('*.tmp', '.thumbnails');\n"
 "with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**');\n"
@@ -314,7 +325,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 {
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
 	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
-	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH, O_REMOVE_SOURCE };
+	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH, O_REMOVE_SOURCE,
+	       O_WATCH, O_INTERVAL };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -336,6 +348,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 		{ "max-delete", required_argument, NULL, O_MAX_DELETE },
 		{ "trash", required_argument, NULL, O_TRASH },
 		{ "remove-source-files", no_argument, NULL, O_REMOVE_SOURCE },
+		{ "watch", no_argument, NULL, O_WATCH },
+		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -347,7 +361,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	struct sigaction sa;
 	phsync_ctx *ctx = NULL;
 	const char *remote, *local;
-	int c, rc, code, progress = -1, status_json = 0;
+	int c, rc, code, progress = -1, status_json = 0, watch = 0;
+	unsigned interval = 0;
 
 	phsync_options_init(&opts);
 	memset(&out, 0, sizeof(out));
@@ -446,6 +461,13 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 			if (parse_secs(optarg, "timeout", 1, 86400, &opts.timeout_s) != 0)
 				return CLI_EXIT_USAGE;
 			break;
+		case O_WATCH:
+			watch = 1;
+			break;
+		case O_INTERVAL:
+			if (parse_secs(optarg, "interval", 1, 86400, &interval) != 0)
+				return CLI_EXIT_USAGE;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return CLI_EXIT_OK;
@@ -476,6 +498,27 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 		free(u);
 		free(h);
 		free(p);
+	}
+	if ((watch && (status || opts.dry_run || out.json)) || (interval && !watch)) {
+		fprintf(stderr, "phsync: %s\nTry 'phsync --help'.\n", !watch ?
+		        "--interval works with --watch" :
+		        "--watch keeps syncing: not with --dry-run, --json or status");
+		return CLI_EXIT_USAGE;
+	}
+	if (watch) {
+		struct ph_watch_pair wp;
+
+		memset(&wp, 0, sizeof(wp));
+		wp.name = remote;
+		wp.dir = dir;
+		wp.remote = remote;
+		wp.local = local;
+		wp.opts = opts;
+		wp.opts.ssh_verbosity = out.verbose >= 2 ? 3 : 0;
+		wp.interval_s = interval;
+		wp.full_every = 10;
+		wp.settle_ms = 300;
+		return ph_watch_pair_main(&wp, out.quiet ? -1 : out.verbose > 0);
 	}
 	if (status) {
 		/* Only failures are told as they come; the rest is the status. */
@@ -760,6 +803,54 @@ cli_guard(phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out)
 	cli_catch_signals(ctx);
 }
 
+/* `phsync daemon [-c FILE]`: every pair of a config file, until SIGTERM. */
+static int
+daemon_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *conf = NULL;
+	int c, verbose = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "c:vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			conf = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'q':
+			verbose = -1;
+			break;
+		case 'h':
+			fputs("usage: phsync daemon [-c FILE] [-v|-q]\n"
+			      "Keeps every sync pair of the config file in step until SIGTERM: local\n"
+			      "changes are sent once files are closed and settled, phones are polled.\n"
+			      "FILE defaults to $XDG_CONFIG_HOME/phsync/phsync.conf (format:\n"
+			      "phsync.conf(5)). SIGHUP re-reads it. One daemon per config file.\n", stdout);
+			return CLI_EXIT_OK;
+		default:
+			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
+			        "Try 'phsync daemon --help'.\n", argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "phsync: daemon takes no path (the pairs are in the config file)\n"
+		        "Try 'phsync daemon --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	return ph_watch_daemon_main(conf, verbose);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -779,6 +870,8 @@ main(int argc, char **argv)
 		return cli_doctor_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "backup") == 0 || strcmp(cmd, "restore") == 0 || strcmp(cmd, "verify") == 0)
 		return cli_backup_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "daemon") == 0)
+		return daemon_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;

@@ -5,25 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "ctx.h"
 #include "job.h"
 #include "ssh.h"
-
-/* Trims trailing slashes; "" means the server's "/" root only when the
- * user wrote "/", else the login folder ("."). */
-static char *
-remote_root(const char *path)
-{
-	size_t n = strlen(path);
-
-	if (n == 0)
-		return strdup(".");
-	while (n > 1 && path[n - 1] == '/')
-		n--;
-	if (n == 1 && path[0] == '/')
-		return strdup("");
-	return strndup(path, n);
-}
 
 const char *const phsync_default_excludes[] = {
 	".thumbnails/",   /* Android's thumbnail cache folder (DCIM/.thumbnails) */
@@ -74,7 +59,7 @@ ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **ho
 {
 	if (phsync_parse_remote(remote, user, host, rpath) != 0)
 		return ph_err(j->ctx, PHSYNC_EINVAL, "'%s' is not HOST:PATH", remote);
-	if ((j->rroot = remote_root(*rpath)) == NULL)
+	if ((j->rroot = ph_remote_root(*rpath)) == NULL)
 		return PHSYNC_ENOMEM;
 	return 0;
 }
@@ -82,23 +67,5 @@ ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **ho
 int
 ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh)
 {
-	const struct phsync_options *opts = j->o;
-	struct ph_ssh_params sp;
-	struct ph_chan chan;
-	int rc;
-
-	memset(&sp, 0, sizeof(sp));
-	sp.user = user;
-	sp.host = host;
-	sp.config = opts->ssh_config;
-	sp.prompt = opts->prompt;
-	sp.prompt_arg = opts->prompt_arg;
-	sp.verbosity = opts->ssh_verbosity;
-	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	if ((rc = ph_ssh_connect(j->ctx, &sp, ssh)) != 0)
-		return rc;
-	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
-		return rc;
-	chan.silence_ms = (int)sp.timeout_s * 1000;
-	return ph_sftp_new(j->ctx, &chan, &j->sftp);
+	return ph_conn_connect(j->ctx, j->o, user, host, ssh, &j->sftp);
 }

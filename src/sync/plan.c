@@ -306,7 +306,8 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 				blocked = s->path;
 				blen = strlen(blocked);
 			}
-		} else if (young_after != 0 && s->mtime > young_after &&
+		} else if (((young_after != 0 && s->mtime > young_after) ||
+		            (s->flags & PH_E_HOLD)) &&
 		           (d == NULL || d->type != PH_T_FILE || s->nosize || d->nosize ||
 		            d->size != s->size || !same_time(d->mtime, s->mtime, win))) {
 			a.kind = PH_A_SKIP_YOUNG;

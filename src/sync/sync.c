@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "ctx.h"
 #include "job.h"
 #include "names.h"
@@ -89,7 +90,9 @@ report_skips(struct ph_job *j)
 		case PH_A_SKIP_YOUNG:
 			j->st.files_skipped++;
 			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "too new", 0, 0,
-			             "changed less than --min-age seconds ago; left for a later run");
+			             (e->flags & PH_E_HOLD) ? "still being written; left for a "
+			             "later run" : "changed less than --min-age seconds ago; "
+			             "left for a later run");
 			break;
 		case PH_A_KEPT:
 			j->st.files_skipped++;
@@ -556,6 +559,21 @@ gone_files(struct ph_job *j, uint64_t scan_failed)
 	return ph_delete_run(j);
 }
 
+/* Marks the source files the caller says are still being written: the
+ * planner leaves them as it leaves files younger than --min-age. */
+static void
+hold_paths(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->o->n_hold; i++) {
+		struct ph_entry *e = (struct ph_entry *)ph_tree_find(&j->src, j->o->hold_paths[i]);
+
+		if (e != NULL && e->type == PH_T_FILE)
+			e->flags |= PH_E_HOLD;
+	}
+}
+
 int
 phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
             const char *local_dir, const struct phsync_options *opts,
@@ -608,7 +626,11 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (rc != 0)
 		goto out;
 
-	if ((rc = ph_job_connect(&j, user, host, &ssh)) != 0)
+	if (opts->conn != NULL)
+		rc = ph_conn_use(opts->conn, user, host, &ssh, &j.sftp);
+	else
+		rc = ph_job_connect(&j, user, host, &ssh);
+	if (rc != 0)
 		goto out;
 
 	/* The remote root must be a folder (the destination of a push may be
@@ -702,6 +724,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	scan_failed = j.st.files_failed;
 	if ((rc = match_names(&j)) != 0)
 		goto out;
+	if (!pull)
+		hold_paths(&j);
 	if (j.state != NULL && (rc = load_known(&j, pull, &known)) != 0)
 		goto out;
 	{
@@ -775,8 +799,14 @@ out:
 	ph_tree_free(&j.found_partials);
 	ph_tree_free(&j.dst_failed);
 	ph_tree_free(&j.known_paths);
-	ph_sftp_free(j.sftp);
-	ph_ssh_free(ssh);
+	if (opts->conn == NULL) {
+		ph_sftp_free(j.sftp);
+		ph_ssh_free(ssh);
+	} else if (j.sftp != NULL && (ph_sftp_dead(j.sftp) || ph_sftp_inflight(j.sftp) > 0)) {
+		/* Replies still owed would call back into this run's memory:
+		 * the kept link ends here (the caller opens a new one). */
+		ph_conn_drop(opts->conn);
+	}
 	if (j.lroot >= 0)
 		close(j.lroot);
 	free(j.rroot);

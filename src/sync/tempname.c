@@ -14,6 +14,7 @@
 
 #include <xxhash.h>
 
+#include "phsync/phsync.h"
 #include "tempname.h"
 
 #define TAG ".phsync-"
@@ -200,4 +201,12 @@ ph_is_conflict_name(const char *name)
 		if (i == 8 ? p[i] != '-' : (p[i] < '0' || p[i] > '9'))
 			return 0;
 	return 1;
+}
+
+int
+phsync_is_temp_name(const char *name)
+{
+	struct ph_temp_info ti;
+
+	return name != NULL && ph_temp_parse(name, strlen(name), &ti);
 }

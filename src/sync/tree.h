@@ -25,6 +25,8 @@ enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 #define PH_E_KNOWN   0x08 /* (source) the state has a record of it */
 #define PH_E_ASREC   0x10 /* (source) ... and both sides are exactly as
                              recorded: the record is not kept in memory */
+#define PH_E_HOLD    0x20 /* (source) still being written, the caller says
+                             (phsync_options.hold_paths): left for later */
 
 struct ph_entry {
 	char *path;      /* the key (above) */

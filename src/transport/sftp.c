@@ -225,6 +225,12 @@ end(struct ph_sftp *s, size_t start, int rc)
 	return 0;
 }
 
+int
+ph_sftp_dead(const struct ph_sftp *s)
+{
+	return s->dead;
+}
+
 void
 ph_sftp_abort(struct ph_sftp *s, int err)
 {

@@ -113,6 +113,8 @@ uint32_t ph_sftp_max_read(const struct ph_sftp *s);
 uint32_t ph_sftp_max_write(const struct ph_sftp *s);
 /* Open-handle limit the server announced (0 = not announced). */
 uint64_t ph_sftp_max_handles(const struct ph_sftp *s);
+/* 0 while the link is usable, else the PHSYNC_E* it failed with. */
+int ph_sftp_dead(const struct ph_sftp *s);
 /* Requests sent and not yet answered. */
 size_t ph_sftp_inflight(const struct ph_sftp *s);
 

@@ -393,6 +393,31 @@ class SshServer:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 
+    def pause(self):
+        """Stops the server and every session below it (a phone leaving the Wi-Fi), keeping its
+        keys, config and port for resume()."""
+        p, self.proc = self.proc, None
+        if p is not None and p.poll() is None:
+            kids = _descendants(p.pid)
+            _kill([p.pid] + kids, signal.SIGKILL)
+            p.wait()
+        if getattr(self, "_logf", None):
+            self._logf.close()
+            self._logf = None
+
+    def resume(self):
+        """Starts the paused server again on the same port (retrying while the port is still
+        taken by a closing socket)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._spawn()
+                return self
+            except _PortTaken:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     # -- the misbehaving relay (relay=True) -----------------------------------------------------
 
     @property

@@ -1,0 +1,30 @@
+/* Kept connections (phsync_conn_*): what phsync_sync shares with them. */
+#ifndef PH_CONN_H
+#define PH_CONN_H
+
+#include "phsync/phsync.h"
+#include "sftp.h"
+#include "ssh.h"
+
+/* Connects to host as user (NULL: from ssh_config) with opts' ssh
+ * settings and starts SFTP. Returns 0 with *ssh and *sftp set, or a
+ * PHSYNC_E* with the message in ctx (whatever was made is freed). */
+int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
+                    const char *host, struct ph_ssh **ssh, struct ph_sftp **sftp);
+
+/* The remote root of a HOST:PATH's path: trailing slashes trimmed; "" is
+ * the server's "/" (only when the user wrote "/"), an empty path the
+ * login folder ("."). NULL when out of memory. */
+char *ph_remote_root(const char *path);
+
+/* c's session and SFTP client, for a run of phsync_sync on remote host
+ * (as the user wrote it). Returns 0, PHSYNC_EINVAL when c reaches another
+ * host, or PHSYNC_ECONNECT when its link is gone. */
+int ph_conn_use(phsync_conn *c, const char *user, const char *host, struct ph_ssh **ssh,
+                struct ph_sftp **sftp);
+
+/* Ends c's link (a run left requests in flight or the link failed): the
+ * client is freed without running callbacks; c is then dead. */
+void ph_conn_drop(phsync_conn *c);
+
+#endif

@@ -1,0 +1,440 @@
+/* Local change watching: inotify under uv_poll_t (one watch per folder,
+ * added as folders appear, each new folder scanned at once), or libuv's
+ * recursive uv_fs_event where the OS has no inotify. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "phsync/phsync.h"
+#include "fswatch.h"
+
+#if defined(HAVE_SYS_INOTIFY_H) && !defined(PH_FSW_PORTABLE)
+#define USE_INOTIFY 1
+#include <sys/inotify.h>
+#endif
+
+#define MAX_DEPTH 256
+
+struct ph_fsw {
+	uv_loop_t *loop;
+	char *root;
+	ph_fsw_fn fn;
+	void *arg;
+	int closing;
+	int pending_close;      /* handles still to be closed by libuv */
+#ifdef USE_INOTIFY
+	int fd;
+	uv_poll_t poll;
+	char **wd_rel;          /* folder of each watch descriptor, by wd */
+	size_t nwd;             /* size of wd_rel */
+	size_t count;           /* watches held */
+	int limit_hit;          /* a folder could not be watched (ENOSPC) */
+#else
+	uv_fs_event_t ev;
+#endif
+};
+
+static void
+report(struct ph_fsw *w, enum ph_fsw_kind k, const char *rel, const char *msg)
+{
+	if (!w->closing)
+		w->fn(w->arg, k, rel, msg);
+}
+
+/* The base name of rel is one of phsync's temp names (the sync's own). */
+static int
+own_temp(const char *rel)
+{
+	const char *b = strrchr(rel, '/');
+
+	return phsync_is_temp_name(b ? b + 1 : rel);
+}
+
+static void
+free_w(struct ph_fsw *w)
+{
+#ifdef USE_INOTIFY
+	size_t i;
+
+	for (i = 0; i < w->nwd; i++)
+		free(w->wd_rel[i]);
+	free(w->wd_rel);
+#endif
+	free(w->root);
+	free(w);
+}
+
+static void
+on_closed(uv_handle_t *h)
+{
+	struct ph_fsw *w = h->data;
+
+	if (--w->pending_close == 0)
+		free_w(w);
+}
+
+#ifdef USE_INOTIFY
+
+/* IN_ATTRIB: cp -p, rsync and tar set a file's time after closing it. */
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | \
+                    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+static char *
+join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 2);
+
+	if (p == NULL)
+		return NULL;
+	if (la == 0) {
+		memcpy(p, b, lb + 1);
+	} else {
+		memcpy(p, a, la);
+		p[la] = '/';
+		memcpy(p + la + 1, b, lb + 1);
+	}
+	return p;
+}
+
+static int
+set_wd(struct ph_fsw *w, int wd, const char *rel)
+{
+	char *copy;
+
+	if (wd < 0)
+		return -EINVAL;
+	if ((size_t)wd >= w->nwd) {
+		size_t n = w->nwd ? w->nwd : 64;
+		char **v;
+
+		while (n <= (size_t)wd)
+			n *= 2;
+		if ((v = realloc(w->wd_rel, n * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		memset(v + w->nwd, 0, (n - w->nwd) * sizeof(*v));
+		w->wd_rel = v;
+		w->nwd = n;
+	}
+	if ((copy = strdup(rel)) == NULL)
+		return -ENOMEM;
+	if (w->wd_rel[wd] == NULL)
+		w->count++;
+	free(w->wd_rel[wd]);
+	w->wd_rel[wd] = copy;
+	return 0;
+}
+
+static void
+limit_reached(struct ph_fsw *w, const char *rel)
+{
+	char msg[PATH_MAX + 512];
+
+	if (w->limit_hit)
+		return;
+	w->limit_hit = 1;
+	snprintf(msg, sizeof(msg), "cannot watch more folders (%zu watched; the next was "
+	         "'%s'): the inotify watch limit is reached (sysctl fs.inotify.max_user_watches, "
+	         "per user namespace user.max_inotify_watches); the whole tree is rescanned "
+	         "every poll interval instead. Raise it, e.g. sysctl -w "
+	         "fs.inotify.max_user_watches=524288", w->count, rel[0] ? rel : ".");
+	report(w, PH_FSW_UNWATCHED, "", msg);
+}
+
+/* Watches the folder rel and everything below it; with report_files, each
+ * file met is reported (it may have been made before the watch was in
+ * place: a new folder's files). */
+static int
+add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth)
+{
+	char *path = join(w->root, rel);
+	DIR *d = NULL;
+	struct dirent *de;
+	int wd, rc = 0;
+
+	if (path == NULL)
+		return -ENOMEM;
+	if (rel[0] == '\0')
+		memcpy(path, w->root, strlen(w->root) + 1);
+	if (depth > MAX_DEPTH)
+		goto out;
+	wd = inotify_add_watch(w->fd, path, WATCH_MASK);
+	if (wd < 0) {
+		if (errno == ENOSPC)
+			limit_reached(w, rel);
+		else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES && errno != ELOOP)
+			rc = -errno;
+		goto out;
+	}
+	if ((rc = set_wd(w, wd, rel)) != 0)
+		goto out;
+	/* Scan after the watch is in place: a file made in between is seen
+	 * by both, never by neither. */
+	if ((d = opendir(path)) == NULL)
+		goto out;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		char *sub;
+		int isdir, isreg;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		isdir = de->d_type == DT_DIR;
+		isreg = de->d_type == DT_REG;
+		if (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st,
+		                                        AT_SYMLINK_NOFOLLOW) == 0) {
+			isdir = S_ISDIR(st.st_mode);
+			isreg = S_ISREG(st.st_mode);
+		}
+		if (!isdir && !(isreg && report_files))
+			continue;
+		if ((sub = join(rel, de->d_name)) == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (isdir)
+			rc = add_tree(w, sub, report_files, depth + 1);
+		else if (!own_temp(sub))
+			report(w, PH_FSW_FILE, sub, NULL);
+		free(sub);
+		if (rc != 0)
+			break;
+	}
+out:
+	if (d != NULL)
+		closedir(d);
+	free(path);
+	return rc;
+}
+
+static void
+handle_event(struct ph_fsw *w, const struct inotify_event *ev)
+{
+	const char *dir;
+	char *rel;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		/* Events were dropped: folders made meanwhile may be unwatched
+		 * too. Walk the tree again (existing watches come back with
+		 * their descriptor) and have everything looked at. */
+		report(w, PH_FSW_RESCAN, "", "the inotify event queue overflowed (sysctl "
+		       "fs.inotify.max_queued_events); rescanning the whole tree");
+		add_tree(w, "", 0, 0);
+		return;
+	}
+	if (ev->wd < 0 || (size_t)ev->wd >= w->nwd || (dir = w->wd_rel[ev->wd]) == NULL)
+		return;
+	if (ev->mask & IN_IGNORED) {
+		free(w->wd_rel[ev->wd]);
+		w->wd_rel[ev->wd] = NULL;
+		w->count--;
+		return;
+	}
+	if (ev->len == 0 || ev->name[0] == '\0')
+		return;
+	if ((rel = join(dir, ev->name)) == NULL)
+		return;
+	if (own_temp(rel))
+		goto out;
+	if (ev->mask & IN_ISDIR) {
+		if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+			/* A new folder: watch it and what it holds, reporting the
+			 * files already in it (made before its watch existed). */
+			if (add_tree(w, rel, 1, 0) != 0)
+				report(w, PH_FSW_RESCAN, "", "cannot watch a new folder; rescanning");
+		} else if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+			report(w, PH_FSW_GONE, rel, NULL);
+		}
+		goto out;
+	}
+	if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_ATTRIB))
+		report(w, PH_FSW_FILE, rel, NULL);
+	else if (ev->mask & IN_MODIFY)
+		report(w, PH_FSW_WRITING, rel, NULL);
+	else if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
+		report(w, PH_FSW_GONE, rel, NULL);
+out:
+	free(rel);
+}
+
+static void
+on_readable(uv_poll_t *h, int status, int events)
+{
+	struct ph_fsw *w = h->data;
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	(void)events;
+	if (status < 0)
+		return;
+	for (;;) {
+		ssize_t n = read(w->fd, buf, sizeof(buf));
+		char *p;
+
+		if (n <= 0)
+			return; /* EAGAIN: drained */
+		for (p = buf; p < buf + n && !w->closing;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			handle_event(w, ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+int
+ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
+           char *err, size_t errlen)
+{
+	struct ph_fsw *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (w == NULL || (w->root = strdup(root)) == NULL) {
+		free(w);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->loop = loop;
+	w->fn = fn;
+	w->arg = arg;
+	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "inotify: %s%s", strerror(errno), errno == EMFILE ?
+		         " (sysctl fs.inotify.max_user_instances)" : "");
+		free_w(w);
+		return rc;
+	}
+	if ((rc = add_tree(w, "", 0, 0)) != 0 || w->count == 0) {
+		if (rc == 0)
+			rc = -ENOENT;
+		snprintf(err, errlen, "%s: cannot watch: %s", root, strerror(-rc));
+		close(w->fd);
+		free_w(w);
+		return rc;
+	}
+	if ((rc = uv_poll_init(loop, &w->poll, w->fd)) != 0) {
+		snprintf(err, errlen, "%s: cannot watch: %s", root, uv_strerror(rc));
+		close(w->fd);
+		free_w(w);
+		return rc;
+	}
+	w->poll.data = w;
+	if ((rc = uv_poll_start(&w->poll, UV_READABLE, on_readable)) != 0) {
+		snprintf(err, errlen, "%s: cannot watch: %s", root, uv_strerror(rc));
+		ph_fsw_close(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+size_t
+ph_fsw_count(const struct ph_fsw *w)
+{
+	return w->count;
+}
+
+void
+ph_fsw_close(struct ph_fsw *w)
+{
+	if (w == NULL)
+		return;
+	w->closing = 1;
+	w->pending_close = 1;
+	uv_poll_stop(&w->poll);
+	uv_close((uv_handle_t *)&w->poll, on_closed);
+	close(w->fd); /* after uv_close: libuv must not poll a closed fd */
+}
+
+#else /* uv_fs_event, recursive (FSEvents on macOS, ReadDirectoryChangesW) */
+
+static void
+on_fs_event(uv_fs_event_t *h, const char *filename, int events, int status)
+{
+	struct ph_fsw *w = h->data;
+	char *path;
+	struct stat st;
+
+	(void)events;
+	if (status < 0) {
+		report(w, PH_FSW_RESCAN, "", "the file system watcher reported an error; "
+		       "rescanning the whole tree");
+		return;
+	}
+	if (filename == NULL) {
+		report(w, PH_FSW_RESCAN, "", "the file system watcher lost track; rescanning");
+		return;
+	}
+	if (own_temp(filename))
+		return;
+	/* No close event here: report files, and let the settle period tell
+	 * when they stopped changing. */
+	if ((path = malloc(strlen(w->root) + strlen(filename) + 2)) == NULL)
+		return;
+	sprintf(path, "%s/%s", w->root, filename);
+	if (lstat(path, &st) != 0)
+		report(w, PH_FSW_GONE, filename, NULL);
+	else if (S_ISREG(st.st_mode))
+		report(w, PH_FSW_FILE, filename, NULL);
+	else if (S_ISDIR(st.st_mode))
+		report(w, PH_FSW_RESCAN, "", NULL); /* a folder's files: look at it all */
+	free(path);
+}
+
+int
+ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
+           char *err, size_t errlen)
+{
+	struct ph_fsw *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (w == NULL || (w->root = strdup(root)) == NULL) {
+		free(w);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->loop = loop;
+	w->fn = fn;
+	w->arg = arg;
+	if ((rc = uv_fs_event_init(loop, &w->ev)) != 0) {
+		snprintf(err, errlen, "%s: cannot watch: %s", root, uv_strerror(rc));
+		free_w(w);
+		return rc;
+	}
+	w->ev.data = w;
+	if ((rc = uv_fs_event_start(&w->ev, on_fs_event, root, UV_FS_EVENT_RECURSIVE)) != 0) {
+		snprintf(err, errlen, "%s: cannot watch: %s", root, uv_strerror(rc));
+		w->pending_close = 1;
+		uv_close((uv_handle_t *)&w->ev, on_closed);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+size_t
+ph_fsw_count(const struct ph_fsw *w)
+{
+	return 1;
+}
+
+void
+ph_fsw_close(struct ph_fsw *w)
+{
+	if (w == NULL)
+		return;
+	w->closing = 1;
+	w->pending_close = 1;
+	uv_fs_event_stop(&w->ev);
+	uv_close((uv_handle_t *)&w->ev, on_closed);
+}
+
+#endif

@@ -1,0 +1,219 @@
+"""pull --watch and push --watch (issue 9) against a real sshd on 127.0.0.1, with real inotify and
+libuv: a file made after the start arrives with its bytes and time; a new folder tree made after
+the start (its files written before its watch can exist) arrives; a file written slowly over 3 s
+never shows on the server under its name before it is whole, while other files go meanwhile; a
+rename within the tree (with --delete) moves it; a pull polls the phone; the phone going away
+and coming back is one message and a quiet retry that then syncs what changed; a changed host
+key stops the watch (exit 4) without retries; SIGTERM during a transfer exits 0 and leaves no
+temp file.
+
+Every wait is on a condition (the file's bytes, a line on stderr) with a deadline of 60 s; no
+assertion depends on how fast anything runs.
+"""
+
+import os
+import signal
+import threading
+import time
+
+from harness import SyncTestCase, leftovers, random_bytes, tree, write_file
+from watcher import Bg, arrived, read_or_none, wait_for
+
+T0 = 1700000000
+WATCHING = r": watching "
+
+
+class PushWatchTest(SyncTestCase):
+
+    def start_push(self, *opts):
+        os.makedirs(self.local, exist_ok=True)
+        w = Bg(self.srv, ["push", "--watch", "-v", "-F", self.srv.config] + list(opts) +
+               [self.local, "phone:" + self.remote])
+        self.addCleanup(w.kill)
+        w.wait_line(WATCHING)
+        return w
+
+    def test_new_file_arrives_with_bytes_and_mtime(self):
+        write_file(os.path.join(self.local, "old.jpg"), b"before the start", mtime=T0)
+        w = self.start_push()
+        # The first run sent what was there.
+        self.assertTrue(arrived(os.path.join(self.remote, "old.jpg"), b"before the start", T0))
+        # A photo saved the way cameras and cp -p do: written, closed, its time set after.
+        data = random_bytes(3_000_000, 7)
+        p = write_file(os.path.join(self.local, "IMG_1.jpg"), data)
+        os.utime(p, (T0 + 60, T0 + 60))
+        # And one moved in from elsewhere (a download finished).
+        other = write_file(os.path.join(self.tmp, "dl.pdf"), b"%PDF-1.4 downloaded", mtime=T0 + 120)
+        os.rename(other, os.path.join(self.local, "dl.pdf"))
+        wait_for(lambda: arrived(os.path.join(self.remote, "IMG_1.jpg"), data, T0 + 60),
+                 what="IMG_1.jpg on the server with its bytes and time")
+        wait_for(lambda: arrived(os.path.join(self.remote, "dl.pdf"), b"%PDF-1.4 downloaded", T0 + 120),
+                 what="dl.pdf on the server")
+        self.assertEqual(w.stop(), 0, w.text())
+        self.assertNoLeftovers()
+        self.assertOutsideUntouched()
+
+    def test_new_folder_tree_after_start(self):
+        w = self.start_push()
+        # Made faster than any watch can be added: the files are written before the
+        # watcher even hears of the folder, so only the scan of the new folder finds them.
+        deep = os.path.join(self.local, "Trip", "Day 1", "raw")
+        os.makedirs(deep)
+        files = {"Trip/a.jpg": b"a" * 1000, "Trip/Day 1/b.jpg": b"b" * 2000,
+                 "Trip/Day 1/raw/c.dng": random_bytes(500_000, 3)}
+        for rel, data in files.items():
+            write_file(os.path.join(self.local, rel), data, mtime=T0)
+        for rel, data in files.items():
+            wait_for(lambda: arrived(os.path.join(self.remote, rel), data, T0), what=rel)
+        # And the new folders are watched: a later file in the deepest arrives too.
+        write_file(os.path.join(deep, "d.dng"), b"later", mtime=T0 + 5)
+        wait_for(lambda: arrived(os.path.join(self.remote, "Trip/Day 1/raw/d.dng"), b"later", T0 + 5),
+                 what="a file in a folder made after the start")
+        self.assertEqual(w.stop(), 0, w.text())
+        self.assertNoLeftovers()
+
+    def test_file_written_slowly_never_half_on_server(self):
+        w = self.start_push()
+        final = random_bytes(10 * 65536, 11)
+        path = os.path.join(self.local, "VID_slow.mp4")
+        rpath = os.path.join(self.remote, "VID_slow.mp4")
+        seen_partial = []
+        done = threading.Event()
+
+        def watch_server():
+            # Whenever the name exists on the server it must hold the whole file.
+            while not done.is_set():
+                got = read_or_none(rpath)
+                if got is not None and got != final:
+                    seen_partial.append(len(got))
+                time.sleep(0.01)
+
+        t = threading.Thread(target=watch_server, daemon=True)
+        t.start()
+        with open(path, "wb") as f:
+            f.write(final[:65536])
+            f.flush()
+            # While it is open, another file changes: its run must leave VID_slow.mp4 alone.
+            write_file(os.path.join(self.local, "note.txt"), b"meanwhile", mtime=T0)
+            wait_for(lambda: arrived(os.path.join(self.remote, "note.txt"), b"meanwhile"),
+                     what="note.txt, sent while the video is still being written")
+            self.assertIsNone(read_or_none(rpath), "a file still open for writing was sent")
+            for i in range(1, 10):  # the rest over about 3 s
+                time.sleep(0.3)
+                f.write(final[i * 65536:(i + 1) * 65536])
+                f.flush()
+        wait_for(lambda: arrived(rpath, final), what="the whole video on the server")
+        done.set()
+        t.join()
+        self.assertEqual(seen_partial, [], "the server showed a partial file under its name")
+        w.wait_line(r"skip VID_slow\.mp4 \(too new\)")
+        self.assertEqual(w.stop(), 0, w.text())
+        self.assertNoLeftovers()
+
+    def test_rename_within_tree_with_delete(self):
+        write_file(os.path.join(self.local, "a.jpg"), b"photo a", mtime=T0)
+        os.makedirs(os.path.join(self.local, "album"))
+        w = self.start_push("--delete")
+        self.assertTrue(arrived(os.path.join(self.remote, "a.jpg"), b"photo a", T0))
+        ino = os.stat(os.path.join(self.remote, "a.jpg")).st_ino
+        os.rename(os.path.join(self.local, "a.jpg"), os.path.join(self.local, "album", "a2.jpg"))
+        wait_for(lambda: arrived(os.path.join(self.remote, "album/a2.jpg"), b"photo a", T0)
+                 and not os.path.exists(os.path.join(self.remote, "a.jpg")),
+                 what="the rename carried out on the server")
+        # Moved there (confirmed by content), not uploaded again.
+        self.assertEqual(os.stat(os.path.join(self.remote, "album/a2.jpg")).st_ino, ino)
+        self.assertEqual(w.stop(), 0, w.text())
+
+    def test_missing_local_folder_is_an_error(self):
+        r = self.srv.run(["push", "--watch", "-F", self.srv.config, os.path.join(self.tmp, "nope"),
+                          "phone:" + self.remote], timeout=60)
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("nope", r.err)
+        r = self.srv.run(["pull", "--interval", "5", "phone:" + self.remote, self.local])
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("--watch", r.err)
+
+
+class PullWatchTest(SyncTestCase):
+
+    def start_pull(self, *opts, config=None):
+        w = Bg(self.srv, ["pull", "--watch", "--interval", "1", "-v", "-F", config or self.srv.config]
+               + list(opts) + ["phone:" + self.remote, self.local])
+        self.addCleanup(w.kill)
+        w.wait_line(WATCHING)
+        return w
+
+    def test_pull_polls_the_phone(self):
+        write_file(os.path.join(self.remote, "DCIM/IMG_0.jpg"), b"first", mtime=T0)
+        w = self.start_pull()
+        self.assertTrue(arrived(os.path.join(self.local, "DCIM/IMG_0.jpg"), b"first", T0))
+        data = random_bytes(300_000, 5)
+        write_file(os.path.join(self.remote, "DCIM/IMG_1.jpg"), data, mtime=T0 + 1)
+        wait_for(lambda: arrived(os.path.join(self.local, "DCIM/IMG_1.jpg"), data, T0 + 1),
+                 what="a new photo on the phone pulled by the poll")
+        # A new folder (with a folder in it) on the phone.
+        write_file(os.path.join(self.remote, "DCIM/Trip/Day1/IMG_2.jpg"), b"trip", mtime=T0 + 2)
+        wait_for(lambda: arrived(os.path.join(self.local, "DCIM/Trip/Day1/IMG_2.jpg"), b"trip", T0 + 2),
+                 what="a photo in a new folder on the phone")
+        # And a photo in that new folder, once it is known.
+        write_file(os.path.join(self.remote, "DCIM/Trip/Day1/IMG_3.jpg"), b"trip 3", mtime=T0 + 3)
+        wait_for(lambda: arrived(os.path.join(self.local, "DCIM/Trip/Day1/IMG_3.jpg"), b"trip 3", T0 + 3),
+                 what="the next photo in the new folder")
+        self.assertEqual(w.stop(), 0, w.text())
+        self.assertNoLeftovers()
+        self.assertOutsideUntouched()
+
+    def test_phone_goes_away_and_comes_back(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"a", mtime=T0)
+        w = self.start_pull()
+        self.srv.pause()
+        try:
+            w.wait_line(r"retrying \(backing off")
+            write_file(os.path.join(self.remote, "while-away.jpg"), b"taken offline", mtime=T0 + 9)
+        finally:
+            self.srv.resume()
+        wait_for(lambda: arrived(os.path.join(self.local, "while-away.jpg"), b"taken offline", T0 + 9),
+                 what="what changed while away, synced once back")
+        w.wait_line(r"reachable again")
+        # Unreachable is said once, not at every retry.
+        self.assertEqual(len(w.matching(r"retrying \(backing off")), 1, w.text())
+        self.assertEqual(w.stop(), 0, w.text())
+
+    def test_host_key_change_stops_without_retry(self):
+        write_file(os.path.join(self.remote, "a.jpg"), b"a", mtime=T0)
+        cfg = self.srv.write_config()
+        kh = self.srv.known_hosts_of(cfg)
+        w = self.start_pull(config=cfg)
+        # The phone now shows another key (the link drops, the reconnect meets the change).
+        with open(kh) as f:
+            good = f.read()
+        with open(kh, "w") as f:
+            f.write(good.split()[0] + " " + self.srv.wrong_host_pub + "\n")
+        self.srv.pause()
+        self.srv.resume()
+        write_file(os.path.join(self.remote, "b.jpg"), b"b", mtime=T0)
+        self.assertEqual(w.wait(), 4, w.text())
+        self.assertTrue(w.matching(r"STOPPED: .*not retried"), w.text())
+        self.assertFalse(w.matching(r"retrying"), w.text())
+        self.assertFalse(os.path.exists(os.path.join(self.local, "b.jpg")))
+
+
+class StopDuringTransferTest(SyncTestCase):
+    server_kwargs = {"relay": True}
+
+    def test_sigterm_during_a_transfer(self):
+        write_file(os.path.join(self.remote, "small.jpg"), b"small", mtime=T0)
+        # The relay reads its orders when a session starts, and the watcher keeps one session:
+        # the transfer of big.mp4, made later, will hang (the server stops answering its READs).
+        self.srv.relay_set(hang={"type": "READ", "name": "big.mp4"})
+        w = Bg(self.srv, ["pull", "--watch", "--interval", "1", "-F", self.srv.config,
+                          "phone:" + self.remote, self.local])
+        self.addCleanup(w.kill)
+        w.wait_line(WATCHING)
+        write_file(os.path.join(self.remote, "big.mp4"), random_bytes(4_000_000, 9), mtime=T0)
+        wait_for(lambda: any("hang" in f for f in self.srv.relay_fired()),
+                 what="the transfer of big.mp4 under way (the relay holding its READ)")
+        self.assertEqual(w.stop(signal.SIGTERM), 0, w.text())
+        self.assertFalse(os.path.exists(os.path.join(self.local, "big.mp4")))
+        self.assertEqual(leftovers(self.local), [])
+        self.assertEqual(sorted(k for k, e in tree(self.local).items() if e.type == "f"), ["small.jpg"])
