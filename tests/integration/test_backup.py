@@ -296,6 +296,26 @@ class BackupTest(SyncTestCase):
         self.restore(names[4:], dst)
         self.assertTreesEqual(self.remote, dst)
 
+    def test_full_disk_is_a_clear_error(self):
+        # The archive's folder is a 6 MiB tmpfs (root only, as test_full_disk.py).
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m,mode=755", "tmpfs", self.arch],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount a small tmpfs here (needs root): " + r.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", self.arch], capture_output=True)
+        write_file(os.path.join(self.remote, "VID_1.mp4"), random_bytes(9 << 20, 4), mtime=T0)
+        write_file(os.path.join(self.remote, "a.txt"), b"a", mtime=T0)
+        r = self.backup(name="d.tar.zst", expect=1)
+        summary = r.json()[-1]
+        self.assertIn("no space left", summary["error"])
+        self.assertEqual(os.listdir(self.arch), [], "an archive or its temp left on the full disk")
+        # The series did not advance: with room, --incremental makes a full archive.
+        subprocess.run(["umount", "-l", self.arch], check=True)
+        a = self.published(self.backup("--incremental", name="d.tar.zst"))
+        man = subprocess.run(["tar", "--zstd", "-xOf", a, ".phsync-manifest"], capture_output=True,
+                             text=True).stdout
+        self.assertIn("kind full", man)
+
     def test_local_source_and_usage(self):
         sample_tree(self.remote)
         r = self.backup(name="l.tar.zst", src=self.remote)
