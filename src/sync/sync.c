@@ -802,9 +802,10 @@ out:
 	if (opts->conn == NULL) {
 		ph_sftp_free(j.sftp);
 		ph_ssh_free(ssh);
-	} else if (j.sftp != NULL && (ph_sftp_dead(j.sftp) || ph_sftp_inflight(j.sftp) > 0)) {
-		/* Replies still owed would call back into this run's memory:
-		 * the kept link ends here (the caller opens a new one). */
+	} else if (j.sftp != NULL && (ph_sftp_dead(j.sftp) || ph_sftp_awaited(j.sftp) > 0)) {
+		/* Replies still awaited would call back into this run's
+		 * memory: the kept link ends here (the caller opens a new
+		 * one). Requests sent with no callback are harmless. */
 		ph_conn_drop(opts->conn);
 	}
 	if (j.lroot >= 0)

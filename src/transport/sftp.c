@@ -1241,3 +1241,14 @@ ph_sftp_statvfs_sync(struct ph_sftp *s, const char *path, struct ph_sftp_statvfs
 		return rc;
 	return w.err;
 }
+
+size_t
+ph_sftp_awaited(const struct ph_sftp *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < SLOTS && n < s->inflight; i++)
+		if (s->slots[i].used && s->slots[i].cb != NULL)
+			n++;
+	return n;
+}

@@ -117,6 +117,8 @@ uint64_t ph_sftp_max_handles(const struct ph_sftp *s);
 int ph_sftp_dead(const struct ph_sftp *s);
 /* Requests sent and not yet answered. */
 size_t ph_sftp_inflight(const struct ph_sftp *s);
+/* Of those, the ones whose reply has a callback waiting for it. */
+size_t ph_sftp_awaited(const struct ph_sftp *s);
 
 /* Sends what is queued, then waits up to timeout_ms for replies and runs
  * their callbacks. Returns 0, or a PHSYNC_E* when the link failed (then every
