@@ -146,6 +146,15 @@ pf_cleanup(struct pfile *f, int rc)
 		f->pending++;
 }
 
+/* Closes the handle h of f (if open) without waiting for the answer. */
+static void
+pf_close(struct pfile *f, const uint8_t *h, uint32_t *hlen)
+{
+	if (*hlen > 0)
+		pf_cleanup(f, ph_sftp_close(f->p->j->sftp, h, *hlen, cleanup_cb, f));
+	*hlen = 0;
+}
+
 static void
 pf_fail(struct pfile *f, int err, const char *msg)
 {
@@ -154,14 +163,8 @@ pf_fail(struct pfile *f, int err, const char *msg)
 	if (f->failed)
 		return;
 	f->failed = 1;
-	if (f->hlen > 0) {
-		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
-		f->hlen = 0;
-	}
-	if (f->bhlen > 0) {
-		pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
-		f->bhlen = 0;
-	}
+	pf_close(f, f->h, &f->hlen);
+	pf_close(f, f->bh, &f->bhlen);
 	/* Cut (the link died, timed out, or Ctrl-C) while a big file was being
 	 * written: its temp stays, for the next run to go on from (pf_free
 	 * records how much of it the server acknowledged). */
@@ -812,11 +815,8 @@ pf_step(struct pfile *f)
 			break;
 		if (f->pending > 0 || more_to_send(f) || f->dwait > 0)
 			return;
-		if (f->bhlen > 0) {
-			/* Every copy is answered: the old version is not read again. */
-			pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
-			f->bhlen = 0;
-		}
+		/* Every copy is answered: the old version is not read again. */
+		pf_close(f, f->bh, &f->bhlen);
 		/* All of it was sent: if the local file changed meanwhile (a video
 		 * still being recorded), what went is not the file; it is not put in
 		 * place, and the next run sends it whole. */
@@ -1066,10 +1066,7 @@ cmp_step(struct pfile *f)
 	}
 	if (f->failed || f->cmp_reads > 0 || f->state != P_COMPARE)
 		return;
-	if (f->hlen > 0) {
-		pf_cleanup(f, ph_sftp_close(j->sftp, f->h, f->hlen, cleanup_cb, f));
-		f->hlen = 0;
-	}
+	pf_close(f, f->h, &f->hlen);
 	if (f->cmp_differs) {
 		f->beside = 1;
 		if (open_temp(f) != 0)
@@ -1132,10 +1129,8 @@ cmp_open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == PH_FXP_HANDLE) {
 		memcpy(f->h, r->data, r->len);
 		f->hlen = r->len;
-		if (f->failed) { /* interrupted meanwhile */
-			pf_cleanup(f, ph_sftp_close(f->p->j->sftp, f->h, f->hlen, cleanup_cb, f));
-			f->hlen = 0;
-		}
+		if (f->failed) /* interrupted meanwhile */
+			pf_close(f, f->h, &f->hlen);
 	} else if (r->type == 0) {
 		reply_err(f, r, "connection lost");
 	} else {
@@ -1287,10 +1282,7 @@ delta_drop(struct pfile *f)
 {
 	struct ph_job *j = f->p->j;
 
-	if (f->bhlen > 0) {
-		pf_cleanup(f, ph_sftp_close(j->sftp, f->bh, f->bhlen, cleanup_cb, f));
-		f->bhlen = 0;
-	}
+	pf_close(f, f->bh, &f->bhlen);
 	ph_pdelta_free(&f->pd);
 	f->delta = 0;
 	f->dwait = 0;
@@ -1464,10 +1456,8 @@ bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == PH_FXP_HANDLE) {
 		memcpy(f->bh, r->data, r->len);
 		f->bhlen = r->len;
-		if (f->failed) { /* interrupted meanwhile */
-			pf_cleanup(f, ph_sftp_close(s, f->bh, f->bhlen, cleanup_cb, f));
-			f->bhlen = 0;
-		}
+		if (f->failed) /* interrupted meanwhile */
+			pf_close(f, f->bh, &f->bhlen);
 	} else if (r->type == 0) {
 		reply_err(f, r, "connection lost");
 	}
