@@ -64,6 +64,8 @@ struct phsync_stats {
 	uint64_t bytes_matched;   /* bytes of the files done that did not travel:
 	                             the destination's old version held them
 	                             (deltas) */
+	unsigned helper;          /* the remote helper's protocol version in use
+	                             (0: plain SFTP) */
 };
 
 struct phsync_event {
@@ -139,7 +141,15 @@ struct phsync_options {
 	                                  still being written: left for a later
 	                                  run as --min-age leaves young files */
 	size_t n_hold;
+	int helper;                    /* PHSYNC_HELPER_AUTO (0): use `phsync
+	                                  serve` on the remote where it runs,
+	                                  else plain SFTP; _NEVER; _ALWAYS: fail
+	                                  when it cannot run */
+	const char *helper_path;       /* the remote phsync program; NULL:
+	                                  "phsync" from the remote PATH */
 };
+
+enum { PHSYNC_HELPER_AUTO = 0, PHSYNC_HELPER_NEVER = 1, PHSYNC_HELPER_ALWAYS = 2 };
 
 /* --max-delete's default: a gallery emptied by accident is a few thousand
  * files; a day's deliberate clean-up is rarely more than this. */
@@ -205,6 +215,12 @@ void phsync_ctx_interrupt(phsync_ctx *ctx);
  * makes beside a destination file while it writes (.NAME.phsync-...)?
  * Returns 1 or 0. A watcher ignores these: they are the sync's own. */
 int phsync_is_temp_name(const char *name);
+
+/* The remote helper (`phsync serve ROOT`): serves SFTP v3 with phsync's
+ * delta extensions (docs/PROTOCOL.md) on in_fd/out_fd, confined to root,
+ * until the client closes its side. Returns 0 at a clean end, 1 after a
+ * protocol or I/O failure (said on stderr). */
+int phsync_serve(const char *root, int in_fd, int out_fd);
 
 /* Connects to remote ("[user@]host:path") as phsync_sync would (ssh_config,
  * host key check, authentication from opts) and keeps the session and its

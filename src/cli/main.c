@@ -73,6 +73,7 @@ static const char usage_text[] =
 "       phsync backup [OPTIONS] SRC ARCHIVE    (see phsync backup --help)\n"
 "       phsync restore [OPTIONS] ARCHIVE... DIR\n"
 "       phsync verify [OPTIONS] ARCHIVE...\n"
+"       phsync serve ROOT   (the remote helper; phsync starts it over ssh)\n"
 "\n"
 "Keeps a phone's folders and a computer's in step over SSH (SFTP). The\n"
 "destination receives the contents of the source: 'phsync pull phone:/DCIM\n"
@@ -126,7 +127,11 @@ static const char usage_text[] =
 "                     local file once closed and settled; a remote folder by\n"
 "                     polling) until SIGTERM or Ctrl-C (then exit 0)\n"
 "      --interval SEC with --watch: poll the phone every SEC seconds\n"
-"                     (default 30)\n"
+"                     (default 30)\n""      --helper auto|never|always  use `phsync serve` on the remote (changed\n"
+"                     files travel as deltas both ways): auto (default) where\n"
+"                     the remote runs it, else plain SFTP; always: fail if not\n"
+"      --helper-path PATH  the phsync program on the remote (default: phsync\n"
+"                     from its PATH)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -326,7 +331,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
 	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_MIN_AGE, O_RESET_STATE, O_STATE_DIR,
 	       O_MODIFY_WINDOW, O_OVERWRITE, O_DELETE, O_MAX_DELETE, O_TRASH, O_REMOVE_SOURCE,
-	       O_WATCH, O_INTERVAL };
+	       O_WATCH, O_INTERVAL, O_HELPER, O_HELPER_PATH };
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -350,6 +355,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 		{ "remove-source-files", no_argument, NULL, O_REMOVE_SOURCE },
 		{ "watch", no_argument, NULL, O_WATCH },
 		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "helper", required_argument, NULL, O_HELPER },
+		{ "helper-path", required_argument, NULL, O_HELPER_PATH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -463,6 +470,22 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 			break;
 		case O_WATCH:
 			watch = 1;
+			break;
+		case O_HELPER:
+			if (strcmp(optarg, "auto") == 0)
+				opts.helper = PHSYNC_HELPER_AUTO;
+			else if (strcmp(optarg, "never") == 0)
+				opts.helper = PHSYNC_HELPER_NEVER;
+			else if (strcmp(optarg, "always") == 0)
+				opts.helper = PHSYNC_HELPER_ALWAYS;
+			else {
+				fprintf(stderr, "phsync: --helper takes auto, never or always\n"
+				        "Try 'phsync --help'.\n");
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case O_HELPER_PATH:
+			opts.helper_path = optarg;
 			break;
 		case O_INTERVAL:
 			if (parse_secs(optarg, "interval", 1, 86400, &interval) != 0)
@@ -682,7 +705,8 @@ status_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const with_value[] = { "-F", "--state-dir", "--timeout", "--exclude",
-		"--include", "--min-age", "--modify-window", "--max-delete", "--trash", NULL };
+		"--include", "--min-age", "--modify-window", "--max-delete", "--trash", "--helper",
+		"--helper-path", NULL };
 	struct status_out so = { 0, 0, NULL, NULL };
 	const char *dir = NULL, *pos[2] = { NULL, NULL };
 	phsync_ctx *ctx = NULL;
@@ -851,6 +875,25 @@ daemon_main(int argc, char **argv)
 	return ph_watch_daemon_main(conf, verbose);
 }
 
+/* `phsync serve ROOT`: the remote helper, started by phsync over ssh. */
+static int
+serve_main(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs("usage: phsync serve ROOT\n"
+		      "The remote helper: pull and push start it on the other end over ssh\n"
+		      "(--helper) and speak SFTP v3 with phsync's delta extensions on its\n"
+		      "standard input and output. Every path must be ROOT or lie beneath it;\n"
+		      "below ROOT no symlink is followed. Not meant to be run by hand.\n", stdout);
+		return CLI_EXIT_OK;
+	}
+	if (argc != 2 || argv[1][0] == '-') {
+		fputs("usage: phsync serve ROOT\nTry 'phsync serve --help'.\n", stderr);
+		return CLI_EXIT_USAGE;
+	}
+	return phsync_serve(argv[1], 0, 1) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -872,6 +915,8 @@ main(int argc, char **argv)
 		return cli_backup_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "daemon") == 0)
 		return daemon_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
 		printf("phsync %s\n", PHSYNC_VERSION);
 		return CLI_EXIT_OK;

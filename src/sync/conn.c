@@ -1,5 +1,6 @@
 /* Kept connections and cheap remote polls (phsync_conn_*): a watcher's
  * link to a phone, which phsync_sync can run over. */
+#include <limits.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,9 +37,91 @@ struct phsync_conn {
 	int listed;
 };
 
+/* The remote command that starts the helper for root: the program as the
+ * user named it (a shell word: "~/bin/phsync" works), the root quoted. */
+static char *
+helper_cmd(const char *prog, const char *root)
+{
+	size_t n = strlen(prog) + 16 + 4 * strlen(root) + 3, k;
+	char *c = malloc(n), *q;
+
+	if (c == NULL)
+		return NULL;
+	k = (size_t)snprintf(c, n, "%s serve '", prog);
+	q = c + k;
+	for (; *root != '\0'; root++) {
+		if (*root == '\'') {
+			memcpy(q, "'\\''", 4);
+			q += 4;
+		} else {
+			*q++ = *root;
+		}
+	}
+	/* "" is the server's "/" (ph_remote_root). */
+	if (q == c + k)
+		*q++ = '/';
+	*q++ = '\'';
+	*q = '\0';
+	return c;
+}
+
+/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it.
+ * Returns 0 with *sftp set, or an error with the message in ctx (the
+ * channel is then closed; the session stays for plain SFTP). */
+static int
+start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+             const char *rroot, struct ph_sftp **sftp)
+{
+	const char *prog = opts->helper_path ? opts->helper_path : "phsync";
+	char *cmd = helper_cmd(prog, rroot);
+	struct ph_chan chan;
+	char why[sizeof(ctx->err)], errout[256];
+	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	int rc;
+
+	if (cmd == NULL)
+		return PHSYNC_ENOMEM;
+	memset(&chan, 0, sizeof(chan));
+	rc = ph_ssh_open_exec(ssh, cmd, &chan);
+	if (rc == 0) {
+		/* A helper that starts answers at once; one that hangs (a shell
+		 * waiting on something) must not cost the whole --timeout. */
+		chan.silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
+		rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_VERSION, sftp);
+	}
+	if (rc == 0 && ph_sftp_helper(*sftp) == 0) {
+		unsigned seen = ph_sftp_helper_seen(*sftp);
+
+		if (seen == 0)
+			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "%s: `%s` answers plain SFTP, not the "
+			            "phsync helper protocol", ph_ssh_host(ssh), cmd);
+		else
+			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "%s: the helper `%s` speaks another "
+			            "protocol version (%s%u); this phsync speaks %u: install the same "
+			            "phsync version on both sides", ph_ssh_host(ssh), cmd,
+			            seen == UINT_MAX ? "unreadable, " : "", seen == UINT_MAX ? 0 : seen,
+			            PH_HELPER_VERSION);
+		ph_sftp_free(*sftp);
+		*sftp = NULL;
+	} else if (rc != 0 && rc != PHSYNC_EINTR) {
+		snprintf(why, sizeof(why), "%s", ctx->err);
+		ph_ssh_channel_stderr(ssh, errout, sizeof(errout));
+		errout[strcspn(errout, "\r\n")] = '\0';
+		rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s", ph_ssh_host(ssh), cmd,
+		            errout[0] ? errout : why);
+	}
+	if (rc == 0)
+		ph_sftp_set_timeout(*sftp, (int)timeout_s * 1000);
+	else
+		ph_ssh_close_channel(ssh);
+	free(cmd);
+	return rc;
+}
+
 int
 ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
-                const char *host, struct ph_ssh **ssh, struct ph_sftp **sftp)
+                const char *host, const char *rroot, struct ph_ssh **ssh,
+                struct ph_sftp **sftp)
 {
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
@@ -56,6 +139,14 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
 	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) != 0)
 		goto out;
+	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
+		rc = start_helper(ctx, opts, *ssh, rroot, sftp);
+		/* auto: a remote without the helper is the usual case; plain
+		 * SFTP then, quietly. */
+		if (rc == 0 || opts->helper == PHSYNC_HELPER_ALWAYS || rc == PHSYNC_EINTR ||
+		    rc == PHSYNC_ENOMEM)
+			goto out;
+	}
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
 		goto out;
 	chan.silence_ms = (int)sp.timeout_s * 1000;
@@ -91,11 +182,15 @@ same_str(const char *a, const char *b)
 }
 
 int
-ph_conn_use(phsync_conn *c, const char *user, const char *host, struct ph_ssh **ssh,
-            struct ph_sftp **sftp)
+ph_conn_use(phsync_conn *c, const char *user, const char *host, const char *rroot,
+            struct ph_ssh **ssh, struct ph_sftp **sftp)
 {
 	if (!same_str(c->user, user) || !same_str(c->host, host))
 		return ph_err(c->ctx, PHSYNC_EINVAL, "the kept connection reaches another host");
+	/* A helper serves one folder: another one needs its own connection. */
+	if (c->sftp != NULL && ph_sftp_helper(c->sftp) != 0 && !same_str(c->rroot, rroot))
+		return ph_err(c->ctx, PHSYNC_EINVAL, "the kept connection's helper serves "
+		              "another folder");
 	if (!phsync_conn_alive(c))
 		return ph_err(c->ctx, PHSYNC_ECONNECT, "%s: the connection was lost", c->host);
 	*ssh = c->ssh;
@@ -137,7 +232,7 @@ phsync_conn_open(phsync_ctx *ctx, const char *remote, const struct phsync_option
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	rc = ph_conn_connect(ctx, opts, c->user, c->host, &c->ssh, &c->sftp);
+	rc = ph_conn_connect(ctx, opts, c->user, c->host, c->rroot, &c->ssh, &c->sftp);
 out:
 	free(path);
 	if (rc != 0)

@@ -7,10 +7,14 @@
 #include "ssh.h"
 
 /* Connects to host as user (NULL: from ssh_config) with opts' ssh
- * settings and starts SFTP. Returns 0 with *ssh and *sftp set, or a
- * PHSYNC_E* with the message in ctx (whatever was made is freed). */
+ * settings and starts SFTP: through the remote helper (`phsync serve
+ * rroot`, opts->helper and helper_path) where it runs, else the server's
+ * SFTP subsystem. rroot NULL: never the helper. Returns 0 with *ssh and
+ * *sftp set, or a PHSYNC_E* with the message in ctx (whatever was made is
+ * freed). */
 int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
-                    const char *host, struct ph_ssh **ssh, struct ph_sftp **sftp);
+                    const char *host, const char *rroot, struct ph_ssh **ssh,
+                    struct ph_sftp **sftp);
 
 /* The remote root of a HOST:PATH's path: trailing slashes trimmed; "" is
  * the server's "/" (only when the user wrote "/"), an empty path the
@@ -18,10 +22,11 @@ int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const ch
 char *ph_remote_root(const char *path);
 
 /* c's session and SFTP client, for a run of phsync_sync on remote host
- * (as the user wrote it). Returns 0, PHSYNC_EINVAL when c reaches another
- * host, or PHSYNC_ECONNECT when its link is gone. */
-int ph_conn_use(phsync_conn *c, const char *user, const char *host, struct ph_ssh **ssh,
-                struct ph_sftp **sftp);
+ * (as the user wrote it) and remote root rroot. Returns 0, PHSYNC_EINVAL
+ * when c reaches another host (or its helper serves another folder), or
+ * PHSYNC_ECONNECT when its link is gone. */
+int ph_conn_use(phsync_conn *c, const char *user, const char *host, const char *rroot,
+                struct ph_ssh **ssh, struct ph_sftp **sftp);
 
 /* Ends c's link (a run left requests in flight or the link failed): the
  * client is freed without running callbacks; c is then dead. */

@@ -67,5 +67,5 @@ ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **ho
 int
 ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh)
 {
-	return ph_conn_connect(j->ctx, j->o, user, host, ssh, &j->sftp);
+	return ph_conn_connect(j->ctx, j->o, user, host, j->rroot, ssh, &j->sftp);
 }

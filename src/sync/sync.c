@@ -627,11 +627,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		goto out;
 
 	if (opts->conn != NULL)
-		rc = ph_conn_use(opts->conn, user, host, &ssh, &j.sftp);
+		rc = ph_conn_use(opts->conn, user, host, j.rroot, &ssh, &j.sftp);
 	else
 		rc = ph_job_connect(&j, user, host, &ssh);
 	if (rc != 0)
 		goto out;
+	j.st.helper = ph_sftp_helper(j.sftp);
 
 	/* The remote root must be a folder (the destination of a push may be
 	 * created: one level, as mkdir would). */

@@ -1,4 +1,6 @@
 /* Pipelined SFTP v3 client. See sftp.h. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +39,9 @@ struct ph_sftp {
 	uint64_t last_rx_ms; /* when the server last sent bytes, or when a wait
 	                        for it began (the silence clock) */
 	int dead;          /* sticky link error */
+	unsigned offer;    /* helper protocol version offered in INIT (0: none) */
+	unsigned helper;   /* ... and agreed in VERSION (0: plain SFTP) */
+	unsigned helper_seen; /* the value the server announced, even if refused */
 	char msg[256];     /* STATUS message of the reply being dispatched */
 };
 
@@ -731,6 +736,67 @@ ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t
 	return end(s, start, rc);
 }
 
+int
+ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
+                   ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc;
+
+	if (s->helper < 1)
+		return PHSYNC_EUNSUPPORTED;
+	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "phsync-sig@phsync.org");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, block_len);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                           const void *sig, size_t siglen, ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc;
+
+	if (s->helper < 1)
+		return PHSYNC_EUNSUPPORTED;
+	if (siglen > PH_SFTP_MAX_PACKET - 1024)
+		return PHSYNC_EINVAL;
+	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "phsync-delta-start@phsync.org");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, sig, siglen);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t doff,
+                          uint32_t len, ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc;
+
+	if (s->helper < 1)
+		return PHSYNC_EUNSUPPORTED;
+	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "phsync-delta-read@phsync.org");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, doff);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, len);
+	return end(s, start, rc);
+}
+
 /* Synchronous wrappers: a reply is copied out before the buffer moves on.
  * They expect STATUS or ATTRS; any other reply type is a protocol error. */
 struct sync_wait {
@@ -987,6 +1053,17 @@ parse_version(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			if (strlen(known[i].name) == nl && memcmp(known[i].name, name, nl) == 0)
 				s->exts |= known[i].bit;
+		if (nl == strlen(PH_HELPER_EXT_NAME) && memcmp(name, PH_HELPER_EXT_NAME, nl) == 0) {
+			unsigned v = 0;
+
+			/* A decimal version; anything else is no version we speak. */
+			for (i = 0; i < dl && i < 6 && data[i] >= '0' && data[i] <= '9'; i++)
+				v = v * 10 + (unsigned)(data[i] - '0');
+			s->helper_seen = (i == dl && dl > 0) ? (v ? v : UINT_MAX) : UINT_MAX;
+			/* Only a version we offered: a helper answering with another
+			 * would be misparsed, so it is treated as none. */
+			s->helper = (s->helper_seen >= 1 && s->helper_seen <= s->offer) ? v : 0;
+		}
 	}
 	return 0;
 }
@@ -1022,6 +1099,13 @@ limits_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 int
 ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out)
 {
+	return ph_sftp_new_helper(ctx, chan, 0, out);
+}
+
+int
+ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
+                   struct ph_sftp **out)
+{
 	struct ph_sftp *s;
 	const uint8_t *p = NULL;
 	uint32_t len = 0;
@@ -1043,10 +1127,21 @@ ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out)
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	/* INIT has no request id: write it by hand. */
-	if ((rc = ph_buf_put_u32(&s->out, 5)) != 0 || (rc = ph_buf_put_u8(&s->out, PH_FXP_INIT)) != 0 ||
+	/* INIT has no request id: write it by hand. A helper is offered the
+	 * highest phsync protocol version we speak (docs/PROTOCOL.md). */
+	s->offer = offer;
+	if ((rc = ph_buf_put_u32(&s->out, 0)) != 0 || (rc = ph_buf_put_u8(&s->out, PH_FXP_INIT)) != 0 ||
 	    (rc = ph_buf_put_u32(&s->out, 3)) != 0)
 		goto out;
+	if (offer > 0) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", offer);
+		if ((rc = ph_buf_put_cstr(&s->out, PH_HELPER_EXT_NAME)) != 0 ||
+		    (rc = ph_buf_put_cstr(&s->out, v)) != 0)
+			goto out;
+	}
+	ph_be32_put(s->out.data, (uint32_t)(s->out.len - 4));
 	if ((rc = ph_sftp_flush(s)) != 0)
 		goto out;
 	if ((rc = read_packet(s, &p, &len)) != 0 || (rc = parse_version(s, p, len)) != 0)
@@ -1082,6 +1177,25 @@ uint32_t
 ph_sftp_exts(const struct ph_sftp *s)
 {
 	return s->exts;
+}
+
+void
+ph_sftp_set_timeout(struct ph_sftp *s, int ms)
+{
+	if (ms > 0)
+		s->timeout_ms = ms;
+}
+
+unsigned
+ph_sftp_helper(const struct ph_sftp *s)
+{
+	return s->helper;
+}
+
+unsigned
+ph_sftp_helper_seen(const struct ph_sftp *s)
+{
+	return s->helper_seen;
 }
 
 uint32_t

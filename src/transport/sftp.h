@@ -65,6 +65,8 @@ enum {
 
 #define PH_SFTP_MAX_HANDLE 256        /* the spec's bound on handle strings */
 #define PH_SFTP_MAX_PACKET (4u << 20) /* largest packet we accept */
+#define PH_HELPER_EXT_NAME "phsync@phsync.org" /* helper protocol, in INIT/VERSION */
+#define PH_HELPER_VERSION 1           /* the helper protocol this client speaks */
 
 struct ph_sftp_attrs {
 	uint32_t flags;
@@ -104,6 +106,17 @@ int ph_sftp_names_next(struct ph_sftp_names *it, const uint8_t **name,
  * asks limits@openssh.com where offered. Returns 0 or PHSYNC_E* with the
  * message in ctx. */
 int ph_sftp_new(phsync_ctx *ctx, const struct ph_chan *chan, struct ph_sftp **out);
+/* The same over a channel to `phsync serve`: INIT offers helper protocol
+ * versions up to offer (docs/PROTOCOL.md); ph_sftp_helper() then says
+ * which one the helper agreed to (0: none, plain SFTP). */
+int ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
+                       struct ph_sftp **out);
+/* The helper protocol version in use (0: plain SFTP), and the value the
+ * server announced even when it was refused (0: none, UINT_MAX: garbage). */
+unsigned ph_sftp_helper(const struct ph_sftp *s);
+/* Gives up on a server silent this long from now on (ms > 0). */
+void ph_sftp_set_timeout(struct ph_sftp *s, int ms);
+unsigned ph_sftp_helper_seen(const struct ph_sftp *s);
 /* Frees the client; pending callbacks are not run. NULL is a no-op. */
 void ph_sftp_free(struct ph_sftp *s);
 
@@ -180,6 +193,19 @@ int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 int ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
                       uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
                       ph_sftp_cb cb, void *arg);
+
+/* Helper requests (ph_sftp_helper() >= 1; else PHSYNC_EUNSUPPORTED).
+ * sig: the block signature of open file h, read now (EXTENDED_REPLY with
+ * the signature bytes; block_len 0 lets the helper choose).
+ * delta_start: the signature of our old copy; the delta of open file h
+ * against it is then read in order with delta_read (DATA replies of at
+ * most len bytes from delta offset doff, EOF status at its end). */
+int ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
+                       ph_sftp_cb cb, void *arg);
+int ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                               const void *sig, size_t siglen, ph_sftp_cb cb, void *arg);
+int ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+                              uint64_t doff, uint32_t len, ph_sftp_cb cb, void *arg);
 
 /* Synchronous helpers for the few one-off calls (setup, tests). */
 int ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,

@@ -32,6 +32,9 @@ struct ph_ssh {
 	const struct ph_ssh_params *p; /* during ph_ssh_connect only */
 	struct ph_ssh_info info;
 	char host[256];
+	char errtext[256];       /* the start of what an exec'd command wrote on
+	                            its standard error (terminated) */
+	size_t errlen;
 };
 
 /* Called through a volatile pointer, so a secret's wipe is never optimised
@@ -560,6 +563,23 @@ chan_wait(void *arg, int timeout_ms)
 	return 0;
 }
 
+static void
+drain_stderr(struct ph_ssh *ssh)
+{
+	char buf[512];
+	int r;
+
+	while ((r = ssh_channel_read_nonblocking(ssh->chan, buf, sizeof(buf), 1)) > 0) {
+		size_t k = (size_t)r, room = sizeof(ssh->errtext) - 1 - ssh->errlen;
+
+		if (k > room)
+			k = room;
+		memcpy(ssh->errtext + ssh->errlen, buf, k);
+		ssh->errlen += k;
+		ssh->errtext[ssh->errlen] = '\0';
+	}
+}
+
 static int
 chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 {
@@ -578,6 +598,10 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 	 * SSH_AGAIN, from the non-blocking read, means "nothing yet". */
 	if (r == SSH_AGAIN)
 		return 0;
+	/* libssh reports no end of the channel while its standard error holds
+	 * unread bytes: take them (an exec'd command's complaint). */
+	if (r == 0)
+		drain_stderr(ssh);
 	if (r == SSH_EOF || (r == 0 && (ssh_channel_is_eof(ssh->chan) ||
 	                                ssh_channel_is_closed(ssh->chan))))
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel",
@@ -595,6 +619,8 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 int
 ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 {
+	if (ssh->chan != NULL)
+		ph_ssh_close_channel(ssh);
 	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
 	    ssh_channel_open_session(ssh->chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
@@ -609,6 +635,50 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 	chan->wait = chan_wait;
 	chan->arg = ssh;
 	return 0;
+}
+
+int
+ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
+{
+	if (ssh->chan != NULL)
+		ph_ssh_close_channel(ssh);
+	ssh->errlen = 0;
+	ssh->errtext[0] = '\0';
+	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
+	    ssh_channel_open_session(ssh->chan) != SSH_OK)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
+		              ssh->host, ssh_get_error(ssh->sess));
+	if (ssh_channel_request_exec(ssh->chan, cmd) != SSH_OK)
+		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
+		              ssh->host, ssh_get_error(ssh->sess));
+	chan->write = chan_write;
+	chan->read = chan_read;
+	chan->write_some = chan_write_some;
+	chan->wait = chan_wait;
+	chan->arg = ssh;
+	return 0;
+}
+
+size_t
+ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
+{
+	if (outlen == 0)
+		return 0;
+	if (ssh->chan != NULL)
+		drain_stderr(ssh);
+	snprintf(out, outlen, "%s", ssh->errtext);
+	return strlen(out);
+}
+
+void
+ph_ssh_close_channel(struct ph_ssh *ssh)
+{
+	if (ssh->chan == NULL)
+		return;
+	if (ssh_channel_is_open(ssh->chan))
+		ssh_channel_close(ssh->chan);
+	ssh_channel_free(ssh->chan);
+	ssh->chan = NULL;
 }
 
 void

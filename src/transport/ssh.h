@@ -49,6 +49,17 @@ int ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh
 /* Opens the "sftp" subsystem and fills chan with its byte pipe. */
 int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
 
+/* Runs cmd on the server (an exec channel) and fills chan with its standard
+ * input and output, as the session's channel (it replaces one open). */
+int ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan);
+
+/* Up to outlen-1 bytes the channel's command wrote on its standard error
+ * so far (terminated), without waiting. Returns the count. */
+size_t ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen);
+
+/* Closes the session's channel (the session stays). */
+void ph_ssh_close_channel(struct ph_ssh *ssh);
+
 /* Who we are connected to, after ssh_config: user, host name, port. */
 void ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host,
                      size_t hlen, unsigned *port);

@@ -1,0 +1,1386 @@
+/* The remote helper: an SFTP v3 server confined to one folder, plus block
+ * signatures and deltas computed where the files are (docs/PROTOCOL.md).
+ *
+ * Every request is hostile input: each length and count is checked before
+ * use, a path must be the root or lie beneath it, and below the root no
+ * symlink is followed (each folder on the way is opened with O_NOFOLLOW,
+ * the last component is acted on with the *at() calls and NOFOLLOW flags).
+ * The root itself is the user's word and may be a symlink (/sdcard is one
+ * on Android). Requests are handled one at a time, in order: a client
+ * pipelines them, and replies come back in the order asked. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "phsync/delta.h"
+#include "phsync/phsync.h"
+#include "serve.h"
+
+/* Wire constants (the same numbers as transport/sftp.h, which this part
+ * does not include: the helper builds without the transport). */
+enum {
+	FXP_INIT = 1, FXP_VERSION = 2, FXP_OPEN = 3, FXP_CLOSE = 4, FXP_READ = 5,
+	FXP_WRITE = 6, FXP_LSTAT = 7, FXP_FSTAT = 8, FXP_SETSTAT = 9, FXP_FSETSTAT = 10,
+	FXP_OPENDIR = 11, FXP_READDIR = 12, FXP_REMOVE = 13, FXP_MKDIR = 14,
+	FXP_RMDIR = 15, FXP_REALPATH = 16, FXP_STAT = 17, FXP_RENAME = 18,
+	FXP_STATUS = 101, FXP_HANDLE = 102, FXP_DATA = 103, FXP_NAME = 104,
+	FXP_ATTRS = 105, FXP_EXTENDED = 200, FXP_EXTENDED_REPLY = 201
+};
+enum { FXF_READ = 1, FXF_WRITE = 2, FXF_APPEND = 4, FXF_CREAT = 8, FXF_TRUNC = 16,
+       FXF_EXCL = 32 };
+enum { FX_OK = 0, FX_EOF = 1, FX_NO_SUCH_FILE = 2, FX_PERMISSION_DENIED = 3,
+       FX_FAILURE = 4, FX_BAD_MESSAGE = 5, FX_OP_UNSUPPORTED = 8 };
+enum { ATTR_SIZE = 1, ATTR_UIDGID = 2, ATTR_PERMISSIONS = 4, ATTR_ACMODTIME = 8,
+       ATTR_EXTENDED = 0x80000000u };
+
+#define MAX_HANDLES 256
+#define MAX_DELTAS 64            /* deltas under way at once (memory bound) */
+#define MAX_NAMES 512            /* entries in one READDIR reply */
+#define NAMES_BYTES (64u << 10)  /* ... and bytes */
+#define MAX_PATH 4096
+
+struct delta {
+	phsync_sig *sig;
+	phsync_diff *diff;
+	uint8_t *in;                 /* file bytes read, not yet consumed */
+	size_t inlen, inpos;
+	uint64_t file_off;           /* next file offset to read */
+	uint64_t out_off;            /* delta bytes produced so far */
+	int eof, done;
+};
+
+struct handle {
+	int used;
+	uint32_t gen;
+	int fd;                      /* a file, or -1 */
+	DIR *dir;                    /* a folder, or NULL */
+	int readable, writable;
+	struct delta *delta;
+};
+
+struct ph_serve {
+	char root[MAX_PATH];
+	size_t rootlen;
+	int inited;
+	unsigned version;            /* helper protocol agreed, 0: plain SFTP */
+	struct handle h[MAX_HANDLES];
+	uint32_t gen;
+	unsigned ndeltas;
+};
+
+struct sattrs {
+	uint32_t flags;
+	uint64_t size;
+	uint32_t uid, gid, perm, atime, mtime;
+};
+
+/* ---- replies ----------------------------------------------------------- */
+
+/* Starts a reply: the length is patched by end_reply. */
+static size_t
+begin_reply(struct ph_buf *out, uint8_t type, uint32_t id)
+{
+	size_t start = out->len;
+
+	if (ph_buf_put_u32(out, 0) != 0 || ph_buf_put_u8(out, type) != 0 ||
+	    ph_buf_put_u32(out, id) != 0)
+		return SIZE_MAX;
+	return start;
+}
+
+static int
+end_reply(struct ph_buf *out, size_t start, int rc)
+{
+	if (start == SIZE_MAX || rc != 0) {
+		if (start != SIZE_MAX)
+			out->len = start;
+		return -1;
+	}
+	ph_be32_put(out->data + start, (uint32_t)(out->len - start - 4));
+	return 0;
+}
+
+static int
+status(struct ph_buf *out, uint32_t id, uint32_t code, const char *msg)
+{
+	size_t st = begin_reply(out, FXP_STATUS, id);
+	int rc = 0;
+
+	if (st == SIZE_MAX)
+		return -1;
+	rc |= ph_buf_put_u32(out, code);
+	rc |= ph_buf_put_cstr(out, msg);
+	rc |= ph_buf_put_cstr(out, "");
+	return end_reply(out, st, rc);
+}
+
+static uint32_t
+errno_code(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		return FX_NO_SUCH_FILE;
+	case EACCES:
+	case EPERM:
+	case ELOOP:
+		return FX_PERMISSION_DENIED;
+	default:
+		return FX_FAILURE;
+	}
+}
+
+static int
+status_errno(struct ph_buf *out, uint32_t id, int e)
+{
+	if (e == ELOOP)
+		return status(out, id, FX_PERMISSION_DENIED,
+		              "a symlink on the way (the helper follows none)");
+	return status(out, id, errno_code(e), strerror(e));
+}
+
+static int
+put_attrs(struct ph_buf *out, const struct stat *st)
+{
+	int rc = 0;
+	uint64_t mt = st->st_mtime < 0 ? 0 : (uint64_t)st->st_mtime;
+	uint64_t at = st->st_atime < 0 ? 0 : (uint64_t)st->st_atime;
+
+	rc |= ph_buf_put_u32(out, ATTR_SIZE | ATTR_UIDGID | ATTR_PERMISSIONS | ATTR_ACMODTIME);
+	rc |= ph_buf_put_u64(out, (uint64_t)st->st_size);
+	rc |= ph_buf_put_u32(out, (uint32_t)st->st_uid);
+	rc |= ph_buf_put_u32(out, (uint32_t)st->st_gid);
+	rc |= ph_buf_put_u32(out, (uint32_t)st->st_mode);
+	rc |= ph_buf_put_u32(out, at > UINT32_MAX ? UINT32_MAX : (uint32_t)at);
+	rc |= ph_buf_put_u32(out, mt > UINT32_MAX ? UINT32_MAX : (uint32_t)mt);
+	return rc;
+}
+
+static int
+attrs_reply(struct ph_buf *out, uint32_t id, const struct stat *st)
+{
+	size_t s = begin_reply(out, FXP_ATTRS, id);
+
+	if (s == SIZE_MAX)
+		return -1;
+	return end_reply(out, s, put_attrs(out, st));
+}
+
+/* ---- requests: fields --------------------------------------------------- */
+
+static int
+rd_attrs(struct ph_rd *r, struct sattrs *a)
+{
+	uint32_t n, i, l;
+	const uint8_t *x;
+
+	memset(a, 0, sizeof(*a));
+	if (ph_rd_u32(r, &a->flags) != 0)
+		return -1;
+	if ((a->flags & ATTR_SIZE) && ph_rd_u64(r, &a->size) != 0)
+		return -1;
+	if ((a->flags & ATTR_UIDGID) && (ph_rd_u32(r, &a->uid) != 0 || ph_rd_u32(r, &a->gid) != 0))
+		return -1;
+	if ((a->flags & ATTR_PERMISSIONS) && ph_rd_u32(r, &a->perm) != 0)
+		return -1;
+	if ((a->flags & ATTR_ACMODTIME) &&
+	    (ph_rd_u32(r, &a->atime) != 0 || ph_rd_u32(r, &a->mtime) != 0))
+		return -1;
+	if (a->flags & ATTR_EXTENDED) {
+		if (ph_rd_u32(r, &n) != 0)
+			return -1;
+		for (i = 0; i < n; i++)
+			if (ph_rd_str(r, &x, &l) != 0 || ph_rd_str(r, &x, &l) != 0)
+				return -1;
+	}
+	return 0;
+}
+
+static struct handle *
+get_handle(struct ph_serve *s, struct ph_rd *r)
+{
+	const uint8_t *p;
+	uint32_t n, idx, gen;
+
+	if (ph_rd_str(r, &p, &n) != 0 || n != 8)
+		return NULL;
+	idx = ph_be32_get(p);
+	gen = ph_be32_get(p + 4);
+	if (idx >= MAX_HANDLES || !s->h[idx].used || s->h[idx].gen != gen)
+		return NULL;
+	return &s->h[idx];
+}
+
+static struct handle *
+new_handle(struct ph_serve *s, uint32_t *idx)
+{
+	uint32_t i;
+
+	for (i = 0; i < MAX_HANDLES; i++) {
+		if (!s->h[i].used) {
+			memset(&s->h[i], 0, sizeof(s->h[i]));
+			s->h[i].used = 1;
+			s->h[i].gen = ++s->gen;
+			s->h[i].fd = -1;
+			*idx = i;
+			return &s->h[i];
+		}
+	}
+	return NULL;
+}
+
+static int
+handle_reply(struct ph_buf *out, uint32_t id, uint32_t idx, const struct handle *h)
+{
+	uint8_t b[8];
+	size_t st = begin_reply(out, FXP_HANDLE, id);
+
+	if (st == SIZE_MAX)
+		return -1;
+	ph_be32_put(b, idx);
+	ph_be32_put(b + 4, h->gen);
+	return end_reply(out, st, ph_buf_put_str(out, b, sizeof(b)));
+}
+
+static void
+delta_free(struct ph_serve *s, struct delta *d)
+{
+	if (d == NULL)
+		return;
+	phsync_diff_free(d->diff);
+	phsync_sig_free(d->sig);
+	free(d->in);
+	free(d);
+	s->ndeltas--;
+}
+
+static void
+close_handle(struct ph_serve *s, struct handle *h)
+{
+	if (h->dir != NULL)
+		closedir(h->dir);
+	else if (h->fd >= 0)
+		close(h->fd);
+	delta_free(s, h->delta);
+	memset(h, 0, sizeof(*h));
+	h->fd = -1;
+}
+
+/* ---- paths -------------------------------------------------------------- */
+
+/* Where a request's path points: a folder fd and a name in it (dirfd is
+ * AT_FDCWD and name the root's own path for the root). follow says whether
+ * the last component may be a symlink (only the root's). */
+struct loc {
+	int dirfd;
+	char name[MAX_PATH];
+	int follow;
+	int is_root;
+};
+
+static void
+loc_close(struct loc *l)
+{
+	if (l->dirfd >= 0)
+		close(l->dirfd);
+	l->dirfd = -1;
+}
+
+/* Resolves a request path. Returns 0, or an errno value: EACCES for a path
+ * outside the root or with ".", ".." or empty components, ELOOP for a
+ * symlink on the way. */
+static int
+resolve(struct ph_serve *s, const uint8_t *p, uint32_t n, struct loc *l)
+{
+	char path[MAX_PATH];
+	const char *rel, *root = s->rootlen ? s->root : "/";
+	char *comp, *slash;
+	int fd, nfd;
+
+	l->dirfd = -1;
+	l->follow = 0;
+	l->is_root = 0;
+	if (n == 0 || n >= sizeof(path) || memchr(p, '\0', n) != NULL)
+		return EACCES;
+	memcpy(path, p, n);
+	path[n] = '\0';
+	if ((s->rootlen == 0 && strcmp(path, "/") == 0) ||
+	    (s->rootlen > 0 && strcmp(path, s->root) == 0)) {
+		l->dirfd = AT_FDCWD;
+		snprintf(l->name, sizeof(l->name), "%s", root);
+		l->follow = 1;
+		l->is_root = 1;
+		return 0;
+	}
+	if (strncmp(path, s->root, s->rootlen) != 0 || path[s->rootlen] != '/')
+		return EACCES;
+	rel = path + s->rootlen + 1;
+	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return errno;
+	comp = (char *)rel;
+	for (;;) {
+		slash = strchr(comp, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (comp[0] == '\0' || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+			close(fd);
+			return EACCES;
+		}
+		if (slash == NULL)
+			break;
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0) {
+			int e = errno;
+			struct stat st;
+
+			/* A symlink opened with O_DIRECTORY|O_NOFOLLOW gives ENOTDIR
+			 * on Linux, ELOOP elsewhere: say which it is. */
+			if (e == ENOTDIR && fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode))
+				e = ELOOP;
+			close(fd);
+			return e;
+		}
+		close(fd);
+		fd = nfd;
+		comp = slash + 1;
+	}
+	l->dirfd = fd;
+	snprintf(l->name, sizeof(l->name), "%s", comp);
+	return 0;
+}
+
+static int
+rd_loc(struct ph_serve *s, struct ph_rd *r, struct loc *l, int *err)
+{
+	const uint8_t *p;
+	uint32_t n;
+
+	l->dirfd = -1;
+	if (ph_rd_str(r, &p, &n) != 0)
+		return -1;
+	*err = resolve(s, p, n, l);
+	return 0;
+}
+
+static int
+loc_stat(const struct loc *l, struct stat *st)
+{
+	return fstatat(l->dirfd, l->name, st, l->follow ? 0 : AT_SYMLINK_NOFOLLOW);
+}
+
+/* ---- file operations ---------------------------------------------------- */
+
+static int
+set_attrs(int fd, const struct loc *l, const struct sattrs *a)
+{
+	struct stat st;
+
+	if (fd < 0) {
+		if (loc_stat(l, &st) != 0)
+			return errno;
+		if (S_ISLNK(st.st_mode))
+			return ELOOP;
+	}
+	if (a->flags & ATTR_SIZE) {
+		int tfd = fd;
+
+		if (tfd < 0 && (tfd = openat(l->dirfd, l->name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC |
+		                                               O_NONBLOCK)) < 0)
+			return errno;
+		if (ftruncate(tfd, (off_t)a->size) != 0) {
+			int e = errno;
+
+			if (tfd != fd)
+				close(tfd);
+			return e;
+		}
+		if (tfd != fd)
+			close(tfd);
+	}
+	if (a->flags & ATTR_PERMISSIONS) {
+		if ((fd >= 0 ? fchmod(fd, a->perm & 07777)
+		             : fchmodat(l->dirfd, l->name, a->perm & 07777, 0)) != 0)
+			return errno;
+	}
+	if (a->flags & ATTR_UIDGID) {
+		if ((fd >= 0 ? fchown(fd, a->uid, a->gid)
+		             : fchownat(l->dirfd, l->name, a->uid, a->gid,
+		                        l->follow ? 0 : AT_SYMLINK_NOFOLLOW)) != 0)
+			return errno;
+	}
+	if (a->flags & ATTR_ACMODTIME) {
+		struct timespec ts[2];
+
+		ts[0].tv_sec = a->atime;
+		ts[0].tv_nsec = 0;
+		ts[1].tv_sec = a->mtime;
+		ts[1].tv_nsec = 0;
+		if ((fd >= 0 ? futimens(fd, ts)
+		             : utimensat(l->dirfd, l->name, ts,
+		                         l->follow ? 0 : AT_SYMLINK_NOFOLLOW)) != 0)
+			return errno;
+	}
+	return 0;
+}
+
+static int
+do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct loc l;
+	struct sattrs a;
+	uint32_t pf, idx;
+	int err, flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, fd;
+	struct handle *h;
+	struct stat st;
+
+	if (rd_loc(s, r, &l, &err) != 0 || ph_rd_u32(r, &pf) != 0 || rd_attrs(r, &a) != 0) {
+		loc_close(&l);
+		return status(out, id, FX_BAD_MESSAGE, "malformed OPEN");
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	if ((pf & (FXF_READ | FXF_WRITE)) == (FXF_READ | FXF_WRITE))
+		flags |= O_RDWR;
+	else if (pf & FXF_WRITE)
+		flags |= O_WRONLY;
+	else
+		flags |= O_RDONLY;
+	if (pf & FXF_CREAT)
+		flags |= O_CREAT;
+	if (pf & FXF_TRUNC)
+		flags |= O_TRUNC;
+	if (pf & FXF_EXCL)
+		flags |= O_EXCL;
+	if (pf & FXF_APPEND)
+		flags |= O_APPEND;
+	fd = openat(l.dirfd, l.name, flags,
+	            (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : (mode_t)0666);
+	err = errno;
+	loc_close(&l);
+	if (fd < 0)
+		return status_errno(out, id, err);
+	/* Regular files only: a FIFO or a device would hang or misbehave. */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return status(out, id, FX_FAILURE, "not a regular file");
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if ((h = new_handle(s, &idx)) == NULL) {
+		close(fd);
+		return status(out, id, FX_FAILURE, "too many open handles");
+	}
+	h->fd = fd;
+	h->readable = !(pf & FXF_WRITE) || (pf & FXF_READ);
+	h->writable = (pf & FXF_WRITE) != 0;
+	return handle_reply(out, id, idx, h);
+}
+
+static int
+do_opendir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct loc l;
+	uint32_t idx;
+	int err, fd;
+	struct handle *h;
+
+	if (rd_loc(s, r, &l, &err) != 0) {
+		loc_close(&l);
+		return status(out, id, FX_BAD_MESSAGE, "malformed OPENDIR");
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	fd = openat(l.dirfd, l.name,
+	            O_RDONLY | O_DIRECTORY | O_CLOEXEC | (l.follow ? 0 : O_NOFOLLOW));
+	err = errno;
+	loc_close(&l);
+	if (fd < 0)
+		return status_errno(out, id, err);
+	if ((h = new_handle(s, &idx)) == NULL) {
+		close(fd);
+		return status(out, id, FX_FAILURE, "too many open handles");
+	}
+	if ((h->dir = fdopendir(fd)) == NULL) {
+		err = errno;
+		close(fd);
+		close_handle(s, h);
+		return status_errno(out, id, err);
+	}
+	return handle_reply(out, id, idx, h);
+}
+
+static int
+do_readdir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	size_t st, countat;
+	uint32_t count = 0;
+	struct dirent *de;
+	int rc = 0;
+
+	if (h == NULL || h->dir == NULL)
+		return status(out, id, FX_FAILURE, "not an open folder");
+	if ((st = begin_reply(out, FXP_NAME, id)) == SIZE_MAX)
+		return -1;
+	countat = out->len;
+	rc |= ph_buf_put_u32(out, 0);
+	while (rc == 0 && count < MAX_NAMES && out->len - countat < NAMES_BYTES) {
+		struct stat sb;
+
+		errno = 0;
+		if ((de = readdir(h->dir)) == NULL)
+			break;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		/* Gone since readdir saw it: leave it out, as if listed a moment later. */
+		if (fstatat(dirfd(h->dir), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		rc |= ph_buf_put_cstr(out, de->d_name);
+		rc |= ph_buf_put_cstr(out, "");   /* longname: nobody reads it */
+		rc |= put_attrs(out, &sb);
+		count++;
+	}
+	if (rc != 0) {
+		out->len = st;
+		return -1;
+	}
+	if (count == 0) {
+		int e = errno;
+
+		out->len = st;
+		if (e != 0)
+			return status_errno(out, id, e);
+		return status(out, id, FX_EOF, "end of folder");
+	}
+	ph_be32_put(out->data + countat, count);
+	return end_reply(out, st, 0);
+}
+
+static int
+do_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	uint64_t off;
+	uint32_t len;
+	size_t st, at;
+	ssize_t n;
+	size_t got = 0;
+
+	if (h == NULL || h->fd < 0 || ph_rd_u64(r, &off) != 0 || ph_rd_u32(r, &len) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed READ");
+	if (!h->readable)
+		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+	if (off > (uint64_t)INT64_MAX)
+		return status(out, id, FX_EOF, "end of file");
+	if (len > PH_SERVE_MAX_IO)
+		len = PH_SERVE_MAX_IO;
+	if ((st = begin_reply(out, FXP_DATA, id)) == SIZE_MAX ||
+	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
+		if (st != SIZE_MAX)
+			out->len = st;
+		return -1;
+	}
+	at = out->len + 4;
+	while (got < len) {
+		n = pread(h->fd, out->data + at + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			out->len = st;
+			return status_errno(out, id, e);
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got == 0) {
+		out->len = st;
+		return status(out, id, FX_EOF, "end of file");
+	}
+	ph_be32_put(out->data + out->len, (uint32_t)got);
+	out->len = at + got;
+	return end_reply(out, st, 0);
+}
+
+static int
+write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		if (w == 0)
+			return EIO;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int
+do_write(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	uint64_t off;
+	const uint8_t *data;
+	uint32_t len;
+	int e;
+
+	if (h == NULL || h->fd < 0 || ph_rd_u64(r, &off) != 0 || ph_rd_str(r, &data, &len) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed WRITE");
+	if (!h->writable)
+		return status(out, id, FX_PERMISSION_DENIED, "not open for writing");
+	if (off > (uint64_t)INT64_MAX - len)
+		return status(out, id, FX_FAILURE, "offset out of range");
+	if ((e = write_all(h->fd, data, len, off)) != 0)
+		return status_errno(out, id, e);
+	return status(out, id, FX_OK, "");
+}
+
+static int
+do_stat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct loc l;
+	struct stat st;
+	int err;
+
+	if (rd_loc(s, r, &l, &err) != 0) {
+		loc_close(&l);
+		return status(out, id, FX_BAD_MESSAGE, "malformed STAT");
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	/* STAT and LSTAT alike: below the root no symlink is followed, so a
+	 * link is reported as the link it is. */
+	err = loc_stat(&l, &st) != 0 ? errno : 0;
+	loc_close(&l);
+	if (err != 0)
+		return status_errno(out, id, err);
+	return attrs_reply(out, id, &st);
+}
+
+static int
+do_fstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	struct stat st;
+
+	if (h == NULL || h->fd < 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed FSTAT");
+	if (fstat(h->fd, &st) != 0)
+		return status_errno(out, id, errno);
+	return attrs_reply(out, id, &st);
+}
+
+static int
+do_setstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, int byhandle)
+{
+	struct loc l = { .dirfd = -1 };
+	struct sattrs a;
+	struct handle *h = NULL;
+	int err = 0;
+
+	if (byhandle) {
+		if ((h = get_handle(s, r)) == NULL || h->fd < 0 || rd_attrs(r, &a) != 0)
+			return status(out, id, FX_BAD_MESSAGE, "malformed FSETSTAT");
+		err = set_attrs(h->fd, NULL, &a);
+	} else {
+		if (rd_loc(s, r, &l, &err) != 0 || rd_attrs(r, &a) != 0) {
+			loc_close(&l);
+			return status(out, id, FX_BAD_MESSAGE, "malformed SETSTAT");
+		}
+		if (err == 0)
+			err = set_attrs(-1, &l, &a);
+		loc_close(&l);
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	return status(out, id, FX_OK, "");
+}
+
+static int
+do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct loc l;
+	struct sattrs a;
+	int err, rc = 0;
+
+	if (rd_loc(s, r, &l, &err) != 0 || (type == FXP_MKDIR && rd_attrs(r, &a) != 0)) {
+		loc_close(&l);
+		return status(out, id, FX_BAD_MESSAGE, "malformed request");
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	if (l.is_root && type != FXP_MKDIR) {
+		/* The root stays: a sync never removes the folder it syncs. */
+		rc = EACCES;
+	} else if (type == FXP_REMOVE) {
+		struct stat st;
+
+		/* unlinkat(0) removes a symlink itself, never its target. */
+		if (fstatat(l.dirfd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+			rc = EISDIR;
+		else if (unlinkat(l.dirfd, l.name, 0) != 0)
+			rc = errno;
+	} else if (type == FXP_RMDIR) {
+		if (unlinkat(l.dirfd, l.name, AT_REMOVEDIR) != 0)
+			rc = errno;
+	} else {
+		mode_t m = (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 07777) : 0777;
+
+		if (mkdirat(l.dirfd, l.name, m) != 0)
+			rc = errno;
+	}
+	loc_close(&l);
+	if (rc != 0)
+		return status_errno(out, id, rc);
+	return status(out, id, FX_OK, "");
+}
+
+static int
+do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, int posix)
+{
+	struct loc a, b;
+	int ea, eb, rc = 0;
+
+	b.dirfd = -1;
+	if (rd_loc(s, r, &a, &ea) != 0 || rd_loc(s, r, &b, &eb) != 0) {
+		loc_close(&a);
+		loc_close(&b);
+		return status(out, id, FX_BAD_MESSAGE, "malformed RENAME");
+	}
+	if (ea != 0 || eb != 0)
+		rc = ea != 0 ? ea : eb;
+	else if (a.is_root || b.is_root)
+		rc = EACCES;
+	else if (posix) {
+		if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0)
+			rc = errno;
+	} else {
+		/* SFTP v3 RENAME never replaces: link + unlink as OpenSSH does,
+		 * atomic where the file system has hard links. */
+		struct stat st;
+
+		if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) == 0) {
+			if (unlinkat(a.dirfd, a.name, 0) != 0)
+				rc = errno;
+		} else if (errno == EEXIST) {
+			rc = EEXIST;
+		} else if (fstatat(b.dirfd, b.name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			rc = EEXIST;
+		} else if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0) {
+			rc = errno;
+		}
+	}
+	loc_close(&a);
+	loc_close(&b);
+	if (rc == EEXIST)
+		return status(out, id, FX_FAILURE, "the target exists");
+	if (rc != 0)
+		return status_errno(out, id, rc);
+	return status(out, id, FX_OK, "");
+}
+
+/* ---- extensions --------------------------------------------------------- */
+
+static int
+ext_statvfs(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct loc l;
+	struct statvfs v;
+	size_t st;
+	int err, fd, rc = 0;
+
+	if (rd_loc(s, r, &l, &err) != 0) {
+		loc_close(&l);
+		return status(out, id, FX_BAD_MESSAGE, "malformed statvfs");
+	}
+	if (err != 0)
+		return status_errno(out, id, err);
+	fd = openat(l.dirfd, l.name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (l.follow ? 0 : O_NOFOLLOW));
+	err = errno;
+	loc_close(&l);
+	if (fd < 0)
+		return status_errno(out, id, err);
+	rc = fstatvfs(fd, &v);
+	err = errno;
+	close(fd);
+	if (rc != 0)
+		return status_errno(out, id, err);
+	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
+		return -1;
+	rc |= ph_buf_put_u64(out, v.f_bsize);
+	rc |= ph_buf_put_u64(out, v.f_frsize);
+	rc |= ph_buf_put_u64(out, v.f_blocks);
+	rc |= ph_buf_put_u64(out, v.f_bfree);
+	rc |= ph_buf_put_u64(out, v.f_bavail);
+	rc |= ph_buf_put_u64(out, v.f_files);
+	rc |= ph_buf_put_u64(out, v.f_ffree);
+	rc |= ph_buf_put_u64(out, v.f_favail);
+	rc |= ph_buf_put_u64(out, v.f_fsid);
+	rc |= ph_buf_put_u64(out, (v.f_flag & ST_RDONLY ? 1 : 0) | (v.f_flag & ST_NOSUID ? 2 : 0));
+	rc |= ph_buf_put_u64(out, v.f_namemax);
+	return end_reply(out, st, rc);
+}
+
+static int
+ext_limits(uint32_t id, struct ph_buf *out)
+{
+	size_t st = begin_reply(out, FXP_EXTENDED_REPLY, id);
+	int rc = 0;
+
+	if (st == SIZE_MAX)
+		return -1;
+	rc |= ph_buf_put_u64(out, PH_SERVE_MAX_PACKET);
+	rc |= ph_buf_put_u64(out, PH_SERVE_MAX_IO);
+	rc |= ph_buf_put_u64(out, PH_SERVE_MAX_IO);
+	rc |= ph_buf_put_u64(out, MAX_HANDLES);
+	return end_reply(out, st, rc);
+}
+
+static int
+ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *rh, *wh;
+	uint64_t roff, len, woff, done = 0;
+	uint8_t *buf;
+	int e = 0;
+
+	if ((rh = get_handle(s, r)) == NULL || ph_rd_u64(r, &roff) != 0 ||
+	    ph_rd_u64(r, &len) != 0 || (wh = get_handle(s, r)) == NULL ||
+	    ph_rd_u64(r, &woff) != 0 || rh->fd < 0 || wh->fd < 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed copy-data");
+	if (!rh->readable || !wh->writable)
+		return status(out, id, FX_PERMISSION_DENIED, "handles not open for copying");
+	if (roff > (uint64_t)INT64_MAX || woff > (uint64_t)INT64_MAX ||
+	    (len != 0 && (len > (uint64_t)INT64_MAX - roff || len > (uint64_t)INT64_MAX - woff)))
+		return status(out, id, FX_FAILURE, "offset out of range");
+	if ((buf = malloc(PH_SERVE_MAX_IO)) == NULL)
+		return status(out, id, FX_FAILURE, "out of memory");
+	while (len == 0 || done < len) {
+		size_t want = PH_SERVE_MAX_IO;
+		ssize_t n;
+
+		if (len != 0 && len - done < want)
+			want = (size_t)(len - done);
+		n = pread(rh->fd, buf, want, (off_t)(roff + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		if ((e = write_all(wh->fd, buf, (size_t)n, woff + done)) != 0)
+			break;
+		done += (uint64_t)n;
+	}
+	free(buf);
+	if (e != 0)
+		return status_errno(out, id, e);
+	/* OpenSSH answers a copy past the end of the source with EOF. */
+	if (len != 0 && done < len)
+		return status(out, id, FX_EOF, "the source ended before the length asked for");
+	return status(out, id, FX_OK, "");
+}
+
+static int
+ext_fsync(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+
+	if (h == NULL || h->fd < 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed fsync");
+	if (fsync(h->fd) != 0)
+		return status_errno(out, id, errno);
+	return status(out, id, FX_OK, "");
+}
+
+/* phsync-sig: the block signature of an open file, read from its start to
+ * its end now. The client compares the length in it with what it expects. */
+static int
+ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	uint32_t block_len;
+	phsync_sig_gen *g = NULL;
+	uint8_t *buf = NULL;
+	struct stat sb;
+	uint64_t off = 0, blocks;
+	size_t st, lenat;
+	int rc, done = 0, e = 0;
+
+	if (h == NULL || h->fd < 0 || ph_rd_u32(r, &block_len) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed signature request");
+	if (!h->readable)
+		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+	if (fstat(h->fd, &sb) != 0)
+		return status_errno(out, id, errno);
+	if (block_len == 0)
+		block_len = phsync_delta_block_len((uint64_t)sb.st_size);
+	if (block_len < PHSYNC_SIG_MIN_BLOCK || block_len > PHSYNC_SIG_MAX_BLOCK)
+		return status(out, id, FX_FAILURE, "block length out of range");
+	blocks = ((uint64_t)sb.st_size + block_len - 1) / block_len;
+	if (20 + blocks * 12 > PH_SERVE_MAX_SIG)
+		return status(out, id, FX_FAILURE, "the signature would be too large");
+	if (phsync_sig_gen_new(NULL, (uint64_t)sb.st_size, block_len, 8, &g) != 0 ||
+	    (buf = malloc(PH_SERVE_MAX_IO)) == NULL) {
+		phsync_sig_gen_free(g);
+		return status(out, id, FX_FAILURE, "out of memory");
+	}
+	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
+		goto oom;
+	lenat = out->len;
+	if (ph_buf_put_u32(out, 0) != 0)
+		goto oom;
+	while (!done) {
+		ssize_t n = 0;
+		struct phsync_in in;
+		int end;
+
+		if (off < (uint64_t)sb.st_size) {
+			size_t want = PH_SERVE_MAX_IO;
+
+			if ((uint64_t)sb.st_size - off < want)
+				want = (size_t)((uint64_t)sb.st_size - off);
+			n = pread(h->fd, buf, want, (off_t)off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				e = n < 0 ? errno : 0;
+				break;   /* shrank while read: the length check fails below */
+			}
+			off += (uint64_t)n;
+		}
+		end = off >= (uint64_t)sb.st_size;
+		in.ptr = buf;
+		in.size = (size_t)n;
+		in.pos = 0;
+		do {
+			struct phsync_out o;
+
+			if (ph_buf_reserve(out, 64u << 10) != 0)
+				goto oom;
+			o.ptr = out->data + out->len;
+			o.size = out->cap - out->len;
+			o.pos = 0;
+			rc = phsync_sig_gen_stream(g, &o, &in, end, &done);
+			out->len += o.pos;
+			if (rc != 0) {
+				e = EIO;
+				break;
+			}
+		} while (!done && (in.pos < in.size || end));
+		if (e != 0 || (!done && end))
+			break;
+	}
+	free(buf);
+	phsync_sig_gen_free(g);
+	if (!done) {
+		out->len = st;
+		if (e != 0 && e != EIO)
+			return status_errno(out, id, e);
+		return status(out, id, FX_FAILURE, "the file changed while it was read");
+	}
+	ph_be32_put(out->data + lenat, (uint32_t)(out->len - lenat - 4));
+	return end_reply(out, st, 0);
+oom:
+	if (st != SIZE_MAX)
+		out->len = st;
+	free(buf);
+	phsync_sig_gen_free(g);
+	return -1;
+}
+
+/* phsync-delta-start: the client's signature of its old copy; the delta of
+ * this open file against it is then read with phsync-delta-read. */
+static int
+ext_delta_start(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	const uint8_t *sig;
+	uint32_t siglen;
+	struct delta *d;
+	struct phsync_in in;
+
+	if (h == NULL || h->fd < 0 || ph_rd_str(r, &sig, &siglen) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed delta request");
+	if (!h->readable)
+		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+	if (h->delta != NULL)
+		return status(out, id, FX_FAILURE, "a delta of this handle is under way");
+	if (s->ndeltas >= MAX_DELTAS)
+		return status(out, id, FX_FAILURE, "too many deltas at once");
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return status(out, id, FX_FAILURE, "out of memory");
+	s->ndeltas++;
+	in.ptr = sig;
+	in.size = siglen;
+	in.pos = 0;
+	if (phsync_sig_new(NULL, &d->sig) != 0 || (d->in = malloc(PH_SERVE_MAX_IO)) == NULL) {
+		delta_free(s, d);
+		return status(out, id, FX_FAILURE, "out of memory");
+	}
+	if (phsync_sig_load(d->sig, &in, 1) != 0) {
+		delta_free(s, d);
+		return status(out, id, FX_BAD_MESSAGE, "malformed signature");
+	}
+	if (phsync_diff_new(NULL, d->sig, &d->diff) != 0) {
+		delta_free(s, d);
+		return status(out, id, FX_FAILURE, "out of memory");
+	}
+	h->delta = d;
+	return status(out, id, FX_OK, "");
+}
+
+/* phsync-delta-read (handle, offset in the delta, length): the next bytes
+ * of the delta, in order; EOF once it is all sent. */
+static int
+ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	struct handle *h = get_handle(s, r);
+	struct delta *d;
+	uint64_t doff;
+	uint32_t len;
+	size_t st, at;
+	struct phsync_out o;
+	int rc;
+
+	if (h == NULL || ph_rd_u64(r, &doff) != 0 || ph_rd_u32(r, &len) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed delta read");
+	if ((d = h->delta) == NULL)
+		return status(out, id, FX_FAILURE, "no delta under way on this handle");
+	if (doff != d->out_off)
+		return status(out, id, FX_FAILURE, "delta read out of order");
+	if (d->done)
+		return status(out, id, FX_EOF, "end of delta");
+	if (len > PH_SERVE_MAX_IO)
+		len = PH_SERVE_MAX_IO;
+	if (len == 0)
+		return status(out, id, FX_BAD_MESSAGE, "empty delta read");
+	if ((st = begin_reply(out, FXP_DATA, id)) == SIZE_MAX ||
+	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
+		if (st != SIZE_MAX)
+			out->len = st;
+		return -1;
+	}
+	at = out->len + 4;
+	o.ptr = out->data + at;
+	o.size = len;
+	o.pos = 0;
+	while (o.pos < o.size && !d->done) {
+		struct phsync_in in;
+
+		if (d->inpos == d->inlen && !d->eof) {
+			ssize_t n = pread(h->fd, d->in, PH_SERVE_MAX_IO, (off_t)d->file_off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = errno;
+
+				out->len = st;
+				return status_errno(out, id, e);
+			}
+			d->inlen = (size_t)n;
+			d->inpos = 0;
+			d->file_off += (uint64_t)n;
+			if (n == 0)
+				d->eof = 1;
+		}
+		in.ptr = d->in;
+		in.size = d->inlen;
+		in.pos = d->inpos;
+		rc = phsync_diff_stream(d->diff, &o, &in, d->eof, &d->done);
+		d->inpos = in.pos;
+		if (rc != 0) {
+			out->len = st;
+			return status(out, id, FX_FAILURE, "the delta engine failed");
+		}
+	}
+	if (o.pos == 0) {
+		out->len = st;
+		return status(out, id, FX_EOF, "end of delta");
+	}
+	d->out_off += o.pos;
+	ph_be32_put(out->data + out->len, (uint32_t)o.pos);
+	out->len = at + o.pos;
+	return end_reply(out, st, 0);
+}
+
+static int
+do_extended(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
+{
+	const uint8_t *name;
+	uint32_t n;
+
+	if (ph_rd_str(r, &name, &n) != 0)
+		return status(out, id, FX_BAD_MESSAGE, "malformed EXTENDED");
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(name, lit, n) == 0)
+	if (IS("posix-rename@openssh.com"))
+		return do_rename(s, id, r, out, 1);
+	if (IS("fsync@openssh.com"))
+		return ext_fsync(s, id, r, out);
+	if (IS("statvfs@openssh.com"))
+		return ext_statvfs(s, id, r, out);
+	if (IS("limits@openssh.com"))
+		return ext_limits(id, out);
+	if (IS("copy-data"))
+		return ext_copy_data(s, id, r, out);
+	if (s->version >= 1 && IS(PH_HELPER_SIG))
+		return ext_sig(s, id, r, out);
+	if (s->version >= 1 && IS(PH_HELPER_DSTART))
+		return ext_delta_start(s, id, r, out);
+	if (s->version >= 1 && IS(PH_HELPER_DREAD))
+		return ext_delta_read(s, id, r, out);
+#undef IS
+	return status(out, id, FX_OP_UNSUPPORTED, "unknown extension");
+}
+
+/* ---- the session -------------------------------------------------------- */
+
+/* INIT: the client may offer "phsync@phsync.org" with the highest helper
+ * protocol version it speaks; the reply names the version both use, or
+ * leaves the extension out (plain SFTP) when there is none. */
+static int
+do_init(struct ph_serve *s, struct ph_rd *r, struct ph_buf *out)
+{
+	static const char *const exts[][2] = {
+		{ "posix-rename@openssh.com", "1" }, { "statvfs@openssh.com", "2" },
+		{ "fsync@openssh.com", "1" }, { "limits@openssh.com", "1" },
+		{ "copy-data", "1" },
+	};
+	uint32_t version, nl, dl;
+	const uint8_t *name, *data;
+	size_t st, i;
+	int rc = 0, n = 0;
+	char v[16];
+
+	if (ph_rd_u32(r, &version) != 0 || version < 3)
+		return -1;
+	while (r->left > 0 && n++ < 64) {
+		if (ph_rd_str(r, &name, &nl) != 0 || ph_rd_str(r, &data, &dl) != 0)
+			return -1;
+		if (nl == strlen(PH_HELPER_EXT) && memcmp(name, PH_HELPER_EXT, nl) == 0 &&
+		    dl > 0 && dl < 8) {
+			unsigned long want = 0;
+
+			for (i = 0; i < dl; i++) {
+				if (data[i] < '0' || data[i] > '9')
+					break;
+				want = want * 10 + (data[i] - '0');
+			}
+			if (i == dl && want >= PH_HELPER_PROTO_MIN)
+				s->version = want < PH_HELPER_PROTO_MAX ? (unsigned)want
+				                                        : PH_HELPER_PROTO_MAX;
+		}
+	}
+	if ((st = out->len, ph_buf_put_u32(out, 0)) != 0 || ph_buf_put_u8(out, FXP_VERSION) != 0 ||
+	    ph_buf_put_u32(out, 3) != 0)
+		return -1;
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		rc |= ph_buf_put_cstr(out, exts[i][0]);
+		rc |= ph_buf_put_cstr(out, exts[i][1]);
+	}
+	if (s->version != 0) {
+		snprintf(v, sizeof(v), "%u", s->version);
+		rc |= ph_buf_put_cstr(out, PH_HELPER_EXT);
+		rc |= ph_buf_put_cstr(out, v);
+	}
+	if (rc != 0)
+		return -1;
+	ph_be32_put(out->data + st, (uint32_t)(out->len - st - 4));
+	s->inited = 1;
+	return 0;
+}
+
+int
+ph_serve_packet(struct ph_serve *s, const uint8_t *p, size_t len, struct ph_buf *out)
+{
+	struct ph_rd r = { p, len };
+	uint8_t type;
+	uint32_t id;
+	struct handle *h;
+
+	if (ph_rd_u8(&r, &type) != 0)
+		return -1;
+	if (type == FXP_INIT)
+		return s->inited ? -1 : do_init(s, &r, out);
+	if (!s->inited || ph_rd_u32(&r, &id) != 0)
+		return -1;
+	switch (type) {
+	case FXP_OPEN:
+		return do_open(s, id, &r, out);
+	case FXP_CLOSE:
+		if ((h = get_handle(s, &r)) == NULL)
+			return status(out, id, FX_FAILURE, "not an open handle");
+		close_handle(s, h);
+		return status(out, id, FX_OK, "");
+	case FXP_READ:
+		return do_read(s, id, &r, out);
+	case FXP_WRITE:
+		return do_write(s, id, &r, out);
+	case FXP_LSTAT:
+	case FXP_STAT:
+		return do_stat(s, id, &r, out);
+	case FXP_FSTAT:
+		return do_fstat(s, id, &r, out);
+	case FXP_SETSTAT:
+		return do_setstat(s, id, &r, out, 0);
+	case FXP_FSETSTAT:
+		return do_setstat(s, id, &r, out, 1);
+	case FXP_OPENDIR:
+		return do_opendir(s, id, &r, out);
+	case FXP_READDIR:
+		return do_readdir(s, id, &r, out);
+	case FXP_REMOVE:
+	case FXP_MKDIR:
+	case FXP_RMDIR:
+		return do_path_op(s, type, id, &r, out);
+	case FXP_RENAME:
+		return do_rename(s, id, &r, out, 0);
+	case FXP_EXTENDED:
+		return do_extended(s, id, &r, out);
+	default:
+		return status(out, id, FX_OP_UNSUPPORTED, "not supported by phsync serve");
+	}
+}
+
+int
+ph_serve_new(const char *root, struct ph_serve **out)
+{
+	struct ph_serve *s = calloc(1, sizeof(*s));
+	size_t n = strlen(root);
+	int i;
+
+	if (s == NULL)
+		return PHSYNC_ENOMEM;
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		n = 0;
+	if (n >= sizeof(s->root)) {
+		free(s);
+		return PHSYNC_EINVAL;
+	}
+	memcpy(s->root, root, n);
+	s->root[n] = '\0';
+	s->rootlen = n;
+	for (i = 0; i < MAX_HANDLES; i++)
+		s->h[i].fd = -1;
+	*out = s;
+	return 0;
+}
+
+void
+ph_serve_free(struct ph_serve *s)
+{
+	int i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < MAX_HANDLES; i++)
+		if (s->h[i].used)
+			close_handle(s, &s->h[i]);
+	free(s);
+}
+
+static int
+flush_fd(int fd, struct ph_buf *out)
+{
+	size_t off = 0;
+
+	while (off < out->len) {
+		ssize_t w = write(fd, out->data + off, out->len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	out->len = 0;
+	return 0;
+}
+
+int
+ph_serve_run(const char *root, int in_fd, int out_fd)
+{
+	struct ph_serve *s = NULL;
+	struct ph_buf out = { NULL, 0, 0, 16u << 20 };
+	uint8_t *in = NULL;
+	size_t cap = PH_SERVE_MAX_PACKET + 4 + (256u << 10), have = 0, pos;
+	int rc = 1;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (ph_serve_new(root, &s) != 0 || (in = malloc(cap)) == NULL) {
+		fprintf(stderr, "phsync serve: out of memory\n");
+		goto out;
+	}
+	for (;;) {
+		ssize_t n;
+
+		/* Take every complete packet, then reply before waiting for more. */
+		pos = 0;
+		while (have - pos >= 4) {
+			uint32_t plen = ph_be32_get(in + pos);
+
+			if (plen == 0 || plen > PH_SERVE_MAX_PACKET) {
+				fprintf(stderr, "phsync serve: packet of %u bytes refused\n", plen);
+				goto out;
+			}
+			if (have - pos - 4 < plen)
+				break;
+			if (ph_serve_packet(s, in + pos + 4, plen, &out) != 0) {
+				fprintf(stderr, "phsync serve: malformed request, closing\n");
+				goto out;
+			}
+			pos += 4 + (size_t)plen;
+			if (out.len >= (512u << 10) && flush_fd(out_fd, &out) != 0)
+				goto out;
+		}
+		memmove(in, in + pos, have - pos);
+		have -= pos;
+		if (out.len > 0 && flush_fd(out_fd, &out) != 0)
+			goto out;
+		n = read(in_fd, in + have, cap - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "phsync serve: read: %s\n", strerror(errno));
+			goto out;
+		}
+		if (n == 0) {
+			rc = have == 0 ? 0 : 1;
+			break;
+		}
+		have += (size_t)n;
+	}
+out:
+	ph_serve_free(s);
+	ph_buf_free(&out);
+	free(in);
+	return rc;
+}
+
+int
+phsync_serve(const char *root, int in_fd, int out_fd)
+{
+	return ph_serve_run(root, in_fd, out_fd);
+}
