@@ -923,7 +923,7 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	uint8_t *buf = NULL;
 	struct stat sb;
 	uint64_t off = 0, blocks;
-	size_t st, lenat;
+	size_t st = SIZE_MAX;
 	int rc, done = 0, e = 0;
 
 	if (h == NULL || h->fd < 0 || ph_rd_u32(r, &block_len) != 0)
@@ -945,9 +945,6 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		return status(out, id, FX_FAILURE, "out of memory");
 	}
 	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
-		goto oom;
-	lenat = out->len;
-	if (ph_buf_put_u32(out, 0) != 0)
 		goto oom;
 	while (!done) {
 		ssize_t n = 0;
@@ -998,7 +995,6 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 			return status_errno(out, id, e);
 		return status(out, id, FX_FAILURE, "the file changed while it was read");
 	}
-	ph_be32_put(out->data + lenat, (uint32_t)(out->len - lenat - 4));
 	return end_reply(out, st, 0);
 oom:
 	if (st != SIZE_MAX)
@@ -1066,10 +1062,11 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 		return status(out, id, FX_BAD_MESSAGE, "malformed delta read");
 	if ((d = h->delta) == NULL)
 		return status(out, id, FX_FAILURE, "no delta under way on this handle");
-	if (doff != d->out_off)
-		return status(out, id, FX_FAILURE, "delta read out of order");
+	/* Reads asked ahead past the end meet EOF whatever their offset. */
 	if (d->done)
 		return status(out, id, FX_EOF, "end of delta");
+	if (doff != d->out_off)
+		return status(out, id, FX_FAILURE, "delta read out of order");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
 	if (len == 0)

@@ -434,8 +434,9 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 			f->err = -errno;
 		else if ((uint64_t)st.st_size != f->expect || f->size != f->expect)
 			f->err = -EIO; /* never a file of another length than what came */
-		else
-			f->err = finish_hash(f);
+		else if ((f->err = finish_hash(f)) == 0 && f->check_hash &&
+		         memcmp(f->hash, f->want_hash, 16) != 0)
+			f->err = -EBADMSG;
 		f->dst_mtime = (int64_t)st.st_mtime;
 	}
 	if (f->err != 0) {

@@ -36,6 +36,12 @@ struct ph_lio_file {
 	int exact_mode;      /* set mode exactly (replacing a file: keep its bits) */
 	int64_t mtime;       /* also its access time (none is kept) */
 	size_t cookie;       /* caller's (plan index) */
+	uint64_t matched;    /* caller's (bytes taken from the old copy) */
+	/* With check_hash, a commit also needs the content's XXH3-128 to be
+	 * want_hash (a delta's end says what the source held): else the file
+	 * is aborted with -EBADMSG, never renamed into place. */
+	int check_hash;
+	uint8_t want_hash[16];
 	uint64_t size;       /* bytes written */
 	uint64_t expect;     /* the size a commit must find on disk */
 	void *hs;            /* XXH3-128 state of the bytes written in order */

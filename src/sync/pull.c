@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "phsync/delta.h"
+
+#include "buf.h"
 #include "lio.h"
 #include "ctx.h"
 #include "job.h"
@@ -21,6 +24,9 @@
 #define MAX_READS 96          /* read requests in flight, all files */
 #define MAX_READS_FILE 32     /* read requests in flight, one file */
 #define PH_RESUME_MIN_FILE (16u << 20) /* smaller files start over when cut */
+#define DELTA_MIN (32u << 10)  /* smaller files come whole */
+#define DELTA_READS_FILE 8     /* delta reads in flight, one file */
+#define COPY_BUF (256u << 10)
 
 struct pull;
 
@@ -40,6 +46,20 @@ struct xfer {
 	int probed;                /* the read at the listed size was sent */
 	int opening, failed, silent, done;
 	size_t slot;               /* index in p->active */
+	/* A delta through the helper (docs/PROTOCOL.md): the signature of the
+	 * local old copy went out with phsync-delta-start; the delta comes
+	 * back in order, COPY ops are read from the old copy, LITERAL ops
+	 * written as sent, and END's hash must match what was built. */
+	int delta;
+	int dstarted;              /* the helper took the signature */
+	int basis;                 /* the local old copy, -1 */
+	phsync_delta_reader *dr;
+	uint64_t dnext;            /* next delta offset to ask for */
+	uint64_t dfed;             /* delta bytes received, in order */
+	int dshort, deof, dend;    /* a short reply / EOF / END came */
+	uint64_t dlen;             /* END: the new file's length and hash */
+	uint8_t dhash[16];
+	uint64_t matched;          /* bytes taken from the old copy */
 };
 
 struct rreq {
@@ -58,6 +78,7 @@ struct pull {
 	size_t max_files;
 	int fatal;                 /* stop starting files (full disk, dead link) */
 	int stopping;              /* interrupted: drop everything quietly */
+	uint8_t *cbuf;             /* COPY bytes from an old copy, on their way */
 };
 
 static int xfer_maybe_done(struct xfer *x);
@@ -102,6 +123,9 @@ xfer_free(struct xfer *x)
 	p->active[x->slot]->slot = x->slot;
 	if (x->wf != NULL)
 		ph_lio_file_free(x->wf);
+	if (x->basis >= 0)
+		close(x->basis);
+	phsync_delta_reader_free(x->dr);
 	free(x);
 }
 
@@ -113,6 +137,8 @@ static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static int
 want_more(const struct xfer *x)
 {
+	if (x->delta)
+		return !x->dend && !x->dshort && !x->deof;
 	if (x->eof_at != UINT64_MAX)
 		return 0;
 	if (x->e->nosize)
@@ -141,13 +167,32 @@ queue_read(struct xfer *x, uint64_t off, uint32_t len)
 	return 0;
 }
 
+static void dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
+
 static int
 issue_reads(struct xfer *x)
 {
 	struct pull *p = x->p;
 	int rc;
 
-	while (want_more(x) && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
+	while (x->delta && want_more(x) && x->reads < DELTA_READS_FILE && p->reads < MAX_READS) {
+		struct rreq *rq = malloc(sizeof(*rq));
+
+		if (rq == NULL)
+			return PHSYNC_ENOMEM;
+		rq->x = x;
+		rq->off = x->dnext;
+		rq->len = p->chunk;
+		if ((rc = ph_sftp_helper_delta_read(p->j->sftp, x->h, x->hlen, rq->off, rq->len,
+		                                    dread_cb, rq)) != 0) {
+			free(rq);
+			return rc;
+		}
+		x->dnext += rq->len;
+		x->reads++;
+		p->reads++;
+	}
+	while (!x->delta && want_more(x) && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
 		uint32_t len = p->chunk;
 
 		if (!x->e->nosize && x->next_off < x->e->size && x->e->size - x->next_off < len)
@@ -171,6 +216,30 @@ xfer_complete(struct xfer *x)
 	struct pull *p = x->p;
 	char msg[160];
 
+	if (x->delta) {
+		if (!x->dend) {
+			xfer_fail(x, PHSYNC_EPROTO, "the helper's delta ended before its end; not "
+			          "copied (retried next run)");
+			return;
+		}
+		if (!x->e->nosize && x->dlen != x->e->size) {
+			snprintf(msg, sizeof(msg), "the file is %llu bytes now, not the %llu the "
+			         "helper listed (changed while read?); not copied, retried next run",
+			         (unsigned long long)x->dlen, (unsigned long long)x->e->size);
+			xfer_fail(x, PHSYNC_EREMOTE, msg);
+			return;
+		}
+		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
+		x->hlen = 0;
+		x->wf->expect = x->dlen;
+		x->wf->check_hash = 1;
+		memcpy(x->wf->want_hash, x->dhash, 16);
+		x->wf->matched = x->matched;
+		ph_lio_finish(p->lio, x->wf, 1);
+		x->wf = NULL;
+		x->done = 1;
+		return;
+	}
 	if (x->eof_at == UINT64_MAX || x->got != x->eof_at || x->hi > x->eof_at) {
 		xfer_fail(x, PHSYNC_EREMOTE, "the server's replies did not cover the file; "
 		          "not copied (retried next run)");
@@ -262,6 +331,206 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	xfer_maybe_done(x);
 }
 
+/* Applies delta bytes as they come: COPY from the old copy, LITERAL as
+ * sent, both written at their place in the new file. */
+static int
+delta_apply(struct xfer *x, const uint8_t *data, size_t len)
+{
+	struct pull *p = x->p;
+	struct phsync_in in = { data, len, 0 };
+	struct phsync_delta_op op;
+	int rc;
+
+	for (;;) {
+		if ((rc = phsync_delta_read(x->dr, &in, 0, &op)) != 0)
+			return rc;
+		if (op.type == PHSYNC_OP_NONE)
+			return 0;
+		if (op.type == PHSYNC_OP_END) {
+			x->dend = 1;
+			x->dlen = op.len;
+			memcpy(x->dhash, op.hash, 16);
+		} else if (op.type == PHSYNC_OP_LITERAL) {
+			if (ph_lio_write(p->lio, x->wf, op.out_off, op.data, (size_t)op.len) != 0)
+				return PHSYNC_ENOMEM;
+			p->j->st.bytes_done += op.len;
+		} else {
+			uint64_t k = 0;
+
+			while (k < op.len) {
+				size_t want = op.len - k < COPY_BUF ? (size_t)(op.len - k) : COPY_BUF;
+				ssize_t n = pread(x->basis, p->cbuf, want, (off_t)(op.off + k));
+
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					return PHSYNC_EIO; /* the old copy shrank under us */
+				if (ph_lio_write(p->lio, x->wf, op.out_off + k, p->cbuf, (size_t)n) != 0)
+					return PHSYNC_ENOMEM;
+				k += (uint64_t)n;
+			}
+			x->matched += op.len;
+			p->j->st.bytes_done += op.len;
+		}
+	}
+}
+
+static void
+dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct rreq *rq = arg;
+	struct xfer *x = rq->x;
+	struct pull *p = x->p;
+	int rc;
+
+	(void)s;
+	x->reads--;
+	p->reads--;
+	if (!x->delta) {
+		/* The helper refused the delta and the file went back to plain
+		 * reads: what was asked of the delta is moot. */
+	} else if (x->failed || r->type == 0 || p->stopping) {
+		if (r->type == 0)
+			x->silent = 1;
+		if (!x->failed)
+			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (r->type == PH_FXP_DATA) {
+		if (!x->dstarted || r->len == 0 || r->len > rq->len || x->dshort ||
+		    rq->off != x->dfed) {
+			xfer_fail(x, PHSYNC_EPROTO, "the helper sent delta bytes out of order or "
+			          "more than asked for");
+		} else {
+			if (r->len < rq->len)
+				x->dshort = 1; /* only the last reply may be short */
+			x->dfed += r->len;
+			if ((rc = delta_apply(x, r->data, r->len)) != 0)
+				xfer_fail(x, rc == PHSYNC_ENOMEM ? rc : PHSYNC_EPROTO,
+				          rc == PHSYNC_ENOMEM ? "out of memory" :
+				          rc == PHSYNC_EIO ? "the local old copy changed while the delta "
+				                             "was applied; not copied (retried next run)" :
+				          "the helper sent a malformed delta; not copied");
+		}
+	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
+		x->deof = 1;
+	} else {
+		xfer_fail(x, r->err ? r->err : PHSYNC_EPROTO,
+		          r->msg[0] ? r->msg : "the helper refused the delta");
+	}
+	free(rq);
+	if (!x->failed && issue_reads(x) != 0)
+		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	xfer_maybe_done(x);
+}
+
+static void
+dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct xfer *x = arg;
+
+	(void)s;
+	x->opening = 0;
+	if (x->failed || r->type == 0 || x->p->stopping) {
+		if (r->type == 0)
+			x->silent = 1;
+		if (!x->failed)
+			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_OK) {
+		x->dstarted = 1;
+	} else {
+		/* The helper would not take the signature (too many deltas at
+		 * once, say): the file comes whole over the same handle. */
+		x->delta = 0;
+		close(x->basis);
+		x->basis = -1;
+		if (issue_reads(x) != 0)
+			xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	}
+	xfer_maybe_done(x);
+}
+
+/* The signature of the local old copy (the plan's destination entry d),
+ * when a delta is worth it; the file stays open as the delta's basis.
+ * Returns 1 with the delta asked for, 0 to read the file whole. */
+static int
+delta_begin(struct xfer *x, const struct ph_entry *d)
+{
+	struct pull *p = x->p;
+	struct ph_job *j = p->j;
+	struct ph_buf sig = { NULL, 0, 0, PH_SFTP_MAX_PACKET - 1024 };
+	phsync_sig_gen *g = NULL;
+	char *dir = NULL;
+	const char *base;
+	struct stat st;
+	uint64_t off = 0;
+	int dfd = -1, fd = -1, done = 0, ok = 0;
+
+	if (ph_sftp_helper(j->sftp) < 1 || x->e->nosize || x->e->size < DELTA_MIN ||
+	    d->nosize || d->size < DELTA_MIN || j->lroot < 0 || p->cbuf == NULL)
+		return 0;
+	if (ph_local_split(ph_entry_dpath(d), &dir, &base) != 0 ||
+	    ph_local_opendir(j->lroot, dir, &dfd) != 0)
+		goto out;
+	if ((fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0 ||
+	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size ||
+	    (int64_t)st.st_mtime != d->mtime)
+		goto out;   /* not what the plan saw: no basis to trust */
+	if (phsync_sig_gen_new(j->ctx, d->size, 0, 0, &g) != 0)
+		goto out;
+	while (!done) {
+		ssize_t n = 0;
+		struct phsync_in in;
+		int end;
+
+		if (off < d->size) {
+			size_t want = d->size - off < COPY_BUF ? (size_t)(d->size - off) : COPY_BUF;
+
+			if ((n = pread(fd, p->cbuf, want, (off_t)off)) < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				goto out;
+			off += (uint64_t)n;
+		}
+		end = off >= d->size;
+		in.ptr = p->cbuf;
+		in.size = (size_t)n;
+		in.pos = 0;
+		do {
+			struct phsync_out o;
+
+			if (ph_buf_reserve(&sig, 64u << 10) != 0)
+				goto out;   /* too many blocks for one request: whole */
+			o.ptr = sig.data + sig.len;
+			o.size = sig.cap - sig.len;
+			o.pos = 0;
+			if (phsync_sig_gen_stream(g, &o, &in, end, &done) != 0)
+				goto out;
+			sig.len += o.pos;
+		} while (!done && (in.pos < in.size || end));
+	}
+	if (phsync_delta_reader_new(j->ctx, d->size, &x->dr) != 0)
+		goto out;
+	if (ph_sftp_helper_delta_start(j->sftp, x->h, x->hlen, sig.data, sig.len, dstart_cb,
+	                               x) != 0) {
+		phsync_delta_reader_free(x->dr);
+		x->dr = NULL;
+		goto out;
+	}
+	x->delta = 1;
+	x->basis = fd;
+	x->opening = 1;     /* until the helper answers the start */
+	fd = -1;
+	ok = 1;
+out:
+	phsync_sig_gen_free(g);
+	ph_buf_free(&sig);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return ok;
+}
+
 static void
 open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -325,6 +594,13 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			x->wf->resume_have = pa->have;
 			x->next_off = x->got = x->hi = pa->have;
 			p->j->st.bytes_todo -= pa->have;
+		} else {
+			/* A file this side has an old copy of comes as a delta when
+			 * the helper runs on the other end. */
+			const struct ph_action *a = &p->j->plan.v[x->ai];
+
+			if (a->kind == PH_A_UPDATE && a->dst >= 0)
+				delta_begin(x, &p->j->dst.v[a->dst]);
 		}
 	}
 	if (issue_reads(x) != 0)
@@ -351,6 +627,7 @@ start_file(struct pull *p, size_t ai)
 	x->e = e;
 	x->final = slash ? slash + 1 : dp;
 	x->eof_at = UINT64_MAX;
+	x->basis = -1;
 	x->opening = 1;
 	rc = ph_sftp_open(j->sftp, rp, PH_FXF_READ, NULL, open_cb, x);
 	free(rp);
@@ -422,6 +699,11 @@ reap(struct pull *p, int wait)
 					if (rc != 0)
 						j->state_err = rc;
 				}
+			} else if (err == -EBADMSG) {
+				j->st.files_failed++;
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
+				             PHSYNC_EREMOTE, "the file built from the delta does not match "
+				             "the hash of the source; not copied (retried next run)");
 			} else if (err != 0) {
 				int code = ph_err_from_errno(-err);
 
@@ -441,6 +723,7 @@ reap(struct pull *p, int wait)
 				partial_done(j, e->path);
 				j->st.files_done++;
 				j->st.bytes_committed += done[i]->size;
+				j->st.bytes_matched += done[i]->matched;
 				ph_job_record(j, e->path, done[i]->size, done[i]->dst_mtime, e->mtime,
 				              done[i]->hash, 0);
 				ph_job_touch_parent(j, e->path);
@@ -594,6 +877,9 @@ ph_pull_run(struct ph_job *j)
 	ph_move_run(j);
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
 		return PHSYNC_ENOMEM;
+	/* Without it files simply come whole. */
+	if (ph_sftp_helper(j->sftp) >= 1)
+		p.cbuf = malloc(COPY_BUF);
 	if ((rc = ph_lio_new(j->lroot, j->o->fsync, &p.lio)) != 0)
 		goto out;
 	while (rc == 0) {
@@ -669,5 +955,6 @@ out:
 		ph_lio_free(p.lio);
 	}
 	free(p.active);
+	free(p.cbuf);
 	return rc;
 }

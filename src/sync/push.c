@@ -99,6 +99,9 @@ struct pfile {
 	                              awaited: nothing is sent yet */
 	int dstale;                /* the old version is not what the state
 	                              signed: sent whole instead */
+	int hsig;                  /* the signature comes from the helper (no
+	                              usable one in the state) */
+	uint64_t bsize;            /* ... of an old version of this size */
 	struct ph_pdelta pd;
 	struct ph_state_file rec;  /* the state's record the delta stands on */
 	uint8_t rechash[16];
@@ -1303,6 +1306,8 @@ delta_forget(struct pfile *f)
 	struct ph_job *j = f->p->j;
 	int rc;
 
+	if (f->hsig)
+		return;   /* the state had no signature to forget */
 	f->rec.sig = NULL;
 	f->rec.siglen = 0;
 	if (j->state != NULL && (rc = ph_state_file_done(j->state, f->e->path, &f->rec)) != 0 &&
@@ -1319,11 +1324,21 @@ delta_prepare(struct pfile *f, const struct ph_entry *d)
 	struct ph_job *j = f->p->j;
 	uint8_t *sig = NULL;
 
-	if (!(ph_sftp_exts(j->sftp) & PH_EXT_COPY_DATA) || j->state == NULL ||
-	    f->e->size < PH_DELTA_MIN || d->nosize || d->size < PH_DELTA_MIN ||
+	if (!(ph_sftp_exts(j->sftp) & PH_EXT_COPY_DATA) || f->e->size < PH_DELTA_MIN ||
+	    d->nosize || d->size < PH_DELTA_MIN)
+		return;
+	if (j->state == NULL ||
 	    ph_state_file_get_sig(j->state, f->e->path, &f->rec, f->rechash, &sig) != 1 ||
 	    sig == NULL || f->rec.rsize != d->size || f->rec.rmtime != d->mtime) {
 		free(sig);
+		memset(&f->rec, 0, sizeof(f->rec));
+		/* With the helper the signature of the old version is made where
+		 * it lies, fresh (bopen_cb asks for it). */
+		if (ph_sftp_helper(j->sftp) >= 1) {
+			f->delta = 1;
+			f->hsig = 1;
+			f->bsize = d->size;
+		}
 		return;
 	}
 	f->delta = 1;
@@ -1446,6 +1461,35 @@ chk_queue(struct pfile *f)
 	return queued;
 }
 
+/* The helper's signature of the old version: plan the delta against it
+ * (one read of the local file), then make the temp file. */
+static void
+hsig_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct pfile *f = arg;
+	struct ph_job *j = f->p->j;
+
+	(void)s;
+	f->pending--;
+	if (r->type == 0)
+		reply_err(f, r, "connection lost");
+	if (f->failed) {
+		pf_step(f);
+		return;
+	}
+	if (r->type != PH_FXP_EXTENDED_REPLY ||
+	    ph_pdelta_plan(j->ctx, f->fd, f->e->size, r->data, r->len, f->bsize, delta_feed, f,
+	                   &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16)
+		delta_drop(f);   /* refused, changed size, or little in common: whole */
+	else
+		f->dwait = 0;
+	if (open_temp(f) != 0)
+		pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
+	else
+		f->pending++;
+	pf_step(f);
+}
+
 static void
 bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -1464,6 +1508,13 @@ bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (!f->failed) {
 		if (f->bhlen == 0) {
 			delta_drop(f); /* unreadable: whole, without a word */
+		} else if (f->hsig) {
+			if (ph_sftp_helper_sig(f->p->j->sftp, f->bh, f->bhlen, 0, hsig_cb, f) == 0) {
+				f->pending++;
+				pf_step(f);
+				return;   /* the temp file is made once the plan is */
+			}
+			delta_drop(f);
 		} else {
 			f->dwait += chk_queue(f);
 			chk_done(f); /* the OPEN's share */

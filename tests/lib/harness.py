@@ -747,11 +747,24 @@ class SshServer:
         return subprocess.Popen(self.argv(args), stdin=subprocess.DEVNULL, env=self.env(env),
                                 cwd=self.home, start_new_session=True, umask=0o022, **kw)
 
+    def _helper_opts(self, opts):
+        """PHSYNC_TEST_HELPER=1 runs every pull and push through `phsync serve` (the binary under
+        test, as the remote helper) unless the test chose --helper itself: the whole suite then
+        checks the helper as an SFTP server (docs/TESTING.md), except where the test's own
+        SFTP server (subsystem, relay) is the point."""
+        if (os.environ.get("PHSYNC_TEST_HELPER") and self.subsystem is None and not self.relay
+                and not any(str(o).startswith("--helper") for o in opts)):
+            # Not with a hostile or relaying SFTP server: that server is what such a test tests.
+            return ["--helper", "always", "--helper-path", phsync_bin()]
+        return []
+
     def pull(self, remote, local, *opts, config=None, **kw):
-        return self.run(["pull", "-F", config or self.config] + list(opts) + ["phone:" + remote, local], **kw)
+        return self.run(["pull", "-F", config or self.config] + self._helper_opts(opts) + list(opts)
+                        + ["phone:" + remote, local], **kw)
 
     def push(self, local, remote, *opts, config=None, **kw):
-        return self.run(["push", "-F", config or self.config] + list(opts) + [local, "phone:" + remote], **kw)
+        return self.run(["push", "-F", config or self.config] + self._helper_opts(opts) + list(opts)
+                        + [local, "phone:" + remote], **kw)
 
     def ssh_argv(self, config=None):
         """OpenSSH client argv reaching this server (for rsync -e, sftp, ...)."""
