@@ -260,11 +260,11 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
 		        ",\"conflicts\":%" PRIu64 ",\"files_deleted\":%" PRIu64
 		        ",\"files_offloaded\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
-		        ",\"bytes_matched\":%" PRIu64 ",\"dry_run\":%s,\"exit\":%d",
+		        ",\"bytes_matched\":%" PRIu64 ",\"helper\":%u,\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
 		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
 		        st->elapsed_ms, st->conflicts, st->files_deleted, st->files_offloaded,
-		        st->bytes_freed, st->bytes_matched,
+		        st->bytes_freed, st->bytes_matched, st->helper,
 		        o->dry_run ? "true" : "false", code);
 		if (err != NULL && err[0]) {
 			fputs(",\"error\":", o->out);
@@ -289,6 +289,8 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        o->dry_run ? "would be copied" : "copied",
 		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
 		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
+	if (o->verbose && st->helper > 0)
+		fprintf(o->err, "through the remote helper (phsync serve, protocol %u)\n", st->helper);
 	if ((o->verbose || o->progress) && st->bytes_matched > 0)
 		fprintf(o->err, "%.1f MB of it already on the other side (deltas): %.1f MB sent\n",
 		        st->bytes_matched / 1e6, (st->bytes_committed - st->bytes_matched) / 1e6);

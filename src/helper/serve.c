@@ -1365,6 +1365,9 @@ ph_serve_run(const char *root, int in_fd, int out_fd)
 		}
 		if (n == 0) {
 			rc = have == 0 ? 0 : 1;
+			if (rc != 0)
+				fprintf(stderr, "phsync serve: the client left in the middle of a "
+				        "request\n");
 			break;
 		}
 		have += (size_t)n;

@@ -143,9 +143,12 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 		rc = start_helper(ctx, opts, *ssh, rroot, sftp);
 		/* auto: a remote without the helper is the usual case; plain
 		 * SFTP then, quietly. */
-		if (rc == 0 || opts->helper == PHSYNC_HELPER_ALWAYS || rc == PHSYNC_EINTR ||
-		    rc == PHSYNC_ENOMEM)
+		if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
 			goto out;
+		if (opts->helper == PHSYNC_HELPER_ALWAYS) {
+			rc = PHSYNC_ECONNECT; /* the remote cannot be reached as asked: exit 3 */
+			goto out;
+		}
 	}
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
 		goto out;

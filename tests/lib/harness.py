@@ -753,6 +753,7 @@ class SshServer:
         checks the helper as an SFTP server (docs/TESTING.md), except where the test's own
         SFTP server (subsystem, relay) is the point."""
         if (os.environ.get("PHSYNC_TEST_HELPER") and self.subsystem is None and not self.relay
+                and self.sftp_user is None
                 and not any(str(o).startswith("--helper") for o in opts)):
             # Not with a hostile or relaying SFTP server: that server is what such a test tests.
             return ["--helper", "always", "--helper-path", phsync_bin()]

@@ -1,0 +1,297 @@
+"""The remote helper (issue 8): `phsync serve ROOT` on the other end of an ssh exec channel.
+
+The helper under test is the phsync binary under test, started by the test sshd's shell through
+`--helper-path` (the test server's PATH holds no phsync). Proves:
+- pull and push through the helper: changed files travel as deltas both ways (edits that
+  shift the rest, a flipped byte, growth, truncation), the bytes and mtimes come out exact,
+  bytes_matched says how much did not travel, and the summary names the protocol in use;
+- --helper auto falls back to plain SFTP quietly when the helper is missing, speaks plain SFTP
+  only or another protocol version, or prints a banner first; --helper always fails (exit 3)
+  with the reason, and writes nothing;
+- a helper that sends more delta than asked for, a delta whose result does not hash to its
+  END, or a COPY outside the old copy: the file fails (exit 5), the old copy stays intact and
+  nothing half-built is left; a garbage signature on push: the file goes whole, right;
+- the helper itself, spoken to over pipes: paths outside ROOT, with '..', through a symlink,
+  or NUL bytes are refused, ROOT cannot be removed, and malformed packets end the session
+  without touching anything.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import unittest
+
+from harness import SyncTestCase, phsync_bin, random_bytes, tree, write_file
+
+T0 = 1700000000
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE = os.path.join(HERE, "..", "lib", "fake_helper.py")
+
+
+def summary(r):
+    for line in r.out.splitlines():
+        ev = json.loads(line)
+        if ev.get("event") == "summary":
+            return ev
+    raise AssertionError("no summary in %r" % (r,))
+
+
+def events(r, kind):
+    return [json.loads(l) for l in r.out.splitlines() if json.loads(l).get("event") == kind]
+
+
+def edits(data, seed):
+    """Typical gallery edits: a grown EXIF block near the start (shifts the rest), a flipped
+    byte in the middle, a tail appended."""
+    grown = data[:200] + random_bytes(5_000, seed) + data[200:]
+    mid = len(grown) // 2
+    return grown[:mid] + bytes([grown[mid] ^ 0xFF]) + grown[mid + 1:] + random_bytes(1_000, seed + 1)
+
+
+class HelperSyncTest(SyncTestCase):
+    def helper(self, *extra):
+        return ["--json", "--helper", "always", "--helper-path", phsync_bin()] + list(extra)
+
+    def make_photos(self, root, n=4, size=600_000):
+        datas = {}
+        for i in range(n):
+            rel = "DCIM/Camera/IMG_%d.jpg" % i
+            datas[rel] = random_bytes(size + i * 7, 100 + i)
+            write_file(os.path.join(root, rel), datas[rel], mtime=T0)
+        write_file(os.path.join(root, "notes.txt"), b"small\n", mtime=T0)
+        return datas
+
+    def test_pull_moves_changed_files_as_deltas(self):
+        datas = self.make_photos(self.remote)
+        r = self.pull(*self.helper(), expect=0)
+        self.assertEqual(summary(r)["helper"], 1)
+        self.assertTreesEqual(self.remote, self.local)
+        # Edits of every kind on the phone: shifted, grown, truncated, rewritten.
+        new = dict(datas)
+        new["DCIM/Camera/IMG_0.jpg"] = edits(datas["DCIM/Camera/IMG_0.jpg"], 1)
+        new["DCIM/Camera/IMG_1.jpg"] = datas["DCIM/Camera/IMG_1.jpg"][:400_000]
+        new["DCIM/Camera/IMG_2.jpg"] = datas["DCIM/Camera/IMG_2.jpg"] + random_bytes(300_000, 3)
+        new["DCIM/Camera/IMG_3.jpg"] = random_bytes(len(datas["DCIM/Camera/IMG_3.jpg"]), 4)
+        for i, rel in enumerate(sorted(new)):
+            write_file(os.path.join(self.remote, rel), new[rel], mtime=T0 + 100 + i)
+        r = self.pull(*self.helper(), expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["files_failed"], s["helper"]), (4, 0, 1), r)
+        self.assertTreesEqual(self.remote, self.local)
+        for rel, data in new.items():
+            with open(os.path.join(self.local, rel), "rb") as f:
+                self.assertEqual(f.read(), data, rel)
+        # What did not travel: all but ~6 KB of IMG_0, all of IMG_1 and of IMG_2's old part;
+        # nothing of the rewritten IMG_3.
+        unchanged = (len(datas["DCIM/Camera/IMG_0.jpg"]) - 20_000) + 400_000 + len(datas["DCIM/Camera/IMG_2.jpg"]) - 4096
+        self.assertGreater(s["bytes_matched"], unchanged, s)
+        self.assertLess(s["bytes_matched"], s["bytes_committed"] - len(new["DCIM/Camera/IMG_3.jpg"]) + 1, s)
+        self.assertNoLeftovers()
+        self.assertOutsideUntouched()
+
+    def test_push_moves_changed_files_as_deltas_without_state(self):
+        os.makedirs(self.local)
+        datas = self.make_photos(self.local)
+        r = self.push(*self.helper(), expect=0)
+        self.assertEqual(summary(r)["helper"], 1)
+        new = {rel: edits(d, 7 + i) for i, (rel, d) in enumerate(sorted(datas.items()))}
+        for i, rel in enumerate(sorted(new)):
+            write_file(os.path.join(self.local, rel), new[rel], mtime=T0 + 200 + i)
+        # No state to stand on (--overwrite: the phone's copies are what we pushed): the helper
+        # signs the phone's old version.
+        r = self.push(*self.helper("--reset-state", "--overwrite"), expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["files_failed"]), (4, 0), r)
+        self.assertTreesEqual(self.local, self.remote)
+        self.assertGreater(s["bytes_matched"], sum(len(d) for d in datas.values()) - 4 * 20_000, s)
+        self.assertNoLeftovers()
+        self.assertOutsideUntouched()
+
+    def test_auto_falls_back_to_plain_sftp_quietly(self):
+        self.make_photos(self.remote, n=2, size=50_000)
+        cases = {
+            "missing": "/nonexistent/phsync",
+            "plain": "python3 %s plain %s" % (FAKE, phsync_bin()),
+            "other version": "python3 %s version=7 %s" % (FAKE, phsync_bin()),
+            "banner": "python3 %s banner %s" % (FAKE, phsync_bin()),
+        }
+        for what, path in cases.items():
+            with self.subTest(what):
+                dst = os.path.join(self.tmp, "auto-" + what.replace(" ", "_"))
+                r = self.pull("--json", "--helper-path", path, dst=dst, expect=0)
+                self.assertEqual(summary(r)["helper"], 0, r)
+                self.assertEqual(r.err, "", r)
+                self.assertTreesEqual(self.remote, dst)
+
+    def test_always_fails_clearly_and_writes_nothing(self):
+        self.make_photos(self.remote, n=1, size=50_000)
+        cases = {
+            "missing": ("/nonexistent/phsync", "No such file"),
+            "plain": ("python3 %s plain %s" % (FAKE, phsync_bin()), "plain SFTP"),
+            "other version": ("python3 %s version=7 %s" % (FAKE, phsync_bin()), "another protocol version (7)"),
+        }
+        for what, (path, says) in cases.items():
+            with self.subTest(what):
+                dst = os.path.join(self.tmp, "always-" + what.replace(" ", "_"))
+                r = self.pull("--helper", "always", "--helper-path", path, dst=dst, expect=3)
+                self.assertIn("helper", r.err)
+                self.assertIn(says, r.err)
+                self.assertFalse(os.path.exists(dst), "a failed start wrote %s" % dst)
+        r = self.pull("--helper", "sometimes", expect=2)
+        self.assertIn("--helper takes auto, never or always", r.err)
+
+    def test_hostile_delta_fails_the_file_and_keeps_the_old_copy(self):
+        datas = self.make_photos(self.remote, n=1, size=600_000)
+        rel = "DCIM/Camera/IMG_0.jpg"
+        self.pull(*self.helper(), expect=0)
+        def files():
+            return {k: (v.size, v.mtime_ns, v.digest, v.ino) for k, v in tree(self.local).items()
+                    if v.type == "f"}
+
+        old = files()
+        # The file's start rewritten: the delta opens with a 256 KiB LITERAL.
+        changed = random_bytes(300_000, 55) + datas[rel][300_000:]
+        write_file(os.path.join(self.remote, rel), changed, mtime=T0 + 500)
+        for mode, says in (("long_delta", "more than asked"), ("flip_literal", "does not match the hash"),
+                           ("forge_delta", "malformed delta")):
+            with self.subTest(mode):
+                path = "python3 %s %s %s" % (FAKE, mode, phsync_bin())
+                r = self.pull("--json", "--helper", "always", "--helper-path", path, expect=5)
+                failed = events(r, "file")
+                failed = [e for e in failed if e.get("status") == "failed"]
+                self.assertEqual([e["path"] for e in failed], [rel], r)
+                self.assertIn(says, failed[0]["error"])
+                self.assertEqual(files(), old, "the old copy changed")
+                self.assertNoLeftovers(self.local)
+        # The honest helper then brings it.
+        self.pull(*self.helper(), expect=0)
+        with open(os.path.join(self.local, rel), "rb") as f:
+            self.assertEqual(f.read(), changed)
+
+    def test_garbage_signature_on_push_sends_the_file_whole(self):
+        os.makedirs(self.local)
+        datas = self.make_photos(self.local, n=1, size=600_000)
+        self.push(*self.helper(), expect=0)
+        rel = "DCIM/Camera/IMG_0.jpg"
+        write_file(os.path.join(self.local, rel), edits(datas[rel], 9), mtime=T0 + 300)
+        path = "python3 %s bad_sig %s" % (FAKE, phsync_bin())
+        r = self.push("--json", "--reset-state", "--overwrite", "--helper", "always", "--helper-path", path,
+                      expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["bytes_matched"]), (1, 0), r)
+        self.assertTreesEqual(self.local, self.remote)
+
+
+# -- the helper over pipes ---------------------------------------------------------------------
+
+def pkt(t, body=b"", rid=None):
+    b = bytes([t]) + (struct.pack(">I", rid) if rid is not None else b"") + body
+    return struct.pack(">I", len(b)) + b
+
+
+def s(b):
+    if isinstance(b, str):
+        b = b.encode()
+    return struct.pack(">I", len(b)) + b
+
+
+def replies(data):
+    out = []
+    while len(data) >= 4:
+        (n,) = struct.unpack(">I", data[:4])
+        out.append(data[4:4 + n])
+        data = data[4 + n:]
+    return out
+
+
+class ServeTest(unittest.TestCase):
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="phsync-serve-")
+        self.root = os.path.join(self.tmp, "root")
+        self.outside = os.path.join(self.tmp, "outside")
+        os.makedirs(os.path.join(self.root, "dir"))
+        os.makedirs(self.outside)
+        write_file(os.path.join(self.root, "dir", "a.txt"), b"inside\n", mtime=T0)
+        write_file(os.path.join(self.outside, "secret.txt"), b"outside\n", mtime=T0)
+        os.symlink(self.outside, os.path.join(self.root, "link"))
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def serve(self, data):
+        p = subprocess.run([phsync_bin(), "serve", self.root], input=data, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        return p.returncode, replies(p.stdout), p.stderr.decode()
+
+    def init(self, version=b"1"):
+        return pkt(1, struct.pack(">I", 3) + s("phsync@phsync.org") + s(version))
+
+    def status_of(self, reply):
+        self.assertEqual(reply[0], 101, reply)
+        return struct.unpack(">I", reply[5:9])[0]
+
+    def test_version_negotiation(self):
+        code, rs, _ = self.serve(self.init(b"1"))
+        self.assertEqual(code, 0)
+        self.assertEqual(rs[0][0], 2)
+        self.assertIn(s("phsync@phsync.org") + s("1"), rs[0])
+        # A client speaking up to 9 gets the highest the helper speaks; one without the
+        # extension (or with garbage) gets plain SFTP.
+        _, rs, _ = self.serve(self.init(b"9"))
+        self.assertIn(s("phsync@phsync.org") + s("1"), rs[0])
+        for offer in (pkt(1, struct.pack(">I", 3)), self.init(b"x1"), self.init(b"0")):
+            _, rs, _ = self.serve(offer)
+            self.assertNotIn(b"phsync@phsync.org", rs[0])
+            self.assertIn(b"copy-data", rs[0])
+
+    def test_paths_outside_root_refused(self):
+        bad = [self.outside + "/secret.txt", self.root + "/../outside/secret.txt",
+               self.root + "/link/secret.txt", self.root + "/dir/./a.txt", self.root + "//dir/a.txt",
+               self.root + "/dir/a.txt\0x", self.root + "x/dir/a.txt", "relative/a.txt"]
+        data = self.init()
+        for i, path in enumerate(bad):
+            data += pkt(3, s(path) + struct.pack(">II", 1, 0), rid=i + 1)     # OPEN for reading
+        data += pkt(13, s(self.root + "/link"), rid=100)                      # REMOVE the link itself
+        data += pkt(15, s(self.root), rid=101)                                # RMDIR the root
+        data += pkt(7, s(self.root + "/dir/a.txt"), rid=102)                  # LSTAT inside: fine
+        code, rs, _ = self.serve(data)
+        self.assertEqual(code, 0)
+        for i, path in enumerate(bad):
+            self.assertEqual(self.status_of(rs[1 + i]), 3, "opened %r" % path)   # PERMISSION_DENIED
+        self.assertEqual(self.status_of(rs[1 + len(bad)]), 0)    # a symlink itself may go
+        self.assertNotEqual(self.status_of(rs[2 + len(bad)]), 0)  # the root may not
+        self.assertEqual(rs[3 + len(bad)][0], 105)                # ATTRS
+        self.assertTrue(os.path.isdir(self.root))
+        with open(os.path.join(self.outside, "secret.txt"), "rb") as f:
+            self.assertEqual(f.read(), b"outside\n")
+        self.assertFalse(os.path.lexists(os.path.join(self.root, "link")))
+
+    def test_malformed_packets_end_the_session_cleanly(self):
+        cases = {
+            "huge length": self.init() + struct.pack(">I", 0x7FFFFFFF) + b"\x03",
+            "zero length": self.init() + struct.pack(">I", 0),
+            "request before INIT": pkt(3, s(self.root + "/dir/a.txt") + struct.pack(">II", 1, 0), rid=1),
+            "second INIT": self.init() + self.init(),
+            "cut mid-packet": self.init() + pkt(3, s(self.root + "/dir/a.txt"), rid=1)[:-3],
+        }
+        for what, data in cases.items():
+            with self.subTest(what):
+                code, _, err = self.serve(data)
+                self.assertEqual(code, 1, what)
+                self.assertIn("phsync serve", err)
+        # Truncated fields inside a well-framed packet get BAD_MESSAGE, and the session goes on.
+        data = self.init() + pkt(5, b"\x00\x00", rid=7) + pkt(200, s("phsync-delta-read@phsync.org") + s(b"\0" * 8), rid=8)
+        data += pkt(200, s("phsync-delta-start@phsync.org") + s(b"\0" * 8) + s(b"PHSSgarbage"), rid=9)
+        data += pkt(7, s(self.root + "/dir/a.txt"), rid=10)
+        code, rs, _ = self.serve(data)
+        self.assertEqual(code, 0)
+        self.assertEqual([r[0] for r in rs[1:]], [101, 101, 101, 105])
+        self.assertEqual(self.status_of(rs[1]), 5)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A misbehaving remote helper for tests/integration/test_helper.py.
+
+phsync starts the helper as `HELPER_PATH serve ROOT` through the remote shell, so a test passes
+`--helper-path "python3 .../fake_helper.py MODE PHSYNC"` and this script runs as
+`fake_helper.py MODE PHSYNC serve ROOT`. It starts the real helper (`PHSYNC serve ROOT`) and
+relays SFTP packets both ways, spoiling the replies as MODE says:
+
+  plain         no helper at all: OpenSSH's sftp-server answers (plain SFTP, no phsync ext)
+  version=N     the VERSION reply announces helper protocol N instead of the agreed one
+  banner        a line of text before the first packet (a chatty shell start-up file)
+  long_delta    the first delta reply carries 16 bytes more than were asked for
+  flip_literal  byte 1000 of the first delta reply is flipped (inside a LITERAL's bytes when
+                the file's start changed: the result's hash cannot match END's)
+  forge_delta   the first delta reply is replaced by a delta whose COPY lies far outside the
+                old copy
+  bad_sig       the reply to a signature request is garbage of the same length
+"""
+
+import os
+import struct
+import subprocess
+import sys
+import threading
+
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+
+
+def read_exact(f, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def read_packet(f):
+    head = read_exact(f, 4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    body = read_exact(f, n)
+    return body
+
+
+def sstr(b, off):
+    (n,) = struct.unpack(">I", b[off:off + 4])
+    return b[off + 4:off + 4 + n], off + 4 + n
+
+
+def main():
+    mode, phsync = sys.argv[1], sys.argv[2]
+    root = sys.argv[4]
+    if mode == "plain":
+        os.execv(SFTP_SERVER, [SFTP_SERVER])
+    child = subprocess.Popen([phsync, "serve", root], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    out = sys.stdout.buffer
+    inp = sys.stdin.buffer
+    kinds = {}  # request id -> "dread" (with the length asked) or "sig"
+    lock = threading.Lock()
+    if mode == "banner":
+        out.write(b"Welcome to Termux!\n")
+        out.flush()
+
+    def upstream():
+        while True:
+            p = read_packet(inp)
+            if p is None:
+                break
+            if p[0] == 200:
+                (rid,) = struct.unpack(">I", p[1:5])
+                name, off = sstr(p, 5)
+                with lock:
+                    if name == b"phsync-delta-read@phsync.org":
+                        _, off2 = sstr(p, off)
+                        (asked,) = struct.unpack(">I", p[off2 + 8:off2 + 12])
+                        kinds[rid] = ("dread", asked)
+                    elif name == b"phsync-sig@phsync.org":
+                        kinds[rid] = ("sig", 0)
+            child.stdin.write(struct.pack(">I", len(p)) + p)
+            child.stdin.flush()
+        child.stdin.close()
+
+    threading.Thread(target=upstream, daemon=True).start()
+    spoiled = False
+    while True:
+        p = read_packet(child.stdout)
+        if p is None:
+            break
+        if p[0] == 2 and mode.startswith("version="):
+            want = mode.split("=", 1)[1].encode()
+            p = p.replace(struct.pack(">I", 17) + b"phsync@phsync.org" + struct.pack(">I", 1) + b"1",
+                          struct.pack(">I", 17) + b"phsync@phsync.org" + struct.pack(">I", len(want)) + want)
+        elif p[0] in (103, 201) and not spoiled:
+            (rid,) = struct.unpack(">I", p[1:5])
+            with lock:
+                kind = kinds.get(rid, (None, 0))
+            if kind[0] == "dread" and p[0] == 103:
+                data, _ = sstr(p, 5)
+                if mode == "long_delta":
+                    data = data + b"\0" * 16
+                    spoiled = True
+                elif mode == "flip_literal" and len(data) > 1000:
+                    data = data[:1000] + bytes([data[1000] ^ 0xFF]) + data[1001:]
+                    spoiled = True
+                elif mode == "forge_delta":
+                    data = b"PHSD\x01\0\0\0" + b"C" + struct.pack(">QQ", 1 << 40, 100)
+                    spoiled = True
+                p = p[:5] + struct.pack(">I", len(data)) + data
+            elif kind[0] == "sig" and p[0] == 201 and mode == "bad_sig":
+                p = p[:5] + bytes((i * 7 + 3) & 0xFF for i in range(len(p) - 5))
+                spoiled = True
+        out.write(struct.pack(">I", len(p)) + p)
+        out.flush()
+    child.wait()
+
+
+if __name__ == "__main__":
+    main()
