@@ -7,9 +7,11 @@ key leaves nothing behind; a pull by the new name just works, and so does OpenSS
 import os
 import pty
 import select
+import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -61,12 +63,14 @@ class PairTest(unittest.TestCase):
                            "  Port 2200" % self.kh)  # no newline at the end, on purpose
         write_file(self.cfg, self.cfg_before)
 
-    def pair(self, answers, name="phone2", address=None, extra=(), timeout=60):
+    def pair(self, answers, name="phone2", address=None, extra=(), timeout=60, key=True, env=None,
+             config=True):
         """Runs phsync pair on a pty; answers is a list of (text seen, what to type): each is
         typed once, in order, when its text appears.  Returns (code, terminal output)."""
         address = address or "127.0.0.1:%d" % self.srv.port
-        argv = [phsync_bin(), "pair", "-F", self.cfg, "--key", self.key] + list(extra) + [name, address]
-        env = self.srv.env()
+        argv = ([phsync_bin(), "pair"] + (["-F", self.cfg] if config else []) +
+                (["--key", self.key] if key else []) + list(extra) + [name, address])
+        env = self.srv.env(env)
         env["HOME"] = self.home
         pid, fd = pty.fork()
         if pid == 0:
@@ -175,6 +179,94 @@ class PairTest(unittest.TestCase):
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60, env=self.srv.env({"HOME": self.home}))
         self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+
+    def start_agent(self, *keys):
+        """A real ssh-agent of this test's own, holding new keys of the given types; returns
+        {"SSH_AUTH_SOCK": its socket} and {type: public line}."""
+        if not shutil.which("ssh-agent"):
+            skip_or_fail("ssh-agent", "ssh-agent not installed")
+        d = tempfile.mkdtemp(prefix="phsync-pair-agent-")
+        self.addCleanup(shutil.rmtree, d, True)
+        sock = os.path.join(d, "agent.sock")
+        agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            self.assertIsNone(agent.poll(), "ssh-agent exited at start")
+            self.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear")
+            time.sleep(0.01)
+        pubs = {}
+        for kt in keys:
+            k = os.path.join(d, "key_" + kt)
+            subprocess.run(["ssh-keygen", "-q", "-t", kt, "-N", "", "-C", "agent-%s@test" % kt, "-f", k],
+                           check=True, stdin=subprocess.DEVNULL, capture_output=True)
+            subprocess.run(["ssh-add", "-q", k], env=dict(os.environ, SSH_AUTH_SOCK=sock), check=True,
+                           stdin=subprocess.DEVNULL, capture_output=True)
+            pubs[kt] = read(k + ".pub").decode().strip()
+            os.unlink(k)  # the agent has it; no file is left anywhere
+        return {"SSH_AUTH_SOCK": sock}, pubs
+
+    def test_agent_key_used_when_no_key_file(self):
+        # The user has no key file, but the agent holds an RSA and an ed25519 key: pairing
+        # installs the ed25519 one, makes no key, and the Host block names no IdentityFile.
+        env, pubs = self.start_agent("rsa", "ed25519")
+        os.makedirs(os.path.join(self.home, ".ssh"))
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("ssh agent", out)
+        self.assertEqual(os.listdir(os.path.join(self.home, ".ssh")), [])  # no key made
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [pubs["ed25519"].split()[:2]])
+        cfg = read(self.cfg).decode()
+        block = cfg[len(self.cfg_before):]
+        self.assertIn("Host phone2\n", block)
+        self.assertNotIn("IdentityFile", block)
+        self.assertIn("ssh agent (ssh-ed25519 agent-ed25519@test)", block)
+        self.assertIn(self.srv.host_pub.split()[1], read(self.kh).decode())
+        # A pull by the name logs in with the agent's key, asking nothing; so does ssh.
+        remote = os.path.join(self.srv.dir, "photos-%s" % self._testMethodName)
+        write_file(os.path.join(remote, "IMG_1.jpg"), b"photo", mtime=1700000000)
+        local = os.path.join(self.home, "Pictures")
+        r = self.srv.run(["pull", "-F", self.cfg, "phone2:" + remote, local],
+                         env=dict(env, HOME=self.home, XDG_STATE_HOME=os.path.join(self.home, "state")))
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(os.path.join(local, "IMG_1.jpg")), b"photo")
+        p = subprocess.run(["ssh", "-F", self.cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=self.srv.env(dict(env, HOME=self.home)))
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+        # Again: the agent's key logs in, nothing is asked and nothing changes.
+        before = self.snapshot()
+        code, out = self.pair([], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("already paired", out)
+        self.assertNotIn("password", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_key_file_wins_over_the_agent(self):
+        # A user with a key file keeps using it even when an agent holds other keys.
+        env, pubs = self.start_agent("ed25519")
+        k = os.path.join(self.home, ".ssh", "id_ed25519")
+        os.makedirs(os.path.dirname(k))
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "file@test", "-f", k],
+                       check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [read(k + ".pub").decode().split()[:2]])
+        self.assertIn("IdentityFile ~/.ssh/id_ed25519" if os.path.realpath(self.home) == os.path.expanduser("~")
+                      else "IdentityFile %s" % k, read(self.cfg).decode())
+
+    def test_no_agent_no_key_makes_one(self):
+        # An agent that holds nothing: the ed25519 key is made as before.
+        env, _ = self.start_agent()
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        k = os.path.join(self.home, ".ssh", "id_ed25519")
+        self.assertEqual(stat.S_IMODE(os.stat(k).st_mode), 0o600)
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [read(k + ".pub").decode().split()[:2]])
 
     def test_second_run_changes_nothing(self):
         self.first_pair()
