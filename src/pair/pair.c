@@ -20,6 +20,7 @@
 #include "phsync/pair.h"
 #include "agent.h"
 #include "buf.h"
+#include "home.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -70,6 +71,17 @@ home_dir(char *out, size_t len)
 	if ((h == NULL || h[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
 		h = pw->pw_dir;
 	snprintf(out, len, "%s", h ? h : "/");
+}
+
+void
+ph_pair_default_config(char *out, size_t len)
+{
+	char home[1024];
+
+	home_dir(home, sizeof(home));
+	snprintf(out, len, "%s/.ssh/config", home);
+	if (access(out, F_OK) != 0)
+		snprintf(out, len, "/dev/null");
 }
 
 static int
@@ -789,9 +801,10 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	memset(&sp, 0, sizeof(sp));
 	sp.user = o->user;
 	sp.host = o->address;
-	/* A -F file pairing is about to create is read as empty for now. */
-	sp.config = o->ssh_config != NULL && access(o->ssh_config, F_OK) != 0 ? "/dev/null" :
-	            o->ssh_config;
+	/* The config the Host block goes to, named to libssh (which would
+	 * read the account's home, not $HOME's); one pairing is about to
+	 * create is read as empty for now. */
+	sp.config = access(pg->config, F_OK) != 0 ? "/dev/null" : pg->config;
 	/* The check with the agent's key logs in as a sync will: the agent
 	 * (and the usual key files, which this user has none of), never a
 	 * password, so nothing is asked. */

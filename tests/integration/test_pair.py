@@ -268,6 +268,78 @@ class PairTest(unittest.TestCase):
         ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
         self.assertEqual([l.split()[:2] for l in ak], [read(k + ".pub").decode().split()[:2]])
 
+    def account_known_hosts(self):
+        """The known_hosts of the account's home (the password database's), with its bytes:
+        what libssh would use when it ignores $HOME.  Restored after the test."""
+        import pwd
+        path = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh", "known_hosts")
+        before = read(path)
+        made_dir = not os.path.isdir(os.path.dirname(path))
+
+        def restore():
+            if before is None:
+                if os.path.exists(path):
+                    os.unlink(path)
+                if made_dir and os.path.isdir(os.path.dirname(path)) and not os.listdir(os.path.dirname(path)):
+                    os.rmdir(os.path.dirname(path))
+            else:
+                with open(path, "wb") as f:
+                    f.write(before)
+        self.addCleanup(restore)
+        return path, before
+
+    def home_not_account(self):
+        import pwd
+        if os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir) == os.path.realpath(self.home):
+            self.skipTest("$HOME is the account's home here")
+
+    def test_home_config_and_its_known_hosts_without_f(self):
+        # No -F, and $HOME is not the account's home (sudo -E, a test, a container): pair and
+        # doctor read $HOME/.ssh/config -- where the Host block goes -- and so use the
+        # UserKnownHostsFile it names. (libssh alone reads the account's home's config.)
+        self.home_not_account()
+        acct, acct_before = self.account_known_hosts()
+        ssh_dir = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh_dir)
+        kh = os.path.join(ssh_dir, "phones_known_hosts")
+        cfg = os.path.join(ssh_dir, "config")
+        write_file(cfg, "UserKnownHostsFile %s\nGlobalKnownHostsFile /dev/null\n" % kh)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], config=False)
+        self.assertEqual(code, 0, out)
+        self.assertIn("Add it to %s " % kh, out)  # the question names the file it goes to
+        self.assertIn(self.srv.host_pub.split()[1], (read(kh) or b"").decode())
+        self.assertEqual(read(acct), acct_before, "the account's known_hosts was written")
+        self.assertIn("Host phone2\n", read(cfg).decode())
+        # doctor, also without -F, finds the name and the key in the same files.
+        r = self.srv.run(["doctor", "--json", "phone2"], env={"HOME": self.home})
+        checks = {c["check"]: c["status"] for c in r.json() if c.get("event") == "check"}
+        self.assertEqual((checks.get("host_key"), checks.get("key_login")), ("ok", "ok"), r)
+        # ssh reads the account's home, not $HOME: given the file, it agrees.
+        p = subprocess.run(["ssh", "-F", cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=self.srv.env({"HOME": self.home}))
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+
+    @unittest.expectedFailure
+    def test_default_known_hosts_under_home_without_f(self):
+        # No -F and no UserKnownHostsFile: the host key should go to $HOME/.ssh/known_hosts,
+        # beside the $HOME/.ssh/config the Host block goes to. It goes to the account's home:
+        # libssh's default known_hosts is under the password database's home, and only
+        # src/transport/ssh.c can tell libssh otherwise (SSH_OPTIONS_SSH_DIR from $HOME before
+        # the config is read). Expected to fail until that is done; an unexpected success
+        # then fails the run, so this marker cannot outlive the fix.
+        self.home_not_account()
+        acct, acct_before = self.account_known_hosts()
+        ssh_dir = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh_dir)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], config=False)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(read(acct), acct_before, "the account's known_hosts was written")
+        self.assertIn(self.srv.host_pub.split()[1], (read(os.path.join(ssh_dir, "known_hosts")) or b"").decode())
+        r = self.srv.run(["doctor", "--json", "phone2"], env={"HOME": self.home})
+        checks = {c["check"]: c["status"] for c in r.json() if c.get("event") == "check"}
+        self.assertEqual((checks.get("host_key"), checks.get("key_login")), ("ok", "ok"), r)
+
     def test_second_run_changes_nothing(self):
         self.first_pair()
         before = self.snapshot()
