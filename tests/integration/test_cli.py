@@ -227,6 +227,23 @@ class DocsTest(unittest.TestCase):
                 self.assertEqual(clidocs.unexcused(cmd, man - helped), [],
                                  "in phsync-%s(1), not in phsync %s --help" % (cmd, cmd))
 
+    def test_help_and_man_page_give_the_same_defaults(self):
+        # Not only the names: a default --help states ("default 60") is the page's too.
+        checked = 0
+        for cmd in clidocs.commands():
+            known, text = clidocs.command_help(cmd)
+            if not known:
+                continue
+            man = clidocs.man_entries("phsync-%s.1" % cmd)
+            for opt, desc in clidocs.help_entries(text).items():
+                for default in re.findall(r"default:? ([0-9]+)\b", desc):
+                    with self.subTest(cmd=cmd, opt=opt):
+                        self.assertIn(opt, man)
+                        self.assertRegex(man[opt], r"default:? %s\b" % default,
+                                         "phsync %s --help says %s defaults to %s" % (cmd, opt, default))
+                        checked += 1
+        self.assertGreaterEqual(checked, 6)
+
     def test_pull_and_push_pages_have_the_helper_options(self):
         for cmd in ("pull", "push"):
             man = clidocs.man_options(cmd)

@@ -59,7 +59,8 @@ class InstallTest(unittest.TestCase):
                 "share/bash-completion/completions/phsync",
                 "share/fish/vendor_completions.d/phsync.fish",
                 "include/phsync/phsync.h", "include/phsync/error.h", "include/phsync/delta.h",
-                "include/phsync/pair.h",
+                "include/phsync/pair.h", "include/phsync/backup.h",
+                "share/systemd/user/phsync.service", "share/phsync/launchd/org.phsync.daemon.plist",
                 self.libdir + "/libphsync.a", self.libdir + "/pkgconfig/phsync.pc"]
         for rel in want + man_pages():
             self.assertTrue(os.path.isfile(os.path.join(s, rel)), rel)

@@ -109,3 +109,39 @@ def unexcused(cmd, extra):
     not pending, and pending ones the built phsync already accepts."""
     pending = PENDING.get(cmd) or {}
     return sorted(o for o in extra if o not in pending or accepts(cmd, o))
+
+
+def help_entries(text):
+    """{option: its description} from a --help options block (an entry starts with '-' after
+    at most 6 spaces; deeper lines continue it)."""
+    entries, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r" {1,6}(-\S.*)$", line)
+        if m:
+            head = m.group(1)
+            cur = []
+            for w in head.split():  # "-v, --verbose", "--timeout SEC": up to the first prose word
+                w = w.rstrip(",")
+                if w.startswith("-"):
+                    cur.append(w.split("=")[0])
+                elif not re.fullmatch(r"[A-Z][A-Z|_-]*|[a-z]+(\|[a-z]+)+", w):
+                    break
+            for o in cur:
+                entries[o] = head
+        elif cur and re.match(r" {7,}\S", line):
+            for o in cur:
+                entries[o] += " " + line.strip()
+        else:
+            cur = None
+    return entries
+
+
+def man_entries(page):
+    """{option: its paragraph} from the OPTIONS section of a roff page (.TP items)."""
+    text = man_sections(page, ("OPTIONS",))
+    entries = {}
+    for item in re.split(r"^\.TP\n", text, flags=re.M)[1:]:
+        head, _, body = item.partition("\n")
+        for o in LONG.findall(head) or SHORT.findall(head):
+            entries[o] = " ".join((head + " " + body).split())
+    return entries
