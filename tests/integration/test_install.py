@@ -122,6 +122,37 @@ class InstallTest(unittest.TestCase):
         with open(os.path.join(local, "DCIM/IMG_1.jpg"), "rb") as f:
             self.assertEqual(f.read(), b"jpeg bytes")
 
+    def test_every_public_call_links_from_installed_pkgconfig(self):
+        # Not only what minipull uses: a program taking every header's calls (backup's too,
+        # which need libarchive and libzstd) links with `pkg-config --libs phsync` alone.
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(self.stage, self.libdir, "pkgconfig"))
+        env.pop("PKG_CONFIG_LIBDIR", None)
+        flags = run(["pkg-config", "--cflags", "--libs", "phsync"], env=env).split()
+        calls = set()
+        for h in os.listdir(os.path.join(self.stage, "include", "phsync")):
+            with open(os.path.join(self.stage, "include", "phsync", h)) as f:
+                calls.update(re.findall(r"^[a-z][\w *]*?\b(phsync_\w+)\(", f.read(), re.M))
+        self.assertIn("phsync_backup", calls)
+        self.assertIn("phsync_pair", calls)
+        src = os.path.join(self.tmp, "allcalls.c")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n")
+            for h in sorted(os.listdir(os.path.join(self.stage, "include", "phsync"))):
+                f.write("#include <phsync/%s>\n" % h)
+            f.write("int main(void)\n{\n\tvoid (*const fns[])(void) = {\n")
+            for c in sorted(calls):
+                f.write("\t\t(void (*)(void))%s,\n" % c)
+            f.write("\t};\n\tprintf(\"%zu\\n\", sizeof(fns) / sizeof(fns[0]));\n"
+                    "\treturn fns[0] == NULL;\n}\n")
+        exe = os.path.join(self.tmp, "allcalls")
+        extra = []
+        if (cache_value("PHSYNC_SANITIZE") or "").upper() in ("ON", "1", "TRUE", "YES"):
+            extra = ["-fsanitize=address,undefined"]
+        run(["cc", "-std=c11", "-Wall", "-Werror", "-Wno-cast-function-type", src, "-o", exe] + flags + extra,
+            env=env)
+        out = subprocess.run([exe], stdout=subprocess.PIPE, env=sanitizer_env()).stdout.decode()
+        self.assertEqual(out.strip(), str(len(calls)))
+
     def test_deb_depends_on_debian_library_packages(self):
         if shutil.which("dpkg-deb") is None or shutil.which("dpkg-shlibdeps") is None:
             self.skipTest("no dpkg-deb/dpkg-shlibdeps (not a Debian system)")
@@ -133,7 +164,8 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(len(debs), 1, os.listdir(out))
         deb = os.path.join(out, debs[0])
         depends = run(["dpkg-deb", "-f", deb, "Depends"])
-        for pkg in ("libssh-4", "libsqlite3-0", "libxxhash0", "libutf8proc2", "libc6"):
+        for pkg in ("libssh-4", "libsqlite3-0", "libxxhash0", "libutf8proc2", "libc6", "libarchive13",
+                    "libzstd1", "libuv1", "libinih1"):
             self.assertRegex(depends, r"(^|, )%s( |,|$)" % re.escape(pkg), depends)
         files = run(["dpkg-deb", "-c", deb])
         for rel in ["/bin/phsync", "/include/phsync/phsync.h", "/pkgconfig/phsync.pc", "/libphsync.a",
