@@ -179,6 +179,21 @@ class PairTest(unittest.TestCase):
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60, env=self.srv.env({"HOME": self.home}))
         self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+        # ...and scp and rsync (over that ssh) with the name.
+        sshenv = self.srv.env({"HOME": self.home})
+        got = os.path.join(self.home, "by-scp.jpg")
+        p = subprocess.run(["scp", "-F", self.cfg, "-o", "BatchMode=yes",
+                            "phone2:" + os.path.join(remote, "DCIM/Camera/IMG_1.jpg"), got],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(read(got), b"photo")
+        if shutil.which("rsync"):
+            dst = os.path.join(self.home, "by-rsync")
+            p = subprocess.run(["rsync", "-a", "-e", "ssh -F %s -o BatchMode=yes" % self.cfg,
+                                "phone2:%s/" % remote, dst + "/"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(read(os.path.join(dst, "DCIM/Camera/IMG_1.jpg")), b"photo")
 
     def start_agent(self, *keys):
         """A real ssh-agent of this test's own, holding new keys of the given types; returns
