@@ -426,6 +426,94 @@ class PairTest(unittest.TestCase):
         self.assertIn("terminal", r.err)
 
 
+class PairPortsTest(unittest.TestCase):
+    """Without a port, pair tries the phone servers' usual ports in order: Termux's 8022,
+    SimpleSSHD's (and other Dropbear apps') 2222, then 22; a listener that is not an SSH
+    server is passed over."""
+
+    def test_finds_the_server_on_2222_past_a_non_ssh_8022(self):
+        import socket
+        import threading
+        for port in (8022, 2222):
+            with socket.socket() as t:
+                t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    t.bind(("127.0.0.1", port))
+                except OSError:
+                    self.skipTest("port %d is taken on this machine" % port)
+        # Something that is not an SSH server on 8022 (a web server, say).
+        other = socket.socket()
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 8022))
+        other.listen(8)
+        self.addCleanup(other.close)
+        stop = threading.Event()
+
+        def answer():
+            other.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    c, _ = other.accept()
+                except OSError:
+                    continue
+                with c:
+                    c.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+        th = threading.Thread(target=answer, daemon=True)
+        th.start()
+        self.addCleanup(th.join)
+        self.addCleanup(stop.set)
+        try:
+            srv = SshServer(password=PASSWORD)
+            self.addCleanup(srv.stop)
+            srv.start()
+            srv.pause()
+            srv.port = 2222
+            srv.resume()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+        home = os.path.join(srv.dir, "home-ports")
+        os.makedirs(home)
+        cfg = os.path.join(home, "config")
+        write_file(cfg, "UserKnownHostsFile %s/kh\nGlobalKnownHostsFile /dev/null\n" % home)
+        argv = [phsync_bin(), "pair", "-F", cfg, "--key", os.path.join(home, "k"), "p", "127.0.0.1"]
+        env = srv.env()
+        env["HOME"] = home
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, todo = b"", [(b"(yes/no)", b"yes\n"), (b"password:", PASSWORD.encode() + b"\n")]
+        deadline = time.monotonic() + 60
+        status = None
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    chunk = b""
+                out += chunk
+            if todo and todo[0][0] in out:
+                time.sleep(0.1)
+                os.write(fd, todo.pop(0)[1])
+            wpid, st = os.waitpid(pid, os.WNOHANG)
+            if wpid:
+                status = st
+                break
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        self.assertEqual(code, 0, text)
+        self.assertIn("on port 2222", text)
+        self.assertIn("  Port 2222\n", read(cfg).decode())
+
+
 class PairRefusesPasswordsTest(unittest.TestCase):
     """A phone that takes keys only: the advice says how to get a password or copy the key."""
 
