@@ -13,6 +13,7 @@ PKGS=(
   openssh-server openssh-client openssh-sftp-server   # the integration tests' sshd, ssh-keygen, ssh-agent
   dropbear-bin gesftpserver                 # other server implementations (compatibility tests)
   python3 sqlite3 xxhash                    # integration test harness (sqlite3, xxhsum: the state's rows), bench
+  zsh fish man-db groff-base                # test_cli: the zsh and fish completions run in their shells; man pages rendered
   openssl dpkg-dev                          # test_pair (a password hash where Python has no crypt), test_install (cpack -G DEB: dpkg-shlibdeps)
   rsync rdiff hyperfine time                # benchmark peers and GNU time (peak RSS)
   clang libclang-rt-14-dev                  # libFuzzer targets

@@ -37,7 +37,10 @@ struct phsync_pair_options {
 	const char *key_file;        /* private key to install; made (ed25519)
 	                                when missing. NULL: ~/.ssh/id_ed25519,
 	                                id_ecdsa or id_rsa, the first that exists
-	                                with its .pub, else ~/.ssh/id_ed25519 */
+	                                with its .pub; else, when none of them
+	                                exists and an ssh-agent ($SSH_AUTH_SOCK)
+	                                holds a key, that key (ed25519 first;
+	                                nothing is made); else ~/.ssh/id_ed25519 */
 	const char *authorized_keys; /* where the key goes on the phone; NULL:
 	                                .ssh/authorized_keys in the login folder */
 	phsync_prompt_fn prompt;     /* host key question, password, passphrase;
@@ -56,12 +59,14 @@ struct phsync_pair_result {
 	unsigned port;               /* the port paired */
 	char server[128];            /* the server's version string */
 	char host_key[160];          /* "ssh-ed25519 SHA256:..." */
-	char key_file[1200];         /* the private key used */
+	char key_file[1200];         /* the private key used ("" for the agent's) */
 	int auth;                    /* PHSYNC_AUTH_* bits the server offered */
 	int host_key_added;          /* known_hosts got the key this run */
 	int key_created;             /* key_file was made this run */
 	int key_installed;           /* authorized_keys got the key this run */
 	int config_added;            /* the Host block was written this run */
+	char agent_key[2048];        /* the agent's public key used, "TYPE BASE64
+	                                COMMENT"; "" when key_file was */
 };
 
 /* Pairs: connects to address:port, asks the user to accept an unknown host

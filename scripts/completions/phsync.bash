@@ -1,4 +1,6 @@
 # bash completion for phsync (installed as share/bash-completion/completions/phsync)
+# Every command and option of `phsync CMD --help`; tests/integration/test_cli.py checks
+# that this file, _phsync and phsync.fish offer exactly those.
 
 # Host names from the ssh config (Host lines without patterns).
 _phsync_hosts()
@@ -12,37 +14,56 @@ _phsync_hosts()
 
 _phsync()
 {
-    local cur prev cmd opts
+    local cur prev cmd opts sync_opts
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "pull push status pair doctor delta --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "pull push status daemon pair doctor backup restore verify
+                                 delta serve -h --help -V --version" -- "$cur"))
         return
     fi
     case $prev in
-        -F | --key | --trash | --state-dir)
+        -F | --key | --trash | --state-dir | -c | --config)
             COMPREPLY=($(compgen -f -- "$cur"))
             return ;;
-        --timeout | --min-age | --modify-window | --max-delete | --exclude | --include | --authorized-keys)
+        --helper)
+            COMPREPLY=($(compgen -W "auto never always" -- "$cur"))
+            return ;;
+        --timeout | --min-age | --modify-window | --max-delete | --exclude | --include | \
+        --authorized-keys | --interval | --keep | --helper-path | -b)
             return ;;
     esac
+    sync_opts="-F -n --dry-run -v --verbose -q --quiet --json --progress --no-progress
+               --exclude --include --no-default-excludes --no-fsync --timeout --modify-window
+               --min-age --overwrite --delete --max-delete --trash --remove-source-files
+               --state-dir --reset-state --helper --helper-path --watch --interval
+               -h --help -V --version"
     case $cmd in
-        pull | push | status)
-            opts="-F -n --dry-run -v --verbose -q --quiet --json --progress --no-progress
-                  --exclude --include --no-default-excludes --no-fsync --timeout --modify-window
-                  --min-age --overwrite --delete --max-delete --trash --remove-source-files
-                  --state-dir --reset-state --help" ;;
-        pair) opts="-F --key --authorized-keys --timeout -v --verbose --help" ;;
-        doctor) opts="-F --json --timeout -v --verbose --help" ;;
-        delta) opts="signature diff patch --help" ;;
+        pull | push) opts=$sync_opts ;;
+        status) opts="--json --state-dir -h --help" ;;
+        daemon) opts="-c --config -v --verbose -q --quiet -h --help" ;;
+        pair) opts="-F --key --authorized-keys --timeout -v --verbose -h --help" ;;
+        doctor) opts="-F --json --timeout -v --verbose -h --help" ;;
+        backup) opts="--incremental --full --keep -F -v --verbose -q --quiet --json --progress
+                      --no-progress --exclude --include --no-default-excludes --no-fsync
+                      --timeout --state-dir -h --help" ;;
+        restore) opts="-v --verbose -q --quiet --json --progress --no-progress --no-fsync -h --help" ;;
+        verify) opts="-v --verbose -q --quiet --json --progress --no-progress -h --help" ;;
+        delta) opts="-b -h --help" ;;
+        serve) opts="-h --help" ;;
     esac
     if [[ $cur == -* ]]; then
+        # status with a pair takes pull's and push's options too.
+        [[ $cmd == status ]] && opts="$opts $sync_opts"
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-    elif [[ $cmd == pair ]]; then
+        [[ $cmd == status ]] && COMPREPLY=($(printf '%s\n' "${COMPREPLY[@]}" | sort -u))
+    elif [[ $cmd == pair || $cmd == daemon || $cmd == serve ]]; then
         return
-    elif [[ $cur != */* && $cur != *:* && $cmd != delta ]]; then
+    elif [[ $cmd == delta ]] && ((COMP_CWORD == 2)); then
+        COMPREPLY=($(compgen -W "signature diff patch" -- "$cur"))
+    elif [[ $cur != */* && $cur != *:* && $cmd != delta && $cmd != restore && $cmd != verify ]]; then
         COMPREPLY=($(compgen -W "$(_phsync_hosts | sed 's/$/:/')" -- "$cur") $(compgen -d -- "$cur"))
         compopt -o nospace 2>/dev/null
     else

@@ -17,20 +17,15 @@
 
 static const char backup_usage[] =
 "usage: phsync backup [OPTIONS] SRC ARCHIVE\n"
-"       phsync restore [OPTIONS] ARCHIVE... DIR\n"
-"       phsync verify [OPTIONS] ARCHIVE...\n"
 "\n"
-"backup writes the files of SRC ([USER@]HOST:DIR, or a local folder) into\n"
-"a tar archive, straight from the server (no copy on disk first). ARCHIVE\n"
-"ends in .tar, .tar.zst, .tar.gz or .tar.xz; %Y %m %d %H %M in its name\n"
-"are the date and time (phone-%Y%m%d.tar.zst). Photos and videos are\n"
-"stored as they are, the rest compressed. The archive appears under its\n"
-"name only complete and fsync'ed; its last entry, .phsync-manifest, lists\n"
-"every file with its XXH3-128. Source and name template make a series,\n"
-"remembered in the state.\n"
-"restore applies archives in order (a full one, then its incrementals)\n"
-"into DIR: no file outside DIR, no symlink followed or made, refused\n"
-"entries named. verify checks archives against their manifests.\n"
+"Writes the files of SRC ([USER@]HOST:DIR, or a local folder) into a tar\n"
+"archive, straight from the server (no copy on disk first). ARCHIVE ends in\n"
+".tar, .tar.zst, .tar.gz or .tar.xz; %Y %m %d %H %M in its name are the date\n"
+"and time (phone-%Y%m%d.tar.zst). Photos and videos are stored as they are,\n"
+"the rest compressed. The archive appears under its name only complete and\n"
+"fsync'ed; its last entry, .phsync-manifest, lists every file with its\n"
+"XXH3-128. Source and name template make a series, remembered in the state.\n"
+"phsync restore and phsync verify read archives back (their --help).\n"
 "\n"
 "Options:\n"
 "      --incremental  only what changed since the series' last archive, and\n"
@@ -46,16 +41,50 @@ static const char backup_usage[] =
 "      --progress     progress line even when not on a terminal\n"
 "      --no-progress  never a progress line\n"
 "      --exclude GLOB, --include GLOB, --no-default-excludes   as for pull\n"
-"      --no-fsync     do not fsync the archive or restored files\n"
+"      --no-fsync     do not fsync the archive\n"
 "      --timeout SEC  give up on a server silent this long (default 60)\n"
 "      --state-dir DIR  where the series is remembered\n"
 "  -h, --help         this text\n"
 "\n"
-"Exit codes: 0 done (verify: every file matches); 1 error (verify: an\n"
-"archive damaged, cut or not matching its manifest; nothing is left\n"
-"under the archive's name by a failed backup); 2 usage; 3 cannot\n"
-"connect; 4 host key; 5 some files could not be read (backup) or some\n"
-"entries were refused (restore); 6 interrupted.\n";
+"Exit codes: 0 done; 1 error (nothing is left under the archive's name by a\n"
+"failed backup); 2 usage; 3 cannot connect; 4 host key; 5 some files could\n"
+"not be read (the others are in the archive); 6 interrupted.\n";
+
+static const char restore_usage[] =
+"usage: phsync restore [OPTIONS] ARCHIVE... DIR\n"
+"\n"
+"Applies archives in order (a full one, then its incrementals) into DIR: no\n"
+"file outside DIR, no symlink followed or made, refused entries named. A\n"
+"phsync archive's files are renamed into place only once they match its\n"
+"manifest.\n"
+"\n"
+"Options:\n"
+"  -v, --verbose      one line per file\n"
+"  -q, --quiet        only errors\n"
+"      --json         JSON lines on stdout\n"
+"      --progress     progress line even when not on a terminal\n"
+"      --no-progress  never a progress line\n"
+"      --no-fsync     do not fsync the restored files\n"
+"  -h, --help         this text\n"
+"\n"
+"Exit codes: 0 done; 1 error (an archive damaged, cut or out of order); 2\n"
+"usage; 5 some entries were refused; 6 interrupted.\n";
+
+static const char verify_usage[] =
+"usage: phsync verify [OPTIONS] ARCHIVE...\n"
+"\n"
+"Reads archives back and checks every file against the manifest.\n"
+"\n"
+"Options:\n"
+"  -v, --verbose      one line per file\n"
+"  -q, --quiet        only errors\n"
+"      --json         JSON lines on stdout\n"
+"      --progress     progress line even when not on a terminal\n"
+"      --no-progress  never a progress line\n"
+"  -h, --help         this text\n"
+"\n"
+"Exit codes: 0 every file matches; 1 an archive damaged, cut or not matching\n"
+"its manifest; 2 usage; 6 interrupted.\n";
 
 static int
 usage_error(const char *cmd, const char *msg)
@@ -144,6 +173,7 @@ cli_backup_main(int argc, char **argv)
 	int c, rc, code, progress = -1, is_backup = strcmp(cmd, "backup") == 0;
 	int npos;
 	char *end;
+	const char *backup_only = NULL; /* an option restore/verify would ignore */
 
 	phsync_options_init(&opts);
 	phsync_backup_options_init(&bo);
@@ -158,6 +188,7 @@ cli_backup_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "F:vqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
+			backup_only = "-F";
 			opts.ssh_config = optarg;
 			break;
 		case 'v':
@@ -177,6 +208,7 @@ cli_backup_main(int argc, char **argv)
 			break;
 		case O_EXCLUDE:
 		case O_INCLUDE:
+			backup_only = "--exclude and --include";
 			if (opts.n_excludes + opts.n_includes >= MAX_RULES)
 				return usage_error(cmd, "too many --include/--exclude rules");
 			if (c == O_EXCLUDE)
@@ -185,12 +217,16 @@ cli_backup_main(int argc, char **argv)
 				includes[opts.n_includes++] = optarg;
 			break;
 		case O_NO_DEFAULT_EXCLUDES:
+			backup_only = "--no-default-excludes";
 			opts.no_default_excludes = 1;
 			break;
 		case O_NO_FSYNC:
+			if (strcmp(cmd, "verify") == 0)
+				backup_only = "--no-fsync";
 			opts.fsync = 0;
 			break;
 		case O_TIMEOUT: {
+			backup_only = "--timeout";
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 86400)
@@ -199,6 +235,7 @@ cli_backup_main(int argc, char **argv)
 			break;
 		}
 		case O_STATE_DIR:
+			backup_only = "--state-dir";
 			opts.state_dir = optarg;
 			break;
 		case O_INCREMENTAL:
@@ -216,7 +253,8 @@ cli_backup_main(int argc, char **argv)
 			break;
 		}
 		case 'h':
-			fputs(backup_usage, stdout);
+			fputs(is_backup ? backup_usage : strcmp(cmd, "restore") == 0 ? restore_usage :
+			      verify_usage, stdout);
 			return CLI_EXIT_OK;
 		default:
 			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
@@ -233,6 +271,14 @@ cli_backup_main(int argc, char **argv)
 		return usage_error(cmd, "verify needs one or more archives");
 	if (!is_backup && (bo.keep || bo.mode))
 		return usage_error(cmd, "--incremental, --full and --keep are for backup");
+	if (!is_backup && backup_only != NULL) {
+		char msg[128];
+
+		/* Refused rather than ignored: --help lists only what applies. */
+		snprintf(msg, sizeof(msg), "%s %s not for %s", backup_only,
+		         strchr(backup_only, ' ') ? "are" : "is", cmd);
+		return usage_error(cmd, msg);
+	}
 	if (out.json)
 		out.progress = 0;
 	else

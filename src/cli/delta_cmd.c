@@ -27,6 +27,7 @@ static const char usage_text[] =
 	"\n"
 	"  -b BLOCK   block length in bytes (default: about sqrt(size of OLD))\n"
 	"  -          stands for stdin or stdout (OLD of patch must be a file)\n"
+	"  -h, --help this text\n"
 	"\n"
 	"exit status: 0 ok, 1 error, 2 usage\n";
 

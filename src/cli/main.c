@@ -59,7 +59,10 @@ on_signal(int sig)
 		phsync_ctx_interrupt(running_ctx);
 }
 
-static const char usage_text[] =
+/* `phsync --help` is usage_head, sync_options and usage_tail; `phsync pull
+ * --help` and `phsync push --help` print their own head and the same
+ * sync_options (docs/phsync-pull.1 and the test comparing them). */
+static const char usage_head[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
@@ -83,7 +86,9 @@ static const char usage_text[] =
 "overwritten: the incoming version lands beside it as\n"
 "NAME.phsync-conflict-YYYYMMDD-HHMMSS.EXT (exit 5). Nothing is deleted\n"
 "unless --delete says so. HOST is a Host in ~/.ssh/config (or -F FILE), as\n"
-"with ssh and rsync.\n"
+"with ssh and rsync.\n";
+
+static const char sync_options[] =
 "\n"
 "Options (before or after the paths; '--' ends them):\n"
 "  -F FILE            read this ssh config instead of ~/.ssh/config\n"
@@ -134,6 +139,9 @@ static const char usage_text[] =
 "                     from its PATH)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
+;
+
+static const char usage_tail[] =
 "\n"
 "Backup options (phsync backup --help says more):\n"
 "      --incremental  only what changed since the series' last archive, and\n"
@@ -159,6 +167,69 @@ static const char usage_text[] =
 "  5  partial: some files failed (listed on stderr), the rest synced; or\n"
 "     conflicts: changed files kept, incoming versions put beside them\n"
 "  6  interrupted; run again to finish\n";
+
+static const char pull_head[] =
+"usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
+"       phsync pull --watch [--interval SEC] [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
+"\n"
+"Copies what is new or changed in the phone's folder DIR into LOCALDIR (made\n"
+"when missing). A local file changed since the last sync is never\n"
+"overwritten: the phone's version lands beside it as a conflict copy\n"
+"(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
+"~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-pull.\n";
+
+static const char push_head[] =
+"usage: phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"       phsync push --watch [--interval SEC] [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"\n"
+"Copies what is new or changed in LOCALDIR into the phone's folder DIR (made\n"
+"when missing). A phone file changed since the last sync is never\n"
+"overwritten: the laptop's version lands beside it as a conflict copy\n"
+"(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
+"~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-push.\n";
+
+static const char sync_tail[] =
+"\n"
+"GLOB without '/' matches a name at any depth ('*.tmp', '.thumbnails');\n"
+"with '/' it matches the path from the top ('DCIM/.thumbnails', 'a/**');\n"
+"a trailing '/' matches folders only.\n"
+"\n"
+"Exit codes: 0 success; 1 error; 2 usage; 3 cannot connect or log in;\n"
+"4 host key changed or not accepted; 5 some files failed, or conflicts;\n"
+"6 interrupted (see phsync --help).\n";
+
+static const char status_usage[] =
+"usage: phsync status [--json] [--state-dir DIR]\n"
+"       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
+"       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
+"Without paths, lists the sync pairs phsync has state for, and how each one's\n"
+"last run ended. With a pair, says what a sync would do now (a dry run:\n"
+"nothing changes) and how the pair's last run ended; OPTIONS are pull's and\n"
+"push's (phsync pull --help).\n"
+"\n"
+"Options:\n"
+"      --json         one JSON object per pair (per line) on stdout\n"
+"      --state-dir DIR  the sync state's folder (default\n"
+"                     $XDG_STATE_HOME/phsync or ~/.local/state/phsync)\n"
+"  -h, --help         this text\n";
+
+/* `phsync --help`: every command, and pull's and push's options. */
+static void
+print_usage(void)
+{
+	fputs(usage_head, stdout);
+	fputs(sync_options, stdout);
+	fputs(usage_tail, stdout);
+}
+
+/* `phsync pull --help`, `phsync push --help`. */
+static void
+print_sync_usage(enum phsync_direction dir)
+{
+	fputs(dir == PHSYNC_PULL ? pull_head : push_head, stdout);
+	fputs(sync_options, stdout);
+	fputs(sync_tail, stdout);
+}
 
 static int
 exit_code(int rc)
@@ -494,7 +565,10 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			if (status)
+				fputs(status_usage, stdout);
+			else
+				print_sync_usage(dir);
 			return CLI_EXIT_OK;
 		case 'V':
 			printf("phsync %s\n", PHSYNC_VERSION);
@@ -754,13 +828,7 @@ status_main(int argc, char **argv)
 			dir = optarg;
 			break;
 		case 'h':
-			fputs("usage: phsync status [--json] [--state-dir DIR]\n"
-			      "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
-			      "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
-			      "Without paths, lists the sync pairs phsync has state for, and how each "
-			      "one's last run\nended. With a pair, says what a sync would do now (a "
-			      "dry run: nothing changes)\nand how the pair's last run ended; "
-			      "OPTIONS are pull's and push's.\n", stdout);
+			fputs(status_usage, stdout);
 			return CLI_EXIT_OK;
 		default:
 			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
@@ -861,7 +929,13 @@ daemon_main(int argc, char **argv)
 			      "Keeps every sync pair of the config file in step until SIGTERM: local\n"
 			      "changes are sent once files are closed and settled, phones are polled.\n"
 			      "FILE defaults to $XDG_CONFIG_HOME/phsync/phsync.conf (format:\n"
-			      "phsync.conf(5)). SIGHUP re-reads it. One daemon per config file.\n", stdout);
+			      "phsync.conf(5)). SIGHUP re-reads it. One daemon per config file.\n"
+			      "\n"
+			      "Options:\n"
+			      "  -c, --config FILE  the config file\n"
+			      "  -v, --verbose      also the changes seen and every retry\n"
+			      "  -q, --quiet        no summary of each run, only problems\n"
+			      "  -h, --help         this text\n", stdout);
 			return CLI_EXIT_OK;
 		default:
 			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
@@ -924,7 +998,7 @@ main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-		fputs(usage_text, stdout);
+		print_usage();
 		return CLI_EXIT_OK;
 	}
 	fprintf(stderr, "phsync: %s%s%s\nTry 'phsync --help'.\n",

@@ -12,6 +12,7 @@
 
 #include "phsync/pair.h"
 #include "ctx.h"
+#include "home.h"
 #include "sftp.h"
 #include "ssh.h"
 
@@ -230,6 +231,7 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	struct ph_sftp_attrs a;
 	struct ph_chan chan;
 	char *user = NULL, *host = NULL, *dir = NULL, hostport[300], who[300];
+	char defconf[1100];
 	char uname[256], hname[256];
 	unsigned port = 0;
 	int rc;
@@ -260,7 +262,9 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	memset(&info, 0, sizeof(info));
 	sp.user = user;
 	sp.host = host;
-	sp.config = o->ssh_config;
+	if (o->ssh_config == NULL)
+		ph_pair_default_config(defconf, sizeof(defconf));
+	sp.config = o->ssh_config != NULL ? o->ssh_config : defconf;
 	sp.verbosity = o->ssh_verbosity;
 	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
 	sp.info = &info;

@@ -18,7 +18,9 @@
 #include <libssh/libssh.h>
 
 #include "phsync/pair.h"
+#include "agent.h"
 #include "buf.h"
+#include "home.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -37,6 +39,7 @@ struct pairing {
 	char config[1200];
 	char key[1200];
 	char pub[2048];           /* "TYPE BASE64 COMMENT" */
+	int agent;                /* the key is the agent's (pub), no file */
 	int config_has_host;      /* a Host line names o->name exactly */
 	unsigned config_port;     /* and the port it gives (a re-run probes none) */
 };
@@ -68,6 +71,17 @@ home_dir(char *out, size_t len)
 	if ((h == NULL || h[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
 		h = pw->pw_dir;
 	snprintf(out, len, "%s", h ? h : "/");
+}
+
+void
+ph_pair_default_config(char *out, size_t len)
+{
+	char home[1024];
+
+	home_dir(home, sizeof(home));
+	snprintf(out, len, "%s/.ssh/config", home);
+	if (access(out, F_OK) != 0)
+		snprintf(out, len, "/dev/null");
 }
 
 static int
@@ -255,8 +269,9 @@ next:
 	return ok;
 }
 
-/* The key pair: o->key_file, else the user's usual key, else the name of
- * the one to make (~/.ssh/id_ed25519). */
+/* The key pair: o->key_file, else the user's usual key, else a key the
+ * ssh agent holds (pg->agent, pg->pub; the user keeps keys there only),
+ * else the name of the one to make (~/.ssh/id_ed25519). */
 static void
 choose_key(struct pairing *pg)
 {
@@ -275,6 +290,13 @@ choose_key(struct pairing *pg)
 			return;
 	}
 	snprintf(pg->key, sizeof(pg->key), "%s/.ssh/id_ed25519", pg->home);
+	/* A private key file without its .pub is still the user's key. */
+	if (access(pg->key, F_OK) == 0)
+		return;
+	if (ph_agent_pick(pg->pub, sizeof(pg->pub)) == 0) {
+		pg->agent = 1;
+		pg->key[0] = '\0';
+	}
 }
 
 /* Writes len bytes to a new file (O_EXCL) with mode, fsync'ed. */
@@ -664,7 +686,7 @@ static int
 add_host_block(struct pairing *pg)
 {
 	const struct phsync_pair_options *o = pg->o;
-	char block[2600], idv[1200], when[32], real[1200], tmp[1300], rnd[17];
+	char block[2600], idv[1400], when[32], real[1200], tmp[1300], rnd[17];
 	char *text = NULL;
 	size_t len = 0, at;
 	time_t now = time(NULL);
@@ -672,7 +694,20 @@ add_host_block(struct pairing *pg)
 	struct stat st;
 	int rc, fd;
 
-	identity_value(pg, idv, sizeof(idv));
+	if (pg->agent) {
+		/* No IdentityFile: ssh and phsync offer the agent's keys anyway, and
+		 * an IdentityFile naming no file would only confuse. */
+		const char *sp = strchr(pg->pub, ' ');
+		const char *cm = sp ? strchr(sp + 1, ' ') : NULL;
+
+		snprintf(idv, sizeof(idv), "  # the key: in the ssh agent (%.*s%s%.200s)\n",
+		         (int)strcspn(pg->pub, " "), pg->pub, cm ? " " : "", cm ? cm + 1 : "");
+	} else {
+		char file[1200];
+
+		identity_value(pg, file, sizeof(file));
+		snprintf(idv, sizeof(idv), "  IdentityFile %s\n", file);
+	}
 	strftime(when, sizeof(when), "%Y-%m-%d", localtime_r(&now, &tm));
 	snprintf(block, sizeof(block),
 	         "# Added by phsync pair on %s\n"
@@ -680,7 +715,7 @@ add_host_block(struct pairing *pg)
 	         "  HostName %s\n"
 	         "  Port %u\n"
 	         "%s%s%s"
-	         "  IdentityFile %s\n",
+	         "%s",
 	         when, o->name, o->address, pg->res->port, o->user ? "  User " : "",
 	         o->user ? o->user : "", o->user ? "\n" : "", idv);
 	rc = slurp(pg->config, &text, &len, 4u << 20);
@@ -766,16 +801,20 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	memset(&sp, 0, sizeof(sp));
 	sp.user = o->user;
 	sp.host = o->address;
-	/* A -F file pairing is about to create is read as empty for now. */
-	sp.config = o->ssh_config != NULL && access(o->ssh_config, F_OK) != 0 ? "/dev/null" :
-	            o->ssh_config;
-	sp.prompt = o->prompt;
+	/* The config the Host block goes to, named to libssh (which would
+	 * read the account's home, not $HOME's); one pairing is about to
+	 * create is read as empty for now. */
+	sp.config = access(pg->config, F_OK) != 0 ? "/dev/null" : pg->config;
+	/* The check with the agent's key logs in as a sync will: the agent
+	 * (and the usual key files, which this user has none of), never a
+	 * password, so nothing is asked. */
+	sp.prompt = verify && pg->agent ? NULL : o->prompt;
 	sp.prompt_arg = o->prompt_arg;
 	sp.verbosity = o->ssh_verbosity;
 	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
 	sp.port = pg->res->port;
-	sp.identity = pg->key;
-	sp.key_only = verify;
+	sp.identity = pg->agent ? NULL : pg->key;
+	sp.key_only = verify && !pg->agent;
 	sp.ask_host_key = 1;
 	sp.defer_host_key = 1;
 	sp.accept_fp = accept_fp;
@@ -823,6 +862,11 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 		snprintf(pg.config, sizeof(pg.config), "%s/.ssh/config", pg.home);
 	choose_key(&pg);
 	snprintf(res->key_file, sizeof(res->key_file), "%s", pg.key);
+	if (pg.agent) {
+		snprintf(res->agent_key, sizeof(res->agent_key), "%s", pg.pub);
+		note(&pg, "no key file in %s/.ssh: using the ssh agent's key (%.*s)", pg.home,
+		     (int)strcspn(pg.pub, " "), pg.pub);
+	}
 	if ((rc = check_existing(&pg)) != 0)
 		return rc;
 
@@ -852,10 +896,11 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 	if (info.auth_method != SSH_AUTH_METHOD_PUBLICKEY)
 		note(&pg, "logged in with the password");
 
-	/* 2: the key, made only now that the login worked. */
-	if (access(pg.key, F_OK) != 0 && (rc = make_key(&pg)) != 0)
+	/* 2: the key, made only now that the login worked (the agent's is
+	 * there already). */
+	if (!pg.agent && access(pg.key, F_OK) != 0 && (rc = make_key(&pg)) != 0)
 		goto out;
-	if ((rc = load_pub(&pg)) != 0)
+	if (!pg.agent && (rc = load_pub(&pg)) != 0)
 		goto out;
 
 	/* 3: authorized_keys over SFTP. */
@@ -873,6 +918,13 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 
 	/* 4: the key alone must log in, as the syncs will. */
 	rc = connect_once(&pg, 1, fp, &ssh, &info2);
+	if (rc == PHSYNC_EAUTH && pg.agent) {
+		rc = ph_err(ctx, PHSYNC_EAUTH, "the agent's key is in the phone's authorized_keys, "
+		            "but the server does not accept it (%s). Check that the phone's home and "
+		            ".ssh folders are writable only by you, or where the server app reads its "
+		            "keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
+		goto out;
+	}
 	if (rc == PHSYNC_EAUTH) {
 		rc = ph_err(ctx, PHSYNC_EAUTH, "the key is in the phone's authorized_keys, but the "
 		            "server does not accept it (%s). Check that the phone's home and .ssh "
@@ -882,7 +934,10 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 	}
 	if (rc != 0)
 		goto out;
-	note(&pg, "logged in with the key %s", pg.key);
+	if (pg.agent)
+		note(&pg, "logged in with the agent's key alone");
+	else
+		note(&pg, "logged in with the key %s", pg.key);
 
 	/* 5: what is local, once everything worked. */
 	if (info.host_key_new) {

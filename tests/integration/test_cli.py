@@ -1,15 +1,21 @@
 """The command line as a person meets it (issue 6): options before or after the paths, short
 usage errors, a missing -F file named as such, a ProxyJump that would inject an option refused
-before anything runs, the summary counting what is in place, and Ctrl-C at a prompt."""
+before anything runs, the summary counting what is in place, and Ctrl-C at a prompt.  DocsTest and CompletionTest (issue 11): every command's --help, its
+man page, the README and the bash, zsh and fish completions name the same options, all read
+from the built program and the files (tests/lib/clidocs.py)."""
 
 import os
 import pty
 import re
 import select
+import shutil
 import signal
+import subprocess
+import tempfile
 import time
 import unittest
 
+import clidocs
 from harness import REPO, SyncTestCase, check_sanitizers, sample_tree, tree, write_file
 
 T0 = 1700000000
@@ -30,19 +36,6 @@ class CliTest(SyncTestCase):
         r = self.srv.run(["pull", "-F", self.srv.config, "-n", "--", "phone:" + self.remote,
                           "--weird-dir"])
         self.assertEqual(r.code, 0, r)
-
-    def test_help_man_page_and_readme_name_the_same_options(self):
-        r = self.srv.run(["--help"])
-        self.assertEqual(r.code, 0, r)
-        helped = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", r.out))
-        with open(os.path.join(REPO, "docs", "phsync.1")) as f:
-            man = set(re.findall(r"(--[a-z][a-z-]*[a-z])", f.read().replace("\\-", "-")))
-        with open(os.path.join(REPO, "README.md")) as f:
-            readme = set(re.findall(r"(--[a-z][a-z-]*[a-z])", f.read()))
-        self.assertGreater(len(helped), 20)
-        self.assertEqual(sorted(helped - man), [], "in --help, not in the man page")
-        self.assertEqual(sorted(helped - readme), [], "in --help, not in README.md")
-        self.assertEqual(sorted(man - helped), [], "in the man page, not in --help")
 
     def test_usage_errors_are_short(self):
         for args in (["pull", "phone:/x"], ["pull", "a", "b", "c"], ["push"],
@@ -187,6 +180,236 @@ class CliTest(SyncTestCase):
         self.assertIn("interrupted", text)
         self.assertEqual(open(kh).read(), before, "known_hosts changed")
         self.assertFalse(os.path.exists(self.local))
+
+
+class DocsTest(unittest.TestCase):
+    """--help, man pages and README agree; nothing is missing on either side.  Options of a
+    branch not merged yet (clidocs.PENDING) are excused only while phsync refuses them."""
+
+    def test_every_command_has_a_man_page_and_help(self):
+        cmds = clidocs.commands()
+        for cmd in ("pull", "push", "status", "daemon", "pair", "doctor", "backup", "restore",
+                    "verify", "serve", "delta"):
+            self.assertIn(cmd, cmds)
+        for cmd in cmds:
+            with self.subTest(cmd=cmd):
+                self.assertTrue(os.path.isfile(os.path.join(clidocs.DOCS, "phsync-%s.1" % cmd)),
+                                "no docs/phsync-%s.1" % cmd)
+                known, text = clidocs.command_help(cmd)
+                if not known:
+                    self.assertIn(cmd, clidocs.PENDING, "phsync has no command %r: %s" % (cmd, text))
+                    self.assertIsNone(clidocs.PENDING[cmd])
+                    continue
+                self.assertIn("usage: phsync %s" % cmd, text)
+                # The page is well-formed roff: man renders it without a warning.
+                p = subprocess.run(["man", "--warnings", "-l", os.path.join(clidocs.DOCS, "phsync-%s.1" % cmd)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8"))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stderr.decode(), "")
+                self.assertIn("PHSYNC-%s(1)" % cmd.upper(), p.stdout.decode())
+        # phsync(1) points to every page, and every page back to it.
+        overview = clidocs.man_text("phsync.1")
+        for cmd in cmds:
+            self.assertTrue(".BR phsync\\-%s (1)" % cmd in overview, "phsync(1) does not name phsync-%s(1)" % cmd)
+            self.assertIn(".BR phsync (1)", clidocs.man_text("phsync-%s.1" % cmd))
+
+    def test_help_and_man_page_name_the_same_options(self):
+        for cmd in clidocs.commands():
+            known, text = clidocs.command_help(cmd)
+            if not known:
+                continue
+            with self.subTest(cmd=cmd):
+                helped = clidocs.options(text)
+                man = clidocs.man_options(cmd)
+                self.assertGreaterEqual(len(helped), 2, text)
+                self.assertEqual(sorted(helped - man), [], "in phsync %s --help, not in phsync-%s(1)" % (cmd, cmd))
+                self.assertEqual(clidocs.unexcused(cmd, man - helped), [],
+                                 "in phsync-%s(1), not in phsync %s --help" % (cmd, cmd))
+
+    def test_help_and_man_page_give_the_same_defaults(self):
+        # Not only the names: a default --help states ("default 60") is the page's too.
+        checked = 0
+        for cmd in clidocs.commands():
+            known, text = clidocs.command_help(cmd)
+            if not known:
+                continue
+            man = clidocs.man_entries("phsync-%s.1" % cmd)
+            for opt, desc in clidocs.help_entries(text).items():
+                for default in re.findall(r"default:? ([0-9]+)\b", desc):
+                    with self.subTest(cmd=cmd, opt=opt):
+                        self.assertIn(opt, man)
+                        self.assertRegex(man[opt], r"default:? %s\b" % default,
+                                         "phsync %s --help says %s defaults to %s" % (cmd, opt, default))
+                        checked += 1
+        self.assertGreaterEqual(checked, 6)
+
+    def test_pull_and_push_pages_have_the_helper_options(self):
+        for cmd in ("pull", "push"):
+            man = clidocs.man_options(cmd)
+            self.assertIn("--helper", man)
+            self.assertIn("--helper-path", man)
+            text = clidocs.man_sections("phsync-%s.1" % cmd, ("OPTIONS",))
+            for word in ("auto", "never", "always", "falls back to plain SFTP quietly", "PATH"):
+                self.assertIn(word, text)
+
+    def test_overview_help_and_phsync_1(self):
+        helped = clidocs.options(clidocs.overview_help(), short=False)
+        man = clidocs.options(clidocs.roff_plain(clidocs.man_text("phsync.1")), short=False)
+        self.assertGreater(len(helped), 20)
+        self.assertEqual(sorted(helped - man), [], "in --help, not in phsync(1)")
+        self.assertEqual(clidocs.unexcused("", man - helped), [], "in phsync(1), not in --help")
+
+    def test_readme_names_every_option(self):
+        with open(os.path.join(REPO, "README.md")) as f:
+            text = f.read()
+        readme = clidocs.options(text, short=False)
+        every = clidocs.options(clidocs.overview_help(), short=False)
+        for cmd in clidocs.commands():
+            known, help_text = clidocs.command_help(cmd)
+            if known:
+                missing = sorted(clidocs.options(help_text, short=False) - readme)
+                self.assertEqual(missing, [], "in phsync %s --help, not in README.md" % cmd)
+                every |= clidocs.options(help_text, short=False)
+        # The README's list of options (the paragraph "Options (before or after the paths...")
+        # names none that phsync does not have.
+        m = re.search(r"^Options \(before or after the paths.*?(?=\n\n)", text, re.M | re.S)
+        self.assertIsNotNone(m, "README.md has no list of options")
+        listed = clidocs.options(m.group(0), short=False)
+        self.assertGreater(len(listed), 20)
+        self.assertEqual(clidocs.unexcused("pull", listed - every), [], "in README.md's option list, in no --help")
+
+    def test_phsync_conf_5_names_every_setting(self):
+        # The settings the daemon accepts are conf.c's table; the page lists each as a term.
+        with open(os.path.join(REPO, "src", "watch", "conf.c")) as f:
+            src = f.read()
+        table = re.search(r"keys\[\] = \{(.*?)NULL", src, re.S).group(1)
+        keys = set(re.findall(r'"([a-z-]+)"', table))
+        self.assertGreater(len(keys), 15)
+        page = clidocs.roff_plain(clidocs.man_text("phsync.conf.5"))
+        parts = re.split(r"^\.SH ", page, flags=re.M)
+        settings = "".join(p for p in parts if p.startswith("SETTINGS"))
+        terms = set()
+        for m in re.finditer(r"^\.TP\n(.*)$", settings, re.M):
+            terms.update(re.findall(r"(?<![\w-])([a-z][a-z-]*[a-z])(?= *(?:\\f.)?\\?\"? *=|\b)", m.group(1)))
+        named = {k for k in keys if re.search(r"(?m)^\.TP\n.*(?<![\w-])%s(?![\w-])" % re.escape(k), settings)}
+        self.assertEqual(sorted(keys - named), [], "settings conf.c accepts, not in phsync.conf(5)")
+        # And the page names no setting conf.c does not know: each '.BI key " = ...' / '.BR key'.
+        documented = set()
+        for m in re.finditer(r"^\.TP\n\.B[IR]? (.*)$", settings, re.M):
+            line = re.sub(r'"[^"]*"', " ", m.group(1))
+            documented.update(w for w in re.findall(r"[a-z][a-z-]*", line) if w not in ("pull", "push", "yes", "no"))
+        self.assertEqual(sorted(documented - keys), [], "in phsync.conf(5), unknown to conf.c")
+
+
+class CompletionTest(unittest.TestCase):
+    """The bash, zsh and fish completions are valid for their shells and offer every command
+    and every option of each command's --help, and nothing else."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cmds = clidocs.commands()
+        cls.helped = {}
+        for cmd in cls.cmds:
+            known, text = clidocs.command_help(cmd)
+            cls.helped[cmd] = clidocs.options(text) if known else None
+        cls.tmp = tempfile.mkdtemp(prefix="phsync-compl-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+
+    def shell(self, argv):
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": self.tmp, "TERM": "dumb",
+                                            "XDG_CONFIG_HOME": self.tmp, "XDG_DATA_HOME": self.tmp})
+        self.assertEqual(p.returncode, 0, "%r: %s" % (argv, p.stderr.decode(errors="replace")))
+        self.assertEqual(p.stderr.decode(errors="replace").strip(), "", argv)
+        return p.stdout.decode()
+
+    def need(self, prog):
+        if shutil.which(prog) is None:
+            if os.environ.get("PHSYNC_REQUIRE"):
+                self.fail("%s is not installed (scripts/install-deps.sh installs it)" % prog)
+            self.skipTest("%s is not installed (scripts/install-deps.sh installs it)" % prog)
+
+    def check(self, shell, offered_of):
+        """offered_of(words) -> the set a completion offers after 'phsync WORDS'."""
+        top = offered_of("") | offered_of("-")
+        self.assertEqual(sorted(set(self.cmds) - top), [], "%s: commands not offered" % shell)
+        self.assertTrue({"--help", "--version"} <= top, top)
+        for cmd in self.cmds:
+            with self.subTest(shell=shell, cmd=cmd):
+                got = {o for o in offered_of(cmd + " -") if o.startswith("-")}
+                helped = self.helped[cmd]
+                if helped is None:  # a command of a branch not merged yet: at least --help
+                    self.assertIn("--help", got)
+                    continue
+                allowed = set(helped)
+                if cmd == "status":  # status with a pair takes pull's and push's options
+                    allowed |= self.helped["pull"] | self.helped["push"]
+                self.assertEqual(sorted(helped - got), [], "%s: %s --help options not offered" % (shell, cmd))
+                self.assertEqual(clidocs.unexcused("pull" if cmd == "status" else cmd, got - allowed), [],
+                                 "%s offers for %s options --help does not have" % (shell, cmd))
+
+    def test_bash(self):
+        self.need("bash")
+        f = os.path.join(clidocs.COMPLETIONS, "phsync.bash")
+        self.shell(["bash", "-n", f])
+
+        def offered(words):
+            ws = ["phsync"] + words.split() + ([""] if not words.endswith("-") else [])
+            script = ("source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _phsync; printf '%%s\\n' \"${COMPREPLY[@]}\""
+                      % (f, " ".join("'%s'" % w for w in ws), len(ws) - 1))
+            return set(self.shell(["bash", "-c", script]).split())
+        self.check("bash", offered)
+        # --helper's values.
+        self.assertEqual(set(self.shell(["bash", "-c", "source %s; COMP_WORDS=(phsync pull --helper a); "
+                                         "COMP_CWORD=3; _phsync; echo ${COMPREPLY[@]}" % f]).split()),
+                         {"auto", "always"})
+
+    def test_zsh(self):
+        self.need("zsh")
+        f = os.path.join(clidocs.COMPLETIONS, "_phsync")
+        self.shell(["zsh", "-n", f])
+        # The completion function runs in a real zsh; zsh's completion builtins are replaced by
+        # functions printing what they were given (the option specs and the command list).
+        probe = os.path.join(self.tmp, "probe.zsh")
+        with open(probe, "w") as p:
+            p.write("_arguments() { print -rl -- \"$@\" }\n"
+                    "_describe() { print -rl -- \"${(@P)2}\" }\n"
+                    "compadd() { : }\n_files() { : }\n_hosts() { : }\n_alternative() { : }\n"
+                    "source $1\n"
+                    "words=(phsync ${(s: :)2} '')\nCURRENT=${#words}\n_phsync\n")
+
+        def offered(words):
+            words = words.rstrip("-").strip()
+            out = self.shell(["zsh", "-f", probe, f, words])
+            got = set()
+            for spec in out.splitlines():
+                if re.fullmatch(r"-[a-zA-Z]", spec):
+                    continue  # a flag of _arguments itself (-s), not an option spec
+                spec = re.sub(r"^\([^)]*\)", "", spec).lstrip("*")
+                m = re.match(r"(-{1,2}[A-Za-z][\w-]*)", spec)
+                if m:
+                    got.add(m.group(1))
+                elif re.match(r"[a-z]+:", spec):
+                    got.add(spec.split(":", 1)[0])  # _describe's command:description
+            return got
+        self.check("zsh", offered)
+
+    def test_fish(self):
+        self.need("fish")
+        f = os.path.join(clidocs.COMPLETIONS, "phsync.fish")
+        self.shell(["fish", "--no-execute", f])
+
+        def offered(words):
+            line = "phsync " + words
+            out = self.shell(["fish", "--no-config", "-c", "source %s; complete -C'%s'" % (f, line)])
+            return {l.split("\t", 1)[0] for l in out.splitlines() if l}
+        self.check("fish", offered)
+        # A real query as a user types it: "phsync pu" offers pull and push, nothing else.
+        out = self.shell(["fish", "--no-config", "-c", "source %s; complete -C'phsync pu'" % f])
+        self.assertEqual(sorted(l.split("\t")[0] for l in out.splitlines()), ["pull", "push"])
+        out = self.shell(["fish", "--no-config", "-c", "source %s; complete -C'phsync pull --helper '" % f])
+        self.assertEqual(sorted(l.split("\t")[0] for l in out.splitlines()), ["always", "auto", "never"])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Installing like any tool (issue 11): `cmake --install` into a staging prefix puts the command,
 the man pages, the bash/zsh/fish completions, libphsync with its headers and phsync.pc in the
 GNUInstallDirs places; examples/minipull.c builds against the installed pkg-config file alone and
-pulls from a real sshd; `cpack -G DEB` makes a .deb whose Depends are Debian's library packages;
-pair's and doctor's --help and man pages name the same options."""
+pulls from a real sshd; `cpack -G DEB` makes a .deb whose Depends are Debian's library packages,
+with every man page of docs/ and the completions in it.  (test_cli.py compares each command's
+--help with its man page and the completions.)"""
 
 import os
 import re
@@ -24,6 +25,12 @@ def cache_value(name):
             if line.startswith(name + ":"):
                 return line.split("=", 1)[1].strip()
     return None
+
+
+def man_pages():
+    """Where every page of docs/ goes under the prefix."""
+    return sorted("share/man/man%s/%s" % (f.rsplit(".", 1)[1], f) for f in os.listdir(os.path.join(REPO, "docs"))
+                  if re.match(r"phsync.*\.[15]$", f))
 
 
 def run(argv, **kw):
@@ -49,15 +56,28 @@ class InstallTest(unittest.TestCase):
     def test_files_in_their_places(self):
         s = self.stage
         want = ["bin/phsync",
-                "share/man/man1/phsync.1", "share/man/man1/phsync-pair.1",
-                "share/man/man1/phsync-doctor.1",
                 "share/bash-completion/completions/phsync",
                 "share/fish/vendor_completions.d/phsync.fish",
                 "include/phsync/phsync.h", "include/phsync/error.h", "include/phsync/delta.h",
-                "include/phsync/pair.h",
+                "include/phsync/pair.h", "include/phsync/backup.h",
+                "share/systemd/user/phsync.service", "share/phsync/launchd/org.phsync.daemon.plist",
                 self.libdir + "/libphsync.a", self.libdir + "/pkgconfig/phsync.pc"]
-        for rel in want:
+        for rel in want + man_pages():
             self.assertTrue(os.path.isfile(os.path.join(s, rel)), rel)
+        # Every command's page is among them (test_cli compares them with --help).
+        for cmd in ("pull", "push", "status", "daemon", "pair", "doctor", "backup", "restore",
+                    "verify", "serve"):
+            self.assertIn("share/man/man1/phsync-%s.1" % cmd, man_pages())
+        self.assertIn("share/man/man5/phsync.conf.5", man_pages())
+        # man finds them in the staged tree by name, as it will under /usr.
+        p = subprocess.run(["man", "-M", os.path.join(s, "share/man"), "-w", "phsync-pull"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man1/phsync-pull.1"),
+                         p.stderr)
+        p = subprocess.run(["man", "-M", os.path.join(s, "share/man"), "-w", "5", "phsync.conf"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man5/phsync.conf.5"),
+                         p.stderr)
         zsh = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(s, "share/zsh")) for f in fs]
         self.assertEqual([os.path.basename(z) for z in zsh], ["_phsync"])
         self.assertTrue(os.access(os.path.join(s, "bin/phsync"), os.X_OK))
@@ -102,6 +122,37 @@ class InstallTest(unittest.TestCase):
         with open(os.path.join(local, "DCIM/IMG_1.jpg"), "rb") as f:
             self.assertEqual(f.read(), b"jpeg bytes")
 
+    def test_every_public_call_links_from_installed_pkgconfig(self):
+        # Not only what minipull uses: a program taking every header's calls (backup's too,
+        # which need libarchive and libzstd) links with `pkg-config --libs phsync` alone.
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(self.stage, self.libdir, "pkgconfig"))
+        env.pop("PKG_CONFIG_LIBDIR", None)
+        flags = run(["pkg-config", "--cflags", "--libs", "phsync"], env=env).split()
+        calls = set()
+        for h in os.listdir(os.path.join(self.stage, "include", "phsync")):
+            with open(os.path.join(self.stage, "include", "phsync", h)) as f:
+                calls.update(re.findall(r"^[a-z][\w *]*?\b(phsync_\w+)\(", f.read(), re.M))
+        self.assertIn("phsync_backup", calls)
+        self.assertIn("phsync_pair", calls)
+        src = os.path.join(self.tmp, "allcalls.c")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n")
+            for h in sorted(os.listdir(os.path.join(self.stage, "include", "phsync"))):
+                f.write("#include <phsync/%s>\n" % h)
+            f.write("int main(void)\n{\n\tvoid (*const fns[])(void) = {\n")
+            for c in sorted(calls):
+                f.write("\t\t(void (*)(void))%s,\n" % c)
+            f.write("\t};\n\tprintf(\"%zu\\n\", sizeof(fns) / sizeof(fns[0]));\n"
+                    "\treturn fns[0] == NULL;\n}\n")
+        exe = os.path.join(self.tmp, "allcalls")
+        extra = []
+        if (cache_value("PHSYNC_SANITIZE") or "").upper() in ("ON", "1", "TRUE", "YES"):
+            extra = ["-fsanitize=address,undefined"]
+        run(["cc", "-std=c11", "-Wall", "-Werror", "-Wno-cast-function-type", src, "-o", exe] + flags + extra,
+            env=env)
+        out = subprocess.run([exe], stdout=subprocess.PIPE, env=sanitizer_env()).stdout.decode()
+        self.assertEqual(out.strip(), str(len(calls)))
+
     def test_deb_depends_on_debian_library_packages(self):
         if shutil.which("dpkg-deb") is None or shutil.which("dpkg-shlibdeps") is None:
             self.skipTest("no dpkg-deb/dpkg-shlibdeps (not a Debian system)")
@@ -113,32 +164,14 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(len(debs), 1, os.listdir(out))
         deb = os.path.join(out, debs[0])
         depends = run(["dpkg-deb", "-f", deb, "Depends"])
-        for pkg in ("libssh-4", "libsqlite3-0", "libxxhash0", "libutf8proc2", "libc6"):
+        for pkg in ("libssh-4", "libsqlite3-0", "libxxhash0", "libutf8proc2", "libc6", "libarchive13",
+                    "libzstd1", "libuv1", "libinih1"):
             self.assertRegex(depends, r"(^|, )%s( |,|$)" % re.escape(pkg), depends)
         files = run(["dpkg-deb", "-c", deb])
-        for rel in ("/bin/phsync", "/share/man/man1/phsync-pair.1", "/include/phsync/phsync.h",
-                    "/pkgconfig/phsync.pc", "/libphsync.a"):
+        for rel in ["/bin/phsync", "/include/phsync/phsync.h", "/pkgconfig/phsync.pc", "/libphsync.a",
+                    "/share/bash-completion/completions/phsync", "/share/fish/vendor_completions.d/phsync.fish",
+                    "/_phsync", "/share/systemd/user/phsync.service"] + ["/" + m for m in man_pages()]:
             self.assertIn(rel, files)
-
-
-class ManPagesTest(unittest.TestCase):
-    """The pair and doctor man pages and their --help name the same options."""
-
-    def test_pair_and_doctor_options_agree(self):
-        for cmd in ("pair", "doctor"):
-            with self.subTest(cmd=cmd):
-                p = subprocess.run([phsync_bin(), cmd, "--help"], stdout=subprocess.PIPE,
-                                   env=sanitizer_env({"PATH": "/usr/bin:/bin"}))
-                self.assertEqual(p.returncode, 0)
-                helped = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", p.stdout.decode()))
-                with open(os.path.join(REPO, "docs", "phsync-%s.1" % cmd)) as f:
-                    page = f.read().replace("\\-", "-")
-                # The synopsis and the OPTIONS section (the description may name pull's options).
-                parts = re.split(r"^\.SH ", page, flags=re.M)
-                text = "".join(p for p in parts if p.startswith(("SYNOPSIS", "OPTIONS")))
-                man = set(re.findall(r"(--[a-z][a-z-]*[a-z])", text))
-                self.assertGreaterEqual(len(helped), 3)
-                self.assertEqual(sorted(helped ^ man), [], "differ between --help and the man page")
 
 
 if __name__ == "__main__":

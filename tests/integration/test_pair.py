@@ -7,9 +7,11 @@ key leaves nothing behind; a pull by the new name just works, and so does OpenSS
 import os
 import pty
 import select
+import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -61,12 +63,14 @@ class PairTest(unittest.TestCase):
                            "  Port 2200" % self.kh)  # no newline at the end, on purpose
         write_file(self.cfg, self.cfg_before)
 
-    def pair(self, answers, name="phone2", address=None, extra=(), timeout=60):
+    def pair(self, answers, name="phone2", address=None, extra=(), timeout=60, key=True, env=None,
+             config=True):
         """Runs phsync pair on a pty; answers is a list of (text seen, what to type): each is
         typed once, in order, when its text appears.  Returns (code, terminal output)."""
         address = address or "127.0.0.1:%d" % self.srv.port
-        argv = [phsync_bin(), "pair", "-F", self.cfg, "--key", self.key] + list(extra) + [name, address]
-        env = self.srv.env()
+        argv = ([phsync_bin(), "pair"] + (["-F", self.cfg] if config else []) +
+                (["--key", self.key] if key else []) + list(extra) + [name, address])
+        env = self.srv.env(env)
         env["HOME"] = self.home
         pid, fd = pty.fork()
         if pid == 0:
@@ -175,6 +179,181 @@ class PairTest(unittest.TestCase):
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60, env=self.srv.env({"HOME": self.home}))
         self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+        # ...and scp and rsync (over that ssh) with the name.
+        sshenv = self.srv.env({"HOME": self.home})
+        got = os.path.join(self.home, "by-scp.jpg")
+        p = subprocess.run(["scp", "-F", self.cfg, "-o", "BatchMode=yes",
+                            "phone2:" + os.path.join(remote, "DCIM/Camera/IMG_1.jpg"), got],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(read(got), b"photo")
+        if shutil.which("rsync"):
+            dst = os.path.join(self.home, "by-rsync")
+            p = subprocess.run(["rsync", "-a", "-e", "ssh -F %s -o BatchMode=yes" % self.cfg,
+                                "phone2:%s/" % remote, dst + "/"],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(read(os.path.join(dst, "DCIM/Camera/IMG_1.jpg")), b"photo")
+
+    def start_agent(self, *keys):
+        """A real ssh-agent of this test's own, holding new keys of the given types; returns
+        {"SSH_AUTH_SOCK": its socket} and {type: public line}."""
+        if not shutil.which("ssh-agent"):
+            skip_or_fail("ssh-agent", "ssh-agent not installed")
+        d = tempfile.mkdtemp(prefix="phsync-pair-agent-")
+        self.addCleanup(shutil.rmtree, d, True)
+        sock = os.path.join(d, "agent.sock")
+        agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            self.assertIsNone(agent.poll(), "ssh-agent exited at start")
+            self.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear")
+            time.sleep(0.01)
+        pubs = {}
+        for kt in keys:
+            k = os.path.join(d, "key_" + kt)
+            subprocess.run(["ssh-keygen", "-q", "-t", kt, "-N", "", "-C", "agent-%s@test" % kt, "-f", k],
+                           check=True, stdin=subprocess.DEVNULL, capture_output=True)
+            subprocess.run(["ssh-add", "-q", k], env=dict(os.environ, SSH_AUTH_SOCK=sock), check=True,
+                           stdin=subprocess.DEVNULL, capture_output=True)
+            pubs[kt] = read(k + ".pub").decode().strip()
+            os.unlink(k)  # the agent has it; no file is left anywhere
+        return {"SSH_AUTH_SOCK": sock}, pubs
+
+    def test_agent_key_used_when_no_key_file(self):
+        # The user has no key file, but the agent holds an RSA and an ed25519 key: pairing
+        # installs the ed25519 one, makes no key, and the Host block names no IdentityFile.
+        env, pubs = self.start_agent("rsa", "ed25519")
+        os.makedirs(os.path.join(self.home, ".ssh"))
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("ssh agent", out)
+        self.assertEqual(os.listdir(os.path.join(self.home, ".ssh")), [])  # no key made
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [pubs["ed25519"].split()[:2]])
+        cfg = read(self.cfg).decode()
+        block = cfg[len(self.cfg_before):]
+        self.assertIn("Host phone2\n", block)
+        self.assertNotIn("IdentityFile", block)
+        self.assertIn("ssh agent (ssh-ed25519 agent-ed25519@test)", block)
+        self.assertIn(self.srv.host_pub.split()[1], read(self.kh).decode())
+        # A pull by the name logs in with the agent's key, asking nothing; so does ssh.
+        remote = os.path.join(self.srv.dir, "photos-%s" % self._testMethodName)
+        write_file(os.path.join(remote, "IMG_1.jpg"), b"photo", mtime=1700000000)
+        local = os.path.join(self.home, "Pictures")
+        r = self.srv.run(["pull", "-F", self.cfg, "phone2:" + remote, local],
+                         env=dict(env, HOME=self.home, XDG_STATE_HOME=os.path.join(self.home, "state")))
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(os.path.join(local, "IMG_1.jpg")), b"photo")
+        p = subprocess.run(["ssh", "-F", self.cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=self.srv.env(dict(env, HOME=self.home)))
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+        # Again: the agent's key logs in, nothing is asked and nothing changes.
+        before = self.snapshot()
+        code, out = self.pair([], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("already paired", out)
+        self.assertNotIn("password", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_key_file_wins_over_the_agent(self):
+        # A user with a key file keeps using it even when an agent holds other keys.
+        env, pubs = self.start_agent("ed25519")
+        k = os.path.join(self.home, ".ssh", "id_ed25519")
+        os.makedirs(os.path.dirname(k))
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "file@test", "-f", k],
+                       check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [read(k + ".pub").decode().split()[:2]])
+        self.assertIn("IdentityFile ~/.ssh/id_ed25519" if os.path.realpath(self.home) == os.path.expanduser("~")
+                      else "IdentityFile %s" % k, read(self.cfg).decode())
+
+    def test_no_agent_no_key_makes_one(self):
+        # An agent that holds nothing: the ed25519 key is made as before.
+        env, _ = self.start_agent()
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], key=False, env=env)
+        self.assertEqual(code, 0, out)
+        k = os.path.join(self.home, ".ssh", "id_ed25519")
+        self.assertEqual(stat.S_IMODE(os.stat(k).st_mode), 0o600)
+        ak = read(os.path.join(self.phone_ssh, "authorized_keys")).decode().splitlines()
+        self.assertEqual([l.split()[:2] for l in ak], [read(k + ".pub").decode().split()[:2]])
+
+    def account_known_hosts(self):
+        """The known_hosts of the account's home (the password database's), with its bytes:
+        what libssh would use when it ignores $HOME.  Restored after the test."""
+        import pwd
+        path = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh", "known_hosts")
+        before = read(path)
+        made_dir = not os.path.isdir(os.path.dirname(path))
+
+        def restore():
+            if before is None:
+                if os.path.exists(path):
+                    os.unlink(path)
+                if made_dir and os.path.isdir(os.path.dirname(path)) and not os.listdir(os.path.dirname(path)):
+                    os.rmdir(os.path.dirname(path))
+            else:
+                with open(path, "wb") as f:
+                    f.write(before)
+        self.addCleanup(restore)
+        return path, before
+
+    def home_not_account(self):
+        import pwd
+        if os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir) == os.path.realpath(self.home):
+            self.skipTest("$HOME is the account's home here")
+
+    def test_home_config_and_its_known_hosts_without_f(self):
+        # No -F, and $HOME is not the account's home (sudo -E, a test, a container): pair and
+        # doctor read $HOME/.ssh/config -- where the Host block goes -- and so use the
+        # UserKnownHostsFile it names. (libssh alone reads the account's home's config.)
+        self.home_not_account()
+        acct, acct_before = self.account_known_hosts()
+        ssh_dir = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh_dir)
+        kh = os.path.join(ssh_dir, "phones_known_hosts")
+        cfg = os.path.join(ssh_dir, "config")
+        write_file(cfg, "UserKnownHostsFile %s\nGlobalKnownHostsFile /dev/null\n" % kh)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], config=False)
+        self.assertEqual(code, 0, out)
+        self.assertIn("Add it to %s " % kh, out)  # the question names the file it goes to
+        self.assertIn(self.srv.host_pub.split()[1], (read(kh) or b"").decode())
+        self.assertEqual(read(acct), acct_before, "the account's known_hosts was written")
+        self.assertIn("Host phone2\n", read(cfg).decode())
+        # doctor, also without -F, finds the name and the key in the same files.
+        r = self.srv.run(["doctor", "--json", "phone2"], env={"HOME": self.home})
+        checks = {c["check"]: c["status"] for c in r.json() if c.get("event") == "check"}
+        self.assertEqual((checks.get("host_key"), checks.get("key_login")), ("ok", "ok"), r)
+        # ssh reads the account's home, not $HOME: given the file, it agrees.
+        p = subprocess.run(["ssh", "-F", cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=60, env=self.srv.env({"HOME": self.home}))
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
+
+    @unittest.expectedFailure
+    def test_default_known_hosts_under_home_without_f(self):
+        # No -F and no UserKnownHostsFile: the host key should go to $HOME/.ssh/known_hosts,
+        # beside the $HOME/.ssh/config the Host block goes to. It goes to the account's home:
+        # libssh's default known_hosts is under the password database's home, and only
+        # src/transport/ssh.c can tell libssh otherwise (SSH_OPTIONS_SSH_DIR from $HOME before
+        # the config is read). Expected to fail until that is done; an unexpected success
+        # then fails the run, so this marker cannot outlive the fix.
+        self.home_not_account()
+        acct, acct_before = self.account_known_hosts()
+        ssh_dir = os.path.join(self.home, ".ssh")
+        os.makedirs(ssh_dir)
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)], config=False)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(read(acct), acct_before, "the account's known_hosts was written")
+        self.assertIn(self.srv.host_pub.split()[1], (read(os.path.join(ssh_dir, "known_hosts")) or b"").decode())
+        r = self.srv.run(["doctor", "--json", "phone2"], env={"HOME": self.home})
+        checks = {c["check"]: c["status"] for c in r.json() if c.get("event") == "check"}
+        self.assertEqual((checks.get("host_key"), checks.get("key_login")), ("ok", "ok"), r)
 
     def test_second_run_changes_nothing(self):
         self.first_pair()
@@ -245,6 +424,94 @@ class PairTest(unittest.TestCase):
         r = self.srv.run(["pair", "-F", self.cfg, "phone2", "127.0.0.1:%d" % self.srv.port])
         self.assertEqual(r.code, 2, r)
         self.assertIn("terminal", r.err)
+
+
+class PairPortsTest(unittest.TestCase):
+    """Without a port, pair tries the phone servers' usual ports in order: Termux's 8022,
+    SimpleSSHD's (and other Dropbear apps') 2222, then 22; a listener that is not an SSH
+    server is passed over."""
+
+    def test_finds_the_server_on_2222_past_a_non_ssh_8022(self):
+        import socket
+        import threading
+        for port in (8022, 2222):
+            with socket.socket() as t:
+                t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    t.bind(("127.0.0.1", port))
+                except OSError:
+                    self.skipTest("port %d is taken on this machine" % port)
+        # Something that is not an SSH server on 8022 (a web server, say).
+        other = socket.socket()
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("127.0.0.1", 8022))
+        other.listen(8)
+        self.addCleanup(other.close)
+        stop = threading.Event()
+
+        def answer():
+            other.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    c, _ = other.accept()
+                except OSError:
+                    continue
+                with c:
+                    c.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+        th = threading.Thread(target=answer, daemon=True)
+        th.start()
+        self.addCleanup(th.join)
+        self.addCleanup(stop.set)
+        try:
+            srv = SshServer(password=PASSWORD)
+            self.addCleanup(srv.stop)
+            srv.start()
+            srv.pause()
+            srv.port = 2222
+            srv.resume()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+        home = os.path.join(srv.dir, "home-ports")
+        os.makedirs(home)
+        cfg = os.path.join(home, "config")
+        write_file(cfg, "UserKnownHostsFile %s/kh\nGlobalKnownHostsFile /dev/null\n" % home)
+        argv = [phsync_bin(), "pair", "-F", cfg, "--key", os.path.join(home, "k"), "p", "127.0.0.1"]
+        env = srv.env()
+        env["HOME"] = home
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, todo = b"", [(b"(yes/no)", b"yes\n"), (b"password:", PASSWORD.encode() + b"\n")]
+        deadline = time.monotonic() + 60
+        status = None
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    chunk = b""
+                out += chunk
+            if todo and todo[0][0] in out:
+                time.sleep(0.1)
+                os.write(fd, todo.pop(0)[1])
+            wpid, st = os.waitpid(pid, os.WNOHANG)
+            if wpid:
+                status = st
+                break
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        self.assertEqual(code, 0, text)
+        self.assertIn("on port 2222", text)
+        self.assertIn("  Port 2222\n", read(cfg).decode())
 
 
 class PairRefusesPasswordsTest(unittest.TestCase):
