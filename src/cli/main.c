@@ -132,7 +132,8 @@ static const char sync_options[] =
 "                     local file once closed and settled; a remote folder by\n"
 "                     polling) until SIGTERM or Ctrl-C (then exit 0)\n"
 "      --interval SEC with --watch: poll the phone every SEC seconds\n"
-"                     (default 30)\n""      --helper auto|never|always  use `phsync serve` on the remote (changed\n"
+"                     (default 30)\n"
+"      --helper auto|never|always  use `phsync serve` on the remote (changed\n"
 "                     files travel as deltas both ways): auto (default) where\n"
 "                     the remote runs it, else plain SFTP; always: fail if not\n"
 "      --helper-path PATH  the phsync program on the remote (default: phsync\n"
@@ -958,9 +959,13 @@ serve_main(int argc, char **argv)
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		fputs("usage: phsync serve ROOT\n"
 		      "The remote helper: pull and push start it on the other end over ssh\n"
-		      "(--helper) and speak SFTP v3 with phsync's delta extensions on its\n"
-		      "standard input and output. Every path must be ROOT or lie beneath it;\n"
-		      "below ROOT no symlink is followed. Not meant to be run by hand.\n", stdout);
+		      "and speak SFTP v3 with phsync's delta extensions on its standard\n"
+		      "input and output (docs/PROTOCOL.md). Every path must be ROOT or lie\n"
+		      "beneath it; below ROOT no symlink is followed. Not meant to be run\n"
+		      "by hand.\n"
+		      "\n"
+		      "Options:\n"
+		      "  -h, --help         this text\n", stdout);
 		return CLI_EXIT_OK;
 	}
 	if (argc != 2 || argv[1][0] == '-') {

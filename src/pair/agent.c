@@ -163,8 +163,9 @@ ph_agent_pick(char *pub, size_t publen)
 		const unsigned char *type;
 		char c;
 
-		get_string(best_blob, best_blen, &boff, best_blen, &type, &tlen);
-		if (tlen + 2 >= publen)
+		/* It parsed in the loop above: the same bytes parse again. */
+		if (get_string(best_blob, best_blen, &boff, best_blen, &type, &tlen) != 0 ||
+		    tlen + 2 >= publen)
 			goto out;
 		memcpy(pub, type, tlen);
 		pub[tlen] = ' ';
