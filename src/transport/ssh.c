@@ -439,6 +439,17 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		rc = ph_err(ctx, PHSYNC_EINVAL, "invalid host name '%s'", p->host);
 		goto out;
 	}
+	{
+		/* libssh finds ~/.ssh (the config, known_hosts, keys) in the
+		 * password database's home; phsync pair writes under $HOME, and a
+		 * user who sets HOME means it: the same folder for both. */
+		const char *home = getenv("HOME");
+		char dir[4096];
+
+		if (home != NULL && home[0] == '/' &&
+		    (size_t)snprintf(dir, sizeof(dir), "%s/.ssh", home) < sizeof(dir))
+			ssh_options_set(ssh->sess, SSH_OPTIONS_SSH_DIR, dir);
+	}
 	if (p->config != NULL && access(p->config, R_OK) != 0) {
 		/* libssh ignores a missing file, and the run then fails later as
 		 * "cannot resolve host": say what is wrong. */

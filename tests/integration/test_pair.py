@@ -335,14 +335,10 @@ class PairTest(unittest.TestCase):
                            timeout=60, env=self.srv.env({"HOME": self.home}))
         self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
 
-    @unittest.expectedFailure
     def test_default_known_hosts_under_home_without_f(self):
-        # No -F and no UserKnownHostsFile: the host key should go to $HOME/.ssh/known_hosts,
-        # beside the $HOME/.ssh/config the Host block goes to. It goes to the account's home:
-        # libssh's default known_hosts is under the password database's home, and only
-        # src/transport/ssh.c can tell libssh otherwise (SSH_OPTIONS_SSH_DIR from $HOME before
-        # the config is read). Expected to fail until that is done; an unexpected success
-        # then fails the run, so this marker cannot outlive the fix.
+        # No -F and no UserKnownHostsFile: the host key goes to $HOME/.ssh/known_hosts, beside
+        # the $HOME/.ssh/config the Host block goes to, not to the account's home (libssh's
+        # default, which src/transport/ssh.c overrides with SSH_OPTIONS_SSH_DIR from $HOME).
         self.home_not_account()
         acct, acct_before = self.account_known_hosts()
         ssh_dir = os.path.join(self.home, ".ssh")
