@@ -1,28 +1,34 @@
 #!/usr/bin/env python3
-"""Bytes on the wire and wall time of pushing a gallery's edits: phsync vs rsync vs OpenSSH
-sftp, through one counting proxy (bench/linkproxy.py) in front of one loopback sshd.
+"""Bytes on the wire and wall time of syncing a gallery's edits, push and pull: phsync (plain
+SFTP and through its remote helper) vs rsync vs OpenSSH sftp, through one counting proxy
+(bench/linkproxy.py) in front of one loopback sshd.
 
     bench/bench_wire.py [--scale 0.2] [--edits 60] [--reps 3] [--link loopback,wifi]
+                        [--dir push,pull] [--tools phsync,phsync-helper,rsync,sftp]
 
-The laptop holds a synced copy of the phone corpus (bench/mkcorpus.py); mkcorpus.py --edit K
-applies K typical gallery edits (a grown EXIF block that shifts the rest, an orientation flag
-flip, an appended tail; one hour later each).  Then each tool pushes the laptop's folder to
-its own synced copy on the "phone", through the proxy:
+The destination holds a synced copy of the phone corpus (bench/mkcorpus.py), made by each
+tool itself; mkcorpus.py --edit K applies K typical gallery edits to the source side (a grown
+EXIF block that shifts the rest, an orientation flag flip, an appended tail; one hour later
+each). Then each tool moves them, through the proxy:
 
-  phsync   phsync push -F CFG --no-progress --no-default-excludes LOCAL phone:REMOTE
-           (the phone copy was made by phsync push, so the state holds the signatures; plain
-           SFTP with copy-data, nothing installed on the server)
-  rsync    rsync -a -e 'ssh -F CFG -c aes128-gcm@openssh.com' LOCAL/ phone:REMOTE/
-           (the phone copy made by rsync -a: rsync runs on both ends, its delta algorithm)
-  sftp     sftp -b BATCH phone with one "put -p" per edited file (whole files: what a user of
-           OpenSSH alone would do, knowing which files changed)
-  rdiff    not over the wire: the bytes of `rdiff signature` of every old file plus `rdiff
-           delta` of every new one, computed locally: what librsync's protocol would move
+  phsync         phsync push|pull -F CFG --no-progress --helper never --no-default-excludes
+                 (push: plain SFTP with copy-data against the state's signatures, nothing
+                 installed on the server; pull: whole files, SFTP cannot do better)
+  phsync-helper  the same with --helper always --helper-path PHSYNC: `phsync serve` on the
+                 other end (pull: the laptop signs its old copies, the helper sends deltas;
+                 push: copy-data + literals as above)
+  rsync          rsync -a -e 'ssh -F CFG -c aes128-gcm@openssh.com' (rsync on both ends, its
+                 delta algorithm)
+  sftp           sftp -b BATCH phone with one "put -p"/"get -p" per edited file (whole files:
+                 what a user of OpenSSH alone would do, knowing which files changed)
+  rdiff          not over the wire: the bytes of `rdiff signature` of every old file plus
+                 `rdiff delta` of every new one, computed locally: what librsync's protocol
+                 would move
 
 Links: loopback (the proxy only counts) and wifi (--rtt ms round trip added, --mbit cap each
 way; defaults 6 ms and 300 Mbit/s, a phone's Wi-Fi).  Reported per tool and link: bytes up
 (client to server), down, total, wall time (median of --reps), and ratios to rsync.  After
-every push the phone copy is compared with the laptop's (every file's bytes and mtime): a
+every run the destination is compared with the source (every file's bytes and mtime): a
 wrong result is reported and fails the run.
 """
 
@@ -45,7 +51,7 @@ import mkcorpus  # noqa: E402
 from linkproxy import LinkProxy  # noqa: E402
 
 CIPHER = "aes128-gcm@openssh.com"
-TOOLS = ["phsync", "rsync", "sftp"]
+TOOLS = ["phsync", "phsync-helper", "rsync", "sftp"]
 
 
 def log(msg):
@@ -108,11 +114,13 @@ def main(argv):
     ap.add_argument("--rtt", type=float, default=6.0, help="wifi link: round trip added, ms")
     ap.add_argument("--mbit", type=float, default=300.0, help="wifi link: cap each way, Mbit/s")
     ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--dir", default="push,pull", help="directions measured (default push,pull)")
     ap.add_argument("--phsync", default=os.environ.get("PHSYNC_BIN", os.path.join(REPO, "build", "phsync")))
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args(argv)
     tools = [t for t in a.tools.split(",") if t]
     links = [l for l in a.link.split(",") if l]
+    directions = [d for d in a.dir.split(",") if d]
 
     base = os.path.join(a.data, "wire")
     src = os.path.join(base, "corpus-%g" % a.scale)
@@ -137,58 +145,62 @@ def main(argv):
     srv.start()
     env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": ""})
     results = []
+    helper = ["--helper", "always", "--helper-path", phsync]
+
+    def tool_argv(tool, direction, cfg, local, remote, quiet):
+        """The command of one tool moving LOCAL to/from phone:REMOTE."""
+        out = ["-q"] if quiet else ["--no-progress"]
+        if tool in ("phsync", "phsync-helper"):
+            h = helper if tool == "phsync-helper" else ["--helper", "never"]
+            ends = [local, "phone:" + remote] if direction == "push" else ["phone:" + remote, local]
+            return [phsync, direction, "-F", cfg] + out + h + ["--no-default-excludes"] + ends
+        if tool == "rsync":
+            ends = [local + "/", "phone:%s/" % remote]
+            return ["rsync", "-a", "-e", "ssh -F %s -c %s" % (cfg, CIPHER)] + (ends if direction == "push" else ends[::-1])
+        batch = os.path.join(base, "sftp-batch")
+        with open(batch, "w") as f:
+            for k in changed:
+                lp, rp = os.path.join(local, k), os.path.join(remote, k)
+                f.write(('put -p "%s" "%s"\n' % (lp, rp)) if direction == "push" else ('get -p "%s" "%s"\n' % (rp, lp)))
+        return ["sftp", "-q", "-F", cfg, "-c", CIPHER, "-b", batch, "phone"]
+
     try:
         for link in links:
             px = LinkProxy(srv.port, rtt_ms=a.rtt if link == "wifi" else 0,
                            mbit=a.mbit if link == "wifi" else 0).start()
             cfg = srv.write_config(name="ssh_config.wire-%s" % link, port=px.port)
-            for rep in range(a.reps):
-                for tool in tools[rep % len(tools):] + tools[:rep % len(tools)]:
-                    local = os.path.join(base, "local-" + tool)
-                    remote = os.path.join(base, "remote-" + tool)
-                    xdg = os.path.join(base, "xdg-" + tool)
-                    tenv = dict(env, XDG_STATE_HOME=xdg)
-                    # The synced starting point, made by the tool itself through the same
-                    # proxy (uncounted; the state's pair key holds the port).
-                    shutil.rmtree(xdg, ignore_errors=True)
-                    copy_tree(src, local)
-                    if tool == "phsync":
-                        if os.path.exists(remote):
-                            shutil.rmtree(remote)
-                        run([phsync, "push", "-F", cfg, "-q", "--no-default-excludes",
-                             local, "phone:" + remote], tenv)
-                    elif tool == "rsync":
-                        if os.path.exists(remote):
-                            shutil.rmtree(remote)
-                        run(["rsync", "-a", "-e", "ssh -F %s -c %s" % (cfg, CIPHER),
-                             local + "/", "phone:%s/" % remote], tenv)
-                    else:
-                        copy_tree(src, remote)
-                    copy_tree(edited, local)
-                    subprocess.run(["sync"])
-                    px.wait_idle()
-                    px.reset()
-                    if tool == "phsync":
-                        argv_ = [phsync, "push", "-F", cfg, "--no-progress", "--no-default-excludes",
-                                 local, "phone:" + remote]
-                    elif tool == "rsync":
-                        argv_ = ["rsync", "-a", "-e", "ssh -F %s -c %s" % (cfg, CIPHER),
-                                 local + "/", "phone:%s/" % remote]
-                    else:
-                        batch = os.path.join(base, "sftp-batch")
-                        with open(batch, "w") as f:
-                            for k in changed:
-                                f.write('put -p "%s" "%s"\n' % (os.path.join(local, k),
-                                                               os.path.join(remote, k)))
-                        argv_ = ["sftp", "-q", "-F", cfg, "-c", CIPHER, "-b", batch, "phone"]
-                    dt = run(argv_, tenv)
-                    px.wait_idle()
-                    up, down = px.counts()
-                    ok = digest_tree(remote) == d_new
-                    results.append({"link": link, "tool": tool, "rep": rep, "wall_s": dt,
-                                    "up": up, "down": down, "ok": ok})
-                    log("%-8s %-6s rep %d: %.2f s, up %d, down %d%s" % (
-                        link, tool, rep, dt, up, down, "" if ok else "  WRONG RESULT"))
+            for direction in directions:
+                for rep in range(a.reps):
+                    for tool in tools[rep % len(tools):] + tools[:rep % len(tools)]:
+                        local = os.path.join(base, "local-" + tool)
+                        remote = os.path.join(base, "remote-" + tool)
+                        xdg = os.path.join(base, "xdg-" + tool)
+                        tenv = dict(env, XDG_STATE_HOME=xdg)
+                        # The synced starting point, made by the tool itself through the
+                        # same proxy (uncounted; the state's pair key holds the port): the
+                        # source side holds the corpus, the tool copies it over; then the
+                        # source side's files get the edits.
+                        shutil.rmtree(xdg, ignore_errors=True)
+                        src_side, dst_side = (local, remote) if direction == "push" else (remote, local)
+                        copy_tree(src, src_side)
+                        if tool == "sftp":
+                            copy_tree(src, dst_side)
+                        else:
+                            if os.path.exists(dst_side):
+                                shutil.rmtree(dst_side)
+                            run(tool_argv(tool, direction, cfg, local, remote, True), tenv)
+                        copy_tree(edited, src_side)
+                        subprocess.run(["sync"])
+                        px.wait_idle()
+                        px.reset()
+                        dt = run(tool_argv(tool, direction, cfg, local, remote, False), tenv)
+                        px.wait_idle()
+                        up, down = px.counts()
+                        ok = digest_tree(dst_side) == d_new
+                        results.append({"link": link, "dir": direction, "tool": tool, "rep": rep,
+                                        "wall_s": dt, "up": up, "down": down, "ok": ok})
+                        log("%-8s %-4s %-13s rep %d: %.2f s, up %d, down %d%s" % (
+                            link, direction, tool, rep, dt, up, down, "" if ok else "  WRONG RESULT"))
             px.sock.close()
         rd = rdiff_bytes(src, edited, changed, base)
     finally:
@@ -201,23 +213,24 @@ def main(argv):
                    "edited_bytes": sum(d_new[k][0] for k in changed)}, f, indent=1)
     print("\n%d edited files, %.1f MB; rdiff signature+delta of them: %d bytes" % (
         len(changed), sum(d_new[k][0] for k in changed) / 1e6, rd))
-    print("%-9s %-7s %12s %12s %12s %9s %9s %9s" % ("link", "tool", "up", "down", "total",
-                                                     "wall s", "bytes/rs", "time/rs"))
+    print("%-9s %-5s %-14s %12s %12s %12s %9s %9s %9s" % ("link", "dir", "tool", "up", "down", "total",
+                                                          "wall s", "bytes/rs", "time/rs"))
     bad = False
     for link in links:
-        med = {}
-        for tool in tools:
-            rs = [r for r in results if r["link"] == link and r["tool"] == tool]
-            bad = bad or not all(r["ok"] for r in rs)
-            med[tool] = (statistics.median(r["up"] for r in rs), statistics.median(r["down"] for r in rs),
-                         statistics.median(r["wall_s"] for r in rs))
-        ref = med.get("rsync")
-        for tool in tools:
-            up, down, wall = med[tool]
-            print("%-9s %-7s %12d %12d %12d %9.2f %9s %9s" % (
-                link, tool, up, down, up + down, wall,
-                "%.2f" % ((up + down) / sum(ref[:2])) if ref else "-",
-                "%.2f" % (wall / ref[2]) if ref else "-"))
+        for direction in directions:
+            med = {}
+            for tool in tools:
+                rs = [r for r in results if r["link"] == link and r["tool"] == tool and r["dir"] == direction]
+                bad = bad or not all(r["ok"] for r in rs)
+                med[tool] = (statistics.median(r["up"] for r in rs), statistics.median(r["down"] for r in rs),
+                             statistics.median(r["wall_s"] for r in rs))
+            ref = med.get("rsync")
+            for tool in tools:
+                up, down, wall = med[tool]
+                print("%-9s %-5s %-14s %12d %12d %12d %9.2f %9s %9s" % (
+                    link, direction, tool, up, down, up + down, wall,
+                    "%.2f" % ((up + down) / sum(ref[:2])) if ref else "-",
+                    "%.2f" % (wall / ref[2]) if ref else "-"))
     print("raw results: %s" % raw)
     return 1 if bad else 0
 

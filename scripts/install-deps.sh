@@ -17,6 +17,9 @@ PKGS=(
   openssl dpkg-dev                          # test_pair (a password hash where Python has no crypt), test_install (cpack -G DEB: dpkg-shlibdeps)
   rsync rdiff hyperfine time                # benchmark peers and GNU time (peak RSS)
   clang libclang-rt-14-dev                  # libFuzzer targets
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
+                                            # the static remote helpers for phones (aarch64, armv7)
+  qemu-user-static                          # ... run under qemu in the tests
 )
 
 SUDO=

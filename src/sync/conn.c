@@ -70,9 +70,8 @@ helper_cmd(const char *prog, const char *root)
  * channel is then closed; the session stays for plain SFTP). */
 static int
 start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-             const char *rroot, struct ph_sftp **sftp)
+             const char *prog, const char *rroot, struct ph_sftp **sftp)
 {
-	const char *prog = opts->helper_path ? opts->helper_path : "phsync";
 	char *cmd = helper_cmd(prog, rroot);
 	struct ph_chan chan;
 	char why[sizeof(ctx->err)], errout[256];
@@ -140,7 +139,22 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) != 0)
 		goto out;
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
-		rc = start_helper(ctx, opts, *ssh, rroot, sftp);
+		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
+		                  rroot, sftp);
+		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
+			/* No phsync there (or another version): bring ours, the static
+			 * helper for the phone's architecture, and run that. */
+			char why[sizeof(ctx->err)], how[sizeof(ctx->err)], cached[256];
+
+			snprintf(why, sizeof(why), "%s", ctx->err);
+			rc = ph_helper_bootstrap(ctx, *ssh, opts, cached, sizeof(cached));
+			if (rc == 0)
+				rc = start_helper(ctx, opts, *ssh, cached, rroot, sftp);
+			if (rc != 0 && rc != PHSYNC_EINTR) {
+				snprintf(how, sizeof(how), "%s", ctx->err);
+				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", why, how);
+			}
+		}
 		/* auto: a remote without the helper is the usual case; plain
 		 * SFTP then, quietly. */
 		if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)

@@ -16,6 +16,16 @@ int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const ch
                     const char *host, const char *rroot, struct ph_ssh **ssh,
                     struct ph_sftp **sftp);
 
+/* Brings this phsync's static helper for the remote's architecture (uname
+ * -m) into its cache folder (.cache/phsync/ in the login folder) over SFTP:
+ * uploaded when missing or different from ours (the whole cached file is
+ * read back and its XXH3-128 compared before every use), mode 0700. path
+ * gets the cached helper's path, for the exec. Returns 0, or
+ * PHSYNC_EUNSUPPORTED (no helpers here, no commands or no helper for that
+ * machine there) or another error, with the message in ctx. */
+int ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+                        char *path, size_t pathlen);
+
 /* The remote root of a HOST:PATH's path: trailing slashes trimmed; "" is
  * the server's "/" (only when the user wrote "/"), an empty path the
  * login folder ("."). NULL when out of memory. */

@@ -18,12 +18,13 @@ The helper under test is the phsync binary under test, started by the test sshd'
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import unittest
 
-from harness import SyncTestCase, phsync_bin, random_bytes, tree, write_file
+from harness import SyncTestCase, phsync_bin, random_bytes, skip_or_fail, tree, write_file
 
 T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,7 +55,7 @@ class HelperSyncTest(SyncTestCase):
     def helper(self, *extra):
         return ["--json", "--helper", "always", "--helper-path", phsync_bin()] + list(extra)
 
-    def make_photos(self, root, n=4, size=600_000):
+    def make_photos(self, root, n=4, size=600_000):  # also used by the classes below
         datas = {}
         for i in range(n):
             rel = "DCIM/Camera/IMG_%d.jpg" % i
@@ -182,6 +183,106 @@ class HelperSyncTest(SyncTestCase):
         s = summary(r)
         self.assertEqual((s["files_done"], s["bytes_matched"]), (1, 0), r)
         self.assertTreesEqual(self.local, self.remote)
+
+
+# -- bootstrap: no phsync on the phone -------------------------------------------------------------
+
+def helpers_dir():
+    return os.path.join(os.path.dirname(phsync_bin()), "helpers")
+
+
+def host_arch():
+    m = os.uname().machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+class BootstrapTest(SyncTestCase):
+    """The test server's login home is a fresh folder (clean_home): no phsync on its PATH, no
+    cache; phsync brings its static helper there."""
+    server_kwargs = {"clean_home": True}
+
+    def cached(self):
+        return os.path.join(self.srv.login_home, ".cache", "phsync",
+                            "phsync-helper-0.1.0-%s" % host_arch())
+
+    def local_helper(self):
+        with open(os.path.join(helpers_dir(), "phsync-helper-" + host_arch()), "rb") as f:
+            return f.read()
+
+    def test_upload_reuse_and_a_tampered_copy_replaced(self):
+        datas = HelperSyncTest.make_photos(self, self.remote, n=2, size=300_000)
+        env = {"PHSYNC_HELPER_DIR": helpers_dir()}
+        r = self.pull("--json", env=env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTreesEqual(self.remote, self.local)
+        st = os.stat(self.cached())
+        self.assertEqual(st.st_mode & 0o777, 0o700)
+        with open(self.cached(), "rb") as f:
+            self.assertEqual(f.read(), self.local_helper())
+        self.assertEqual(os.listdir(os.path.dirname(self.cached())), [os.path.basename(self.cached())])
+        # Reused: the cached copy is checked, not sent again; deltas flow through it.
+        rel = "DCIM/Camera/IMG_0.jpg"
+        write_file(os.path.join(self.remote, rel), edits(datas[rel], 3), mtime=T0 + 10)
+        r = self.pull("--json", env=env, expect=0)
+        s = summary(r)
+        self.assertEqual((s["helper"], s["files_done"]), (1, 1), r)
+        self.assertGreater(s["bytes_matched"], 250_000, s)
+        st2 = os.stat(self.cached())
+        self.assertEqual((st2.st_ino, st2.st_mtime_ns), (st.st_ino, st.st_mtime_ns), "uploaded again")
+        # Tampered with (same size): refused, replaced, and the replacement is what runs.
+        with open(self.cached(), "r+b") as f:
+            f.seek(1000)
+            b = f.read(1)
+            f.seek(1000)
+            f.write(bytes([b[0] ^ 0xFF]))
+        write_file(os.path.join(self.remote, rel), edits(datas[rel], 4), mtime=T0 + 20)
+        r = self.pull("--json", env=env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        with open(self.cached(), "rb") as f:
+            self.assertEqual(f.read(), self.local_helper())
+        self.assertNotEqual(os.stat(self.cached()).st_ino, st.st_ino)
+        self.assertTreesEqual(self.remote, self.local)
+
+    def test_no_helper_to_bring(self):
+        HelperSyncTest.make_photos(self, self.remote, n=1, size=50_000)
+        empty = os.path.join(self.tmp, "no-helpers")
+        os.makedirs(empty)
+        r = self.pull("--json", env={"PHSYNC_HELPER_DIR": empty}, expect=0)
+        self.assertEqual(summary(r)["helper"], 0, r)
+        self.assertTreesEqual(self.remote, self.local)
+        r = self.pull("--helper", "always", dst=os.path.join(self.tmp, "x"),
+                      env={"PHSYNC_HELPER_DIR": empty}, expect=3)
+        self.assertIn("no helper for this phone here", r.err)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x")))
+        self.assertFalse(os.path.exists(self.cached()))
+
+
+class CrossHelperTest(SyncTestCase):
+    """The phone helpers built by the cross compilers, run under qemu-user as the phone would
+    run them: a pull and a push with deltas through each."""
+
+    def test_aarch64_and_armv7_helpers_sync_deltas(self):
+        for arch, qemu in (("aarch64", "qemu-aarch64-static"), ("armv7", "qemu-arm-static")):
+            with self.subTest(arch):
+                helper = os.path.join(helpers_dir(), "phsync-helper-" + arch)
+                if not os.access(helper, os.X_OK) or not shutil.which(qemu):
+                    skip_or_fail("qemu", "%s or %s missing (apt-get install qemu-user-static "
+                                 "gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf)" % (helper, qemu))
+                path = "%s %s" % (shutil.which(qemu), helper)
+                remote = os.path.join(self.remote, arch)
+                local = os.path.join(self.tmp, "laptop-" + arch)
+                datas = HelperSyncTest.make_photos(self, remote, n=2, size=200_000)
+                opts = ["--json", "--helper", "always", "--helper-path", path]
+                self.assertEqual(summary(self.pull(*opts, src=remote, dst=local, expect=0))["helper"], 1)
+                rel = "DCIM/Camera/IMG_1.jpg"
+                write_file(os.path.join(remote, rel), edits(datas[rel], 5), mtime=T0 + 50)
+                s = summary(self.pull(*opts, src=remote, dst=local, expect=0))
+                self.assertGreater(s["bytes_matched"], 150_000, s)
+                self.assertTreesEqual(remote, local)
+                write_file(os.path.join(local, rel), edits(datas[rel], 6), mtime=T0 + 60)
+                s = summary(self.push(*opts, "--reset-state", "--overwrite", src=local, dst=remote, expect=0))
+                self.assertGreater(s["bytes_matched"], 150_000, s)
+                self.assertTreesEqual(local, remote)
 
 
 # -- the helper over pipes ---------------------------------------------------------------------

@@ -92,9 +92,10 @@ class Unavailable(Exception):
 # for want of one of these fails instead.  Names: sshd, sftp-server (OpenSSH's), dropbear,
 # gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
 # (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
-# private mount namespace); "all" means every one of them.
+# private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers);
+# "all" means every one of them.
 REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
-              "password")
+              "password", "qemu")
 
 
 def required():
@@ -721,6 +722,10 @@ class SshServer:
             "TERM": "dumb",
             "USER": self.user,
             "LOGNAME": self.user,
+            # No helper bootstrap unless a test asks for it (test_helper.py): a run would
+            # otherwise bring the static helper to the test server and go around the SFTP
+            # server a test is about.
+            "PHSYNC_HELPER_DIR": "",
         }
         env.update(sanitizer_env(extra))
         return env
