@@ -53,6 +53,9 @@ cfg=$(head -n1 "$work/config-path")
 [ -n "$cfg" ] || { echo "the test sshd did not start" >&2; exit 1; }
 echo "   ssh config: $cfg (Host phone)"
 
+# The "phone" is this machine under your own account: phsync would bring its
+# static helper into your ~/.cache/phsync. The demo shows plain SFTP instead.
+export PHSYNC_HELPER_DIR=
 echo
 echo "== phsync pull --progress -F $cfg phone:$phone/DCIM $dest"
 build/phsync pull --progress -F "$cfg" "phone:$phone/DCIM" "$dest"
