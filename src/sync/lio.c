@@ -22,6 +22,7 @@
 #define MAX_BATCH 512                 /* files made durable together */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
+#define COPY_PIECE (256u << 10)       /* a COPY is read and written in these */
 
 struct op {
 	struct op *next;
@@ -29,6 +30,9 @@ struct op {
 	uint64_t off;
 	size_t len;          /* 0 with f->commit set by finish: the end op */
 	int end;
+	int copy;            /* the bytes are f->basis's at src_off, not data */
+	uint64_t src_off;
+	size_t held;         /* bytes of data this op holds (the queue's budget) */
 	uint8_t data[];
 };
 
@@ -45,6 +49,7 @@ struct ph_lio {
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
 	int cur_dirfd;
+	struct op *cbuf;             /* a piece of a COPY, on its way */
 	struct ph_lio_file *batch[MAX_BATCH];
 	int fds[MAX_BATCH];
 	size_t nbatch;
@@ -312,6 +317,7 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 		if (l->cur_dirfd >= 0)
 			close(l->cur_dirfd);
 		free(l->cur_dir);
+	free(l->cbuf);
 		l->cur_dir = dir;
 		l->cur_dirfd = nfd;
 	}
@@ -339,6 +345,52 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 		f->err = -errno;
 }
 
+static void do_write(struct ph_lio *l, struct op *o);
+
+static void
+fail_write(struct ph_lio *l, struct ph_lio_file *f, int err)
+{
+	f->err = err;
+	pthread_mutex_lock(&l->mu);
+	if (l->error == 0)
+		l->error = f->err;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* A COPY of the old copy's bytes: read here, in pieces, and written as a
+ * write op's bytes would be (the network thread never touches them). */
+static void
+do_copy(struct ph_lio *l, struct op *o)
+{
+	struct ph_lio_file *f = o->f;
+	struct op *piece;
+	uint64_t done = 0;
+
+	if (l->cbuf == NULL && (l->cbuf = malloc(sizeof(*piece) + COPY_PIECE)) == NULL) {
+		fail_write(l, f, -ENOMEM);
+		return;
+	}
+	piece = l->cbuf;
+	while (done < o->len && f->err == 0) {
+		size_t want = o->len - done < COPY_PIECE ? (size_t)(o->len - done) : COPY_PIECE;
+		ssize_t n = pread(f->basis, piece->data, want, (off_t)(o->src_off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* The old copy shrank under us: the result cannot be right. */
+			f->err = n < 0 ? -errno : -EIO;
+			return;
+		}
+		piece->f = f;
+		piece->off = o->off + done;
+		piece->len = (size_t)n;
+		piece->copy = 0;
+		do_write(l, piece);
+		done += (uint64_t)n;
+	}
+}
+
 static void
 do_write(struct ph_lio *l, struct op *o)
 {
@@ -351,17 +403,17 @@ do_write(struct ph_lio *l, struct op *o)
 		open_file(l, f);
 	if (f->err != 0)
 		return;
+	if (o->copy) {
+		do_copy(l, o);
+		return;
+	}
 	while (left > 0) {
 		ssize_t w = pwrite(f->fd, p, left, (off_t)off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			f->err = w < 0 ? -errno : -ENOSPC;
-			pthread_mutex_lock(&l->mu);
-			if (l->error == 0)
-				l->error = f->err;
-			pthread_mutex_unlock(&l->mu);
+			fail_write(l, f, w < 0 ? -errno : -ENOSPC);
 			return;
 		}
 		p += w;
@@ -485,7 +537,7 @@ run(void *arg)
 		else
 			do_write(l, o);
 		pthread_mutex_lock(&l->mu);
-		l->queued_bytes -= o->len;
+		l->queued_bytes -= o->held;
 		pthread_cond_broadcast(&l->room);
 		free(o);
 	}
@@ -512,7 +564,7 @@ ph_lio_file_new(const char *rel)
 	XXH3_128bits_reset(f->hs);
 	slash = strrchr(f->rel, '/');
 	f->final = slash ? slash + 1 : f->rel;
-	f->fd = f->dirfd = -1;
+	f->fd = f->dirfd = f->basis = -1;
 	return f;
 }
 
@@ -547,7 +599,7 @@ static void
 enqueue(struct ph_lio *l, struct op *o)
 {
 	pthread_mutex_lock(&l->mu);
-	while (o->len > 0 && l->queued_bytes + o->len > MAX_QUEUED_BYTES && l->queued_bytes > 0)
+	while (o->held > 0 && l->queued_bytes + o->held > MAX_QUEUED_BYTES && l->queued_bytes > 0)
 		pthread_cond_wait(&l->room, &l->mu);
 	o->next = NULL;
 	if (l->tail)
@@ -555,7 +607,7 @@ enqueue(struct ph_lio *l, struct op *o)
 	else
 		l->head = o;
 	l->tail = o;
-	l->queued_bytes += o->len;
+	l->queued_bytes += o->held;
 	if (o->end)
 		l->pending++;
 	pthread_cond_signal(&l->work);
@@ -575,7 +627,32 @@ ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *
 	o->off = off;
 	o->len = len;
 	o->end = 0;
+	o->copy = 0;
+	o->held = len;
 	memcpy(o->data, data, len);
+	f->size = off + len > f->size ? off + len : f->size;
+	enqueue(l, o);
+	return 0;
+}
+
+int
+ph_lio_copy(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, uint64_t src_off, size_t len)
+{
+	struct op *o;
+
+	if (len == 0)
+		return 0;
+	if (f->basis < 0)
+		return PHSYNC_EINVAL;
+	if ((o = malloc(sizeof(*o))) == NULL)
+		return PHSYNC_ENOMEM;
+	o->f = f;
+	o->off = off;
+	o->len = len;
+	o->end = 0;
+	o->copy = 1;
+	o->src_off = src_off;
+	o->held = 0;
 	f->size = off + len > f->size ? off + len : f->size;
 	enqueue(l, o);
 	return 0;
@@ -592,6 +669,8 @@ ph_lio_finish(struct ph_lio *l, struct ph_lio_file *f, int commit)
 	o->off = 0;
 	o->len = 0;
 	o->end = 1;
+	o->copy = 0;
+	o->held = 0;
 	enqueue(l, o);
 }
 
@@ -645,6 +724,8 @@ ph_lio_file_free(struct ph_lio_file *f)
 		close(f->fd);
 	if (f->dirfd >= 0)
 		close(f->dirfd);
+	if (f->basis >= 0)
+		close(f->basis);
 	free(f->tmp);
 	free(f->rel);
 	free(f->end_op);

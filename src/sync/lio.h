@@ -42,6 +42,9 @@ struct ph_lio_file {
 	 * is aborted with -EBADMSG, never renamed into place. */
 	int check_hash;
 	uint8_t want_hash[16];
+	/* The old copy a delta's COPY ops read (ph_lio_copy), owned: closed
+	 * with the file. -1 when none. */
+	int basis;
 	uint64_t size;       /* bytes written */
 	uint64_t expect;     /* the size a commit must find on disk */
 	void *hs;            /* XXH3-128 state of the bytes written in order */
@@ -90,6 +93,11 @@ struct ph_lio_file *ph_lio_file_new(const char *rel);
  * is queued. Returns 0 or PHSYNC_ENOMEM. */
 int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,
                  size_t len);
+/* Queues len bytes of f->basis from src_off for offset off of f: the I/O
+ * thread reads and writes them (a delta's COPY). Returns 0, PHSYNC_EINVAL
+ * without a basis, PHSYNC_ENOMEM. */
+int ph_lio_copy(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, uint64_t src_off,
+                size_t len);
 /* Queues the end of f: commit (rename into place), abort (remove) or keep
  * (PH_LIO_KEEP: the good prefix kept for a later resume, see kept). A
  * commit checks that the temp file holds exactly f->expect bytes and that
