@@ -372,6 +372,25 @@ rd_loc(struct ph_serve *s, struct ph_rd *r, struct loc *l, int *err)
 	return 0;
 }
 
+/* A request whose only field before the rest is a path: reads and resolves
+ * it. Returns 0 with l resolved (*replied 0), or with *replied set after
+ * writing the error reply (what names a malformed request); -1 when even
+ * that could not be written. */
+static int
+take_path(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
+          const char *what, struct loc *l, int *replied)
+{
+	int err;
+
+	*replied = 1;
+	if (rd_loc(s, r, l, &err) != 0)
+		return status(out, id, FX_BAD_MESSAGE, what);
+	if (err != 0)
+		return status_errno(out, id, err);
+	*replied = 0;
+	return 0;
+}
+
 static int
 loc_stat(const struct loc *l, struct stat *st)
 {
@@ -490,15 +509,11 @@ do_opendir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct loc l;
 	uint32_t idx;
-	int err, fd;
+	int err, fd, replied;
 	struct handle *h;
 
-	if (rd_loc(s, r, &l, &err) != 0) {
-		loc_close(&l);
-		return status(out, id, FX_BAD_MESSAGE, "malformed OPENDIR");
-	}
-	if (err != 0)
-		return status_errno(out, id, err);
+	if ((err = take_path(s, id, r, out, "malformed OPENDIR", &l, &replied)) != 0 || replied)
+		return err;
 	fd = openat(l.dirfd, l.name,
 	            O_RDONLY | O_DIRECTORY | O_CLOEXEC | (l.follow ? 0 : O_NOFOLLOW));
 	err = errno;
@@ -657,14 +672,10 @@ do_stat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct loc l;
 	struct stat st;
-	int err;
+	int err, replied;
 
-	if (rd_loc(s, r, &l, &err) != 0) {
-		loc_close(&l);
-		return status(out, id, FX_BAD_MESSAGE, "malformed STAT");
-	}
-	if (err != 0)
-		return status_errno(out, id, err);
+	if ((err = take_path(s, id, r, out, "malformed STAT", &l, &replied)) != 0 || replied)
+		return err;
 	/* STAT and LSTAT alike: below the root no symlink is followed, so a
 	 * link is reported as the link it is. */
 	err = loc_stat(&l, &st) != 0 ? errno : 0;
@@ -804,14 +815,10 @@ ext_statvfs(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out
 	struct loc l;
 	struct statvfs v;
 	size_t st;
-	int err, fd, rc = 0;
+	int err, fd, rc = 0, replied;
 
-	if (rd_loc(s, r, &l, &err) != 0) {
-		loc_close(&l);
-		return status(out, id, FX_BAD_MESSAGE, "malformed statvfs");
-	}
-	if (err != 0)
-		return status_errno(out, id, err);
+	if ((err = take_path(s, id, r, out, "malformed statvfs", &l, &replied)) != 0 || replied)
+		return err;
 	fd = openat(l.dirfd, l.name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (l.follow ? 0 : O_NOFOLLOW));
 	err = errno;
 	loc_close(&l);

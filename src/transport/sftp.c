@@ -736,23 +736,32 @@ ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t
 	return end(s, start, rc);
 }
 
+/* Starts a helper request: EXTENDED with its name and the handle. */
+static int
+begin_helper(struct ph_sftp *s, const char *name, const uint8_t *h, uint32_t hlen,
+             ph_sftp_cb cb, void *arg, size_t *start)
+{
+	int rc;
+
+	if (s->helper < 1)
+		return PHSYNC_EUNSUPPORTED;
+	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, start)) != 0)
+		return rc;
+	if ((rc = ph_buf_put_cstr(&s->out, name)) == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	return rc == 0 ? 0 : end(s, *start, rc);   /* a failure leaves nothing queued */
+}
+
 int
 ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
                    ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc;
+	int rc = begin_helper(s, "phsync-sig@phsync.org", h, hlen, cb, arg, &start);
 
-	if (s->helper < 1)
-		return PHSYNC_EUNSUPPORTED;
-	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+	if (rc != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "phsync-sig@phsync.org");
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	if (rc == 0)
-		rc = ph_buf_put_u32(&s->out, block_len);
-	return end(s, start, rc);
+	return end(s, start, ph_buf_put_u32(&s->out, block_len));
 }
 
 int
@@ -762,18 +771,11 @@ ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 	size_t start = 0;
 	int rc;
 
-	if (s->helper < 1)
-		return PHSYNC_EUNSUPPORTED;
 	if (siglen > PH_SFTP_MAX_PACKET - 1024)
 		return PHSYNC_EINVAL;
-	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+	if ((rc = begin_helper(s, "phsync-delta-start@phsync.org", h, hlen, cb, arg, &start)) != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "phsync-delta-start@phsync.org");
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, sig, siglen);
-	return end(s, start, rc);
+	return end(s, start, ph_buf_put_str(&s->out, sig, siglen));
 }
 
 int
@@ -781,18 +783,11 @@ ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ui
                           uint32_t len, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc;
+	int rc = begin_helper(s, "phsync-delta-read@phsync.org", h, hlen, cb, arg, &start);
 
-	if (s->helper < 1)
-		return PHSYNC_EUNSUPPORTED;
-	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+	if (rc != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "phsync-delta-read@phsync.org");
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, doff);
-	if (rc == 0)
+	if ((rc = ph_buf_put_u64(&s->out, doff)) == 0)
 		rc = ph_buf_put_u32(&s->out, len);
 	return end(s, start, rc);
 }

@@ -627,29 +627,10 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 	return 0;
 }
 
-int
-ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
-{
-	if (ssh->chan != NULL)
-		ph_ssh_close_channel(ssh);
-	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
-	    ssh_channel_open_session(ssh->chan) != SSH_OK)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
-		              ssh->host, ssh_get_error(ssh->sess));
-	if (ssh_channel_request_subsystem(ssh->chan, "sftp") != SSH_OK)
-		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
-		              "%s: the server offers no SFTP subsystem: %s", ssh->host,
-		              ssh_get_error(ssh->sess));
-	chan->write = chan_write;
-	chan->read = chan_read;
-	chan->write_some = chan_write_some;
-	chan->wait = chan_wait;
-	chan->arg = ssh;
-	return 0;
-}
-
-int
-ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
+/* A new session channel in place of the one open, its end of the pipe in
+ * chan (the subsystem or command is requested by the caller). */
+static int
+new_channel(struct ph_ssh *ssh, struct ph_chan *chan)
 {
 	if (ssh->chan != NULL)
 		ph_ssh_close_channel(ssh);
@@ -659,15 +640,35 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 	    ssh_channel_open_session(ssh->chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
 		              ssh->host, ssh_get_error(ssh->sess));
-	if (ssh_channel_request_exec(ssh->chan, cmd) != SSH_OK)
-		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
-		              ssh->host, ssh_get_error(ssh->sess));
 	chan->write = chan_write;
 	chan->read = chan_read;
 	chan->write_some = chan_write_some;
 	chan->wait = chan_wait;
 	chan->arg = ssh;
 	return 0;
+}
+
+int
+ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
+{
+	int rc = new_channel(ssh, chan);
+
+	if (rc == 0 && ssh_channel_request_subsystem(ssh->chan, "sftp") != SSH_OK)
+		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
+		            "%s: the server offers no SFTP subsystem: %s", ssh->host,
+		            ssh_get_error(ssh->sess));
+	return rc;
+}
+
+int
+ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
+{
+	int rc = new_channel(ssh, chan);
+
+	if (rc == 0 && ssh_channel_request_exec(ssh->chan, cmd) != SSH_OK)
+		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
+		            ssh->host, ssh_get_error(ssh->sess));
+	return rc;
 }
 
 size_t
