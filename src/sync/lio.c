@@ -317,7 +317,6 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 		if (l->cur_dirfd >= 0)
 			close(l->cur_dirfd);
 		free(l->cur_dir);
-	free(l->cbuf);
 		l->cur_dir = dir;
 		l->cur_dirfd = nfd;
 	}
@@ -748,6 +747,7 @@ ph_lio_free(struct ph_lio *l)
 	if (l->cur_dirfd >= 0)
 		close(l->cur_dirfd);
 	free(l->cur_dir);
+	free(l->cbuf);
 	while (l->done_head != NULL) {
 		struct ph_lio_file *f = l->done_head;
 
