@@ -66,6 +66,10 @@ class HelperSyncTest(SyncTestCase):
 
     def test_pull_moves_changed_files_as_deltas(self):
         datas = self.make_photos(self.remote)
+        # A second folder: the I/O thread moves between folders while it copies old bytes.
+        other = "Pictures/Edited/IMG_9.jpg"
+        datas[other] = random_bytes(500_000, 9)
+        write_file(os.path.join(self.remote, other), datas[other], mtime=T0)
         r = self.pull(*self.helper(), expect=0)
         self.assertEqual(summary(r)["helper"], 1)
         self.assertTreesEqual(self.remote, self.local)
@@ -75,18 +79,20 @@ class HelperSyncTest(SyncTestCase):
         new["DCIM/Camera/IMG_1.jpg"] = datas["DCIM/Camera/IMG_1.jpg"][:400_000]
         new["DCIM/Camera/IMG_2.jpg"] = datas["DCIM/Camera/IMG_2.jpg"] + random_bytes(300_000, 3)
         new["DCIM/Camera/IMG_3.jpg"] = random_bytes(len(datas["DCIM/Camera/IMG_3.jpg"]), 4)
+        new[other] = edits(datas[other], 11)
         for i, rel in enumerate(sorted(new)):
             write_file(os.path.join(self.remote, rel), new[rel], mtime=T0 + 100 + i)
         r = self.pull(*self.helper(), expect=0)
         s = summary(r)
-        self.assertEqual((s["files_done"], s["files_failed"], s["helper"]), (4, 0, 1), r)
+        self.assertEqual((s["files_done"], s["files_failed"], s["helper"]), (5, 0, 1), r)
         self.assertTreesEqual(self.remote, self.local)
         for rel, data in new.items():
             with open(os.path.join(self.local, rel), "rb") as f:
                 self.assertEqual(f.read(), data, rel)
-        # What did not travel: all but ~6 KB of IMG_0, all of IMG_1 and of IMG_2's old part;
-        # nothing of the rewritten IMG_3.
-        unchanged = (len(datas["DCIM/Camera/IMG_0.jpg"]) - 20_000) + 400_000 + len(datas["DCIM/Camera/IMG_2.jpg"]) - 4096
+        # What did not travel: all but ~6 KB of IMG_0 and IMG_9, all of IMG_1 and of IMG_2's old
+        # part; nothing of the rewritten IMG_3.
+        unchanged = (len(datas["DCIM/Camera/IMG_0.jpg"]) - 20_000) + 400_000 + len(datas["DCIM/Camera/IMG_2.jpg"]) - 4096 \
+            + len(datas[other]) - 20_000
         self.assertGreater(s["bytes_matched"], unchanged, s)
         self.assertLess(s["bytes_matched"], s["bytes_committed"] - len(new["DCIM/Camera/IMG_3.jpg"]) + 1, s)
         self.assertNoLeftovers()
