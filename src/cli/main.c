@@ -65,7 +65,7 @@ static const char usage_text[] =
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
 "       phsync daemon [-c FILE] [-v|-q]   (every pair of a config file)\n"
-"       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
+"       phsync status [--json] [--state-dir DIR]   (watched pairs, pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
 "       phsync pair [-F FILE] [--key FILE] [--authorized-keys PATH] NAME\n"
@@ -842,8 +842,10 @@ status_main(int argc, char **argv)
 			fputs("usage: phsync status [--json] [--state-dir DIR]\n"
 			      "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
 			      "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
-			      "Without paths, lists the sync pairs phsync has state for, and how each "
-			      "one's last run\nended. With a pair, says what a sync would do now (a "
+			      "Without paths, lists the pairs --watch and phsync daemon keep in step "
+			      "(watching,\nsyncing, waiting for the host, stopped; the last sync), then "
+			      "the sync pairs phsync\nhas state for, and how each one's last run "
+			      "ended. With a pair, says what a sync would do now (a "
 			      "dry run: nothing changes)\nand how the pair's last run ended; "
 			      "OPTIONS are pull's and push's.\n", stdout);
 			return CLI_EXIT_OK;

@@ -6,9 +6,8 @@ sent back; with the inotify watch limit reached (lowered in a user namespace of 
 so the machine's sysctl is untouched) the warning names fs.inotify.max_user_watches and files
 in unwatched folders still arrive by the rescan; config errors name the file and line.
 
-IN_Q_OVERFLOW cannot be provoked here without lowering fs.inotify.max_queued_events for the
-whole machine (it has no per-namespace value): its handling shares the rescan path the watch
-limit test drives.
+IN_Q_OVERFLOW is provoked for real in test_watch_status.py (as root, lowering
+fs.inotify.max_queued_events for an instant: it has no per-namespace value).
 """
 
 import os
