@@ -704,8 +704,16 @@ static void
 status_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 {
 	int64_t now = (int64_t)time(NULL);
+	int alive = phsync_conn_alive(p->conn);
 
 	uv_mutex_lock(&p->st_lock);
+	if (!p->job_synced && !retry_s && !rc && p->st_word != NULL && !strcmp(p->st_word, word) &&
+	    p->st_connected == alive && p->st_err[0] == '\0') {
+		/* A poll that found nothing: the record already says it all
+		 * (no file write every poll). */
+		uv_mutex_unlock(&p->st_lock);
+		return;
+	}
 	if (p->job_synced) {
 		p->st_last_start = p->job_t0 ? p->job_t0 : now;
 		p->st_last_end = now;
@@ -715,7 +723,7 @@ status_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 		p->st_last_bytes = p->job_st.bytes_committed;
 	}
 	snprintf(p->st_err, sizeof(p->st_err), "%s", rc ? p->job_err : "");
-	p->st_connected = phsync_conn_alive(p->conn);
+	p->st_connected = alive;
 	uv_mutex_unlock(&p->st_lock);
 	status_set(p, word);
 	if (retry_s) {
