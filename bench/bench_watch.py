@@ -17,6 +17,14 @@
     <= 0.05 s CPU, <= 30 MB. The same for a pull pair polling the phone every 30 s (the
     default) over the same tree: the remote side's idle cost.
 
+(d) remote pickup: `phsync pull --watch --interval I` (default 10); a 3 MB photo appears in the
+    phone's folder (written beside it and renamed in, as a camera app finishes a photo) at a
+    random moment; the time until it is complete on the laptop, --pull-reps times. Target:
+    within one poll interval plus the sync time (every figure <= I + the sync's own time).
+
+CPU time comes from /proc/PID/stat in clock ticks (1/SC_CLK_TCK s, 10 ms here): "0.000" means
+less than one tick over the whole idle period.
+
 The sshd is the tests' harness (tests/lib/harness.py, as bench_wire.py uses it): a real
 OpenSSH sshd on 127.0.0.1 with throwaway keys. The load average before and after each part is
 printed: on a shared machine the figures move with it. Results go to stdout and, as JSON, to
@@ -213,6 +221,45 @@ def part_burst(a, srv, env, phsync, base):
             "load_after": la1}
 
 
+def part_pickup(a, srv, env, phsync, base):
+    local, remote = os.path.join(base, "pick-local"), os.path.join(base, "pick-remote")
+    for d in (local, remote):
+        shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(remote)
+    w = Proc([phsync, "pull", "--watch", "--interval", str(a.interval), "-F", srv.config,
+              "phone:" + remote, local], env)
+    rows = []
+    try:
+        w.wait_line(r"watching ")
+        import random
+        rnd = random.Random(9)
+        la0 = loadavg()
+        for i in range(a.pull_reps):
+            time.sleep(rnd.uniform(0, a.interval))
+            data = os.urandom(PHOTO)
+            digest = hashlib.blake2b(data, digest_size=16).digest()
+            name = "IMG_%04d.jpg" % i
+            tmp = os.path.join(remote, ".pending-" + name)
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.rename(tmp, os.path.join(remote, name))
+            t0 = time.monotonic()
+            dst = os.path.join(local, name)
+            while not complete(dst, PHOTO, digest):
+                if time.monotonic() > t0 + 10 * a.interval + 60:
+                    raise RuntimeError("%s was not pulled" % name)
+                time.sleep(0.005)
+            dt = time.monotonic() - t0
+            rows.append(dt)
+            log("(d) %s: on the laptop %.2f s after it appeared on the phone" % (name, dt))
+        la1 = loadavg()
+    finally:
+        w.stop()
+    return {"interval_s": a.interval, "reps": a.pull_reps, "all_s": rows,
+            "max_s": max(rows), "median_s": statistics.median(rows),
+            "load_before": la0, "load_after": la1}
+
+
 def make_tree(root, files):
     if os.path.isdir(root) and sum(len(f) for _, _, f in os.walk(root)) == files:
         return
@@ -272,7 +319,9 @@ def main(argv):
     ap.add_argument("--burst", type=int, default=1000)
     ap.add_argument("--files", type=int, default=50000)
     ap.add_argument("--idle", type=int, default=60)
-    ap.add_argument("--parts", default="latency,burst,idle-push,idle-pull")
+    ap.add_argument("--interval", type=int, default=10, help="(d): the pull's poll interval")
+    ap.add_argument("--pull-reps", type=int, default=5)
+    ap.add_argument("--parts", default="latency,burst,idle-push,idle-pull,pickup")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args(argv)
     parts = [p for p in a.parts.split(",") if p]
@@ -307,6 +356,12 @@ def main(argv):
                           r["idle_s"], direction, r["files"], r["folders"], r["cpu_s"],
                           r["rss_mb_after"], r["peak_rss_mb"], r["first_sync_s"],
                           r["load_before"], r["load_after"]))
+        if "pickup" in parts:
+            res["pickup"] = r = part_pickup(a, srv, env, phsync, base)
+            print("(d) a photo appearing on the phone, pull --watch --interval %d: on the laptop "
+                  "after %s s (max %.2f; load %s -> %s)" % (
+                      r["interval_s"], ", ".join("%.2f" % x for x in r["all_s"]), r["max_s"],
+                      r["load_before"], r["load_after"]))
     finally:
         srv.stop()
     os.makedirs(a.out, exist_ok=True)
