@@ -23,7 +23,8 @@
     within one poll interval plus the sync time (every figure <= I + the sync's own time).
 
 CPU time comes from /proc/PID/stat in clock ticks (1/SC_CLK_TCK s, 10 ms here): "0.000" means
-less than one tick over the whole idle period.
+less than one tick over the whole idle period; where perf is installed, `perf stat -e
+task-clock -p PID` over the same window gives it in milliseconds (all threads).
 
 The sshd is the tests' harness (tests/lib/harness.py, as bench_wire.py uses it): a real
 OpenSSH sshd on 127.0.0.1 with throwaway keys. The load average before and after each part is
@@ -298,14 +299,28 @@ def part_idle(a, srv, env, phsync, base, direction):
         time.sleep(1)  # the end of the first run (threads joined, buffers freed)
         la0 = loadavg()
         c0, m0 = d.cpu_s(), d.mem_kb()
-        time.sleep(a.idle)
+        task_ms = None
+        if shutil.which("perf"):
+            # task-clock of every thread (the workers a poll starts too), in ms: /proc's
+            # ticks cannot tell 0 from 9 ms.
+            r = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", "-p", str(d.p.pid),
+                                "--", "sleep", str(a.idle)], capture_output=True, text=True)
+            for line in r.stderr.splitlines():
+                f = line.split(",")
+                if len(f) > 2 and f[2].startswith("task-clock"):
+                    try:
+                        task_ms = float(f[0])
+                    except ValueError:
+                        pass
+        else:
+            time.sleep(a.idle)
         c1, m1 = d.cpu_s(), d.mem_kb()
         la1 = loadavg()
         folders = a.files // 100 + 1
     finally:
         d.stop()
     return {"direction": direction, "files": a.files, "folders": folders, "idle_s": a.idle,
-            "cpu_s": round(c1 - c0, 3), "rss_mb_before": m0["VmRSS"] / 1024,
+            "cpu_s": round(c1 - c0, 3), "perf_task_clock_ms": task_ms, "rss_mb_before": m0["VmRSS"] / 1024,
             "rss_mb_after": m1["VmRSS"] / 1024, "peak_rss_mb": m1["VmHWM"] / 1024,
             "first_sync_s": first, "load_before": la0, "load_after": la1}
 
@@ -351,9 +366,11 @@ def main(argv):
         for direction in ("push", "pull"):
             if "idle-" + direction in parts:
                 res["idle_" + direction] = r = part_idle(a, srv, env, phsync, base, direction)
-                print("(c) idle %d s, %s pair, %d files in %d folders: CPU %.3f s, RSS %.1f MB "
+                print("(c) idle %d s, %s pair, %d files in %d folders: CPU %.3f s (/proc ticks; "
+                      "perf task-clock %s ms), RSS %.1f MB "
                       "(peak %.1f MB; first sync %.1f s; load %s -> %s)" % (
                           r["idle_s"], direction, r["files"], r["folders"], r["cpu_s"],
+                          "%.2f" % r["perf_task_clock_ms"] if r["perf_task_clock_ms"] is not None else "n/a",
                           r["rss_mb_after"], r["peak_rss_mb"], r["first_sync_s"],
                           r["load_before"], r["load_after"]))
         if "pickup" in parts:
