@@ -168,6 +168,14 @@ class DaemonTest(SyncTestCase):
         for i, f in enumerate(folders):
             wait_for(lambda: arrived(os.path.join(self.remote, f, "p%d.jpg" % i), b"photo %d" % i, T0 + i),
                      what="%s/p%d.jpg (watched or not)" % (f, i))
+        # `phsync status` shows the standing warning with the pair's state.
+        r = self.srv.run(["status", "--json"])
+        self.assertEqual(r.code, 0, r)
+        w = [e for e in r.json() if e["event"] == "watch" and e["name"] == "pics" and e["live"]]
+        self.assertEqual(len(w), 1, r.out)
+        self.assertIn("fs.inotify.max_user_watches", w[0]["note"])
+        self.assertIn(w[0]["state"], ("watching", "syncing"))  # it rescans every second
+        self.assertIn("warning: cannot watch more folders", self.srv.run(["status"]).out)
         self.assertEqual(d.stop(), 0, d.text())
 
     def test_config_errors(self):
