@@ -97,7 +97,13 @@ ph_wst_open(const char *state_dir, const char *direction, const char *remote,
 		free(w);
 		return rc;
 	}
-	if (flock(w->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+	/* A `phsync status` holds the lock shared for an instant while it
+	 * looks: only a lock still held after a few tries is another
+	 * watcher's. */
+	for (i = 0; (rc = flock(w->lock_fd, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK &&
+	            i < 20; i++)
+		usleep(5000);
+	if (rc != 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		close(w->lock_fd);
 		free(w);
