@@ -197,14 +197,14 @@ class WatchStatusTest(SyncTestCase):
 
     def test_keepalives_while_held_and_close_after_idle(self):
         os.makedirs(self.local)
-        conf = self.conf([("music", "push", self.remote, self.local, "keepalive = 1\nidle-close = 6\n")])
+        conf = self.conf([("music", "push", self.remote, self.local, "keepalive = 1\nidle-close = 10\n")])
         d = self.daemon(conf, "-v")
         d.wait_line(r"^phsync: music: watching ")
         self.assertEqual(self.established_to(d.p.pid, self.srv.port), 1)
         # Held and unused: proved alive on the timer.
         self.wait_status("music", lambda w: w["keepalives"] >= 2 and w["connected"], "keepalives")
         # Idle long enough: closed, and no connection left to sshd.
-        d.wait_line(r"^phsync: music: idle for 6 s: connection closed")
+        d.wait_line(r"^phsync: music: idle for 10 s: connection closed")
         w = self.wait_status("music", lambda w: not w["connected"], "the link closed")
         wait_for(lambda: self.established_to(d.p.pid, self.srv.port) == 0, what="the TCP link closed")
         self.assertEqual(w["state"], "watching")
