@@ -80,6 +80,7 @@ struct pair {
 	size_t nhold;
 	int job_rc, job_synced, job_ka;
 	int timer_due;           /* the timer fired during a keepalive */
+	uint64_t last_use_ms;    /* loop time the last poll or run ended */
 	int64_t job_t0;          /* unix seconds the job's sync began */
 	struct phsync_stats job_st;
 	char job_err[1024];
@@ -736,6 +737,21 @@ status_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 
 static void on_ka(uv_timer_t *t);
 
+/* Long idle: the phone need not keep our connection. */
+static void
+idle_close(struct pair *p)
+{
+	phsync_conn_free(p->conn);
+	p->conn = NULL;
+	uv_timer_stop(&p->ka);
+	if (p->d->verbose > 0)
+		say(p, "idle for %u s: connection closed", p->def.idle_close_s);
+	uv_mutex_lock(&p->st_lock);
+	p->st_connected = 0;
+	status_write_locked(p);
+	uv_mutex_unlock(&p->st_lock);
+}
+
 /* Arms the keepalive while p holds a connection it does not use: none at
  * all without one (an idle, disconnected pair has no timer running), and
  * none for a pull whose polls come at least as often. */
@@ -759,6 +775,13 @@ on_ka(uv_timer_t *t)
 
 	if (p->busy || p->closing || p->d->stopping || !phsync_conn_alive(p->conn))
 		return;
+	/* A pull polling less often than idle-close lets its link go between
+	 * polls (a push pair's own timer does that for it). */
+	if (p->def.dir == PHSYNC_PULL &&
+	    uv_now(&p->d->loop) - p->last_use_ms >= (uint64_t)p->def.idle_close_s * 1000) {
+		idle_close(p);
+		return;
+	}
 	/* Off the loop: a phone that left without a word takes up to the
 	 * timeout to be found gone. */
 	p->job_ka = 1;
@@ -829,6 +852,7 @@ on_done(uv_async_t *a)
 		ka_done(p, rc);
 		return;
 	}
+	p->last_use_ms = uv_now(&d->loop);
 	free_hold(p);
 	uv_mutex_lock(&p->wrote_lock);
 	for (i = 0; i < p->nwrote; i++)
@@ -980,16 +1004,7 @@ on_timer(uv_timer_t *t)
 		p->dirty = 1; /* folders the watch limit left out: look at all */
 		restart_settle(p);
 	} else {
-		/* Long idle: the phone need not keep our connection. */
-		phsync_conn_free(p->conn);
-		p->conn = NULL;
-		uv_timer_stop(&p->ka);
-		if (p->d->verbose > 0)
-			say(p, "idle for %u s: connection closed", p->def.idle_close_s);
-		uv_mutex_lock(&p->st_lock);
-		p->st_connected = 0;
-		status_write_locked(p);
-		uv_mutex_unlock(&p->st_lock);
+		idle_close(p);
 	}
 }
 

@@ -228,6 +228,23 @@ class WatchStatusTest(SyncTestCase):
         wait_for(lambda: arrived(os.path.join(self.remote, "y.ogg"), b"phone is back", T0), what="y.ogg")
         self.assertEqual(d.stop(), 0, d.text())
 
+    def test_pull_polling_less_often_than_idle_close_lets_the_link_go(self):
+        os.makedirs(self.remote, exist_ok=True)
+        conf = self.conf([("photos", "pull", self.remote, self.local,
+                           "interval = 8\nkeepalive = 1\nidle-close = 3\n")])
+        d = self.daemon(conf, "-v")
+        d.wait_line(r"^phsync: photos: watching ")
+        # Kept (and proved alive) for a while after the poll, then let go until the next one.
+        self.wait_status("photos", lambda w: w["keepalives"] >= 1, "a keepalive")
+        d.wait_line(r"^phsync: photos: idle for 3 s: connection closed")
+        self.wait_status("photos", lambda w: not w["connected"], "the link closed")
+        wait_for(lambda: self.established_to(d.p.pid, self.srv.port) == 0, what="the TCP link closed")
+        # The next poll connects again and sees what the phone got meanwhile.
+        write_file(os.path.join(self.remote, "new.jpg"), b"taken while idle", mtime=T0)
+        wait_for(lambda: arrived(os.path.join(self.local, "new.jpg"), b"taken while idle", T0),
+                 what="new.jpg pulled by the next poll")
+        self.assertEqual(d.stop(), 0, d.text())
+
     def test_queue_overflow_rescans_everything(self):
         if os.geteuid() != 0:
             skip_or_fail("root", "lowering fs.inotify.max_queued_events needs root")
