@@ -176,6 +176,16 @@ class WatchStatusTest(SyncTestCase):
         self.assertEqual(bg.stop(), 0, bg.text())
         self.assertEqual(self.status(), {})
 
+    @staticmethod
+    def fd_targets(pid):
+        out = []
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            except OSError:  # closed meanwhile
+                pass
+        return out
+
     def established_to(self, pid, port):
         """TCP connections of process pid to 127.0.0.1:port (from /proc: no ss needed)."""
         inodes = set()
@@ -258,16 +268,15 @@ class WatchStatusTest(SyncTestCase):
         # The queue size is taken when an inotify instance is made: lower it only until the
         # daemon has made its own, then put it back (other programs' watchers are unaffected
         # unless they start in that instant).
-        d = None
         try:
             with open(QUEUE_SYSCTL, "w") as f:
                 f.write("8")
-            d = self.daemon(conf)
-            wait_for(lambda: any(os.readlink("/proc/%d/fd/%s" % (d.p.pid, fd)) == "anon_inode:inotify"
-                                 for fd in os.listdir("/proc/%d/fd" % d.p.pid)),
-                     what="the daemon's inotify instance")
-        except OSError as e:
+        except OSError as e:  # a read-only /proc/sys (a container)
             skip_or_fail("root", "cannot write %s: %s" % (QUEUE_SYSCTL, e))
+        try:
+            d = self.daemon(conf)
+            wait_for(lambda: "anon_inode:inotify" in self.fd_targets(d.p.pid),
+                     what="the daemon's inotify instance")
         finally:
             with open(QUEUE_SYSCTL, "w") as f:
                 f.write(saved)
