@@ -682,7 +682,8 @@ watch_pair(const struct ph_wst_rec *r, int live, void *arg)
 		       ",\"retry_at\":%lld,\"last_start\":%lld,\"last_end\":%lld",
 		       (long long)r->since, live && r->connected ? "true" : "false", r->keepalives,
 		       (long long)r->retry_at, (long long)r->last_start, (long long)r->last_end);
-		json_kv_str("last_result", res);
+		/* As the "pair" events say it. */
+		json_kv_str("last_result", r->last_end ? phsync_strerror(r->last_result) : "");
 		printf(",\"last_exit\":%d,\"files_done\":%" PRIu64 ",\"files_failed\":%" PRIu64
 		       ",\"bytes\":%" PRIu64, r->last_end ? exit_code(r->last_result) : -1,
 		       r->last_files, r->last_failed, r->last_bytes);

@@ -88,7 +88,7 @@ class WatchStatusTest(SyncTestCase):
         self.assertEqual(down["remote"], "phone:" + down_remote)
         self.assertEqual(down["local"], os.path.realpath(down_local))
         self.assertEqual(down["config"], conf)
-        self.assertEqual((down["last_result"], down["last_exit"], down["files_done"]), ("ok", 0, 1))
+        self.assertEqual((down["last_result"], down["last_exit"], down["files_done"]), ("success", 0, 1))
         self.assertTrue(down["connected"])
         self.assertEqual(down["error"], "")
         up = self.wait_status("up", lambda w: w["state"] == "watching", "watching")
@@ -99,7 +99,7 @@ class WatchStatusTest(SyncTestCase):
         wait_for(lambda: arrived(os.path.join(up_remote, "b.txt"), b"to the phone", T0), what="b.txt")
         up = self.wait_status("up", lambda w: w["files_done"] == 1 and w["last_end"] >= before,
                               "the sync of b.txt recorded")
-        self.assertEqual((up["state"], up["last_result"]), ("watching", "ok"))
+        self.assertEqual((up["state"], up["last_result"]), ("watching", "success"))
         self.assertGreaterEqual(up["last_end"], up["last_start"])
         text = self.status_text()
         self.assertIn("watched pairs:\n", text)
