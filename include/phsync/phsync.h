@@ -234,6 +234,14 @@ int phsync_conn_open(phsync_ctx *ctx, const char *remote,
 void phsync_conn_free(phsync_conn *c);
 /* 1 while the link is usable, 0 once it failed (then free and reopen). */
 int phsync_conn_alive(const phsync_conn *c);
+/* Proves a kept connection alive with one SFTP round trip (a STAT of the
+ * remote folder; any answer will do), which also keeps the phone's SSH
+ * server and NATs on the way from dropping an idle link: libssh has no
+ * keepalive timer of its own, so a caller holding a link sends this on its
+ * own timer. Waits for the answer up to the connection's timeout. Returns 0
+ * (answered), PHSYNC_ECONNECT (the link is dead: free and reopen) or
+ * PHSYNC_EINTR. */
+int phsync_conn_keepalive(phsync_conn *c);
 /* Has the remote folder's tree changed since the last call? Cheap for the
  * server: stats the folders it knows (a folder's mtime moves when entries
  * come and go) and lists only those whose mtime moved (and, once more, at

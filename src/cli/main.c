@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "output.h"
 #include "watch.h"
+#include "wstatus.h"
 
 #define MAX_RULES 256
 
@@ -67,7 +68,7 @@ static const char usage_head[] =
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
 "       phsync daemon [-c FILE] [-v|-q]   (every pair of a config file)\n"
-"       phsync status [--json] [--state-dir DIR]   (the pairs synced so far)\n"
+"       phsync status [--json] [--state-dir DIR]   (watched pairs, pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
 "       phsync delta signature|diff|patch ...   (see phsync delta --help)\n"
 "       phsync pair [-F FILE] [--key FILE] [--authorized-keys PATH] NAME\n"
@@ -203,10 +204,11 @@ static const char status_usage[] =
 "usage: phsync status [--json] [--state-dir DIR]\n"
 "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
 "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
-"Without paths, lists the sync pairs phsync has state for, and how each one's\n"
-"last run ended. With a pair, says what a sync would do now (a dry run:\n"
-"nothing changes) and how the pair's last run ended; OPTIONS are pull's and\n"
-"push's (phsync pull --help).\n"
+"Without paths, lists the pairs --watch and phsync daemon keep in step\n"
+"(watching, syncing, waiting for the host, stopped; the last sync), then the\n"
+"sync pairs phsync has state for, and how each one's last run ended. With a\n"
+"pair, says what a sync would do now (a dry run: nothing changes) and how the\n"
+"pair's last run ended; OPTIONS are pull's and push's (phsync pull --help).\n"
 "\n"
 "Options:\n"
 "      --json         one JSON object per pair (per line) on stdout\n"
@@ -725,6 +727,111 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	       pi->files_known);
 }
 
+/* Watched pairs (the watcher's records, wstatus.h). */
+struct watch_out {
+	int json;
+	int n;
+	const char *local;       /* only this pair (realpath), or NULL: all */
+	const char *rpath;
+};
+
+static void
+when_str(char *buf, size_t len, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || strftime(buf, len, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm)) == 0)
+		snprintf(buf, len, "never");
+}
+
+static void
+json_kv_str(const char *key, const char *v)
+{
+	printf(",\"%s\":", key);
+	cli_json_string(stdout, v);
+}
+
+static void
+watch_pair(const struct ph_wst_rec *r, int live, void *arg)
+{
+	struct watch_out *wo = arg;
+	char since[32], last[32], retry[32], shown[8192], shown2[8192];
+	const char *res;
+
+	if (wo->local != NULL) {
+		const char *colon = strrchr(r->remote, ':');
+
+		if (strcmp(r->local, wo->local) != 0 || colon == NULL ||
+		    strcmp(colon + 1, wo->rpath) != 0)
+			return;
+	}
+	res = !r->last_end ? "" : r->last_result == 0 ? "ok" : phsync_strerror(r->last_result);
+	if (wo->json) {
+		fputs("{\"event\":\"watch\"", stdout);
+		json_kv_str("name", r->name);
+		json_kv_str("direction", r->direction);
+		json_kv_str("remote", r->remote);
+		json_kv_str("local", r->local);
+		json_kv_str("config", r->config);
+		printf(",\"pid\":%ld,\"live\":%s", r->pid, live ? "true" : "false");
+		/* A record no live process holds is a dead watcher's: not
+		 * "watching", whatever it last said. */
+		json_kv_str("state", live ? r->state : "gone");
+		json_kv_str("recorded_state", r->state);
+		printf(",\"since\":%lld,\"connected\":%s,\"keepalives\":%" PRIu64
+		       ",\"retry_at\":%lld,\"last_start\":%lld,\"last_end\":%lld",
+		       (long long)r->since, live && r->connected ? "true" : "false", r->keepalives,
+		       (long long)r->retry_at, (long long)r->last_start, (long long)r->last_end);
+		/* As the "pair" events say it. */
+		json_kv_str("last_result", r->last_end ? phsync_strerror(r->last_result) : "");
+		printf(",\"last_exit\":%d,\"files_done\":%" PRIu64 ",\"files_failed\":%" PRIu64
+		       ",\"bytes\":%" PRIu64, r->last_end ? exit_code(r->last_result) : -1,
+		       r->last_files, r->last_failed, r->last_bytes);
+		json_kv_str("error", r->error);
+		json_kv_str("note", r->note);
+		printf(",\"updated\":%lld}\n", (long long)r->updated);
+		wo->n++;
+		return;
+	}
+	if (wo->n == 0)
+		printf(wo->local == NULL ? "watched pairs:\n" : "watcher:\n");
+	wo->n++;
+	when_str(since, sizeof(since), r->since);
+	when_str(last, sizeof(last), r->last_end);
+	when_str(retry, sizeof(retry), r->retry_at);
+	if (wo->local == NULL) {
+		phsync_escape(shown, sizeof(shown), r->remote);
+		phsync_escape(shown2, sizeof(shown2), r->local);
+		printf("%s: %s %s -> %s\n", r->name, r->direction,
+		       strcmp(r->direction, "pull") == 0 ? shown : shown2,
+		       strcmp(r->direction, "pull") == 0 ? shown2 : shown);
+	}
+	phsync_escape(shown, sizeof(shown), r->error);
+	if (!live) {
+		printf("  not watched: its watcher (pid %ld) ended without a word (killed?); "
+		       "it was %s at %s\n", r->pid, r->state, since);
+	} else if (strcmp(r->state, "waiting") == 0) {
+		printf("  waiting for the host since %s (pid %ld; backing off, next try %s)\n"
+		       "  why: %s\n", since, r->pid, retry, shown);
+	} else if (strcmp(r->state, "stopped") == 0) {
+		printf("  stopped since %s (pid %ld; not retried: restart it or send the daemon "
+		       "SIGHUP)\n  why: %s\n", since, r->pid, shown);
+	} else {
+		printf("  %s since %s (pid %ld%s)\n", r->state, since, r->pid,
+		       r->connected ? ", connected" : "");
+	}
+	if (r->last_end)
+		printf("  last sync %s: %s, %" PRIu64 " copied, %" PRIu64 " failed\n", last, res,
+		       r->last_files, r->last_failed);
+	else
+		printf("  no sync ended yet\n");
+	if (r->note[0]) {
+		phsync_escape(shown, sizeof(shown), r->note);
+		printf("  warning: %s\n", shown);
+	}
+}
+
 /* The status of one pair: what a sync would do now (the dry run's
  * counts) and how its last run ended. */
 static void
@@ -764,6 +871,12 @@ pair_status(const char *state_dir, const char *remote, const char *local, int js
 	so.rpath = p;
 	if (phsync_pairs(ctx, state_dir, status_pair, &so) == 0 && so.n == 0 && !json)
 		printf("never synced\n");
+	{
+		/* A watcher of this pair, if one keeps a record. */
+		struct watch_out wo = { json, 0, lpath, p };
+
+		(void)ph_wst_list(state_dir, watch_pair, &wo);
+	}
 out:
 	phsync_ctx_free(ctx);
 	free(u);
@@ -844,6 +957,16 @@ status_main(int argc, char **argv)
 	}
 	if (phsync_ctx_new(&ctx) != 0)
 		return CLI_EXIT_ERROR;
+	/* The watched pairs first (what runs now), then the state's pairs. */
+	{
+		struct watch_out wo = { so.json, 0, NULL, NULL };
+		int wrc = ph_wst_list(dir, watch_pair, &wo);
+
+		if (wrc != 0)
+			fprintf(stderr, "phsync: cannot read the watchers' status: %s\n", strerror(-wrc));
+		if (wo.n > 0 && !so.json)
+			printf("\n");
+	}
 	rc = phsync_pairs(ctx, dir, status_pair, &so);
 	if (rc != 0)
 		fprintf(stderr, "phsync: %s\n", phsync_ctx_error(ctx));

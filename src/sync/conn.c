@@ -699,6 +699,30 @@ out:
 }
 
 int
+phsync_conn_keepalive(phsync_conn *c)
+{
+	struct ph_sftp_attrs a;
+	char *root;
+	int rc;
+
+	if (c == NULL)
+		return PHSYNC_EINVAL;
+	if (!phsync_conn_alive(c))
+		return ph_err(c->ctx, PHSYNC_ECONNECT, "%s: the connection was lost", c->host);
+	if ((root = rpath(c, "")) == NULL)
+		return PHSYNC_ENOMEM;
+	rc = ph_sftp_stat_sync(c->sftp, 0, root, &a);
+	free(root);
+	if (rc == PHSYNC_EINTR)
+		return rc;
+	if (!phsync_conn_alive(c))
+		return ph_err(c->ctx, PHSYNC_ECONNECT, "%s: the connection was lost (a keepalive "
+		              "went unanswered)", c->host);
+	/* An error reply (the folder gone meanwhile) is an answer too. */
+	return 0;
+}
+
+int
 phsync_conn_poll(phsync_conn *c, int full)
 {
 	struct swait *sw = NULL;

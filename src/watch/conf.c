@@ -17,7 +17,7 @@
  * not silently drop a setting). */
 static const char *const keys[] = {
 	"direction", "remote", "local", "interval", "full-every", "settle-ms",
-	"idle-close", "ssh-config", "state-dir", "exclude", "include",
+	"idle-close", "keepalive", "ssh-config", "state-dir", "exclude", "include",
 	"no-default-excludes", "delete", "max-delete", "trash", "overwrite",
 	"no-fsync", "timeout", "min-age", "modify-window", NULL
 };
@@ -197,6 +197,8 @@ apply(struct ph_conf_pair *p, const struct line *l, char *err, size_t errlen)
 		rc = parse_uint(v, 0, 60000, &p->settle_ms);
 	} else if (!strcmp(k, "idle-close")) {
 		rc = parse_uint(v, 1, 86400, &p->idle_close_s);
+	} else if (!strcmp(k, "keepalive")) {
+		rc = parse_uint(v, 1, 86400, &p->keepalive_s);
 	} else if (!strcmp(k, "timeout")) {
 		rc = parse_uint(v, 1, 86400, &p->timeout_s);
 	} else if (!strcmp(k, "min-age")) {
@@ -281,6 +283,7 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 		p->full_every = PH_CONF_FULL_EVERY;
 		p->settle_ms = PH_CONF_SETTLE_MS;
 		p->idle_close_s = PH_CONF_IDLE_CLOSE_S;
+		p->keepalive_s = PH_CONF_KEEPALIVE_S;
 		if ((p->name = strdup(ps.v[i].section)) == NULL)
 			goto nomem;
 		for (k = 0; k < ps.n; k++)
@@ -382,6 +385,7 @@ ph_conf_pair_same(const struct ph_conf_pair *a, const struct ph_conf_pair *b)
 	       rules_eq(a->includes, a->n_includes, b->includes, b->n_includes) &&
 	       a->interval_s == b->interval_s && a->full_every == b->full_every &&
 	       a->settle_ms == b->settle_ms && a->idle_close_s == b->idle_close_s &&
+	       a->keepalive_s == b->keepalive_s &&
 	       a->timeout_s == b->timeout_s && a->min_age_s == b->min_age_s &&
 	       a->modify_window_s == b->modify_window_s &&
 	       a->no_default_excludes == b->no_default_excludes &&

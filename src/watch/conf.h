@@ -16,7 +16,7 @@ struct ph_conf_pair {
 	char *ssh_config, *state_dir, *trash;
 	char **excludes, **includes;
 	size_t n_excludes, n_includes;
-	unsigned interval_s, full_every, settle_ms, idle_close_s;
+	unsigned interval_s, full_every, settle_ms, idle_close_s, keepalive_s;
 	unsigned timeout_s, min_age_s, modify_window_s;
 	int no_default_excludes, delete_missing, overwrite, no_fsync;
 	int64_t max_delete;          /* -1: the default */
@@ -32,6 +32,8 @@ struct ph_conf {
 #define PH_CONF_FULL_EVERY 10      /* a full listing every Nth poll */
 #define PH_CONF_SETTLE_MS 300      /* a file unchanged this long is written */
 #define PH_CONF_IDLE_CLOSE_S 600   /* an unused connection is closed after */
+#define PH_CONF_KEEPALIVE_S 60     /* a kept, unused connection is proved alive
+                                      every (only while one is held) */
 
 /* Reads path into c. Returns 0, or -1 with a message (naming the file and
  * the line or the pair) in err. */

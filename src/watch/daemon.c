@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -19,6 +20,7 @@
 #include "conf.h"
 #include "fswatch.h"
 #include "watch.h"
+#include "wstatus.h"
 
 /* Exit codes (the CLI's, docs/phsync.1). */
 enum { WX_OK = 0, WX_ERROR = 1, WX_USAGE = 2, WX_HOSTKEY = 4 };
@@ -58,6 +60,8 @@ struct pair {
 	struct ph_fsw *fsw;
 	uv_timer_t settle;       /* push: quiet period before a sync */
 	uv_timer_t timer;        /* next poll, retry, rescan or idle close */
+	uv_timer_t ka;           /* next keepalive: armed only while a
+	                            connection is held and unused */
 	uv_async_t done;         /* the worker finished */
 	uv_thread_t th;
 	int nhandles;            /* handles not yet closed */
@@ -74,12 +78,28 @@ struct pair {
 	int job_poll, job_full;
 	char **hold;
 	size_t nhold;
-	int job_rc, job_synced;
+	int job_rc, job_synced, job_ka;
+	int timer_due;           /* the timer fired during a keepalive */
+	uint64_t last_use_ms;    /* loop time the last poll or run ended */
+	int64_t job_t0;          /* unix seconds the job's sync began */
 	struct phsync_stats job_st;
 	char job_err[1024];
 	struct own *wrote;
 	size_t nwrote, capwrote;
 	uv_mutex_t wrote_lock;
+	/* `phsync status`'s record (wstatus.h): written by the loop, and by
+	 * the worker when a run begins; st_lock guards it and the fields
+	 * below. */
+	struct ph_wst *wst;
+	uv_mutex_t st_lock;
+	const char *st_word;     /* "starting", "watching", "syncing", ... */
+	int64_t st_since, st_retry_at;
+	int st_connected;
+	uint64_t st_keepalives;
+	int64_t st_last_start, st_last_end;
+	int st_last_rc;
+	uint64_t st_last_files, st_last_failed, st_last_bytes;
+	char st_err[1024], st_note[1024];
 };
 
 struct daemon {
@@ -124,6 +144,103 @@ static const char *
 dir_word(const struct pair *p)
 {
 	return p->def.dir == PHSYNC_PULL ? "pull" : "push";
+}
+
+/* -- the status record (phsync status) --------------------------------------- */
+
+/* Writes p's record from its st_ fields; the caller holds st_lock. */
+static void
+status_write_locked(struct pair *p)
+{
+	struct ph_wst_rec r;
+
+	if (p->wst == NULL)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.pid = (long)getpid();
+	r.name = p->def.name;
+	r.direction = dir_word(p);
+	r.remote = p->def.remote;
+	r.local = p->local_abs[0] ? p->local_abs : p->def.local;
+	r.config = p->d->conf_path ? p->d->conf_path : "";
+	r.state = p->st_word;
+	r.since = p->st_since;
+	r.connected = p->st_connected;
+	r.keepalives = p->st_keepalives;
+	r.retry_at = p->st_retry_at;
+	r.last_start = p->st_last_start;
+	r.last_end = p->st_last_end;
+	r.last_result = p->st_last_rc;
+	r.last_files = p->st_last_files;
+	r.last_failed = p->st_last_failed;
+	r.last_bytes = p->st_last_bytes;
+	r.error = p->st_err;
+	r.note = p->st_note;
+	r.updated = (int64_t)time(NULL);
+	/* A full disk or a removed state folder must not stop the syncs:
+	 * the record is a window on them, not part of them. */
+	(void)ph_wst_write(p->wst, &r);
+}
+
+/* Sets p's state word (the time it began moves only when it changes) and
+ * writes the record. Any thread. */
+static void
+status_set(struct pair *p, const char *word)
+{
+	uv_mutex_lock(&p->st_lock);
+	if (p->st_word == NULL || strcmp(p->st_word, word) != 0) {
+		p->st_word = word;
+		p->st_since = (int64_t)time(NULL);
+	}
+	if (strcmp(word, "waiting") != 0)
+		p->st_retry_at = 0;
+	status_write_locked(p);
+	uv_mutex_unlock(&p->st_lock);
+}
+
+/* A standing warning for the record (the watch limit, a queue overflow). */
+static void
+status_note(struct pair *p, const char *msg)
+{
+	uv_mutex_lock(&p->st_lock);
+	snprintf(p->st_note, sizeof(p->st_note), "%s", msg);
+	status_write_locked(p);
+	uv_mutex_unlock(&p->st_lock);
+}
+
+/* Takes p's record (loop thread, before p starts). A second watcher of
+ * the same pair writes none: the first one's record stays the truth. */
+static void
+status_open(struct pair *p)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX];
+	const char *local = p->def.local;
+	int rc;
+
+	if (realpath(p->def.local, abs) != NULL) {
+		local = abs;
+	} else if (p->def.local[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL &&
+	           (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, p->def.local) < sizeof(abs)) {
+		local = abs;
+	}
+	if (local == abs && p->local_abs[0] == '\0')
+		snprintf(p->local_abs, sizeof(p->local_abs), "%s", abs);
+	rc = ph_wst_open(p->def.opts.state_dir, dir_word(p), p->def.remote, local, &p->wst);
+	if (rc == -EBUSY)
+		say(p, "another phsync watches this pair too; `phsync status` shows that one's state");
+	else if (rc != 0 && p->d->verbose > 0)
+		say(p, "no status record for `phsync status`: %s", strerror(-rc));
+	status_set(p, "starting");
+}
+
+/* Removes p's record: it is not watched any more. */
+static void
+status_close(struct pair *p)
+{
+	uv_mutex_lock(&p->st_lock);
+	ph_wst_close(p->wst);
+	p->wst = NULL;
+	uv_mutex_unlock(&p->st_lock);
 }
 
 /* -- events of a run (on the worker thread) -------------------------------- */
@@ -239,6 +356,11 @@ worker(void *arg)
 		}
 	}
 	if (rc == 0 && changed) {
+		p->job_t0 = (int64_t)time(NULL);
+		uv_mutex_lock(&p->st_lock);
+		p->st_connected = 1;
+		uv_mutex_unlock(&p->st_lock);
+		status_set(p, "syncing");
 		o.on_event = on_event;
 		o.event_arg = p;
 		o.prompt = NULL;
@@ -256,6 +378,17 @@ worker(void *arg)
 	}
 	p->job_rc = rc;
 	snprintf(p->job_err, sizeof(p->job_err), "%s", rc ? phsync_ctx_error(p->ctx) : "");
+	uv_async_send(&p->done);
+}
+
+/* A keepalive on the held connection (the worker of on_ka). */
+static void
+ka_worker(void *arg)
+{
+	struct pair *p = arg;
+
+	p->job_rc = phsync_conn_keepalive(p->conn);
+	snprintf(p->job_err, sizeof(p->job_err), "%s", p->job_rc ? phsync_ctx_error(p->ctx) : "");
 	uv_async_send(&p->done);
 }
 
@@ -422,8 +555,10 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		p->unwatched = 1;
 		/* fall through */
 	case PH_FSW_RESCAN:
-		if (msg != NULL)
+		if (msg != NULL) {
 			say(p, "warning: %s", msg);
+			status_note(p, msg);
+		}
 		p->dirty = 1;
 		restart_settle(p);
 		break;
@@ -522,6 +657,8 @@ start_job(struct pair *p, int poll)
 	if (p->busy || p->closing || p->d->stopping || p->state == ST_STOPPED)
 		return;
 	uv_timer_stop(&p->timer);
+	uv_timer_stop(&p->ka);
+	p->job_ka = 0;
 	p->job_poll = poll && p->def.dir == PHSYNC_PULL;
 	p->job_full = 0;
 	if (p->job_poll) {
@@ -563,6 +700,140 @@ free_hold(struct pair *p)
 
 static void close_pair(struct pair *p);
 
+/* The record after a job: its state, the sync's result, the link. */
+static void
+status_done(struct pair *p, int rc, const char *word, unsigned retry_s)
+{
+	int64_t now = (int64_t)time(NULL);
+	int alive = phsync_conn_alive(p->conn);
+
+	uv_mutex_lock(&p->st_lock);
+	if (!p->job_synced && !retry_s && !rc && p->st_word != NULL && !strcmp(p->st_word, word) &&
+	    p->st_connected == alive && p->st_err[0] == '\0') {
+		/* A poll that found nothing: the record already says it all
+		 * (no file write every poll). */
+		uv_mutex_unlock(&p->st_lock);
+		return;
+	}
+	if (p->job_synced) {
+		p->st_last_start = p->job_t0 ? p->job_t0 : now;
+		p->st_last_end = now;
+		p->st_last_rc = rc;
+		p->st_last_files = p->job_st.files_done;
+		p->st_last_failed = p->job_st.files_failed;
+		p->st_last_bytes = p->job_st.bytes_committed;
+	}
+	snprintf(p->st_err, sizeof(p->st_err), "%s", rc ? p->job_err : "");
+	p->st_connected = alive;
+	uv_mutex_unlock(&p->st_lock);
+	status_set(p, word);
+	if (retry_s) {
+		uv_mutex_lock(&p->st_lock);
+		p->st_retry_at = now + retry_s;
+		status_write_locked(p);
+		uv_mutex_unlock(&p->st_lock);
+	}
+}
+
+static void on_ka(uv_timer_t *t);
+
+/* Long idle: the phone need not keep our connection. */
+static void
+idle_close(struct pair *p)
+{
+	phsync_conn_free(p->conn);
+	p->conn = NULL;
+	uv_timer_stop(&p->ka);
+	if (p->d->verbose > 0)
+		say(p, "idle for %u s: connection closed", p->def.idle_close_s);
+	uv_mutex_lock(&p->st_lock);
+	p->st_connected = 0;
+	status_write_locked(p);
+	uv_mutex_unlock(&p->st_lock);
+}
+
+/* Arms the keepalive while p holds a connection it does not use: none at
+ * all without one (an idle, disconnected pair has no timer running), and
+ * none for a pull whose polls come at least as often. */
+static void
+ka_arm(struct pair *p)
+{
+	if (p->closing || p->d->stopping || p->busy || p->state == ST_STOPPED ||
+	    !phsync_conn_alive(p->conn) ||
+	    (p->def.dir == PHSYNC_PULL && p->def.keepalive_s >= p->def.interval_s)) {
+		uv_timer_stop(&p->ka);
+		return;
+	}
+	uv_timer_start(&p->ka, on_ka, (uint64_t)p->def.keepalive_s * 1000, 0);
+}
+
+static void
+on_ka(uv_timer_t *t)
+{
+	struct pair *p = t->data;
+	int rc;
+
+	if (p->busy || p->closing || p->d->stopping || !phsync_conn_alive(p->conn))
+		return;
+	/* A pull polling less often than idle-close lets its link go between
+	 * polls (a push pair's own timer does that for it). */
+	if (p->def.dir == PHSYNC_PULL &&
+	    uv_now(&p->d->loop) - p->last_use_ms >= (uint64_t)p->def.idle_close_s * 1000) {
+		idle_close(p);
+		return;
+	}
+	/* Off the loop: a phone that left without a word takes up to the
+	 * timeout to be found gone. */
+	p->job_ka = 1;
+	p->busy = 1;
+	if ((rc = uv_thread_create(&p->th, ka_worker, p)) != 0) {
+		p->busy = 0;
+		p->job_ka = 0;
+		say(p, "cannot start a thread: %s", uv_strerror(rc));
+		ka_arm(p);
+	}
+}
+
+/* Loop side of a keepalive. */
+static void
+ka_done(struct pair *p, int rc)
+{
+	struct daemon *d = p->d;
+
+	p->job_ka = 0;
+	if (rc == 0) {
+		uv_mutex_lock(&p->st_lock);
+		p->st_keepalives++;
+		status_write_locked(p);
+		uv_mutex_unlock(&p->st_lock);
+	} else if (rc != PHSYNC_EINTR) {
+		/* The phone left: no retries now; the next change or poll
+		 * connects again (and backs off if it must). */
+		if (d->verbose > 0)
+			say(p, "the kept connection is gone: %s", p->job_err);
+		phsync_conn_free(p->conn);
+		p->conn = NULL;
+		uv_mutex_lock(&p->st_lock);
+		p->st_connected = 0;
+		status_write_locked(p);
+		uv_mutex_unlock(&p->st_lock);
+	}
+	if (d->stopping || p->closing) {
+		if (p->closing)
+			close_pair(p);
+		maybe_finish(d);
+		return;
+	}
+	/* What came while it ran: changed files, a poll or an idle close due. */
+	if (p->def.dir == PHSYNC_PUSH && (p->npend > 0 || p->dirty))
+		restart_settle(p);
+	if (p->timer_due) {
+		p->timer_due = 0;
+		on_timer(&p->timer);
+	}
+	ka_arm(p);
+}
+
 /* Loop side of a finished job: report, then decide what comes next. */
 static void
 on_done(uv_async_t *a)
@@ -577,6 +848,11 @@ on_done(uv_async_t *a)
 	uv_thread_join(&p->th);
 	p->busy = 0;
 	rc = p->job_rc;
+	if (p->job_ka) {
+		ka_done(p, rc);
+		return;
+	}
+	p->last_use_ms = uv_now(&d->loop);
 	free_hold(p);
 	uv_mutex_lock(&p->wrote_lock);
 	for (i = 0; i < p->nwrote; i++)
@@ -600,6 +876,7 @@ on_done(uv_async_t *a)
 		p->fsw = NULL;
 		phsync_conn_free(p->conn);
 		p->conn = NULL;
+		status_done(p, rc, "stopped", 0);
 		if (d->single) {
 			d->exit_code = WX_HOSTKEY;
 			d->stopping = 1;
@@ -620,6 +897,7 @@ on_done(uv_async_t *a)
 			if (p->backoff_s > BACKOFF_MAX_S)
 				p->backoff_s = BACKOFF_MAX_S;
 			uv_timer_start(&p->timer, on_timer, (uint64_t)p->backoff_s * 1000, 0);
+			status_done(p, rc, "waiting", p->backoff_s);
 		}
 	} else {
 		if (p->unreachable)
@@ -646,7 +924,9 @@ on_done(uv_async_t *a)
 				    p->def.remote, p->def.interval_s, p->def.local);
 		}
 		p->started_once = 1;
+		status_done(p, rc, "watching", 0);
 		pair_kick(p);
+		ka_arm(p);
 	}
 	if (d->stopping || p->closing) {
 		if (p->closing)
@@ -692,6 +972,15 @@ retry_start(struct pair *p)
 	if (p->backoff_s > BACKOFF_MAX_S)
 		p->backoff_s = BACKOFF_MAX_S;
 	uv_timer_start(&p->timer, on_timer, (uint64_t)p->backoff_s * 1000, 0);
+	uv_mutex_lock(&p->st_lock);
+	snprintf(p->st_err, sizeof(p->st_err), "%s: the local folder cannot be watched (yet)",
+	         p->def.local);
+	uv_mutex_unlock(&p->st_lock);
+	status_set(p, "waiting");
+	uv_mutex_lock(&p->st_lock);
+	p->st_retry_at = (int64_t)time(NULL) + p->backoff_s;
+	status_write_locked(p);
+	uv_mutex_unlock(&p->st_lock);
 }
 
 static void
@@ -699,6 +988,8 @@ on_timer(uv_timer_t *t)
 {
 	struct pair *p = t->data;
 
+	if (p->busy && p->job_ka)
+		p->timer_due = 1; /* its end runs this */
 	if (p->busy || p->closing || p->d->stopping)
 		return;
 	if (p->def.dir == PHSYNC_PUSH && p->fsw == NULL) {
@@ -713,9 +1004,7 @@ on_timer(uv_timer_t *t)
 		p->dirty = 1; /* folders the watch limit left out: look at all */
 		restart_settle(p);
 	} else {
-		/* Long idle: the phone need not keep our connection. */
-		phsync_conn_free(p->conn);
-		p->conn = NULL;
+		idle_close(p);
 	}
 }
 
@@ -733,7 +1022,9 @@ free_pair(struct pair *p)
 		free(p->wrote[i].path);
 	free(p->wrote);
 	free_hold(p);
+	status_close(p);
 	uv_mutex_destroy(&p->wrote_lock);
+	uv_mutex_destroy(&p->st_lock);
 	phsync_conn_free(p->conn);
 	phsync_ctx_free(p->ctx);
 	ph_conf_pair_free(&p->cp);
@@ -759,13 +1050,18 @@ close_pair(struct pair *p)
 	p->fsw = NULL;
 	uv_timer_stop(&p->settle);
 	uv_timer_stop(&p->timer);
+	uv_timer_stop(&p->ka);
+	/* Not watched any more: the record goes now (a pair re-added by the
+	 * same reload takes it over), even while a job still ends. */
+	status_close(p);
 	if (p->busy) {
 		phsync_ctx_interrupt(p->ctx);
 		return;
 	}
-	if (p->nhandles == 3 && !uv_is_closing((uv_handle_t *)&p->done)) {
+	if (p->nhandles == 4 && !uv_is_closing((uv_handle_t *)&p->done)) {
 		uv_close((uv_handle_t *)&p->settle, on_pair_handle_closed);
 		uv_close((uv_handle_t *)&p->timer, on_pair_handle_closed);
+		uv_close((uv_handle_t *)&p->ka, on_pair_handle_closed);
 		uv_close((uv_handle_t *)&p->done, on_pair_handle_closed);
 	}
 }
@@ -790,6 +1086,7 @@ new_pair(struct daemon *d, const struct ph_watch_pair *def, struct ph_conf_pair 
 		p->def.full_every = p->cp.full_every;
 		p->def.settle_ms = p->cp.settle_ms;
 		p->def.idle_close_s = p->cp.idle_close_s;
+		p->def.keepalive_s = p->cp.keepalive_s;
 	} else {
 		p->def = *def;
 	}
@@ -797,16 +1094,20 @@ new_pair(struct daemon *d, const struct ph_watch_pair *def, struct ph_conf_pair 
 		p->def.interval_s = PH_CONF_INTERVAL_S;
 	if (p->def.idle_close_s == 0)
 		p->def.idle_close_s = PH_CONF_IDLE_CLOSE_S;
+	if (p->def.keepalive_s == 0)
+		p->def.keepalive_s = PH_CONF_KEEPALIVE_S;
 	uv_mutex_init(&p->wrote_lock);
+	uv_mutex_init(&p->st_lock);
 	if (phsync_ctx_new(&p->ctx) != 0) {
 		free_pair(p);
 		return NULL;
 	}
 	uv_timer_init(&d->loop, &p->settle);
 	uv_timer_init(&d->loop, &p->timer);
+	uv_timer_init(&d->loop, &p->ka);
 	uv_async_init(&d->loop, &p->done, on_done);
-	p->settle.data = p->timer.data = p->done.data = p;
-	p->nhandles = 3;
+	p->settle.data = p->timer.data = p->ka.data = p->done.data = p;
+	p->nhandles = 4;
 	return p;
 }
 
@@ -911,6 +1212,7 @@ begin_stop(struct daemon *d, const char *why)
 		p->fsw = NULL;
 		uv_timer_stop(&p->settle);
 		uv_timer_stop(&p->timer);
+		uv_timer_stop(&p->ka);
 		if (p->busy)
 			phsync_ctx_interrupt(p->ctx);
 	}
@@ -964,6 +1266,7 @@ load_pairs(struct daemon *d, int reload)
 			continue;
 		}
 		added++;
+		status_open(p);
 		retry_start(p);
 	}
 	ph_conf_free(&c);
@@ -1051,6 +1354,7 @@ ph_watch_pair_main(const struct ph_watch_pair *def, int verbose)
 		say(NULL, "out of memory");
 		return WX_ERROR;
 	}
+	status_open(p);
 	if (start_pair(p, 0) != 0) {
 		d.exit_code = WX_ERROR;
 		d.stopping = 1;

@@ -19,6 +19,8 @@ struct ph_watch_pair {
 	unsigned full_every;          /* a full listing every Nth poll */
 	unsigned settle_ms;           /* quiet period before a changed file goes */
 	unsigned idle_close_s;        /* an unused connection is closed after */
+	unsigned keepalive_s;         /* a held, unused connection is proved
+	                                 alive every (0: the default) */
 };
 
 /* Keeps one pair in step until SIGINT, SIGTERM or SIGHUP. verbose: 0

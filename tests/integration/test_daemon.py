@@ -6,9 +6,8 @@ sent back; with the inotify watch limit reached (lowered in a user namespace of 
 so the machine's sysctl is untouched) the warning names fs.inotify.max_user_watches and files
 in unwatched folders still arrive by the rescan; config errors name the file and line.
 
-IN_Q_OVERFLOW cannot be provoked here without lowering fs.inotify.max_queued_events for the
-whole machine (it has no per-namespace value): its handling shares the rescan path the watch
-limit test drives.
+IN_Q_OVERFLOW is provoked for real in test_watch_status.py (as root, lowering
+fs.inotify.max_queued_events for an instant: it has no per-namespace value).
 """
 
 import os
@@ -169,6 +168,14 @@ class DaemonTest(SyncTestCase):
         for i, f in enumerate(folders):
             wait_for(lambda: arrived(os.path.join(self.remote, f, "p%d.jpg" % i), b"photo %d" % i, T0 + i),
                      what="%s/p%d.jpg (watched or not)" % (f, i))
+        # `phsync status` shows the standing warning with the pair's state.
+        r = self.srv.run(["status", "--json"])
+        self.assertEqual(r.code, 0, r)
+        w = [e for e in r.json() if e["event"] == "watch" and e["name"] == "pics" and e["live"]]
+        self.assertEqual(len(w), 1, r.out)
+        self.assertIn("fs.inotify.max_user_watches", w[0]["note"])
+        self.assertIn(w[0]["state"], ("watching", "syncing"))  # it rescans every second
+        self.assertIn("warning: cannot watch more folders", self.srv.run(["status"]).out)
         self.assertEqual(d.stop(), 0, d.text())
 
     def test_config_errors(self):

@@ -2,7 +2,8 @@
 libuv: a file made after the start arrives with its bytes and time; a new folder tree made after
 the start (its files written before its watch can exist) arrives; a file written slowly over 3 s
 never shows on the server under its name before it is whole, while other files go meanwhile; a
-rename within the tree (with --delete) moves it; a pull polls the phone; the phone going away
+rename within the tree (with --delete) moves it; a pull polls the phone, listing only the
+folders whose time moved (a 300-photo folder is stat'ed, not listed); the phone going away
 and coming back is one message and a quiet retry that then syncs what changed; a changed host
 key stops the watch (exit 4) without retries; SIGTERM during a transfer exits 0 and leaves no
 temp file.
@@ -196,6 +197,52 @@ class PullWatchTest(SyncTestCase):
         self.assertTrue(w.matching(r"STOPPED: .*not retried"), w.text())
         self.assertFalse(w.matching(r"retrying"), w.text())
         self.assertFalse(os.path.exists(os.path.join(self.local, "b.jpg")))
+
+
+class PollCostTest(SyncTestCase):
+    """A poll is cheap for the phone: a stat per known folder, a listing only of those whose
+    time moved (the relay's trace shows every OPENDIR, STAT and LSTAT phsync sends)."""
+
+    server_kwargs = {"relay": True}
+
+    def test_a_poll_lists_only_the_folders_that_changed(self):
+        camera, other = os.path.join(self.remote, "Camera"), os.path.join(self.remote, "Other")
+        # 300 photos: three READDIRs of OpenSSH's 100 names each, were the folder listed.
+        for i in range(300):
+            write_file(os.path.join(camera, "IMG_%04d.jpg" % i), b"photo %d" % i, mtime=T0)
+        write_file(os.path.join(other, "a.jpg"), b"a", mtime=T0)
+        for d in (camera, other, self.remote):
+            os.utime(d, (T0, T0))  # not "just changed": no folder is listed again for that
+        self.srv.relay_set(trace=True)
+        conf = os.path.join(self.tmp, "phsync.conf")
+        with open(conf, "w") as f:
+            f.write("[p]\ndirection = pull\nremote = phone:%s\nlocal = %s\nssh-config = %s\n"
+                    "interval = 1\nfull-every = 100000\n" % (self.remote, self.local, self.srv.config))
+        d = Bg(self.srv, ["daemon", "-c", conf])
+        self.addCleanup(d.kill)
+        d.wait_line(WATCHING)
+        self.assertTrue(arrived(os.path.join(self.local, "Camera/IMG_0299.jpg"), b"photo 299", T0))
+        start = len(self.srv.relay_fired())
+
+        def since_start():
+            return self.srv.relay_fired()[start:]
+
+        def stats_of(path, lines):
+            return [l for l in lines if l in ("trace STAT " + path, "trace LSTAT " + path)]
+
+        # Three polls with nothing changed: Camera is stat'ed each time, never listed.
+        wait_for(lambda: len(stats_of(camera, since_start())) >= 3, what="three polls")
+        quiet = since_start()
+        self.assertEqual([l for l in quiet if l.startswith("trace OPENDIR")], [], quiet)
+        self.assertGreaterEqual(len(stats_of(other, quiet)), 3, quiet)
+        # A photo added to Other: the poll lists Other (its time moved), not Camera; the run
+        # that follows is a whole sync (it lists everything).
+        start = len(self.srv.relay_fired())
+        write_file(os.path.join(other, "b.jpg"), b"b", mtime=T0 + 1)
+        wait_for(lambda: arrived(os.path.join(self.local, "Other/b.jpg"), b"b", T0 + 1), what="b.jpg")
+        opendirs = [l for l in since_start() if l.startswith("trace OPENDIR")]
+        self.assertEqual(opendirs[0], "trace OPENDIR " + other, opendirs)
+        self.assertEqual(d.stop(), 0, d.text())
 
 
 class StopDuringTransferTest(SyncTestCase):

@@ -66,6 +66,10 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         request "count copy-data <bytes>" (the length it asks the server to copy): what a
         push really sent over the link, for the delta tests.
 
+    "trace": true
+        Every OPENDIR, STAT and LSTAT request appends "trace OPENDIR <path>" (or STAT, LSTAT)
+        to the log: which folders a watcher's poll stats and which it lists.
+
 Phone-like modes (a storage or a server that behaves as phones do, rather than faults):
 
     "mtime_step": N
@@ -373,6 +377,10 @@ class Relay:
                 self.fired("count", "WRITE %d" % info.get("len", 0))
             elif t == EXTENDED and info.get("ext") == COPY_DATA:
                 self.fired("count", "copy-data %d" % info.get("len", 0))
+
+        if self.cfg.get("trace") and t in (OPENDIR, STAT, LSTAT):
+            self.fired("trace", "%s %s" % ({OPENDIR: "OPENDIR", STAT: "STAT", LSTAT: "LSTAT"}[t],
+                                           info.get("path", b"").decode("utf-8", "replace")))
 
         hang = self.cfg.get("hang")
         if hang and TYPES.get(hang.get("type", "").upper()) == t and name is not None \

@@ -1,0 +1,432 @@
+/* The watcher's status records (wstatus.h): one "key=value" file per
+ * watched pair, replaced whole, with a lock file held while its watcher
+ * lives. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wstatus.h"
+
+#define REC_MAX (64 * 1024)      /* a record is a few hundred bytes */
+#define MAX_RECS 10000           /* records listed at most */
+#define SUFFIX ".status"
+
+struct ph_wst {
+	char *path;       /* STATE/watch/HASH.status */
+	char *tmp;        /* STATE/watch/.HASH.status.PID.tmp */
+	int lock_fd;      /* STATE/watch/HASH.lock, flock'ed */
+};
+
+int
+ph_wst_dir(const char *state_dir, char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	int n;
+
+	/* The same folder state.c keeps the sync state in. */
+	if (state_dir != NULL)
+		n = snprintf(buf, len, "%s/watch", state_dir);
+	else if (xdg != NULL && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/phsync/watch", xdg);
+	else if (home != NULL && home[0] == '/')
+		n = snprintf(buf, len, "%s/.local/state/phsync/watch", home);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int
+mkdirs(char *dir)
+{
+	char *s;
+
+	for (s = dir + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			int e = errno;
+
+			*s = c;
+			return -e;
+		}
+		*s = c;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+int
+ph_wst_open(const char *state_dir, const char *direction, const char *remote,
+            const char *local, struct ph_wst **out)
+{
+	const char *parts[3] = { direction, remote, local };
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct ph_wst *w;
+	int i, rc;
+
+	*out = NULL;
+	if (ph_wst_dir(state_dir, dir, sizeof(dir)) != 0)
+		return -ENAMETOOLONG;
+	if ((rc = mkdirs(dir)) != 0)
+		return rc;
+	/* FNV-1a of the pair: one record per pair, whichever process keeps it. */
+	for (i = 0; i < 3; i++) {
+		const char *c;
+
+		for (c = parts[i]; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+		h = (h ^ 0) * 0x100000001b3ull;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/%016" PRIx64 ".lock", dir, h);
+	if ((w->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		rc = -errno;
+		free(w);
+		return rc;
+	}
+	/* A `phsync status` holds the lock shared for an instant while it
+	 * looks: only a lock still held after a few tries is another
+	 * watcher's. */
+	for (i = 0; (rc = flock(w->lock_fd, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK &&
+	            i < 20; i++)
+		usleep(5000);
+	if (rc != 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(w->lock_fd);
+		free(w);
+		return rc;
+	}
+	snprintf(path, sizeof(path), "%s/%016" PRIx64 SUFFIX, dir, h);
+	w->path = strdup(path);
+	snprintf(path, sizeof(path), "%s/.%016" PRIx64 SUFFIX ".%ld.tmp", dir, h, (long)getpid());
+	w->tmp = strdup(path);
+	if (w->path == NULL || w->tmp == NULL) {
+		ph_wst_close(w);
+		return -ENOMEM;
+	}
+	*out = w;
+	return 0;
+}
+
+/* key=value, the value with '\\' and control characters escaped (\n, \xHH):
+ * one line per key whatever a path holds. */
+static void
+put(FILE *f, const char *key, const char *v)
+{
+	const unsigned char *c;
+
+	fprintf(f, "%s=", key);
+	for (c = (const unsigned char *)(v ? v : ""); *c; c++) {
+		if (*c == '\\')
+			fputs("\\\\", f);
+		else if (*c == '\n')
+			fputs("\\n", f);
+		else if (*c < 0x20 || *c == 0x7f)
+			fprintf(f, "\\x%02x", *c);
+		else
+			fputc(*c, f);
+	}
+	fputc('\n', f);
+}
+
+static void
+put_i(FILE *f, const char *key, int64_t v)
+{
+	fprintf(f, "%s=%" PRId64 "\n", key, v);
+}
+
+static void
+put_u(FILE *f, const char *key, uint64_t v)
+{
+	fprintf(f, "%s=%" PRIu64 "\n", key, v);
+}
+
+int
+ph_wst_write(struct ph_wst *w, const struct ph_wst_rec *r)
+{
+	FILE *f;
+	int fd, rc = 0;
+
+	if (w == NULL)
+		return 0;
+	if ((fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return -errno;
+	if ((f = fdopen(fd, "w")) == NULL) {
+		rc = -errno;
+		close(fd);
+		unlink(w->tmp);
+		return rc;
+	}
+	fputs("phsync-watch-status=1\n", f);
+	put_i(f, "pid", r->pid);
+	put(f, "name", r->name);
+	put(f, "direction", r->direction);
+	put(f, "remote", r->remote);
+	put(f, "local", r->local);
+	put(f, "config", r->config);
+	put(f, "state", r->state);
+	put_i(f, "since", r->since);
+	put_i(f, "connected", r->connected);
+	put_u(f, "keepalives", r->keepalives);
+	put_i(f, "retry_at", r->retry_at);
+	put_i(f, "last_start", r->last_start);
+	put_i(f, "last_end", r->last_end);
+	put_i(f, "last_result", r->last_result);
+	put_u(f, "last_files", r->last_files);
+	put_u(f, "last_failed", r->last_failed);
+	put_u(f, "last_bytes", r->last_bytes);
+	put(f, "error", r->error);
+	put(f, "note", r->note);
+	put_i(f, "updated", r->updated);
+	/* No fsync: the record describes a live process; after a power cut
+	 * no watcher holds its lock and it reads as stale anyway. */
+	if (ferror(f))
+		rc = -EIO;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(w->tmp, w->path) != 0)
+		rc = -errno;
+	if (rc != 0)
+		unlink(w->tmp);
+	return rc;
+}
+
+void
+ph_wst_close(struct ph_wst *w)
+{
+	if (w == NULL)
+		return;
+	/* The record goes first, then the lock: a reader never sees this
+	 * pair's record unlocked while this process lives. The lock file
+	 * stays (unlinking a lock file another process may be opening would
+	 * let two processes each hold "the" lock). */
+	if (w->path != NULL)
+		unlink(w->path);
+	if (w->tmp != NULL)
+		unlink(w->tmp);
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
+	free(w->path);
+	free(w->tmp);
+	free(w);
+}
+
+/* -- reading --------------------------------------------------------------- */
+
+struct parsed {
+	struct ph_wst_rec r;
+	int live;
+	char *buf;        /* the unescaped values, NUL-separated */
+};
+
+static void
+unescape(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] == '\\') {
+			*o++ = '\\';
+			s += 2;
+		} else if (s[0] == '\\' && s[1] == 'n') {
+			*o++ = '\n';
+			s += 2;
+		} else if (s[0] == '\\' && s[1] == 'x' && s[2] && s[3]) {
+			char hx[3] = { s[2], s[3], '\0' };
+
+			*o++ = (char)strtoul(hx, NULL, 16);
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+}
+
+static int64_t
+num(const char *v)
+{
+	return (int64_t)strtoll(v, NULL, 10);
+}
+
+/* Parses a record read into buf (NUL-terminated, modified in place).
+ * Returns 0, or -1 when it is not a record. */
+static int
+parse(char *buf, struct ph_wst_rec *r)
+{
+	char *line, *next;
+	int seen = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->name = r->direction = r->remote = r->local = r->config = r->state = "";
+	r->error = r->note = "";
+	for (line = buf; line != NULL && *line; line = next) {
+		char *eq, *v;
+
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if ((eq = strchr(line, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		v = eq + 1;
+		unescape(v);
+		if (!strcmp(line, "phsync-watch-status"))
+			seen = 1;
+		else if (!strcmp(line, "pid"))
+			r->pid = (long)num(v);
+		else if (!strcmp(line, "name"))
+			r->name = v;
+		else if (!strcmp(line, "direction"))
+			r->direction = v;
+		else if (!strcmp(line, "remote"))
+			r->remote = v;
+		else if (!strcmp(line, "local"))
+			r->local = v;
+		else if (!strcmp(line, "config"))
+			r->config = v;
+		else if (!strcmp(line, "state"))
+			r->state = v;
+		else if (!strcmp(line, "since"))
+			r->since = num(v);
+		else if (!strcmp(line, "connected"))
+			r->connected = num(v) != 0;
+		else if (!strcmp(line, "keepalives"))
+			r->keepalives = (uint64_t)strtoull(v, NULL, 10);
+		else if (!strcmp(line, "retry_at"))
+			r->retry_at = num(v);
+		else if (!strcmp(line, "last_start"))
+			r->last_start = num(v);
+		else if (!strcmp(line, "last_end"))
+			r->last_end = num(v);
+		else if (!strcmp(line, "last_result"))
+			r->last_result = (int)num(v);
+		else if (!strcmp(line, "last_files"))
+			r->last_files = (uint64_t)strtoull(v, NULL, 10);
+		else if (!strcmp(line, "last_failed"))
+			r->last_failed = (uint64_t)strtoull(v, NULL, 10);
+		else if (!strcmp(line, "last_bytes"))
+			r->last_bytes = (uint64_t)strtoull(v, NULL, 10);
+		else if (!strcmp(line, "error"))
+			r->error = v;
+		else if (!strcmp(line, "note"))
+			r->note = v;
+		else if (!strcmp(line, "updated"))
+			r->updated = num(v);
+	}
+	return seen ? 0 : -1;
+}
+
+/* Is the record's lock held by a live process? A lock file that is gone
+ * or free means its watcher ended without removing the record. */
+static int
+held(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 300];
+	size_t n = strlen(name) - strlen(SUFFIX);
+	int fd, live;
+
+	snprintf(path, sizeof(path), "%s/%.*s.lock", dir, (int)n, name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return 0;
+	live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd); /* lets go of the shared lock if it was taken */
+	return live;
+}
+
+static char *
+slurp(int dfd, const char *name)
+{
+	char *buf;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return NULL;
+	if ((buf = malloc(REC_MAX + 1)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	while (got < REC_MAX && (n = read(fd, buf + got, REC_MAX - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	return buf;
+}
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+	const struct parsed *x = a, *y = b;
+	int c = strcmp(x->r.name, y->r.name);
+
+	return c ? c : strcmp(x->r.remote, y->r.remote);
+}
+
+int
+ph_wst_list(const char *state_dir, ph_wst_fn fn, void *arg)
+{
+	char dir[PATH_MAX];
+	struct parsed *v = NULL;
+	size_t n = 0, cap = 0, i;
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (ph_wst_dir(state_dir, dir, sizeof(dir)) != 0)
+		return 0;
+	if ((d = opendir(dir)) == NULL)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	while ((de = readdir(d)) != NULL && n < MAX_RECS) {
+		size_t len = strlen(de->d_name);
+		char *buf;
+
+		if (de->d_name[0] == '.' || len <= strlen(SUFFIX) ||
+		    strcmp(de->d_name + len - strlen(SUFFIX), SUFFIX) != 0)
+			continue;
+		if ((buf = slurp(dirfd(d), de->d_name)) == NULL)
+			continue; /* removed meanwhile: its watcher stopped */
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			struct parsed *nv = realloc(v, nc * sizeof(*nv));
+
+			if (nv == NULL) {
+				free(buf);
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		if (parse(buf, &v[n].r) != 0) {
+			free(buf);
+			continue;
+		}
+		v[n].buf = buf;
+		v[n].live = held(dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), rec_cmp);
+	for (i = 0; i < n; i++) {
+		if (rc == 0)
+			fn(&v[i].r, v[i].live, arg);
+		free(v[i].buf);
+	}
+	free(v);
+	return rc;
+}
