@@ -218,7 +218,7 @@ class BootstrapTest(SyncTestCase):
     def test_upload_reuse_and_a_tampered_copy_replaced(self):
         datas = HelperSyncTest.make_photos(self, self.remote, n=2, size=300_000)
         env = {"PHSYNC_HELPER_DIR": helpers_dir()}
-        r = self.pull("--json", env=env, expect=0)
+        r = self.pull("--json", "--helper", "auto", env=env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
         self.assertTreesEqual(self.remote, self.local)
         st = os.stat(self.cached())
@@ -229,7 +229,7 @@ class BootstrapTest(SyncTestCase):
         # Reused: the cached copy is checked, not sent again; deltas flow through it.
         rel = "DCIM/Camera/IMG_0.jpg"
         write_file(os.path.join(self.remote, rel), edits(datas[rel], 3), mtime=T0 + 10)
-        r = self.pull("--json", env=env, expect=0)
+        r = self.pull("--json", "--helper", "auto", env=env, expect=0)
         s = summary(r)
         self.assertEqual((s["helper"], s["files_done"]), (1, 1), r)
         self.assertGreater(s["bytes_matched"], 250_000, s)
@@ -242,7 +242,7 @@ class BootstrapTest(SyncTestCase):
             f.seek(1000)
             f.write(bytes([b[0] ^ 0xFF]))
         write_file(os.path.join(self.remote, rel), edits(datas[rel], 4), mtime=T0 + 20)
-        r = self.pull("--json", env=env, expect=0)
+        r = self.pull("--json", "--helper", "auto", env=env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
         with open(self.cached(), "rb") as f:
             self.assertEqual(f.read(), self.local_helper())
@@ -253,7 +253,7 @@ class BootstrapTest(SyncTestCase):
         HelperSyncTest.make_photos(self, self.remote, n=1, size=50_000)
         empty = os.path.join(self.tmp, "no-helpers")
         os.makedirs(empty)
-        r = self.pull("--json", env={"PHSYNC_HELPER_DIR": empty}, expect=0)
+        r = self.pull("--json", "--helper", "auto", env={"PHSYNC_HELPER_DIR": empty}, expect=0)
         self.assertEqual(summary(r)["helper"], 0, r)
         self.assertTreesEqual(self.remote, self.local)
         r = self.pull("--helper", "always", dst=os.path.join(self.tmp, "x"),

@@ -753,16 +753,20 @@ class SshServer:
                                 cwd=self.home, start_new_session=True, umask=0o022, **kw)
 
     def _helper_opts(self, opts):
-        """PHSYNC_TEST_HELPER=1 runs every pull and push through `phsync serve` (the binary under
-        test, as the remote helper) unless the test chose --helper itself: the whole suite then
-        checks the helper as an SFTP server (docs/TESTING.md), except where the test's own
-        SFTP server (subsystem, relay) is the point."""
+        """The --helper options of a pull or push whose test names none: plain SFTP, or with
+        PHSYNC_TEST_HELPER=1 `phsync serve` (the binary under test, as the remote helper): the
+        whole suite then checks the helper as an SFTP server (docs/TESTING.md), except where
+        the test's own SFTP server (subsystem, relay) is the point."""
+        if any(str(o).startswith("--helper") for o in opts):
+            return []
         if (os.environ.get("PHSYNC_TEST_HELPER") and self.subsystem is None and not self.relay
-                and self.sftp_user is None
-                and not any(str(o).startswith("--helper") for o in opts)):
+                and self.sftp_user is None):
             # Not with a hostile or relaying SFTP server: that server is what such a test tests.
             return ["--helper", "always", "--helper-path", phsync_bin()]
-        return []
+        # Otherwise plain SFTP, said outright: the test server has no phsync, and trying one
+        # (--helper auto) costs each run a failed exec, which this sshd reports 0.5 s late
+        # (test_helper.py covers auto's fallback).
+        return ["--helper", "never"]
 
     def pull(self, remote, local, *opts, config=None, **kw):
         return self.run(["pull", "-F", config or self.config] + self._helper_opts(opts) + list(opts)
