@@ -24,6 +24,7 @@
 #include "phsync/delta.h"
 #include "phsync/phsync.h"
 #include "serve.h"
+#include "sigfd.h"
 
 /* Wire constants (the same numbers as transport/sftp.h, which this part
  * does not include: the helper builds without the transport). */
@@ -926,12 +927,11 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct handle *h = get_handle(s, r);
 	uint32_t block_len;
-	phsync_sig_gen *g = NULL;
-	uint8_t *buf = NULL;
+	uint8_t *buf;
 	struct stat sb;
-	uint64_t off = 0, blocks;
-	size_t st = SIZE_MAX;
-	int rc, done = 0, e = 0;
+	uint64_t blocks;
+	size_t st;
+	int rc;
 
 	if (h == NULL || h->fd < 0 || ph_rd_u32(r, &block_len) != 0)
 		return status(out, id, FX_BAD_MESSAGE, "malformed signature request");
@@ -946,69 +946,22 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	blocks = ((uint64_t)sb.st_size + block_len - 1) / block_len;
 	if (20 + blocks * 12 > PH_SERVE_MAX_SIG)
 		return status(out, id, FX_FAILURE, "the signature would be too large");
-	if (phsync_sig_gen_new(NULL, (uint64_t)sb.st_size, block_len, 8, &g) != 0 ||
-	    (buf = malloc(PH_SERVE_MAX_IO)) == NULL) {
-		phsync_sig_gen_free(g);
+	if ((buf = malloc(PH_SERVE_MAX_IO)) == NULL)
 		return status(out, id, FX_FAILURE, "out of memory");
+	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX) {
+		free(buf);
+		return -1;
 	}
-	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
-		goto oom;
-	while (!done) {
-		ssize_t n = 0;
-		struct phsync_in in;
-		int end;
-
-		if (off < (uint64_t)sb.st_size) {
-			size_t want = PH_SERVE_MAX_IO;
-
-			if ((uint64_t)sb.st_size - off < want)
-				want = (size_t)((uint64_t)sb.st_size - off);
-			n = pread(h->fd, buf, want, (off_t)off);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				e = n < 0 ? errno : 0;
-				break;   /* shrank while read: the length check fails below */
-			}
-			off += (uint64_t)n;
-		}
-		end = off >= (uint64_t)sb.st_size;
-		in.ptr = buf;
-		in.size = (size_t)n;
-		in.pos = 0;
-		do {
-			struct phsync_out o;
-
-			if (ph_buf_reserve(out, 64u << 10) != 0)
-				goto oom;
-			o.ptr = out->data + out->len;
-			o.size = out->cap - out->len;
-			o.pos = 0;
-			rc = phsync_sig_gen_stream(g, &o, &in, end, &done);
-			out->len += o.pos;
-			if (rc != 0) {
-				e = EIO;
-				break;
-			}
-		} while (!done && (in.pos < in.size || end));
-		if (e != 0 || (!done && end))
-			break;
-	}
+	rc = ph_sig_fd(h->fd, (uint64_t)sb.st_size, block_len, 8, buf, PH_SERVE_MAX_IO, out);
 	free(buf);
-	phsync_sig_gen_free(g);
-	if (!done) {
-		out->len = st;
-		if (e != 0 && e != EIO)
-			return status_errno(out, id, e);
+	if (rc == 0)
+		return end_reply(out, st, 0);
+	out->len = st;
+	if (rc == -ENOMEM)
+		return -1;
+	if (rc == -EIO)
 		return status(out, id, FX_FAILURE, "the file changed while it was read");
-	}
-	return end_reply(out, st, 0);
-oom:
-	if (st != SIZE_MAX)
-		out->len = st;
-	free(buf);
-	phsync_sig_gen_free(g);
-	return -1;
+	return status_errno(out, id, -rc);
 }
 
 /* phsync-delta-start: the client's signature of its old copy; the delta of

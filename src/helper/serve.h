@@ -10,15 +10,8 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "proto.h"
 
-/* The helper protocol versions this build speaks (the value of the
- * "phsync@phsync.org" extension in INIT and VERSION). */
-#define PH_HELPER_PROTO_MIN 1
-#define PH_HELPER_PROTO_MAX 1
-#define PH_HELPER_EXT "phsync@phsync.org"
-#define PH_HELPER_SIG "phsync-sig@phsync.org"
-#define PH_HELPER_DSTART "phsync-delta-start@phsync.org"
-#define PH_HELPER_DREAD "phsync-delta-read@phsync.org"
 
 #define PH_SERVE_MAX_PACKET ((4u << 20) + 1024) /* largest request taken */
 #define PH_SERVE_MAX_IO (256u << 10)            /* READ / delta bytes per reply */

@@ -11,6 +11,7 @@
 
 #include "conn.h"
 #include "ctx.h"
+#include "proto.h"
 
 #define MAX_DIRS 1000000u
 #define MAX_DEPTH 256
@@ -86,7 +87,7 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 		/* A helper that starts answers at once; one that hangs (a shell
 		 * waiting on something) must not cost the whole --timeout. */
 		chan.silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
-		rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_VERSION, sftp);
+		rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_PROTO_MAX, sftp);
 	}
 	if (rc == 0 && ph_sftp_helper(*sftp) == 0) {
 		unsigned seen = ph_sftp_helper_seen(*sftp);
@@ -99,7 +100,7 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 			            "protocol version (%s%u); this phsync speaks %u: install the same "
 			            "phsync version on both sides", ph_ssh_host(ssh), cmd,
 			            seen == UINT_MAX ? "unreadable, " : "", seen == UINT_MAX ? 0 : seen,
-			            PH_HELPER_VERSION);
+			            PH_HELPER_PROTO_MAX);
 		ph_sftp_free(*sftp);
 		*sftp = NULL;
 	} else if (rc != 0 && rc != PHSYNC_EINTR) {

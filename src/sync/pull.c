@@ -18,6 +18,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "sigfd.h"
 #include "platform.h"
 
 #define MAX_FILES 64          /* files open at once */
@@ -454,12 +455,10 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	struct pull *p = x->p;
 	struct ph_job *j = p->j;
 	struct ph_buf sig = { NULL, 0, 0, PH_SFTP_MAX_PACKET - 1024 };
-	phsync_sig_gen *g = NULL;
 	char *dir = NULL;
 	const char *base;
 	struct stat st;
-	uint64_t off = 0;
-	int dfd = -1, fd = -1, done = 0, ok = 0;
+	int dfd = -1, fd = -1, ok = 0;
 
 	if (ph_sftp_helper(j->sftp) < 1 || x->e->nosize || x->e->size < DELTA_MIN ||
 	    d->nosize || d->size < DELTA_MIN || j->lroot < 0 || p->cbuf == NULL)
@@ -471,39 +470,10 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size ||
 	    (int64_t)st.st_mtime != d->mtime)
 		goto out;   /* not what the plan saw: no basis to trust */
-	if (phsync_sig_gen_new(j->ctx, d->size, 0, PULL_STRONG, &g) != 0)
+	/* A signature too large for one request (its buffer's max) means
+	 * the file comes whole. */
+	if (ph_sig_fd(fd, d->size, 0, PULL_STRONG, p->cbuf, COPY_BUF, &sig) != 0)
 		goto out;
-	while (!done) {
-		ssize_t n = 0;
-		struct phsync_in in;
-		int end;
-
-		if (off < d->size) {
-			size_t want = d->size - off < COPY_BUF ? (size_t)(d->size - off) : COPY_BUF;
-
-			if ((n = pread(fd, p->cbuf, want, (off_t)off)) < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				goto out;
-			off += (uint64_t)n;
-		}
-		end = off >= d->size;
-		in.ptr = p->cbuf;
-		in.size = (size_t)n;
-		in.pos = 0;
-		do {
-			struct phsync_out o;
-
-			if (ph_buf_reserve(&sig, 64u << 10) != 0)
-				goto out;   /* too many blocks for one request: whole */
-			o.ptr = sig.data + sig.len;
-			o.size = sig.cap - sig.len;
-			o.pos = 0;
-			if (phsync_sig_gen_stream(g, &o, &in, end, &done) != 0)
-				goto out;
-			sig.len += o.pos;
-		} while (!done && (in.pos < in.size || end));
-	}
 	if (phsync_delta_reader_new(j->ctx, d->size, &x->dr) != 0)
 		goto out;
 	if (ph_sftp_helper_delta_start(j->sftp, x->h, x->hlen, sig.data, sig.len, dstart_cb,
@@ -518,7 +488,6 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	fd = -1;
 	ok = 1;
 out:
-	phsync_sig_gen_free(g);
 	ph_buf_free(&sig);
 	if (fd >= 0)
 		close(fd);

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "ctx.h"
+#include "proto.h"
 #include "sftp.h"
 
 #define SLOTS 4096 /* requests in flight at most; a power of two */
@@ -757,7 +758,7 @@ ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t 
                    ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = begin_helper(s, "phsync-sig@phsync.org", h, hlen, cb, arg, &start);
+	int rc = begin_helper(s, PH_HELPER_SIG, h, hlen, cb, arg, &start);
 
 	if (rc != 0)
 		return rc;
@@ -773,7 +774,7 @@ ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 
 	if (siglen > PH_SFTP_MAX_PACKET - 1024)
 		return PHSYNC_EINVAL;
-	if ((rc = begin_helper(s, "phsync-delta-start@phsync.org", h, hlen, cb, arg, &start)) != 0)
+	if ((rc = begin_helper(s, PH_HELPER_DSTART, h, hlen, cb, arg, &start)) != 0)
 		return rc;
 	return end(s, start, ph_buf_put_str(&s->out, sig, siglen));
 }
@@ -783,7 +784,7 @@ ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ui
                           uint32_t len, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = begin_helper(s, "phsync-delta-read@phsync.org", h, hlen, cb, arg, &start);
+	int rc = begin_helper(s, PH_HELPER_DREAD, h, hlen, cb, arg, &start);
 
 	if (rc != 0)
 		return rc;
@@ -1048,7 +1049,7 @@ parse_version(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 			if (strlen(known[i].name) == nl && memcmp(known[i].name, name, nl) == 0)
 				s->exts |= known[i].bit;
-		if (nl == strlen(PH_HELPER_EXT_NAME) && memcmp(name, PH_HELPER_EXT_NAME, nl) == 0) {
+		if (nl == strlen(PH_HELPER_EXT) && memcmp(name, PH_HELPER_EXT, nl) == 0) {
 			unsigned v = 0;
 
 			/* A decimal version; anything else is no version we speak. */
@@ -1132,7 +1133,7 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 		char v[16];
 
 		snprintf(v, sizeof(v), "%u", offer);
-		if ((rc = ph_buf_put_cstr(&s->out, PH_HELPER_EXT_NAME)) != 0 ||
+		if ((rc = ph_buf_put_cstr(&s->out, PH_HELPER_EXT)) != 0 ||
 		    (rc = ph_buf_put_cstr(&s->out, v)) != 0)
 			goto out;
 	}

@@ -65,8 +65,6 @@ enum {
 
 #define PH_SFTP_MAX_HANDLE 256        /* the spec's bound on handle strings */
 #define PH_SFTP_MAX_PACKET (4u << 20) /* largest packet we accept */
-#define PH_HELPER_EXT_NAME "phsync@phsync.org" /* helper protocol, in INIT/VERSION */
-#define PH_HELPER_VERSION 1           /* the helper protocol this client speaks */
 
 struct ph_sftp_attrs {
 	uint32_t flags;

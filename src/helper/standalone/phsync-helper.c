@@ -10,7 +10,7 @@ int
 main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		printf("phsync-helper %s\n", PHSYNC_HELPER_VERSION);
+		printf("phsync-helper %s\n", PHSYNC_VERSION);
 		return 0;
 	}
 	if (argc != 3 || strcmp(argv[1], "serve") != 0 || argv[2][0] == '-') {
