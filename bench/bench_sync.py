@@ -18,10 +18,12 @@ Scenarios (each a fresh pull into an empty folder, then a no-change re-pull over
            pair (.db plus -wal, bytes on disk) per file.  --profile CMD runs one more phsync
            no-change re-pull under CMD (valgrind, perf, strace), outside the medians.
 Tools (all through the same sshd, the same ssh_config, AES-128-GCM):
-  phsync          phsync pull -F CFG --no-progress --no-default-excludes phone:SRC DST
-                  (the same files as rsync; no cipher named: phsync
-                  picks aes128-gcm itself when the CPU has AES instructions)
+  phsync          phsync pull -F CFG --no-progress --no-default-excludes --helper never
+                  phone:SRC DST (plain SFTP; the same files as rsync; no cipher named:
+                  phsync picks aes128-gcm itself when the CPU has AES instructions)
   phsync-nofsync  the same with --no-fsync (rsync and sftp do not fsync either)
+  phsync-helper   the same with --helper always --helper-path PHSYNC: `phsync serve` on the
+                  other end, as on a phone that has phsync or took the bootstrapped helper
   rsync           rsync -a -e 'ssh -F CFG -c aes128-gcm@openssh.com' phone:SRC/ DST/
   sftp            sftp -F CFG -c aes128-gcm@openssh.com -b BATCH phone, BATCH = get -r -p SRC/* DST/
                   (sftp has no "skip unchanged": its re-pull copies everything again)
@@ -69,7 +71,7 @@ import harness  # noqa: E402
 import mkcorpus  # noqa: E402
 
 CIPHER = "aes128-gcm@openssh.com"
-ALL_TOOLS = ["phsync", "phsync-nofsync", "rsync", "sftp"]
+ALL_TOOLS = ["phsync", "phsync-nofsync", "phsync-helper", "rsync", "sftp"]
 
 
 def log(msg):
@@ -420,6 +422,12 @@ def tool_argv(tool, phsync, cfg, src, dst, batchdir, phsync_extra):
         a = [phsync, "pull", "-F", cfg] + phsync_extra
         if tool == "phsync-nofsync":
             a.append("--no-fsync")
+        # plain SFTP, or `phsync serve` on the other end (the phone has phsync
+        # or took the bootstrapped helper); never auto's failed exec in between
+        if tool == "phsync-helper":
+            a += ["--helper", "always", "--helper-path", phsync]
+        else:
+            a += ["--helper", "never"]
         return a + ["phone:" + src, dst]
     if tool == "rsync":
         return ["rsync", "-a", "-e", "ssh -F %s -c %s" % (cfg, CIPHER), "phone:%s/" % src, dst + "/"]

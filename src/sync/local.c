@@ -243,7 +243,7 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		if (!ph_filter_match(s->filter, s->path, e.type == PH_T_DIR))
 			continue;
 		e.size = e.type == PH_T_FILE ? (uint64_t)st.st_size : 0;
-		e.mtime = (int64_t)st.st_mtime;
+		e.mtime = ph_mtime_fit((int64_t)st.st_mtime);
 		e.mode = st.st_mode & 07777;
 		if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
 			break;

@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "names.h"
+#include "strpool.h"
 #include "local.h"
 #include "platform.h"
 #include "ssh.h"
@@ -584,6 +585,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	struct ph_ssh *ssh = NULL;
 	struct ph_sftp_attrs ra;
 	struct lscan ls;
+	struct ph_strpool pool;
 	char *user = NULL, *host = NULL, *rpath = NULL;
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
@@ -613,6 +615,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		              "its copy here is durable");
 	if ((rc = ph_job_parse_remote(&j, remote, &user, &host, &rpath)) != 0)
 		return rc;
+	/* Both trees keep their paths in one pool: mostly the same strings. */
+	ph_strpool_init(&pool);
+	j.src.pool = j.dst.pool = &pool;
 	if ((rc = ph_job_filter(&j, &pat, &incl)) != 0)
 		goto out;
 	ph_raise_nofile();
@@ -718,6 +723,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		if (rrc == 0 && ls.rc != 0)
 			rrc = ph_err(ctx, ls.rc, "%s: %s", local_dir, ls.ctx.err);
 		lscan_free(&ls);
+		ph_strpool_seal(&pool); /* nothing more is looked up */
 		if ((rc = rrc) != 0)
 			goto out;
 		ph_tree_sort(pull ? &j.src : &j.dst);
@@ -794,6 +800,7 @@ out:
 	free((void *)known.v);
 	ph_tree_free(&j.src);
 	ph_tree_free(&j.dst);
+	ph_strpool_free(&pool);
 	free(j.dirty);
 	free(j.off);
 	ph_state_partials_free(j.partials, j.npartials);

@@ -8,13 +8,15 @@
 #include <unistd.h>
 
 #include "phsync/phsync.h"
+#include "strpool.h"
 #include "tree.h"
 
 #define BLOCK (256u * 1024)
 
 /* Two trees of a million entries each live in memory at once: keep an
- * entry at 32 bytes (its path lives in the string block). */
-_Static_assert(sizeof(struct ph_entry) <= 32, "ph_entry grew past 32 bytes");
+ * entry at 24 bytes (its path lives in the string block or the pool). */
+_Static_assert(sizeof(struct ph_entry) == 24, "ph_entry is not 24 bytes");
+_Static_assert(PH_E_HOLD < (1 << 6), "the PH_E_ flags do not fit ph_entry.flags");
 
 /* Room for len bytes in the string block, or NULL. */
 static char *
@@ -54,10 +56,12 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 		t->v = v;
 		t->cap = ncap;
 	}
-	if ((s = strings_take(t, pathlen + 1)) == NULL)
-		return PHSYNC_ENOMEM;
-	memcpy(s, path, pathlen);
-	s[pathlen] = '\0';
+	if (t->pool == NULL || (s = (char *)ph_strpool_get(t->pool, path, pathlen)) == NULL) {
+		if ((s = strings_take(t, pathlen + 1)) == NULL)
+			return PHSYNC_ENOMEM;
+		memcpy(s, path, pathlen);
+		s[pathlen] = '\0';
+	}
 	t->v[t->n] = *e;
 	t->v[t->n].path = s;
 	t->v[t->n].flags = 0;

@@ -28,18 +28,34 @@ enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 #define PH_E_HOLD    0x20 /* (source) still being written, the caller says
                              (phsync_options.hold_paths): left for later */
 
+/* 24 bytes: a no-change run over 1,000,000 files holds two trees of them
+ * (see docs/PERFORMANCE.md section 3), so the small fields share one word
+ * with the time. */
 struct ph_entry {
 	char *path;      /* the key (above) */
 	uint64_t size;
-	int64_t mtime;   /* seconds (a copy's access time is set to it too: an
-	                    access time is not kept, as rsync keeps none by
-	                    default; 8 bytes a file saved twice) */
-	uint32_t mode;   /* permission bits (07777) */
-	uint8_t type;    /* enum ph_type */
-	uint8_t nosize;  /* a file whose size the server would not tell: read
-	                    to EOF, and never taken as unchanged */
-	uint8_t flags;   /* PH_E_* */
+	int64_t mtime : 42; /* seconds, within +-69,000 years of 1970 (see
+	                       ph_mtime_fit; a copy's access time is set to it
+	                       too: an access time is not kept, as rsync keeps
+	                       none by default) */
+	uint64_t mode : 12; /* permission bits (07777) */
+	uint64_t type : 3;  /* enum ph_type */
+	uint64_t nosize : 1; /* a file whose size the server would not tell:
+	                        read to EOF, and never taken as unchanged */
+	uint64_t flags : 6; /* PH_E_* */
 };
+
+#define PH_MTIME_MAX (((int64_t)1 << 41) - 1)
+#define PH_MTIME_MIN (-((int64_t)1 << 41))
+
+/* A time as an entry can hold it: one outside +-69,000 years (only a
+ * local file can claim one; SFTP carries 32 bits) is held at the nearest
+ * end, on both sides alike. */
+static inline int64_t
+ph_mtime_fit(int64_t t)
+{
+	return t > PH_MTIME_MAX ? PH_MTIME_MAX : t < PH_MTIME_MIN ? PH_MTIME_MIN : t;
+}
 
 /* The entry's path on its own side (what I/O on that side uses). */
 static inline const char *
@@ -65,6 +81,8 @@ ph_entry_dpath(const struct ph_entry *e)
 	return p + 1;
 }
 
+struct ph_strpool;
+
 struct ph_tree {
 	struct ph_entry *v;
 	size_t n, cap;
@@ -72,9 +90,12 @@ struct ph_tree {
 	char **blocks;   /* string storage */
 	size_t nblocks;
 	size_t block_used, block_cap;
+	struct ph_strpool *pool; /* when set, ph_tree_add keeps paths there,
+	                            once for this tree and its twin (strpool.h) */
 };
 
-/* Adds an entry; path is copied. Returns 0 or PHSYNC_ENOMEM. */
+/* Adds an entry; path is copied (into the pool when the tree has one: the
+ * key is then shared and never written to). Returns 0 or PHSYNC_ENOMEM. */
 int ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen,
                 const struct ph_entry *e);
 /* Gives entry i new names (key, raw and dpath, each NULL when it is the
