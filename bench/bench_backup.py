@@ -16,6 +16,19 @@ file count and bytes as the corpus (tar -tv), so a broken run cannot look fast.
 
     bench/bench_backup.py [--corpus DIR] [--reps N] [--out FILE]
     (the corpus: bench/mkcorpus.py DIR, default /var/tmp/phsync-bench/corpus)
+
+--incremental measures issue 10's second target instead.  Each repetition, on a fresh copy
+of the corpus (cp -a): a full backup and a pull into DST (both untimed); then 60 gallery edits
+(mkcorpus.edit) and 5 new 3 MB photos; then, in rotating order, timed:
+
+  inc       phsync backup --incremental (the same series as the full backup)
+  pull      phsync pull --helper never phone:SRC DST: the listing, the state, and the 65
+            changed files whole (the baseline "a no-change pull plus the transfer of those
+            files")
+  no-change the same pull again, nothing to do (always after pull)
+
+The incremental archive is checked to hold exactly the 65 changed files (names and bytes, by
+tar -tv).  Target: inc <= 1.5 x pull.
 """
 
 import argparse
@@ -67,6 +80,90 @@ def timed(argv, shell=False):
     return p.returncode, wall, rss, p.stderr[-500:]
 
 
+def tar_files(path):
+    """{name: size} of the regular files in an archive, its manifest left out."""
+    p = subprocess.run(["tar", "--zstd", "-tvf", path], capture_output=True, text=True, check=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("-"):
+            f = line.split(None, 5)
+            name = f[5].split(" -> ")[0]
+            if not name.endswith(".phsync-manifest"):
+                out[name[2:] if name.startswith("./") else name] = int(f[2])
+    return out
+
+
+def incremental(a, cfg):
+    import random
+    sys.path.insert(0, HERE)
+    import mkcorpus
+    base = os.path.join(a.data, "inc")
+    src, dst, out = os.path.join(base, "src"), os.path.join(base, "dst"), os.path.join(base, "out")
+    state = os.path.join(base, "state")
+    tmpl = out + "/inc-%Y%m%d%H%M.tar.zst"
+    common = ["-F", cfg, "-q", "--no-default-excludes", "--state-dir", state]
+    inc = [a.phsync, "backup"] + common + ["--incremental", "phone:" + src, tmpl]
+    pull = [a.phsync, "pull"] + common + ["--helper", "never", "phone:" + src, dst]
+    rows = []
+    for rep in range(a.reps):
+        shutil.rmtree(base, ignore_errors=True)
+        os.makedirs(out)
+        subprocess.run(["cp", "-a", a.corpus, src], check=True)
+        subprocess.run([a.phsync, "backup"] + common + ["--full", "phone:" + src, tmpl], check=True)
+        subprocess.run(pull, check=True)
+        before = {os.path.relpath(os.path.join(dp, f), src): os.stat(os.path.join(dp, f)).st_mtime_ns
+                  for dp, _, fn in os.walk(src) for f in fn}
+        mkcorpus.edit(src, 60, seed=18 + rep)
+        rng = random.Random(1000 + rep)
+        for i in range(5):
+            mkcorpus.put(os.path.join(src, "DCIM/Camera/NEW_%d_%d.jpg" % (rep, i)),
+                         mkcorpus.jpeg(rng, 3_000_000), time.time() - 7200)
+        changed = {}
+        for dp, _, fn in os.walk(src):
+            for f in fn:
+                q = os.path.join(dp, f)
+                r = os.path.relpath(q, src)
+                st = os.stat(q)
+                if before.get(r) != st.st_mtime_ns:
+                    changed[r] = st.st_size
+        fulls = set(os.listdir(out))
+        subprocess.run(["sync"])
+        res = {}
+        order = ["inc", "pull"] if rep % 2 == 0 else ["pull", "inc"]
+        for what in order:
+            if what == "inc":
+                code, wall, rss, err = timed(inc)
+                new = sorted(set(os.listdir(out)) - fulls)
+                got = tar_files(os.path.join(out, new[0])) if code == 0 and len(new) == 1 else None
+                ok = got == changed
+                res["inc"] = {"wall": wall, "rss_kb": rss, "ok": ok,
+                              "size": os.path.getsize(os.path.join(out, new[0])) if ok else 0}
+                if not ok:
+                    print("inc BAD: code %d %r; files %r != %r" % (code, err, got, changed))
+            else:
+                code, wall, rss, err = timed(pull)
+                res["pull"] = {"wall": wall, "rss_kb": rss, "ok": code == 0}
+                code, wall, rss, err = timed(pull)
+                res["no-change"] = {"wall": wall, "rss_kb": rss, "ok": code == 0}
+        res["changed_files"] = len(changed)
+        res["changed_bytes"] = sum(changed.values())
+        rows.append(res)
+        print("rep %d: %d changed files, %d bytes; inc %.2f s (%d bytes, %s, %d kB RSS), pull %.2f s, "
+              "no-change pull %.2f s" % (rep, len(changed), res["changed_bytes"], res["inc"]["wall"],
+                                          res["inc"]["size"], "ok" if res["inc"]["ok"] else "BAD",
+                                          res["inc"]["rss_kb"], res["pull"]["wall"], res["no-change"]["wall"]),
+              flush=True)
+    med = {}
+    for k in ("inc", "pull", "no-change"):
+        w = sorted(r[k]["wall"] for r in rows if r[k]["ok"])
+        med[k] = w[len(w) // 2] if w else None
+    print("\nmedian wall (s): inc %s, pull %s, no-change pull %s" % (med["inc"], med["pull"], med["no-change"]))
+    if med["inc"] and med["pull"]:
+        print("inc / pull = %.2f (target <= 1.5)" % (med["inc"] / med["pull"]))
+    if a.out:
+        json.dump({"rows": rows, "median": med}, open(a.out, "w"), indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="/var/tmp/phsync-bench/corpus")
@@ -74,7 +171,10 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--phsync", default=os.path.join(REPO, "build", "phsync"))
+    ap.add_argument("--incremental", action="store_true",
+                    help="measure an incremental backup after gallery edits (see above)")
     a = ap.parse_args()
+    a.corpus = os.path.abspath(a.corpus)
     src = os.path.abspath(a.corpus)
     want = corpus_stat(src)
     shutil.rmtree(a.data, ignore_errors=True)
@@ -82,6 +182,12 @@ def main():
     srv = harness.SshServer(statedir=os.path.join(a.data, "server"))
     srv.start()
     cfg = srv.config
+    if a.incremental:
+        try:
+            incremental(a, cfg)
+        finally:
+            srv.stop()
+        return
     out = os.path.join(a.data, "out")
     env_state = os.path.join(a.data, "state")
     tools = {

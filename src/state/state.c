@@ -813,6 +813,66 @@ phsync_pairs(phsync_ctx *ctx, const char *dir, phsync_pair_fn fn, void *arg)
 	return 0;
 }
 
+/* ---- hosts without a helper --------------------------------------------- */
+
+/* The memo's path: DIR/nohelper-HASH (HASH of ident: a host name may hold
+ * any byte). Returns 0, or -1 when there is no state folder. */
+static int
+nohelper_path(const char *dir, const char *ident, int create, char *out, size_t len)
+{
+	char sdir[PATH_MAX];
+
+	if (state_dir(NULL, dir, sdir, sizeof(sdir), create) != 0)
+		return -1;
+	snprintf(out, len, "%s/nohelper-%016llx", sdir,
+	         (unsigned long long)XXH3_64bits(ident, strlen(ident)));
+	return 0;
+}
+
+int
+ph_state_nohelper_get(const char *dir, const char *ident)
+{
+	char path[PATH_MAX + 32], buf[512], want[512];
+	struct stat st;
+	time_t now = time(NULL);
+	ssize_t n;
+	int fd, fresh;
+
+	if (nohelper_path(dir, ident, 0, path, sizeof(path)) != 0 ||
+	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return 0;
+	fresh = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
+	        now - st.st_mtime < PH_NOHELPER_TTL_S;
+	n = fresh ? read(fd, buf, sizeof(buf) - 1) : -1;
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The same version and the same host (not a hash collision). */
+	snprintf(want, sizeof(want), "phsync %s\n%s\n", PHSYNC_VERSION, ident);
+	return strncmp(buf, want, strlen(want)) == 0;
+}
+
+void
+ph_state_nohelper_put(const char *dir, const char *ident, const char *why)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 48], buf[1024];
+	int fd, n, ok;
+
+	if (nohelper_path(dir, ident, 1, path, sizeof(path)) != 0)
+		return;
+	n = snprintf(buf, sizeof(buf), "phsync %s\n%s\n%s\n", PHSYNC_VERSION, ident, why);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = (int)strlen(buf);
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return;
+	ok = write(fd, buf, (size_t)n) == n;
+	close(fd);
+	if (!ok || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 /* ---- backup series (schema 4) ------------------------------------------ */
 
 int

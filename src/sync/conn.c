@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "ctx.h"
 #include "proto.h"
+#include "state.h"
 
 #define MAX_DIRS 1000000u
 #define MAX_DEPTH 256
@@ -125,7 +126,8 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 {
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
-	int rc;
+	char ident[400];
+	int rc, memo = 0;
 
 	*ssh = NULL;
 	*sftp = NULL;
@@ -139,6 +141,18 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
 	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) != 0)
 		goto out;
+	/* auto, on a host that ran no helper a moment ago: straight to SFTP
+	 * (state.h, "hosts without a helper"). */
+	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
+		char u[128], h[256];
+		unsigned port;
+
+		ph_ssh_identity(*ssh, u, sizeof(u), h, sizeof(h), &port);
+		snprintf(ident, sizeof(ident), "%s@%s:%u", u, h, port);
+		memo = 1;
+		if (ph_state_nohelper_get(opts->state_dir, ident))
+			goto plain;
+	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
 		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
 		                  rroot, sftp);
@@ -164,7 +178,10 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 			rc = PHSYNC_ECONNECT; /* the remote cannot be reached as asked: exit 3 */
 			goto out;
 		}
+		if (memo)
+			ph_state_nohelper_put(opts->state_dir, ident, ctx->err);
 	}
+plain:
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
 		goto out;
 	chan.silence_ms = (int)sp.timeout_s * 1000;

@@ -7,7 +7,8 @@ The helper under test is the phsync binary under test, started by the test sshd'
   bytes_matched says how much did not travel, and the summary names the protocol in use;
 - --helper auto falls back to plain SFTP quietly when the helper is missing, speaks plain SFTP
   only or another protocol version, or prints a banner first; --helper always fails (exit 3)
-  with the reason, and writes nothing;
+  with the reason, and writes nothing; a host found without a helper is remembered (the
+  next auto run brings none), but not past a day or across versions;
 - a helper that sends more delta than asked for, a delta whose result does not hash to its
   END, or a COPY outside the old copy: the file fails (exit 5), the old copy stays intact and
   nothing half-built is left; a garbage signature on push: the file goes whole, right;
@@ -256,6 +257,30 @@ class BootstrapTest(SyncTestCase):
         r = self.pull("--json", "--helper", "auto", env={"PHSYNC_HELPER_DIR": empty}, expect=0)
         self.assertEqual(summary(r)["helper"], 0, r)
         self.assertTreesEqual(self.remote, self.local)
+        # The host is remembered as one without a helper: the next auto run goes straight to
+        # SFTP even though a helper could be brought now (nothing is uploaded) ...
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        memos = [n for n in os.listdir(sdir) if n.startswith("nohelper-")]
+        self.assertEqual(len(memos), 1, os.listdir(sdir))
+        with open(os.path.join(sdir, memos[0])) as f:
+            memo = f.read().splitlines()
+        self.assertEqual(memo[0], "phsync 0.1.0", memo)
+        self.assertRegex(memo[1], r"^[^@]+@127\.0\.0\.1:\d+$")
+        here = {"PHSYNC_HELPER_DIR": helpers_dir()}
+        r = self.pull("--json", "--helper", "auto", env=here, expect=0)
+        self.assertEqual(summary(r)["helper"], 0, r)
+        self.assertFalse(os.path.exists(self.cached()))
+        # ... while the memo is fresh and of this version; an old memo or one of another
+        # version is not taken, and the helper is tried (and brought) again.
+        os.utime(os.path.join(sdir, memos[0]), (T0, T0))
+        r = self.pull("--json", "--helper", "auto", env=here, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTrue(os.path.exists(self.cached()))
+        with open(os.path.join(sdir, memos[0]), "w") as f:
+            f.write("phsync 0.0.9\n%s\nold\n" % memo[1])
+        r = self.pull("--json", "--helper", "auto", env=here, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        os.unlink(self.cached())
         r = self.pull("--helper", "always", dst=os.path.join(self.tmp, "x"),
                       env={"PHSYNC_HELPER_DIR": empty}, expect=3)
         self.assertIn("no helper for this phone here", r.err)
