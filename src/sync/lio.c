@@ -499,6 +499,11 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		deliver(l, &f, 1);
 		return;
 	}
+	/* The disk starts on it now, while the next files arrive, rather than
+	 * all at once in the batch's sync (writes hint each 8 MiB step as it
+	 * fills: here the rest, all of a photo). */
+	if (l->durable)
+		ph_writeback_hint(f->fd, f->size / WRITEBACK_STEP * WRITEBACK_STEP, 0);
 	l->batch[l->nbatch++] = f;
 	l->batch_bytes += f->size;
 	if (l->nbatch == MAX_BATCH || l->batch_bytes >= MAX_BATCH_BYTES)

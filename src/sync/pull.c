@@ -53,6 +53,8 @@ struct xfer {
 	unsigned reads;
 	int probed;                /* the read at the listed size was sent */
 	int opening, failed, silent, done;
+	int sign_pending;          /* open; its old copy is signed by the
+	                              main loop's next turn (sign_next) */
 	size_t slot;               /* index in p->active */
 	/* A delta through the helper (docs/PROTOCOL.md): the signature of the
 	 * local old copy went out with phsync-delta-start; the delta comes
@@ -446,6 +448,16 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	xfer_maybe_done(x);
 }
 
+/* Is a delta worth asking for, the destination's old copy being d? */
+static int
+delta_wanted(const struct xfer *x, const struct ph_entry *d)
+{
+	const struct pull *p = x->p;
+
+	return ph_sftp_helper(p->j->sftp) >= 1 && !x->e->nosize && x->e->size >= DELTA_MIN &&
+	       !d->nosize && d->size >= DELTA_MIN && p->j->lroot >= 0 && p->cbuf != NULL;
+}
+
 /* The signature of the local old copy (the plan's destination entry d),
  * when a delta is worth it; the file stays open as the delta's basis.
  * Returns 1 with the delta asked for, 0 to read the file whole. */
@@ -460,8 +472,7 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	struct stat st;
 	int dfd = -1, fd = -1, ok = 0;
 
-	if (ph_sftp_helper(j->sftp) < 1 || x->e->nosize || x->e->size < DELTA_MIN ||
-	    d->nosize || d->size < DELTA_MIN || j->lroot < 0 || p->cbuf == NULL)
+	if (!delta_wanted(x, d))
 		return 0;
 	if (ph_local_split(ph_entry_dpath(d), &dir, &base) != 0 ||
 	    ph_local_opendir(j->lroot, dir, &dfd) != 0)
@@ -562,16 +573,49 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			p->j->st.bytes_todo -= pa->have;
 		} else {
 			/* A file this side has an old copy of comes as a delta when
-			 * the helper runs on the other end. */
+			 * the helper runs on the other end. Its signing waits for the
+			 * main loop: OPEN replies come in bursts, and signing them all
+			 * here would keep every delta start from the helper until the
+			 * last was signed. */
 			const struct ph_action *a = &p->j->plan.v[x->ai];
 
-			if (a->kind == PH_A_UPDATE && a->dst >= 0)
-				delta_begin(x, &p->j->dst.v[a->dst]);
+			if (a->kind == PH_A_UPDATE && a->dst >= 0 &&
+			    delta_wanted(x, &p->j->dst.v[a->dst])) {
+				x->sign_pending = 1;
+				x->opening = 1;
+				return;
+			}
 		}
 	}
 	if (issue_reads(x) != 0)
 		xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 	xfer_maybe_done(x);
+}
+
+/* Signs one old copy waiting for it (see open_cb) and sends its delta
+ * start at once, so the helper works on it while the next is signed.
+ * Returns 1 when one was signed. */
+static int
+sign_next(struct pull *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nactive; i++) {
+		struct xfer *x = p->active[i];
+
+		if (!x->sign_pending)
+			continue;
+		x->sign_pending = 0;
+		x->opening = 0;
+		if (!x->failed && !p->stopping)
+			delta_begin(x, &p->j->dst.v[p->j->plan.v[x->ai].dst]);
+		if (!x->failed && !p->stopping && issue_reads(x) != 0)
+			xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+		xfer_maybe_done(x);
+		(void)ph_sftp_flush(p->j->sftp); /* a dead link: the pump says so */
+		return 1;
+	}
+	return 0;
 }
 
 static int
@@ -884,7 +928,8 @@ ph_pull_run(struct ph_job *j)
 		ph_job_progress(j);
 		if (p.nactive == 0 && (ai >= j->plan.n || p.fatal || p.stopping))
 			break;
-		rc = ph_sftp_pump(j->sftp, 200);
+		/* One signature a turn, replies taken in between without waiting. */
+		rc = ph_sftp_pump(j->sftp, sign_next(&p) ? 0 : 200);
 		if (rc == PHSYNC_EINTR)
 			rc = 0; /* handled at the top of the loop */
 	}

@@ -471,10 +471,14 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 		if (timeout_ms >= 0 && now_ms() - start >= (uint64_t)timeout_ms)
 			return 0;
 	}
-	/* Take everything already buffered without waiting again. */
+	/* Take everything already buffered without waiting again; what the
+	 * callbacks queue goes out between reads, so the server is never left
+	 * idle while replies stream in (a delta's next read, the next file). */
 	do {
 		if ((rc = drain(s)) != 0)
 			return kill_link(s, rc);
+		if ((rc = ph_sftp_flush(s)) != 0)
+			return rc;
 		if (s->inflight == 0)
 			break;
 		if ((rc = fill(s, 0, &got)) != 0)
