@@ -815,22 +815,26 @@ phsync_pairs(phsync_ctx *ctx, const char *dir, phsync_pair_fn fn, void *arg)
 
 /* ---- hosts without a helper --------------------------------------------- */
 
-/* The memo's path: DIR/nohelper-HASH (HASH of ident: a host name may hold
- * any byte). Returns 0, or -1 when there is no state folder. */
+/* The memo's path, DIR/nohelper-HASH (HASH of user@host:port: a host
+ * name may hold any byte), and in head its first two lines: the version
+ * and user@host:port. Returns 0, or -1 when there is no state folder. */
 static int
-nohelper_path(const char *dir, const char *ident, int create, char *out, size_t len)
+nohelper_path(const char *dir, const char *user, const char *host, unsigned port, int create,
+              char *out, size_t len, char *head, size_t hlen)
 {
-	char sdir[PATH_MAX];
+	char sdir[PATH_MAX], ident[400];
 
 	if (state_dir(NULL, dir, sdir, sizeof(sdir), create) != 0)
 		return -1;
+	snprintf(ident, sizeof(ident), "%s@%s:%u", user, host, port);
+	snprintf(head, hlen, "phsync %s\n%s\n", PHSYNC_VERSION, ident);
 	snprintf(out, len, "%s/nohelper-%016llx", sdir,
 	         (unsigned long long)XXH3_64bits(ident, strlen(ident)));
 	return 0;
 }
 
 int
-ph_state_nohelper_get(const char *dir, const char *ident)
+ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsigned port)
 {
 	char path[PATH_MAX + 32], buf[512], want[512];
 	struct stat st;
@@ -838,7 +842,7 @@ ph_state_nohelper_get(const char *dir, const char *ident)
 	ssize_t n;
 	int fd, fresh;
 
-	if (nohelper_path(dir, ident, 0, path, sizeof(path)) != 0 ||
+	if (nohelper_path(dir, user, host, port, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
 	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return 0;
 	fresh = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
@@ -849,19 +853,19 @@ ph_state_nohelper_get(const char *dir, const char *ident)
 		return 0;
 	buf[n] = '\0';
 	/* The same version and the same host (not a hash collision). */
-	snprintf(want, sizeof(want), "phsync %s\n%s\n", PHSYNC_VERSION, ident);
 	return strncmp(buf, want, strlen(want)) == 0;
 }
 
 void
-ph_state_nohelper_put(const char *dir, const char *ident, const char *why)
+ph_state_nohelper_put(const char *dir, const char *user, const char *host, unsigned port,
+                      const char *why)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 48], buf[1024];
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 48], head[512], buf[1024];
 	int fd, n, ok;
 
-	if (nohelper_path(dir, ident, 1, path, sizeof(path)) != 0)
+	if (nohelper_path(dir, user, host, port, 1, path, sizeof(path), head, sizeof(head)) != 0)
 		return;
-	n = snprintf(buf, sizeof(buf), "phsync %s\n%s\n%s\n", PHSYNC_VERSION, ident, why);
+	n = snprintf(buf, sizeof(buf), "%s%s\n", head, why);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = (int)strlen(buf);
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());

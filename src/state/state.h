@@ -155,16 +155,17 @@ int ph_state_backup_pruned(struct ph_state *st, int64_t seq);
 /* ---- hosts without a helper ----
  * --helper auto on a server that runs no helper (and takes none by
  * bootstrap) costs each run one or two extra sessions, half a second or
- * more against OpenSSH. A memo per host (ident: user@host:port) in the
- * state folder dir (NULL: the default) says so for PH_NOHELPER_TTL_S
- * seconds and for this phsync version; then auto goes straight to plain
- * SFTP. */
+ * more against OpenSSH. A memo per host (who we reached: user@host:port
+ * after ssh_config, as a pair's key) in the state folder dir (NULL: the
+ * default) says so for PH_NOHELPER_TTL_S seconds and for this phsync
+ * version; then auto goes straight to plain SFTP. */
 #define PH_NOHELPER_TTL_S (24 * 3600)
-/* 1 when a fresh memo says ident runs no helper, else 0. */
-int ph_state_nohelper_get(const char *dir, const char *ident);
-/* Writes the memo (why: one line, for whoever reads the file); failures
- * are ignored (the next run tries the helper again). */
-void ph_state_nohelper_put(const char *dir, const char *ident, const char *why);
+/* 1 when a fresh memo says the host runs no helper, else 0. */
+int ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsigned port);
+/* Writes the memo (why: for whoever reads the file); failures are
+ * ignored (the next run tries the helper again). */
+void ph_state_nohelper_put(const char *dir, const char *user, const char *host, unsigned port,
+                           const char *why);
 
 /* phsync_pairs (public) is implemented in state.c too. */
 

@@ -126,7 +126,8 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 {
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
-	char ident[400];
+	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
+	unsigned mport = 0;
 	int rc, memo = 0;
 
 	*ssh = NULL;
@@ -144,13 +145,9 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	/* auto, on a host that ran no helper a moment ago: straight to SFTP
 	 * (state.h, "hosts without a helper"). */
 	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
-		char u[128], h[256];
-		unsigned port;
-
-		ph_ssh_identity(*ssh, u, sizeof(u), h, sizeof(h), &port);
-		snprintf(ident, sizeof(ident), "%s@%s:%u", u, h, port);
+		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
 		memo = 1;
-		if (ph_state_nohelper_get(opts->state_dir, ident))
+		if (ph_state_nohelper_get(opts->state_dir, mu, mh, mport))
 			goto plain;
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
@@ -179,7 +176,7 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 			goto out;
 		}
 		if (memo)
-			ph_state_nohelper_put(opts->state_dir, ident, ctx->err);
+			ph_state_nohelper_put(opts->state_dir, mu, mh, mport, ctx->err);
 	}
 plain:
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)

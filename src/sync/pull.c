@@ -458,9 +458,9 @@ delta_wanted(const struct xfer *x, const struct ph_entry *d)
 	       !d->nosize && d->size >= DELTA_MIN && p->j->lroot >= 0 && p->cbuf != NULL;
 }
 
-/* The signature of the local old copy (the plan's destination entry d),
- * when a delta is worth it; the file stays open as the delta's basis.
- * Returns 1 with the delta asked for, 0 to read the file whole. */
+/* The signature of the local old copy (the plan's destination entry d,
+ * for which delta_wanted said yes); the file stays open as the delta's
+ * basis. Returns 1 with the delta asked for, 0 to read the file whole. */
 static int
 delta_begin(struct xfer *x, const struct ph_entry *d)
 {
@@ -472,8 +472,6 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	struct stat st;
 	int dfd = -1, fd = -1, ok = 0;
 
-	if (!delta_wanted(x, d))
-		return 0;
 	if (ph_local_split(ph_entry_dpath(d), &dir, &base) != 0 ||
 	    ph_local_opendir(j->lroot, dir, &dfd) != 0)
 		goto out;
@@ -592,9 +590,9 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	xfer_maybe_done(x);
 }
 
-/* Signs one old copy waiting for it (see open_cb) and sends its delta
- * start at once, so the helper works on it while the next is signed.
- * Returns 1 when one was signed. */
+/* Signs one old copy waiting for it (see open_cb); the pump that follows
+ * sends its delta start at once, so the helper works on it while the next
+ * is signed. Returns 1 when one was signed. */
 static int
 sign_next(struct pull *p)
 {
@@ -612,7 +610,6 @@ sign_next(struct pull *p)
 		if (!x->failed && !p->stopping && issue_reads(x) != 0)
 			xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 		xfer_maybe_done(x);
-		(void)ph_sftp_flush(p->j->sftp); /* a dead link: the pump says so */
 		return 1;
 	}
 	return 0;
