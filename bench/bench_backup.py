@@ -61,14 +61,8 @@ def corpus_stat(root):
 
 
 def tar_stat(path):
-    p = subprocess.run(["tar", "--zstd", "-tvf", path], capture_output=True, text=True, check=True)
-    n = b = 0
-    for line in p.stdout.splitlines():
-        f = line.split()
-        if line.startswith("-") and not line.rstrip().endswith(".phsync-manifest"):
-            n += 1
-            b += int(f[2])
-    return n, b
+    files = tar_files(path)
+    return len(files), sum(files.values())
 
 
 def timed(argv, shell=False):
@@ -203,15 +197,9 @@ def main():
     want = corpus_stat(src)
     shutil.rmtree(a.data, ignore_errors=True)
     os.makedirs(a.data)
-    # The login user's shell start-up files would be timed in every session (a .bashrc that
-    # starts pyenv costs 0.7 s here): hidden where the harness can, as in bench_sync.py.
-    srv = harness.SshServer(statedir=os.path.join(a.data, "server"), clean_home=os.geteuid() == 0)
-    try:
-        srv.start()
-    except harness.Unavailable as e:
-        print("note: %s; sessions run the login user's shell start-up files" % e)
-        srv = harness.SshServer(statedir=os.path.join(a.data, "server"))
-        srv.start()
+    # The login user's shell start-up files are not timed in every session (a .bashrc that
+    # starts pyenv costs 0.7 s here).
+    srv, _ = harness.start_bench_server(os.path.join(a.data, "server"))
     cfg = srv.config
     if a.incremental:
         try:

@@ -647,15 +647,9 @@ def main(argv):
         if "--no-default-excludes" in h:
             phsync_extra.append("--no-default-excludes")
 
-    clean_home = os.geteuid() == 0 and not a.no_clean_home
-    srv = harness.SshServer(statedir=os.path.join(a.data, "server"), clean_home=clean_home, log_level="INFO")
-    try:
-        srv.start()
-    except harness.Unavailable as e:
-        log("note: %s; sessions will run the login user's shell start-up files" % e)
-        clean_home = False
-        srv = harness.SshServer(statedir=os.path.join(a.data, "server"), log_level="INFO")
-        srv.start()
+    srv, clean_home = harness.start_bench_server(os.path.join(a.data, "server"),
+                                                 clean_home=not a.no_clean_home, log=log,
+                                                 log_level="INFO")
     env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": ""})
     dstroot = os.path.join(a.data, "dst")
     os.makedirs(dstroot, exist_ok=True)

@@ -142,15 +142,25 @@ def complete(path, size, digest):
         return False
 
 
-def part_latency(a, srv, env, phsync, base):
-    local, remote = os.path.join(base, "lat-local"), os.path.join(base, "lat-remote")
+def start_push_watch(srv, env, phsync, base, tag):
+    """Empty folders TAG-local and TAG-remote and a `push --watch` between them, watching:
+    (local, remote, the watch's Proc)."""
+    local, remote = os.path.join(base, tag + "-local"), os.path.join(base, tag + "-remote")
     for d in (local, remote):
         shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(local)
-    os.makedirs(remote)
+        os.makedirs(d)
     w = Proc([phsync, "push", "--watch", "-F", srv.config, local, "phone:" + remote], env)
     try:
         w.wait_line(r"watching ")
+    except BaseException:
+        w.stop()
+        raise
+    return local, remote, w
+
+
+def part_latency(a, srv, env, phsync, base):
+    local, remote, w = start_push_watch(srv, env, phsync, base, "lat")
+    try:
         times = []
         la0 = loadavg()
         for i in range(a.reps):
@@ -176,14 +186,8 @@ def part_latency(a, srv, env, phsync, base):
 
 
 def part_burst(a, srv, env, phsync, base):
-    local, remote = os.path.join(base, "burst-local"), os.path.join(base, "burst-remote")
-    for d in (local, remote):
-        shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(local)
-    os.makedirs(remote)
-    w = Proc([phsync, "push", "--watch", "-F", srv.config, local, "phone:" + remote], env)
+    local, remote, w = start_push_watch(srv, env, phsync, base, "burst")
     try:
-        w.wait_line(r"watching ")
         blobs = [os.urandom(64 * 1024) for _ in range(a.burst)]
         la0 = loadavg()
         t0 = time.monotonic()

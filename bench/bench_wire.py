@@ -146,16 +146,8 @@ def main(argv):
 
     phsync = os.path.join(base, "phsync-under-test")
     shutil.copy2(a.phsync, phsync)
-    # The login user's shell start-up files (a .bashrc that starts pyenv, say) would be
-    # timed in every tool's session: hidden, as in bench_sync.py, where the harness can.
-    srv = harness.SshServer(statedir=os.path.join(base, "server"), log_level="INFO",
-                            clean_home=os.geteuid() == 0)
-    try:
-        srv.start()
-    except harness.Unavailable as e:
-        log("note: %s; sessions run the login user's shell start-up files" % e)
-        srv = harness.SshServer(statedir=os.path.join(base, "server"), log_level="INFO")
-        srv.start()
+    # The login user's shell start-up files are not timed in every tool's session.
+    srv, _ = harness.start_bench_server(os.path.join(base, "server"), log=log, log_level="INFO")
     env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": ""})
     results = []
     helper = ["--helper", "always", "--helper-path", phsync]

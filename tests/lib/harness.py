@@ -781,6 +781,25 @@ class SshServer:
         return ["ssh", "-F", config or self.config]
 
 
+def start_bench_server(statedir, clean_home=True, log=print, **kw):
+    """A started SshServer for the benchmarks: with clean_home (root only) the login user's
+    shell start-up files are hidden, so a .bashrc that starts pyenv is not timed in every
+    session; without root, a plain server and a note through log.  Returns (server,
+    whether start-up files are hidden)."""
+    clean = clean_home and os.geteuid() == 0
+    srv = SshServer(statedir=statedir, clean_home=clean, **kw)
+    try:
+        srv.start()
+    except Unavailable as e:
+        if not clean:
+            raise
+        log("note: %s; sessions run the login user's shell start-up files" % e)
+        clean = False
+        srv = SshServer(statedir=statedir, **kw)
+        srv.start()
+    return srv, clean
+
+
 class _PortTaken(Exception):
     pass
 
