@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config          # compiler (gcc brings libasan/libubsan), build
   libssh-dev libxxhash-dev libsqlite3-dev libutf8proc-dev   # libphsync's dependencies (utf8proc: Unicode forms of names)
+  libssl-dev                                # libcrypto: MD5/SHA-1 of check-file deltas (pulls from ProFTPD/MINA servers)
   libuv1-dev libinih-dev                    # the watcher daemon (event loop, config file)
   libcmocka-dev                             # unit tests
   libarchive-dev libzstd-dev                # backups: tar (pax) writer/reader; zstd frames written by phsync

@@ -14,6 +14,7 @@
 #include "phsync/delta.h"
 
 #include "buf.h"
+#include "cfdelta.h"
 #include "lio.h"
 #include "ctx.h"
 #include "job.h"
@@ -70,6 +71,13 @@ struct xfer {
 	uint64_t dlen;             /* END: the new file's length and hash */
 	uint8_t dhash[16];
 	uint64_t matched;          /* bytes taken from the old copy */
+	/* A delta through check-file (cfdelta.c), when no helper runs: the
+	 * server's digests of the new file's blocks come first (cf_wait),
+	 * then the main loop hashes the old copy where those blocks may be
+	 * (sign_pending), then the blocks found are copied from the old copy
+	 * (basis) and the rest read as in a plain pull. */
+	struct ph_cf *cf;
+	int cf_wait;
 };
 
 struct rreq {
@@ -88,6 +96,7 @@ struct pull {
 	size_t max_files;
 	int fatal;                 /* stop starting files (full disk, dead link) */
 	int stopping;              /* interrupted: drop everything quietly */
+	int nocheck;               /* the server refused check-file: not asked again */
 	uint8_t *cbuf;             /* COPY bytes from an old copy, on their way */
 };
 
@@ -136,6 +145,7 @@ xfer_free(struct xfer *x)
 	if (x->basis >= 0)
 		close(x->basis);
 	phsync_delta_reader_free(x->dr);
+	ph_cf_free(x->cf);
 	free(x);
 }
 
@@ -205,6 +215,26 @@ issue_reads(struct xfer *x)
 	while (!x->delta && want_more(x) && x->reads < MAX_READS_FILE && p->reads < MAX_READS) {
 		uint32_t len = p->chunk;
 
+		if (x->cf != NULL && x->next_off < x->e->size) {
+			int64_t src;
+			uint64_t run;
+
+			ph_cf_at(x->cf, x->next_off, &src, &run);
+			if (src >= 0) {
+				/* Blocks the old copy holds: the I/O thread copies them. */
+				if (ph_lio_copy(p->lio, x->wf, x->next_off, (uint64_t)src,
+				                (size_t)run) != 0)
+					return PHSYNC_ENOMEM;
+				x->next_off += run;
+				x->got += run;
+				x->hi = x->next_off > x->hi ? x->next_off : x->hi;
+				x->matched += run;
+				p->j->st.bytes_done += run;
+				continue;
+			}
+			if (run < len)
+				len = (uint32_t)run;
+		}
 		if (!x->e->nosize && x->next_off < x->e->size && x->e->size - x->next_off < len)
 			len = (uint32_t)(x->e->size - x->next_off);
 		if ((rc = queue_read(x, x->next_off, len)) != 0)
@@ -265,6 +295,7 @@ xfer_complete(struct xfer *x)
 	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
 	x->hlen = 0;
 	x->wf->expect = x->got;
+	x->wf->matched = x->matched;
 	ph_lio_finish(p->lio, x->wf, 1);
 	x->wf = NULL;
 	x->done = 1;
@@ -458,6 +489,30 @@ delta_wanted(const struct xfer *x, const struct ph_entry *d)
 	       !d->nosize && d->size >= DELTA_MIN && p->j->lroot >= 0 && p->cbuf != NULL;
 }
 
+/* The local old copy (the plan's destination entry d) opened for reading,
+ * or -1 when it is no longer what the plan saw: no basis to trust. */
+static int
+open_basis(struct pull *p, const struct ph_entry *d)
+{
+	char *dir = NULL;
+	const char *base;
+	struct stat st;
+	int dfd = -1, fd = -1;
+
+	if (ph_local_split(ph_entry_dpath(d), &dir, &base) == 0 &&
+	    ph_local_opendir(p->j->lroot, dir, &dfd) == 0 &&
+	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) >= 0 &&
+	    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size ||
+	     (int64_t)st.st_mtime != d->mtime)) {
+		close(fd);
+		fd = -1;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return fd;
+}
+
 /* The signature of the local old copy (the plan's destination entry d,
  * for which delta_wanted said yes); the file stays open as the delta's
  * basis. Returns 1 with the delta asked for, 0 to read the file whole. */
@@ -467,18 +522,10 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	struct pull *p = x->p;
 	struct ph_job *j = p->j;
 	struct ph_buf sig = { NULL, 0, 0, PH_SFTP_MAX_PACKET - 1024 };
-	char *dir = NULL;
-	const char *base;
-	struct stat st;
-	int dfd = -1, fd = -1, ok = 0;
+	int fd, ok = 0;
 
-	if (ph_local_split(ph_entry_dpath(d), &dir, &base) != 0 ||
-	    ph_local_opendir(j->lroot, dir, &dfd) != 0)
-		goto out;
-	if ((fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) < 0 ||
-	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size ||
-	    (int64_t)st.st_mtime != d->mtime)
-		goto out;   /* not what the plan saw: no basis to trust */
+	if ((fd = open_basis(p, d)) < 0)
+		return 0;
 	/* A signature too large for one request (its buffer's max) means
 	 * the file comes whole. */
 	if (ph_sig_fd(fd, d->size, 0, PULL_STRONG, p->cbuf, COPY_BUF, &sig) != 0)
@@ -500,10 +547,105 @@ out:
 	ph_buf_free(&sig);
 	if (fd >= 0)
 		close(fd);
-	if (dfd >= 0)
-		close(dfd);
-	free(dir);
 	return ok;
+}
+
+/* Is a check-file delta worth asking for (no helper; see cfdelta.h)? */
+static int
+cf_wanted(const struct xfer *x, const struct ph_entry *d)
+{
+	const struct pull *p = x->p;
+
+	return ph_sftp_helper(p->j->sftp) == 0 && !p->nocheck && ph_cf_available() &&
+	       !x->e->nosize && x->e->size >= DELTA_MIN && !d->nosize && d->size >= DELTA_MIN &&
+	       p->j->lroot >= 0 && p->cbuf != NULL;
+}
+
+static void
+cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct rreq *rq = arg;
+	struct xfer *x = rq->x;
+	struct pull *p = x->p;
+
+	(void)s;
+	x->reads--;
+	p->reads--;
+	if (x->failed || r->type == 0 || p->stopping) {
+		if (r->type == 0)
+			x->silent = 1;
+		if (!x->failed)
+			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (x->cf != NULL && ph_cf_take(x->cf, r) != 0) {
+		/* A refusal (OpenSSH, Dropbear: unknown request) means none of
+		 * this server's; an odd reply, none for this file. Either way the
+		 * file is read whole. */
+		if (r->type == PH_FXP_STATUS && r->status == PH_FX_OP_UNSUPPORTED)
+			p->nocheck = 1;
+		ph_cf_free(x->cf);
+		x->cf = NULL;
+	}
+	free(rq);
+	if (x->cf_wait && x->reads == 0) {
+		x->cf_wait = 0;
+		if (x->cf != NULL && !x->failed) {
+			x->sign_pending = 1;    /* opening stays set until then */
+		} else {
+			x->opening = 0;
+			if (!x->failed && issue_reads(x) != 0)
+				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+		}
+	}
+	xfer_maybe_done(x);
+}
+
+/* Asks the server for the digests of the new file's blocks; the file
+ * waits for them (opening). Returns 1 when asked, 0 to read it whole. */
+static int
+cf_start(struct xfer *x)
+{
+	struct pull *p = x->p;
+	struct rreq *rq;
+	uint32_t block;
+	uint64_t len;
+
+	if (ph_cf_new(x->e->size, &x->cf) != 0)
+		return 0;
+	ph_cf_request(x->cf, &len, &block);
+	if ((rq = malloc(sizeof(*rq))) == NULL ||
+	    ph_sftp_check_file(p->j->sftp, x->h, x->hlen, PH_CF_ALGS, 0, len, block, cf_cb,
+	                       rq) != 0) {
+		free(rq);
+		ph_cf_free(x->cf);
+		x->cf = NULL;
+		return 0;
+	}
+	rq->x = x;
+	rq->off = 0;
+	rq->len = 0;
+	x->reads++;
+	p->reads++;
+	x->cf_wait = 1;
+	x->opening = 1;
+	return 1;
+}
+
+/* The old copy's blocks that the new file holds (every reply is in). */
+static void
+cf_begin(struct xfer *x, const struct ph_entry *d)
+{
+	struct pull *p = x->p;
+	int fd = open_basis(p, d);
+
+	if (fd >= 0 && ph_cf_match(x->cf, fd, d->size, p->cbuf, COPY_BUF) > 0 &&
+	    (x->wf->basis = dup(fd)) >= 0) {
+		x->basis = fd;
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	ph_cf_free(x->cf);
+	x->cf = NULL;
 }
 
 static void
@@ -583,6 +725,11 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 				x->opening = 1;
 				return;
 			}
+			if (a->kind == PH_A_UPDATE && a->dst >= 0 &&
+			    cf_wanted(x, &p->j->dst.v[a->dst]) && cf_start(x)) {
+				xfer_maybe_done(x);
+				return;
+			}
 		}
 	}
 	if (issue_reads(x) != 0)
@@ -605,7 +752,9 @@ sign_next(struct pull *p)
 			continue;
 		x->sign_pending = 0;
 		x->opening = 0;
-		if (!x->failed && !p->stopping)
+		if (!x->failed && !p->stopping && x->cf != NULL)
+			cf_begin(x, &p->j->dst.v[p->j->plan.v[x->ai].dst]);
+		else if (!x->failed && !p->stopping)
 			delta_begin(x, &p->j->dst.v[p->j->plan.v[x->ai].dst]);
 		if (!x->failed && !p->stopping && issue_reads(x) != 0)
 			xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
@@ -884,8 +1033,9 @@ ph_pull_run(struct ph_job *j)
 	ph_move_run(j);
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
 		return PHSYNC_ENOMEM;
-	/* Without it files simply come whole. */
-	if (ph_sftp_helper(j->sftp) >= 1)
+	/* For deltas (the helper's or check-file's); without it files simply
+	 * come whole. */
+	if (ph_sftp_helper(j->sftp) >= 1 || ph_cf_available())
 		p.cbuf = malloc(COPY_BUF);
 	if ((rc = ph_lio_new(j->lroot, j->o->fsync, &p.lio)) != 0)
 		goto out;

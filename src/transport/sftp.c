@@ -741,6 +741,63 @@ ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t
 	return end(s, start, rc);
 }
 
+int
+ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const char *algs,
+                   uint64_t off, uint64_t len, uint32_t block, ph_sftp_cb cb, void *arg)
+{
+	size_t start = 0;
+	int rc;
+
+	if (block < 256 || len == 0 || len % block != 0)
+		return PHSYNC_EINVAL; /* 0 would mean "the whole file" on the wire */
+	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
+		return rc;
+	rc = ph_buf_put_cstr(&s->out, "check-file-handle");
+	if (rc == 0)
+		rc = ph_buf_put_str(&s->out, h, hlen);
+	if (rc == 0)
+		rc = ph_buf_put_cstr(&s->out, algs);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, off);
+	if (rc == 0)
+		rc = ph_buf_put_u64(&s->out, len);
+	if (rc == 0)
+		rc = ph_buf_put_u32(&s->out, block);
+	return end(s, start, rc);
+}
+
+int
+ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
+                         uint32_t *alglen, uint32_t (*dlen_of)(const uint8_t *alg,
+                                                                uint32_t alglen),
+                         uint32_t n, uint8_t *out)
+{
+	struct ph_rd rd = { r->data, r->len };
+	const uint8_t *a, *d;
+	uint32_t al, dl, len, i;
+
+	if (r->type != PH_FXP_EXTENDED_REPLY || ph_rd_str(&rd, &a, &al) != 0)
+		return PHSYNC_EPROTO;
+	if (al == 10 && memcmp(a, "check-file", 10) == 0 && ph_rd_str(&rd, &a, &al) != 0)
+		return PHSYNC_EPROTO;
+	if ((len = dlen_of(a, al)) == 0)
+		return PHSYNC_EPROTO;   /* not an algorithm we asked for */
+	*alg = a;
+	*alglen = al;
+	if (rd.left == (uint64_t)n * len) {
+		memcpy(out, rd.p, rd.left);
+		return 0;
+	}
+	if (rd.left != (uint64_t)n * (4 + len))
+		return PHSYNC_EPROTO;
+	for (i = 0; i < n; i++) {
+		if (ph_rd_str(&rd, &d, &dl) != 0 || dl != len)
+			return PHSYNC_EPROTO;
+		memcpy(out + (size_t)i * len, d, len);
+	}
+	return 0;
+}
+
 /* Starts a helper request: EXTENDED with its name and the handle. */
 static int
 begin_helper(struct ph_sftp *s, const char *name, const uint8_t *h, uint32_t hlen,

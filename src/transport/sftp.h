@@ -192,6 +192,26 @@ int ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint
                       uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
                       ph_sftp_cb cb, void *arg);
 
+/* check-file-handle (draft-ietf-secsh-filexfer-extensions-00 section 3;
+ * ProFTPD's mod_sftp, Apache MINA SSHD as in Android SFTP server apps,
+ * though neither lists it in a v3 VERSION, so a server's first answer is
+ * the test): the server hashes open file h from off for len bytes (len a
+ * multiple of block, block >= 256) block by block, with the first of the
+ * comma-separated algs it knows. Its EXTENDED_REPLY is read with
+ * ph_sftp_check_file_parse. */
+int ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const char *algs,
+                       uint64_t off, uint64_t len, uint32_t block, ph_sftp_cb cb, void *arg);
+/* The algorithm and the n digests of a check-file reply, in either shape
+ * servers send: ProFTPD "alg, digests" with nothing between them, MINA
+ * "check-file, alg, each digest as a string". *alg points into the reply
+ * (alglen bytes); the digests (dlen bytes each, the size the caller knows
+ * for *alg, so a reply of another length is refused) are copied to out.
+ * Returns 0, or PHSYNC_EPROTO for any other shape. */
+int ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
+                             uint32_t *alglen, uint32_t (*dlen_of)(const uint8_t *alg,
+                                                                    uint32_t alglen),
+                             uint32_t n, uint8_t *out);
+
 /* Helper requests (ph_sftp_helper() >= 1; else PHSYNC_EUNSUPPORTED).
  * sig: the block signature of open file h, read now (EXTENDED_REPLY with
  * the signature bytes; block_len 0 lets the helper choose).
