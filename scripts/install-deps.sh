@@ -41,3 +41,24 @@ apt_get() {
 }
 apt_get update -q
 apt_get install -y -q --no-install-recommends "${PKGS[@]}"
+
+# ProFTPD with mod_sftp, the compatibility tests' server that hashes blocks (check-file
+# deltas without the helper). Its packages would install and start an FTP daemon, which a
+# developer's machine should not get from a test dependency: they are unpacked instead into
+# /opt/phsync-test/proftpd (tests/lib/harness.py runs the binary from there, with its own
+# config), and only the shared libraries they link are installed.
+PROFTPD_LIBS=(libhiredis0.14 libmemcached11 libmemcachedutil2 libsodium23 libpcre2-posix3
+              libidn2-0 libcap2 libacl1 libpam0g libssl3 zlib1g)
+apt_get install -y -q --no-install-recommends "${PROFTPD_LIBS[@]}"
+PROFTPD_DIR=${PHSYNC_PROFTPD_ROOT:-/opt/phsync-test/proftpd}
+dl=$(mktemp -d)
+chmod 755 "$dl"
+$SUDO chown _apt "$dl" 2>/dev/null || true   # apt downloads as _apt where it can
+( cd "$dl" && apt_get download proftpd-core proftpd-mod-crypto )
+$SUDO rm -rf "$PROFTPD_DIR"
+$SUDO mkdir -p "$PROFTPD_DIR"
+for deb in "$dl"/proftpd-core_*.deb "$dl"/proftpd-mod-crypto_*.deb; do
+  $SUDO dpkg-deb -x "$deb" "$PROFTPD_DIR"
+done
+rm -rf "$dl"
+"$PROFTPD_DIR/usr/sbin/proftpd" -v

@@ -1,8 +1,11 @@
 /* Check-file deltas (cfdelta.h). The server's digests cover the new
  * file's blocks on a fixed grid; no rolling sum comes with them, so the
  * old copy cannot be searched at every offset as the delta engine does.
- * It is hashed where the typical edits of a photo leave each block: where
- * it was, or moved by the size change (bytes inserted or cut before it).
+ * It is hashed where the edits of a photo leave each block: where it was,
+ * moved by the size change, or moved as a few short samples of the new
+ * file (read with the digests, 64 bytes each) are found in the old copy:
+ * an EXIF block that grew shifts the rest by its growth, which is not the
+ * size change when a tail was appended too.
  * Every block taken from the old copy matched the server's digest of
  * that very block; the rest is read as in a plain pull, and the usual
  * end checks (every byte covered, the end at the listed size) apply. */
@@ -22,6 +25,10 @@
 #define CF_MAX_BLOCKS 4096u  /* larger files get larger blocks: a reply of at
                                 most 80 KiB */
 #define CF_MAX_DLEN 20u
+#define CF_SAMPLES 8u
+#define CF_SAMPLE_LEN 64u
+#define CF_HITS 4u           /* places per sample tried (repeated bytes) */
+#define CF_SHIFTS 16u        /* distinct shifts tried per block, at most */
 
 struct ph_cf {
 	uint64_t size;       /* the new file's */
@@ -32,6 +39,9 @@ struct ph_cf {
 	char alg[8];
 	uint8_t *digests;    /* n * CF_MAX_DLEN */
 	int64_t *src;        /* per block: offset in the old copy, or -1 */
+	uint32_t nsamples;
+	uint8_t sample[CF_SAMPLES][CF_SAMPLE_LEN];
+	uint8_t have_sample[CF_SAMPLES];
 };
 
 static uint32_t
@@ -70,6 +80,10 @@ ph_cf_new(uint64_t new_size, struct ph_cf **out)
 	cf->size = new_size;
 	cf->block = b;
 	cf->n = (uint32_t)((new_size + b - 1) / b);
+	/* Samples start blocks 1.. spread over the file, each whole inside it. */
+	while (cf->nsamples < CF_SAMPLES && cf->nsamples + 1 < cf->n &&
+	       (uint64_t)(1 + cf->nsamples * (cf->n - 1) / CF_SAMPLES) * b + CF_SAMPLE_LEN <= new_size)
+		cf->nsamples++;
 	cf->digests = malloc((size_t)cf->n * CF_MAX_DLEN);
 	cf->src = malloc((size_t)cf->n * sizeof(*cf->src));
 	if (cf->digests == NULL || cf->src == NULL) {
@@ -95,6 +109,28 @@ ph_cf_request(const struct ph_cf *cf, uint64_t *len, uint32_t *block)
 {
 	*len = (uint64_t)cf->n * cf->block;
 	*block = cf->block;
+}
+
+uint32_t
+ph_cf_samples(const struct ph_cf *cf, uint32_t *len)
+{
+	*len = CF_SAMPLE_LEN;
+	return cf->nsamples;
+}
+
+uint64_t
+ph_cf_sample_off(const struct ph_cf *cf, uint32_t i)
+{
+	return (uint64_t)(1 + i * (cf->n - 1) / CF_SAMPLES) * cf->block;
+}
+
+void
+ph_cf_sample_take(struct ph_cf *cf, uint32_t i, const uint8_t *data, uint32_t len)
+{
+	if (i < cf->nsamples && len == CF_SAMPLE_LEN) {
+		memcpy(cf->sample[i], data, len);
+		cf->have_sample[i] = 1;
+	}
 }
 
 int
@@ -138,6 +174,66 @@ held_at(const struct ph_cf *cf, const EVP_MD *md, int fd, uint64_t old_size, uin
 		return 0;
 	return memcmp(d, cf->digests + (size_t)k * cf->dlen, dl) == 0;
 }
+
+static size_t
+add_shift(int64_t *v, size_t n, int64_t sh)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == sh)
+			return n;
+	if (n < CF_SHIFTS)
+		v[n++] = sh;
+	return n;
+}
+
+/* Shifts at which the samples lie in the old copy (a sample of few
+ * distinct bytes, as in a run of zeros, says nothing and is skipped). */
+static size_t
+sample_shifts(const struct ph_cf *cf, int fd, uint64_t old_size, uint8_t *buf, size_t bufsz,
+              int64_t *v, size_t n)
+{
+	uint32_t hits[CF_SAMPLES] = { 0 };
+	int usable[CF_SAMPLES] = { 0 };
+	uint64_t pos = 0;
+	uint32_t i;
+
+	for (i = 0; i < cf->nsamples; i++) {
+		uint8_t seen[256] = { 0 };
+		unsigned distinct = 0, b;
+
+		for (b = 0; cf->have_sample[i] && b < CF_SAMPLE_LEN; b++)
+			distinct += !seen[cf->sample[i][b]]++;
+		usable[i] = distinct >= 16;
+	}
+	while (pos < old_size && bufsz > CF_SAMPLE_LEN) {
+		size_t want = old_size - pos < bufsz ? (size_t)(old_size - pos) : bufsz, got = 0;
+
+		while (got < want) {
+			ssize_t r = pread(fd, buf + got, want - got, (off_t)(pos + got));
+
+			if (r <= 0)
+				return n;
+			got += (size_t)r;
+		}
+		for (i = 0; i < cf->nsamples; i++) {
+			const uint8_t *at = buf, *end = buf + got;
+
+			while (usable[i] && hits[i] < CF_HITS && at < end &&
+			       (at = memmem(at, (size_t)(end - at), cf->sample[i], CF_SAMPLE_LEN)) != NULL) {
+				n = add_shift(v, n, (int64_t)ph_cf_sample_off(cf, i) -
+				                    (int64_t)(pos + (uint64_t)(at - buf)));
+				hits[i]++;
+				at++;
+			}
+		}
+		if (pos + got >= old_size)
+			break;
+		pos += got - (CF_SAMPLE_LEN - 1);   /* a sample across the seam */
+	}
+	return n;
+}
 #endif
 
 uint64_t
@@ -151,22 +247,25 @@ ph_cf_match(struct ph_cf *cf, int fd, uint64_t old_size, uint8_t *buf, size_t bu
 #ifdef PHSYNC_HAVE_LIBCRYPTO
 	{
 		const EVP_MD *md = EVP_get_digestbyname(cf->alg);
-		int64_t d = (int64_t)cf->size - (int64_t)old_size;
-		int64_t shift[2] = { 0, d };
-		int first = 0, ns = d != 0 ? 2 : 1;
+		int64_t shift[CF_SHIFTS];
+		size_t ns = 0, first = 0;
 
 		if (md == NULL || !cf->got)
 			return 0;
+		ns = add_shift(shift, ns, 0);
+		ns = add_shift(shift, ns, (int64_t)cf->size - (int64_t)old_size);
+		ns = sample_shifts(cf, fd, old_size, buf, bufsz, shift, ns);
 		for (k = 0; k < cf->n; k++) {
 			int64_t noff = (int64_t)k * cf->block;
-			int t;
+			size_t t;
 
 			/* The shift that matched last is tried first: a run of
 			 * blocks moves together. */
 			for (t = 0; t < ns; t++) {
-				int si = (first + t) % ns;
+				size_t si = (first + t) % ns;
 
-				if (held_at(cf, md, fd, old_size, k, noff - shift[si], buf, bufsz)) {
+				if (held_at(cf, md, fd, old_size, k, noff - shift[si], buf,
+				            bufsz)) {
 					cf->src[k] = noff - shift[si];
 					first = si;
 					matched += cf->size - (uint64_t)noff < cf->block ?

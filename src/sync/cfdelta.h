@@ -28,13 +28,20 @@ void ph_cf_free(struct ph_cf *cf);
  * offset + (offset + len): asked in parts, it would hash the file over
  * and over and answer more digests than asked. */
 void ph_cf_request(const struct ph_cf *cf, uint64_t *len, uint32_t *block);
+/* The samples to read with the digests: how many, each len bytes, the
+ * i-th at ph_cf_sample_off. A sample that does not come (a short read)
+ * is only a shift fewer to try. */
+uint32_t ph_cf_samples(const struct ph_cf *cf, uint32_t *len);
+uint64_t ph_cf_sample_off(const struct ph_cf *cf, uint32_t i);
+void ph_cf_sample_take(struct ph_cf *cf, uint32_t i, const uint8_t *data, uint32_t len);
 /* Takes the reply. PHSYNC_EPROTO for a reply of another shape or length
  * (a file that changed size since it was listed, say). */
 int ph_cf_take(struct ph_cf *cf, const struct ph_sftp_reply *r);
-/* Once the reply is in: hashes the old copy (fd, old_size bytes) where
- * each new block may lie, unshifted or shifted by the size change (an
- * EXIF block that grew, a tail cut or appended, a flipped byte), reading
- * through buf. Returns the bytes of the new file found in the old copy. */
+/* Once the replies are in: hashes the old copy (fd, old_size bytes) where
+ * each new block may lie: in place, shifted by the size change, or by
+ * where a sample was found in the old copy (an EXIF block that grew, a
+ * tail cut or appended, a flipped byte, all at once), reading through
+ * buf. Returns the bytes of the new file found in the old copy. */
 uint64_t ph_cf_match(struct ph_cf *cf, int fd, uint64_t old_size, uint8_t *buf, size_t bufsz);
 /* From off (< the new size; a block boundary, or inside a block to read):
  * *src is where the bytes at off are in the old copy (-1: read them from

@@ -561,6 +561,25 @@ cf_wanted(const struct xfer *x, const struct ph_entry *d)
 	       p->j->lroot >= 0 && p->cbuf != NULL;
 }
 
+/* Once the digests and samples are all in, the old copy is hashed by the
+ * main loop's next turn (sign_next); without digests the file is read
+ * whole. */
+static void
+cf_settle(struct xfer *x)
+{
+	if (x->cf_wait && x->reads == 0) {
+		x->cf_wait = 0;
+		if (x->cf != NULL && !x->failed) {
+			x->sign_pending = 1;    /* opening stays set until then */
+		} else {
+			x->opening = 0;
+			if (!x->failed && issue_reads(x) != 0)
+				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+		}
+	}
+	xfer_maybe_done(x);
+}
+
 static void
 cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -586,17 +605,26 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		x->cf = NULL;
 	}
 	free(rq);
-	if (x->cf_wait && x->reads == 0) {
-		x->cf_wait = 0;
-		if (x->cf != NULL && !x->failed) {
-			x->sign_pending = 1;    /* opening stays set until then */
-		} else {
-			x->opening = 0;
-			if (!x->failed && issue_reads(x) != 0)
-				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-		}
+	cf_settle(x);
+}
+
+static void
+cf_sample_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct rreq *rq = arg;
+	struct xfer *x = rq->x;
+
+	(void)s;
+	x->reads--;
+	x->p->reads--;
+	if (r->type == 0 && !x->failed) {
+		x->silent = 1;
+		xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (r->type == PH_FXP_DATA && x->cf != NULL) {
+		ph_cf_sample_take(x->cf, (uint32_t)rq->off, r->data, r->len);
 	}
-	xfer_maybe_done(x);
+	free(rq);
+	cf_settle(x);
 }
 
 /* Asks the server for the digests of the new file's blocks; the file
@@ -606,7 +634,7 @@ cf_start(struct xfer *x)
 {
 	struct pull *p = x->p;
 	struct rreq *rq;
-	uint32_t block;
+	uint32_t block, i, n, slen;
 	uint64_t len;
 
 	if (ph_cf_new(x->e->size, &x->cf) != 0)
@@ -625,6 +653,20 @@ cf_start(struct xfer *x)
 	rq->len = 0;
 	x->reads++;
 	p->reads++;
+	n = ph_cf_samples(x->cf, &slen);
+	for (i = 0; i < n; i++) {
+		if ((rq = malloc(sizeof(*rq))) == NULL ||
+		    ph_sftp_read(p->j->sftp, x->h, x->hlen, ph_cf_sample_off(x->cf, i), slen,
+		                 cf_sample_cb, rq) != 0) {
+			free(rq);
+			break;
+		}
+		rq->x = x;
+		rq->off = i;
+		rq->len = slen;
+		x->reads++;
+		p->reads++;
+	}
 	x->cf_wait = 1;
 	x->opening = 1;
 	return 1;

@@ -6,10 +6,17 @@ DropbearGesftpTest    Dropbear with gesftpserver
 PlainV3Test           OpenSSH sshd with evil_sftp.py in its faithful mode: a bare SFTP v3
                       server with no extensions (no limits@, posix-rename@, fsync@), and reads
                       capped at 256 KiB, so phsync's fall-backs are used
+ProftpdTest           ProFTPD's own SSH and SFTP server (mod_sftp), and on it the check-file
+                      deltas of a pull without the helper: edits of every kind come out exact
+                      with the unchanged blocks taken from the old copies
+CheckFileShapesTest   evil_sftp.py answering check-file in MINA's shape (Android SFTP apps),
+                      ProFTPD's, and wrongly (a digest short, an algorithm not asked for, lying
+                      digests): right shapes move as deltas, the rest come whole, all exact
 Dropbear needs root here (its authorized_keys path is fixed, so the harness runs it in a private
 mount namespace); the classes skip with the reason when a server is unavailable.
 """
 
+import json
 import os
 import sys
 import unittest
@@ -73,6 +80,87 @@ class DropbearGesftpTest(_Compat, SyncTestCase):
 
 class PlainV3Test(_Compat, SyncTestCase):
     server_kwargs = {"subsystem": "%s %s" % (PY, EVIL_SFTP)}
+
+
+def summary(r):
+    for ev in r.json():
+        if ev.get("event") == "summary":
+            return ev
+    raise AssertionError("no summary in %r" % (r,))
+
+
+def edits(data, seed):
+    """Typical gallery edits at once: a grown EXIF block near the start (shifts the rest by
+    5,000 bytes), a flipped byte in the middle, a tail of 1,000 bytes appended (so the shift
+    is not the size change)."""
+    grown = data[:200] + random_bytes(5_000, seed) + data[200:]
+    mid = len(grown) // 2
+    return grown[:mid] + bytes([grown[mid] ^ 0xFF]) + grown[mid + 1:] + random_bytes(1_000, seed + 1)
+
+
+class ProftpdTest(_Compat, SyncTestCase):
+    server_kwargs = {"kind": "proftpd"}
+
+    def test_pull_moves_edits_as_check_file_deltas(self):
+        datas = {"DCIM/IMG_%d.jpg" % i: random_bytes(600_000 + i * 7, 40 + i) for i in range(5)}
+        for rel, d in datas.items():
+            write_file(os.path.join(self.remote, rel), d, mtime=T0)
+        self.assertEqual(summary(self.pull("--json", expect=0))["bytes_matched"], 0)
+        new = dict(datas)
+        new["DCIM/IMG_0.jpg"] = edits(datas["DCIM/IMG_0.jpg"], 1)
+        new["DCIM/IMG_1.jpg"] = datas["DCIM/IMG_1.jpg"][:400_000]
+        new["DCIM/IMG_2.jpg"] = datas["DCIM/IMG_2.jpg"] + random_bytes(300_000, 3)
+        new["DCIM/IMG_3.jpg"] = random_bytes(len(datas["DCIM/IMG_3.jpg"]), 4)
+        new["DCIM/IMG_4.jpg"] = datas["DCIM/IMG_4.jpg"][:100_000] + datas["DCIM/IMG_4.jpg"][140_000:]
+        for i, rel in enumerate(sorted(new)):
+            write_file(os.path.join(self.remote, rel), new[rel], mtime=T0 + 100 + i)
+        r = self.pull("--json", expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["files_failed"]), (5, 0), r)
+        self.assertTreesEqual(self.remote, self.local)
+        for rel, data in new.items():
+            with open(os.path.join(self.local, rel), "rb") as f:
+                self.assertEqual(f.read(), data, rel)
+        # Taken from the old copies: all but a few 4 KiB blocks around each edit, nothing of
+        # the rewritten IMG_3 (what did not travel is at most what was not read).
+        unchanged = (len(datas["DCIM/IMG_0.jpg"]) - 20_000) + 400_000 - 4096 \
+            + len(datas["DCIM/IMG_2.jpg"]) - 4096 + len(new["DCIM/IMG_4.jpg"]) - 8192
+        self.assertGreater(s["bytes_matched"], unchanged, s)
+        self.assertLess(s["bytes_matched"], s["bytes_committed"] - len(new["DCIM/IMG_3.jpg"]) + 1, s)
+        self.assertNoLeftovers()
+        s = summary(self.pull("--json", expect=0))
+        self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), s)
+
+
+class CheckFileShapesTest(SyncTestCase):
+    server_kwargs = {"subsystem": "%s %s" % (PY, EVIL_SFTP)}
+    # mode -> whether the file moves as a delta
+    # (A refusal, as OpenSSH's and Dropbear's, is what every other pull of a changed file in
+    # the suite meets.)
+    MODES = {"mina": True, "proftpd": True, "short": False, "wrong_alg": False, "lie": False}
+
+    def test_check_file_replies_of_every_shape(self):
+        datas = {}
+        for i, mode in enumerate(self.MODES):
+            d = os.path.join(self.remote, str(mode))
+            os.makedirs(d)
+            with open(os.path.join(d, ".evil-sftp.json"), "w") as f:
+                json.dump({"check_file": mode}, f)
+            datas[mode] = random_bytes(300_000, 70 + i)
+            write_file(os.path.join(d, "IMG.jpg"), datas[mode], mtime=T0)
+        self.pull(expect=0)
+        for mode, d in datas.items():
+            write_file(os.path.join(self.remote, str(mode), "IMG.jpg"), edits(d, 9), mtime=T0 + 50)
+        r = self.pull("--json", expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["files_failed"]), (len(self.MODES), 0), r)
+        for mode, d in datas.items():
+            with open(os.path.join(self.local, str(mode), "IMG.jpg"), "rb") as f:
+                self.assertEqual(f.read(), edits(d, 9), mode)
+        # Only the two faithful shapes moved as deltas: each took all but a few blocks.
+        self.assertGreater(s["bytes_matched"], 2 * (300_000 - 20_000), s)
+        self.assertLess(s["bytes_matched"], 2 * 300_000, s)
+        self.assertNoLeftovers()
 
 
 if __name__ == "__main__":

@@ -29,8 +29,17 @@ hidden from listings), so one running server can serve many tests:
         "short_attrs"   a NAME packet whose attributes claim fields the packet lacks
         "wrong_id"      a NAME reply carrying a request id that was never sent
         "zero_packet"   a packet of length 0 (no type byte)
+    {"check_file": MODE}      check-file-handle (block digests, as ProFTPD and Apache MINA SSHD
+                              answer it; without this rule it is refused as unsupported) on the
+                              folder's files:
+        "mina"          MINA's shape: "check-file", the algorithm, each digest as a string
+        "proftpd"       ProFTPD's shape: the algorithm, then the digests back to back
+        "short"         ProFTPD's shape with the last digest missing
+        "wrong_alg"     digests named "sha256", an algorithm the client did not ask for
+        "lie"           every digest is of the block's bytes with the first one flipped
 """
 
+import hashlib
 import json
 import os
 import stat
@@ -400,7 +409,40 @@ class Server:
             p = self.path(r.string())
             tgt = os.readlink(p)
             return self.send(NAME, u32(rid) + u32(1) + s(tgt) + s(tgt) + u32(0))
+        if t == EXTENDED:
+            return self.extended(rid, r)
         return self.status(rid, FX_OP_UNSUPPORTED, "unsupported")
+
+    def extended(self, rid, r):
+        name = r.string()
+        if name != b"check-file-handle":
+            return self.status(rid, FX_OP_UNSUPPORTED, "unsupported")
+        h = self.handles.get(r.string())
+        algs, off, length, block = r.string().split(b","), r.u64(), r.u64(), r.u32()
+        if h is None or "fd" not in h:
+            return self.status(rid, FX_FAILURE, "bad handle")
+        mode = h["rules"].get("check_file")
+        log("check-file", mode, algs, off, length, block)
+        if mode is None:
+            return self.status(rid, FX_OP_UNSUPPORTED, "unsupported")
+        alg = next((a for a in algs if a in (b"md5", b"sha1")), None)
+        if alg is None or block < 256 or off % block:
+            return self.status(rid, FX_FAILURE, "bad check-file request")
+        size = os.fstat(h["fd"]).st_size
+        end = size if length == 0 else min(size, off + length)
+        digests = []
+        for o in range(off, end, block):
+            data = os.pread(h["fd"], min(block, end - o), o)
+            if mode == "lie":
+                data = bytes([data[0] ^ 1]) + data[1:]
+            digests.append(hashlib.new(alg.decode(), data).digest())
+        if mode == "short":
+            digests = digests[:-1]
+        if mode == "mina":
+            body = s(b"check-file") + s(alg) + b"".join(s(d) for d in digests)
+        else:
+            body = s(b"sha256" if mode == "wrong_alg" else alg) + b"".join(digests)
+        return self.send(EXTENDED_REPLY, u32(rid) + body)
 
     def attrs_for(self, path, st):
         rules, base = self.rules_for(path)

@@ -57,6 +57,9 @@ OPENSSH_SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 GESFTPSERVER = "/usr/libexec/gesftpserver"
 # Dropbear runs the compiled-in SFTPSERVER_PATH; Debian builds it as /usr/lib/sftp-server.
 DROPBEAR_SFTP_PATH = "/usr/lib/sftp-server"
+# ProFTPD with mod_sftp, unpacked (not installed as a service) by scripts/install-deps.sh.
+PROFTPD_ROOT = os.environ.get("PHSYNC_PROFTPD_ROOT", "/opt/phsync-test/proftpd")
+PROFTPD = os.path.join(PROFTPD_ROOT, "usr/sbin/proftpd")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -92,10 +95,10 @@ class Unavailable(Exception):
 # for want of one of these fails instead.  Names: sshd, sftp-server (OpenSSH's), dropbear,
 # gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
 # (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
-# private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers);
-# "all" means every one of them.
+# private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers),
+# proftpd (ProFTPD's mod_sftp, run as root); "all" means every one of them.
 REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
-              "password", "qemu")
+              "password", "qemu", "proftpd")
 
 
 def required():
@@ -283,7 +286,9 @@ class SshServer:
 
     kind         "openssh" (sshd) or "dropbear" (needs root: it reads the login user's real
                  ~/.ssh/authorized_keys, so it runs in a private mount namespace with a temp
-                 home bind-mounted over the user's home)
+                 home bind-mounted over the user's home) or "proftpd" (ProFTPD's own SSH and
+                 SFTP server, mod_sftp, which hashes blocks on request (check-file); needs root,
+                 no subsystem, relay or sftp_user)
     sftp_server  path of the sftp-server binary (OpenSSH's by default; GESFTPSERVER works too)
     subsystem    full `Subsystem sftp` command line, overriding sftp_server (evil_sftp.py)
     sftp_user    run the sftp server as this user (through setpriv; only when we are root),
@@ -305,8 +310,10 @@ class SshServer:
     def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
                  statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False,
                  password=None):
-        if kind not in ("openssh", "dropbear"):
+        if kind not in ("openssh", "dropbear", "proftpd"):
             raise ValueError(kind)
+        if kind == "proftpd" and (sftp_server or subsystem or sftp_user or relay or password):
+            raise ValueError("ProFTPD serves SFTP itself")
         self.kind = kind
         self.sftp_server = sftp_server or OPENSSH_SFTP_SERVER
         self.subsystem = subsystem
@@ -340,6 +347,13 @@ class SshServer:
                 raise Unavailable("dropbear not installed (apt-get install dropbear-bin)", "dropbear")
             if os.geteuid() != 0:
                 raise Unavailable("the Dropbear harness needs root (private mount namespace)", "dropbear")
+        if self.kind == "proftpd":
+            if not os.access(PROFTPD, os.X_OK):
+                raise Unavailable("%s missing (scripts/install-deps.sh unpacks ProFTPD there)"
+                                  % PROFTPD, "proftpd")
+            if os.geteuid() != 0:
+                raise Unavailable("the ProFTPD harness needs root (it logs the user in itself)",
+                                  "proftpd")
         if self.password is not None and (self.kind != "openssh" or os.geteuid() != 0):
             raise Unavailable("password logins need OpenSSH's sshd run as root (it reads the "
                               "password from a private copy of /etc/shadow)", "password")
@@ -347,7 +361,7 @@ class SshServer:
             raise Unavailable("clean_home needs root (private mount namespace)", "root")
         if self.sftp_user and os.geteuid() != 0:
             raise Unavailable("running the sftp server as another user needs root", "root")
-        if not self.subsystem and not os.access(self.sftp_server, os.X_OK):
+        if self.kind != "proftpd" and not self.subsystem and not os.access(self.sftp_server, os.X_OK):
             raise Unavailable("sftp server %s not installed" % self.sftp_server,
                               "gesftpserver" if self.sftp_server == GESFTPSERVER else "sftp-server")
         if self.dir is None:
@@ -478,6 +492,14 @@ class SshServer:
         if self.kind == "openssh":
             self.host_key = os.path.join(d, "host_ed25519")
             self.host_pub = self._keygen(self.host_key)
+        elif self.kind == "proftpd":
+            # mod_sftp reads PEM host keys and RFC 4716 user keys.
+            self.host_key = os.path.join(d, "proftpd_rsa_host_key")
+            if not os.path.exists(self.host_key):
+                _run_quiet([SSH_KEYGEN, "-q", "-t", "rsa", "-b", "2048", "-m", "PEM", "-N", "",
+                            "-f", self.host_key])
+            with open(self.host_key + ".pub") as f:
+                self.host_pub = f.read().strip()
         else:
             self.host_key = os.path.join(d, "dropbear_ed25519_host_key")
             if not os.path.exists(self.host_key):
@@ -490,6 +512,10 @@ class SshServer:
         with open(self.authorized_keys, "w") as f:
             f.write(self.user_pub + "\n")
         os.chmod(self.authorized_keys, 0o600)
+        if self.kind == "proftpd":
+            self.authorized_keys_rfc = os.path.join(d, "authorized_keys.rfc4716")
+            with open(self.authorized_keys_rfc, "wb") as f:
+                f.write(_run_quiet([SSH_KEYGEN, "-e", "-f", self.user_key + ".pub"]).stdout)
 
     def _sftp_command(self):
         if self.relay:
@@ -573,6 +599,8 @@ class SshServer:
             argv = self._openssh_argv()
             if self.clean_home:
                 argv = self._in_namespace(argv)
+        elif self.kind == "proftpd":
+            argv = self._proftpd_argv()
         else:
             argv = self._dropbear_argv()
         start = os.path.getsize(logpath)
@@ -588,7 +616,8 @@ class SshServer:
                     f.seek(start)
                     log = f.read().decode("utf-8", "replace")
                 self.proc = None
-                if "Address already in use" in log or "Bind to port" in log or "Failed listening" in log:
+                if ("Address already in use" in log or "Bind to port" in log or "Failed listening" in log
+                        or "Unable to bind" in log):
                     raise _PortTaken(log)
                 if argv[0] == "unshare" and ("unshare:" in log or "mount:" in log):
                     raise Unavailable("no private mount namespace here (needed for %s): %s"
@@ -698,6 +727,44 @@ class SshServer:
         os.chmod(path, 0o600)
         return path
 
+    def _proftpd_argv(self):
+        """ProFTPD as an SSH server only (mod_sftp on the main server's port), logging the test
+        user in with the test key; the daemon itself runs as nobody."""
+        d = self.dir
+        lines = [
+            "ModulePath %s" % os.path.join(PROFTPD_ROOT, "usr/lib/proftpd"),
+            "LoadModule mod_sftp.c",
+            "ServerType standalone",
+            "ServerName phsync-test",
+            "DefaultAddress 127.0.0.1",
+            "Port %d" % self.port,
+            "UseIPv6 off",
+            "User nobody",
+            "Group nogroup",
+            "PidFile %s" % os.path.join(d, "proftpd.pid"),
+            "ScoreboardFile %s" % os.path.join(d, "proftpd.scoreboard"),
+            "DelayTable none",
+            "WtmpLog off",
+            "UseReverseDNS off",
+            "RequireValidShell off",
+            "RootLogin on",
+            "AllowOverwrite on",
+            "Umask 022",
+            "MaxInstances 64",
+            "SFTPEngine on",
+            "SFTPLog %s" % os.path.join(d, "proftpd-sftp.log"),
+            "SFTPHostKey %s" % self.host_key,
+            "SFTPAuthorizedUserKeys file:%s" % self.authorized_keys_rfc,
+            "SFTPAuthMethods publickey",
+            "<Limit ALL SITE_CHMOD>",
+            "  AllowAll",
+            "</Limit>",
+        ]
+        cfg = os.path.join(d, "proftpd.conf")
+        with open(cfg, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return [PROFTPD, "-n", "-c", cfg]
+
     def _dropbear_argv(self):
         wrapper = None
         sftp = self.subsystem or self.sftp_server
@@ -760,8 +827,9 @@ class SshServer:
         if any(str(o).startswith("--helper") for o in opts):
             return []
         if (os.environ.get("PHSYNC_TEST_HELPER") and self.subsystem is None and not self.relay
-                and self.sftp_user is None):
-            # Not with a hostile or relaying SFTP server: that server is what such a test tests.
+                and self.sftp_user is None and self.kind != "proftpd"):
+            # Not with a hostile or relaying SFTP server: that server is what such a test tests
+            # (nor with ProFTPD, which runs no commands).
             return ["--helper", "always", "--helper-path", phsync_bin()]
         # Otherwise plain SFTP, said outright: the test server has no phsync, and trying one
         # (--helper auto) costs each run a failed exec, which this sshd reports 0.5 s late
