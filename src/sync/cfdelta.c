@@ -68,7 +68,7 @@ int
 ph_cf_new(uint64_t new_size, struct ph_cf **out)
 {
 	struct ph_cf *cf;
-	uint32_t b = CF_MIN_BLOCK;
+	uint32_t b = CF_MIN_BLOCK, k;
 
 	*out = NULL;
 	if (new_size == 0)
@@ -90,6 +90,8 @@ ph_cf_new(uint64_t new_size, struct ph_cf **out)
 		ph_cf_free(cf);
 		return PHSYNC_ENOMEM;
 	}
+	for (k = 0; k < cf->n; k++)
+		cf->src[k] = -1;
 	*out = cf;
 	return 0;
 }
