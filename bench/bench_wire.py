@@ -17,6 +17,10 @@ each). Then each tool moves them, through the proxy:
   phsync-helper  the same with --helper always --helper-path PHSYNC: `phsync serve` on the
                  other end (pull: the laptop signs its old copies, the helper sends deltas;
                  push: copy-data + literals as above)
+  phsync-checkfile  (pull only; asked for by --tools, needs root and ProFTPD from
+                 scripts/install-deps.sh) phsync pull --helper never from a second server,
+                 ProFTPD's mod_sftp on loopback behind its own proxy of the same link, over
+                 the same corpus: check-file deltas without a helper
   rsync          rsync -a -e 'ssh -F CFG -c aes128-gcm@openssh.com' (rsync on both ends, its
                  delta algorithm)
   rsync-fsync    the same with --fsync: each written file made durable, as phsync does by
@@ -54,6 +58,7 @@ from linkproxy import LinkProxy  # noqa: E402
 
 CIPHER = "aes128-gcm@openssh.com"
 TOOLS = ["phsync", "phsync-helper", "rsync", "rsync-fsync", "sftp"]
+OPTIONAL_TOOLS = ["phsync-checkfile"]
 
 
 def log(msg):
@@ -149,13 +154,17 @@ def main(argv):
     # The login user's shell start-up files are not timed in every tool's session.
     srv, _ = harness.start_bench_server(os.path.join(base, "server"), log=log, log_level="INFO")
     env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": ""})
+    pf = None
+    if "phsync-checkfile" in tools:
+        pf = harness.SshServer(kind="proftpd", statedir=os.path.join(base, "server-proftpd"))
+        pf.start()
     results = []
     helper = ["--helper", "always", "--helper-path", phsync]
 
     def tool_argv(tool, direction, cfg, local, remote, quiet):
         """The command of one tool moving LOCAL to/from phone:REMOTE."""
         out = ["-q"] if quiet else ["--no-progress"]
-        if tool in ("phsync", "phsync-helper"):
+        if tool in ("phsync", "phsync-helper", "phsync-checkfile"):
             h = helper if tool == "phsync-helper" else ["--helper", "never"]
             ends = [local, "phone:" + remote] if direction == "push" else ["phone:" + remote, local]
             extra = [] if quiet else a.phsync_arg
@@ -176,9 +185,16 @@ def main(argv):
             px = LinkProxy(srv.port, rtt_ms=a.rtt if link == "wifi" else 0,
                            mbit=a.mbit if link == "wifi" else 0).start()
             cfg = srv.write_config(name="ssh_config.wire-%s" % link, port=px.port)
+            if pf is not None:
+                px2 = LinkProxy(pf.port, rtt_ms=a.rtt if link == "wifi" else 0,
+                                mbit=a.mbit if link == "wifi" else 0).start()
+                cfg2 = pf.write_config(name="ssh_config.wire-%s" % link, port=px2.port)
             for direction in directions:
                 for rep in range(a.reps):
                     for tool in tools[rep % len(tools):] + tools[:rep % len(tools)]:
+                        if tool == "phsync-checkfile" and direction == "push":
+                            continue    # check-file is for pulls
+                        tpx, tcfg = (px2, cfg2) if tool == "phsync-checkfile" else (px, cfg)
                         local = os.path.join(base, "local-" + tool)
                         remote = os.path.join(base, "remote-" + tool)
                         xdg = os.path.join(base, "xdg-" + tool)
@@ -195,23 +211,27 @@ def main(argv):
                         else:
                             if os.path.exists(dst_side):
                                 shutil.rmtree(dst_side)
-                            run(tool_argv(tool, direction, cfg, local, remote, True), tenv)
+                            run(tool_argv(tool, direction, tcfg, local, remote, True), tenv)
                         copy_tree(edited, src_side)
                         subprocess.run(["sync"])
-                        px.wait_idle()
-                        px.reset()
-                        dt = run(tool_argv(tool, direction, cfg, local, remote, False), tenv)
-                        px.wait_idle()
-                        up, down = px.counts()
+                        tpx.wait_idle()
+                        tpx.reset()
+                        dt = run(tool_argv(tool, direction, tcfg, local, remote, False), tenv)
+                        tpx.wait_idle()
+                        up, down = tpx.counts()
                         ok = digest_tree(dst_side) == d_new
                         results.append({"link": link, "dir": direction, "tool": tool, "rep": rep,
                                         "wall_s": dt, "up": up, "down": down, "ok": ok})
                         log("%-8s %-4s %-13s rep %d: %.2f s, up %d, down %d%s" % (
                             link, direction, tool, rep, dt, up, down, "" if ok else "  WRONG RESULT"))
             px.sock.close()
+            if pf is not None:
+                px2.sock.close()
         rd = rdiff_bytes(src, edited, changed, base)
     finally:
         srv.stop()
+        if pf is not None:
+            pf.stop()
 
     os.makedirs(a.out, exist_ok=True)
     raw = os.path.join(a.out, "wire-%s.json" % time.strftime("%Y%m%d-%H%M%S"))
@@ -228,11 +248,13 @@ def main(argv):
             med = {}
             for tool in tools:
                 rs = [r for r in results if r["link"] == link and r["tool"] == tool and r["dir"] == direction]
+                if not rs:
+                    continue
                 bad = bad or not all(r["ok"] for r in rs)
                 med[tool] = (statistics.median(r["up"] for r in rs), statistics.median(r["down"] for r in rs),
                              statistics.median(r["wall_s"] for r in rs))
             ref = med.get("rsync")
-            for tool in tools:
+            for tool in med:
                 up, down, wall = med[tool]
                 print("%-9s %-5s %-14s %12d %12d %12d %9.2f %9s %9s" % (
                     link, direction, tool, up, down, up + down, wall,

@@ -19,7 +19,7 @@ static const char *const keys[] = {
 	"direction", "remote", "local", "interval", "full-every", "settle-ms",
 	"idle-close", "keepalive", "ssh-config", "state-dir", "exclude", "include",
 	"no-default-excludes", "delete", "max-delete", "trash", "overwrite",
-	"no-fsync", "timeout", "min-age", "modify-window", NULL
+	"no-fsync", "timeout", "min-age", "modify-window", "helper", "helper-path", NULL
 };
 
 struct line {
@@ -183,6 +183,17 @@ apply(struct ph_conf_pair *p, const struct line *l, char *err, size_t errlen)
 		rc = set_str(&p->ssh_config, v, 1);
 	} else if (!strcmp(k, "state-dir")) {
 		rc = set_str(&p->state_dir, v, 1);
+	} else if (!strcmp(k, "helper")) {
+		if (!strcmp(v, "auto"))
+			p->helper = PHSYNC_HELPER_AUTO;
+		else if (!strcmp(v, "never"))
+			p->helper = PHSYNC_HELPER_NEVER;
+		else if (!strcmp(v, "always"))
+			p->helper = PHSYNC_HELPER_ALWAYS;
+		else
+			rc = -1;
+	} else if (!strcmp(k, "helper-path")) {
+		rc = v[0] ? set_str(&p->helper_path, v, 0) : -1;
 	} else if (!strcmp(k, "trash")) {
 		rc = v[0] ? set_str(&p->trash, v, 0) : -1;
 	} else if (!strcmp(k, "exclude")) {
@@ -341,6 +352,7 @@ ph_conf_pair_free(struct ph_conf_pair *p)
 	free(p->ssh_config);
 	free(p->state_dir);
 	free(p->trash);
+	free(p->helper_path);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -390,7 +402,8 @@ ph_conf_pair_same(const struct ph_conf_pair *a, const struct ph_conf_pair *b)
 	       a->modify_window_s == b->modify_window_s &&
 	       a->no_default_excludes == b->no_default_excludes &&
 	       a->delete_missing == b->delete_missing && a->overwrite == b->overwrite &&
-	       a->no_fsync == b->no_fsync && a->max_delete == b->max_delete;
+	       a->no_fsync == b->no_fsync && a->max_delete == b->max_delete &&
+	       a->helper == b->helper && str_eq(a->helper_path, b->helper_path);
 }
 
 void
@@ -411,6 +424,8 @@ ph_conf_pair_options(const struct ph_conf_pair *p, struct phsync_options *o)
 	o->delete_missing = p->delete_missing;
 	o->overwrite = p->overwrite;
 	o->fsync = !p->no_fsync;
+	o->helper = p->helper;
+	o->helper_path = p->helper_path;
 	if (p->max_delete >= 0)
 		o->max_delete = p->max_delete;
 }

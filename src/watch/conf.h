@@ -13,7 +13,8 @@ struct ph_conf_pair {
 	char *name;                  /* the section name */
 	enum phsync_direction dir;
 	char *remote, *local;        /* local with ~ expanded */
-	char *ssh_config, *state_dir, *trash;
+	char *ssh_config, *state_dir, *trash, *helper_path;
+	int helper;                  /* PHSYNC_HELPER_* */
 	char **excludes, **includes;
 	size_t n_excludes, n_includes;
 	unsigned interval_s, full_every, settle_ms, idle_close_s, keepalive_s;

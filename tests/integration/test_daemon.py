@@ -64,6 +64,25 @@ class DaemonTest(SyncTestCase):
         self.assertFalse(os.path.exists(os.path.join(phone_music, "junk.tmp")))
         self.assertNoLeftovers(pics, phone_music)
 
+    def test_helper_keys(self):
+        # helper = always with a helper-path the phone lacks: the pair says why it cannot
+        # connect (the CLI's exit 3 reason) and copies nothing; the other pair, helper = never,
+        # syncs over plain SFTP.
+        good, bad = os.path.join(self.tmp, "good"), os.path.join(self.tmp, "bad")
+        os.makedirs(os.path.join(self.remote, "G"))
+        os.makedirs(os.path.join(self.remote, "B"))
+        write_file(os.path.join(self.remote, "G", "a.jpg"), b"via sftp", mtime=T0)
+        write_file(os.path.join(self.remote, "B", "b.jpg"), b"never", mtime=T0)
+        conf = self.conf(self.defaults() +
+                         self.pair("good", "pull", os.path.join(self.remote, "G"), good, "helper = never\n") +
+                         self.pair("bad", "pull", os.path.join(self.remote, "B"), bad,
+                                   "helper = always\nhelper-path = /nonexistent/phsync\n"))
+        d = self.start(conf)
+        d.wait_line(r"^phsync: bad: .*cannot start the helper `/nonexistent/phsync")
+        wait_for(lambda: arrived(os.path.join(good, "a.jpg"), b"via sftp", T0), what="a.jpg")
+        self.assertEqual(d.stop(), 0, d.text())
+        self.assertFalse(os.path.exists(os.path.join(bad, "b.jpg")))
+
     def test_second_daemon_on_the_same_config(self):
         local = os.path.join(self.tmp, "music")
         os.makedirs(local)
@@ -185,6 +204,7 @@ class DaemonTest(SyncTestCase):
             "[x]\ndirection = pull\nremote = /a\nlocal = /b\n": "[x] remote = /a: not a valid value",
             "[defaults]\ninterval = 0\n[x]\ndirection=push\nremote=phone:/a\nlocal=/b\n": "interval = 0: not a valid value",
             "; nothing\n": "no sync pair",
+            "[x]\ndirection = pull\nremote = phone:/a\nlocal = /b\nhelper = sometimes\n": "[x] helper = sometimes: not a valid value",
         }
         for i, (text, msg) in enumerate(sorted(cases.items())):
             with self.subTest(msg=msg):
