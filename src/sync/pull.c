@@ -557,7 +557,8 @@ cf_wanted(const struct xfer *x, const struct ph_entry *d)
 	const struct pull *p = x->p;
 
 	return ph_sftp_helper(p->j->sftp) == 0 && !p->nocheck && ph_cf_available() &&
-	       !x->e->nosize && x->e->size >= DELTA_MIN && !d->nosize && d->size >= DELTA_MIN &&
+	       !x->e->nosize && x->e->size >= DELTA_MIN && x->e->size <= PH_CF_MAX_SIZE &&
+	       !d->nosize && d->size >= DELTA_MIN &&
 	       p->j->lroot >= 0 && p->cbuf != NULL;
 }
 
@@ -569,11 +570,11 @@ cf_settle(struct xfer *x)
 {
 	if (x->cf_wait && x->reads == 0) {
 		x->cf_wait = 0;
-		if (x->cf != NULL && !x->failed) {
+		if (x->cf != NULL && !x->failed && !x->p->stopping) {
 			x->sign_pending = 1;    /* opening stays set until then */
 		} else {
 			x->opening = 0;
-			if (!x->failed && issue_reads(x) != 0)
+			if (!x->failed && !x->p->stopping && issue_reads(x) != 0)
 				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 		}
 	}
