@@ -158,6 +158,15 @@ int phsync_diff_next(phsync_diff *d, struct phsync_in *in, int end,
  * *done is set to 1 once the whole delta is written. */
 int phsync_diff_stream(phsync_diff *d, struct phsync_out *out,
                        struct phsync_in *in, int end, int *done);
+/* Input without a copy: where the caller may read new-file bytes itself
+ * (the free end of the diff's own window, *p, the return value bytes),
+ * after which phsync_diff_commit says how many it put there. For a caller
+ * that reads a file anyway (a pread straight into the window instead of
+ * into a buffer the diff then copies from). Ask only when the diff wants
+ * input (next or stream gave nothing more with an empty in); then the room
+ * is at least 256 KiB. Do not pass bytes in `in` between the two calls. */
+size_t phsync_diff_space(phsync_diff *d, void **p);
+void phsync_diff_commit(phsync_diff *d, size_t n);
 /* Copies the diff's counters into st. */
 void phsync_diff_get_stats(const phsync_diff *d, struct phsync_diff_stats *st);
 /* Frees a diff; NULL is a no-op. */

@@ -156,28 +156,58 @@ matched(phsync_diff *d, uint64_t k, size_t len)
 	d->try_fast = 1;
 }
 
-/* Takes input into the window buffer, moving the live part down first
- * when the free tail is too small. */
+/* Moves the window's live part down to the buffer's start when the free
+ * tail is under want bytes. */
 static void
-fill(phsync_diff *d, struct phsync_in *in)
+make_room(phsync_diff *d, size_t want)
 {
-	size_t avail = in->size - in->pos, n;
-
-	if (d->cap - d->end < avail && d->start > 0) {
+	if (d->cap - d->end < want && d->start > 0) {
 		memmove(d->buf, d->buf + d->start, d->end - d->start);
 		d->base += d->start;
 		d->pos -= d->start;
 		d->end -= d->start;
 		d->start = 0;
 	}
+}
+
+/* Counts n bytes put at the window's end as input. */
+static void
+took(phsync_diff *d, size_t n)
+{
+	XXH3_128bits_update(d->hash, d->buf + d->end, n);
+	d->end += n;
+	d->st.in_bytes += n;
+}
+
+/* Takes input into the window buffer. */
+static void
+fill(phsync_diff *d, struct phsync_in *in)
+{
+	size_t avail = in->size - in->pos, n;
+
+	make_room(d, avail);
 	n = d->cap - d->end;
 	if (n > avail)
 		n = avail;
 	memcpy(d->buf + d->end, (const uint8_t *)in->ptr + in->pos, n);
-	XXH3_128bits_update(d->hash, d->buf + d->end, n);
-	d->end += n;
+	took(d, n);
 	in->pos += n;
-	d->st.in_bytes += n;
+}
+
+size_t
+phsync_diff_space(phsync_diff *d, void **p)
+{
+	make_room(d, DIFF_CHUNK);
+	*p = d->buf + d->end;
+	return d->cap - d->end;
+}
+
+void
+phsync_diff_commit(phsync_diff *d, size_t n)
+{
+	if (n > d->cap - d->end)
+		n = d->cap - d->end;
+	took(d, n);
 }
 
 /* Looks up the window at p with weak sum w; returns the matching block

@@ -228,6 +228,65 @@ test_chunking_invariance(void **state)
 	dt_free(&out0);
 }
 
+/* Input read straight into the diff's window (phsync_diff_space / commit,
+ * as the helper does) gives the same delta as input passed in `in`, for
+ * reads of any size up to the room offered. */
+static void
+test_zero_copy_input(void **state)
+{
+	static const size_t reads[] = { 1, 4093, 65536, 1 << 20 };
+	struct bytes old = { 0 }, nw = { 0 }, sig = { 0 }, d0 = { 0 };
+	uint64_t seed = 11;
+	phsync_sig *s;
+
+	(void)state;
+	dt_random(&old, 700000, &seed);
+	dt_copy(&nw, &old);
+	for (int e = 0; e < 8; e++)
+		dt_random_edit(&nw, &seed);
+	dt_signature(&old, 1024, 4096, 4096, &sig);
+	s = dt_load_sig(&sig, 4096);
+	dt_diff(s, &nw, 4096, 4096, &d0, NULL);
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		struct bytes d = { 0 };
+		phsync_diff *df;
+		size_t fed = 0;
+		int done = 0, eof = 0;
+
+		assert_int_equal(phsync_diff_new(NULL, s, &df), 0);
+		while (!done) {
+			uint8_t obuf[1000];
+			struct phsync_out o = { obuf, sizeof(obuf), 0 };
+			struct phsync_in in = { NULL, 0, 0 };
+
+			assert_int_equal(phsync_diff_stream(df, &o, &in, eof, &done), 0);
+			dt_append(&d, obuf, o.pos);
+			if (o.pos < o.size && !done) {
+				void *room;
+				size_t n = phsync_diff_space(df, &room);
+
+				assert_true(n >= (256u << 10));
+				if (n > reads[i])
+					n = reads[i];
+				if (n > nw.n - fed)
+					n = nw.n - fed;
+				memcpy(room, nw.p + fed, n);
+				phsync_diff_commit(df, n);
+				fed += n;
+				eof = fed == nw.n;
+			}
+		}
+		phsync_diff_free(df);
+		dt_assert_same(&d, &d0);
+		dt_free(&d);
+	}
+	phsync_sig_free(s);
+	dt_free(&old);
+	dt_free(&nw);
+	dt_free(&sig);
+	dt_free(&d0);
+}
+
 /* A signature of unknown length (stdin) equals one of known length. */
 static void
 test_unknown_length_signature(void **state)
@@ -491,6 +550,7 @@ main(void)
 		cmocka_unit_test(test_random_edits),
 		cmocka_unit_test(test_delta_is_small),
 		cmocka_unit_test(test_chunking_invariance),
+		cmocka_unit_test(test_zero_copy_input),
 		cmocka_unit_test(test_unknown_length_signature),
 		cmocka_unit_test(test_sig_blocks_accessible),
 		cmocka_unit_test(test_op_by_op),
