@@ -90,7 +90,6 @@ ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_
 {
 	struct phsync_in in = { sig, siglen, 0 };
 	phsync_diff *diff = NULL;
-	uint8_t *buf = NULL;
 	uint64_t off = 0;
 	int rc, end = 0;
 
@@ -103,17 +102,38 @@ ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_
 		goto out;
 	if ((rc = phsync_diff_new(ctx, d->sig, &diff)) != 0)
 		goto out;
-	if ((buf = malloc(READ_CHUNK)) == NULL) {
-		rc = PHSYNC_ENOMEM;
-		goto out;
-	}
-	while (rc == 0) {
-		size_t want = size - off < READ_CHUNK ? (size_t)(size - off) : READ_CHUNK, got = 0;
-		struct phsync_in ni;
+	/* The file is read straight into the diff's window (one copy of every
+	 * byte fewer than through a buffer of our own), and fed to the
+	 * caller's hashing from there. */
+	end = size == 0;
+	for (;;) {
+		struct phsync_in ni = { NULL, 0, 0 };
 		struct phsync_delta_op op;
+		size_t want, got = 0;
+		void *room;
 
+		if ((rc = phsync_diff_next(diff, &ni, end, &op)) != 0)
+			goto out;
+		if (op.type == PHSYNC_OP_END) {
+			if (op.len != size)
+				rc = PHSYNC_EIO;
+			break;
+		}
+		if (op.type != PHSYNC_OP_NONE) {
+			if ((rc = add_op(d, op.type == PHSYNC_OP_COPY, op.out_off, op.off, op.len)) != 0)
+				goto out;
+			continue;
+		}
+		if (end || (want = phsync_diff_space(diff, &room)) == 0) {
+			rc = PHSYNC_EIO; /* the engine wants more than the file has */
+			break;
+		}
+		if (want > READ_CHUNK)
+			want = READ_CHUNK;
+		if (want > size - off)
+			want = (size_t)(size - off);
 		while (got < want) {
-			ssize_t r = pread(fd, buf + got, want - got, (off_t)(off + got));
+			ssize_t r = pread(fd, (uint8_t *)room + got, want - got, (off_t)(off + got));
 
 			if (r < 0 && errno == EINTR)
 				continue;
@@ -123,35 +143,15 @@ ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_
 			}
 			got += (size_t)r;
 		}
+		phsync_diff_commit(diff, got);
 		off += got;
 		end = off == size;
-		feed(feed_arg, buf, got, end);
-		ni.ptr = buf;
-		ni.size = got;
-		ni.pos = 0;
-		for (;;) {
-			if ((rc = phsync_diff_next(diff, &ni, end, &op)) != 0)
-				goto out;
-			if (op.type == PHSYNC_OP_NONE || op.type == PHSYNC_OP_END)
-				break;
-			if ((rc = add_op(d, op.type == PHSYNC_OP_COPY, op.out_off, op.off, op.len)) != 0)
-				goto out;
-		}
-		if (op.type == PHSYNC_OP_END) {
-			if (op.len != size)
-				rc = PHSYNC_EIO;
-			break;
-		}
-		if (end) {
-			rc = PHSYNC_EIO; /* the engine wants more than the file has */
-			break;
-		}
+		feed(feed_arg, room, got, end);
 	}
 	if (rc == 0)
 		pick_checks(d);
 out:
 	phsync_diff_free(diff);
-	free(buf);
 	if (rc != 0)
 		ph_pdelta_free(d);
 	return rc;
