@@ -35,7 +35,7 @@ struct ph_cf {
 	uint32_t block;
 	uint32_t n;          /* blocks */
 	int got;             /* the reply came */
-	uint32_t dlen;       /* digest length, from the first reply */
+	uint32_t dlen;       /* digest length, from the reply */
 	char alg[8];
 	uint8_t *digests;    /* n * CF_MAX_DLEN */
 	int64_t *src;        /* per block: offset in the old copy, or -1 */
