@@ -53,7 +53,9 @@ apt_get install -y -q --no-install-recommends "${PROFTPD_LIBS[@]}"
 PROFTPD_DIR=${PHSYNC_PROFTPD_ROOT:-/opt/phsync-test/proftpd}
 dl=$(mktemp -d)
 chmod 755 "$dl"
-$SUDO chown _apt "$dl" 2>/dev/null || true   # apt downloads as _apt where it can
+if [ -z "$SUDO" ]; then
+  chown _apt "$dl" 2>/dev/null || true   # root's apt downloads as _apt where it can
+fi
 ( cd "$dl" && apt_get download proftpd-core proftpd-mod-crypto )
 $SUDO rm -rf "$PROFTPD_DIR"
 $SUDO mkdir -p "$PROFTPD_DIR"
