@@ -151,6 +151,21 @@ xfer_free(struct xfer *x)
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
 
+/* A reply to a file that already failed, through a dead link (type 0) or
+ * during a stop: fails the file if it has not failed yet and says the
+ * reply is moot. */
+static int
+reply_moot(struct xfer *x, const struct ph_sftp_reply *r)
+{
+	if (!x->failed && r->type != 0 && !x->p->stopping)
+		return 0;
+	if (r->type == 0)
+		x->silent = 1;
+	if (!x->failed)
+		xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	return 1;
+}
+
 /* Is there more to ask for? The listed size is a hint, never trusted: a
  * file of known size S is read up to S plus one read at S that must answer
  * EOF (else the file grew); a file of unknown size is read until EOF. */
@@ -329,11 +344,8 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	x->reads--;
 	p->reads--;
-	if (x->failed || r->type == 0 || p->stopping) {
-		if (r->type == 0)
-			x->silent = 1;
-		if (!x->failed)
-			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	if (reply_moot(x, r)) {
+		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_DATA && r->len > rq->len) {
 		xfer_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
 	} else if (r->type == PH_FXP_DATA && r->len > 0 && !x->e->nosize && end > x->e->size) {
@@ -422,11 +434,8 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (!x->delta) {
 		/* The helper refused the delta and the file went back to plain
 		 * reads: what was asked of the delta is moot. */
-	} else if (x->failed || r->type == 0 || p->stopping) {
-		if (r->type == 0)
-			x->silent = 1;
-		if (!x->failed)
-			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	} else if (reply_moot(x, r)) {
+		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_DATA) {
 		if (!x->dstarted || r->len == 0 || r->len > rq->len || x->dshort ||
 		    rq->off != x->dfed) {
@@ -460,11 +469,8 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 	(void)s;
 	x->opening = 0;
-	if (x->failed || r->type == 0 || x->p->stopping) {
-		if (r->type == 0)
-			x->silent = 1;
-		if (!x->failed)
-			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	if (reply_moot(x, r)) {
+		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_OK) {
 		x->dstarted = 1;
 	} else {
@@ -591,11 +597,8 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	x->reads--;
 	p->reads--;
-	if (x->failed || r->type == 0 || p->stopping) {
-		if (r->type == 0)
-			x->silent = 1;
-		if (!x->failed)
-			xfer_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
+	if (reply_moot(x, r)) {
+		/* nothing more to do with it */
 	} else if (x->cf != NULL && ph_cf_take(x->cf, r) != 0) {
 		/* A refusal (OpenSSH, Dropbear: unknown request) means none of
 		 * this server's; an odd reply, none for this file. Either way the
