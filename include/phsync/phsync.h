@@ -192,6 +192,9 @@ void phsync_options_init(struct phsync_options *opts);
  * Returns 0, or PHSYNC_EINVAL when spec is no remote spec. */
 int phsync_parse_remote(const char *spec, char **user, char **host,
                         char **path);
+/* Parses "auto", "never" or "always" into PHSYNC_HELPER_* (--helper, and
+ * the daemon config's helper key). Returns 0, or PHSYNC_EINVAL. */
+int phsync_parse_helper(const char *s, int *mode);
 
 /* Makes local_dir hold the contents of the remote folder (PULL) or the
  * remote folder hold the contents of local_dir (PUSH). remote is

@@ -549,13 +549,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 			watch = 1;
 			break;
 		case O_HELPER:
-			if (strcmp(optarg, "auto") == 0)
-				opts.helper = PHSYNC_HELPER_AUTO;
-			else if (strcmp(optarg, "never") == 0)
-				opts.helper = PHSYNC_HELPER_NEVER;
-			else if (strcmp(optarg, "always") == 0)
-				opts.helper = PHSYNC_HELPER_ALWAYS;
-			else {
+			if (phsync_parse_helper(optarg, &opts.helper) != 0) {
 				fprintf(stderr, "phsync: --helper takes auto, never or always\n"
 				        "Try 'phsync --help'.\n");
 				return CLI_EXIT_USAGE;

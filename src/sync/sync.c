@@ -26,6 +26,20 @@ phsync_options_init(struct phsync_options *o)
 }
 
 int
+phsync_parse_helper(const char *s, int *mode)
+{
+	if (strcmp(s, "auto") == 0)
+		*mode = PHSYNC_HELPER_AUTO;
+	else if (strcmp(s, "never") == 0)
+		*mode = PHSYNC_HELPER_NEVER;
+	else if (strcmp(s, "always") == 0)
+		*mode = PHSYNC_HELPER_ALWAYS;
+	else
+		return PHSYNC_EINVAL;
+	return 0;
+}
+
+int
 phsync_parse_remote(const char *spec, char **user, char **host, char **path)
 {
 	const char *at, *colon, *h = spec, *hend;

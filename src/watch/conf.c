@@ -184,14 +184,7 @@ apply(struct ph_conf_pair *p, const struct line *l, char *err, size_t errlen)
 	} else if (!strcmp(k, "state-dir")) {
 		rc = set_str(&p->state_dir, v, 1);
 	} else if (!strcmp(k, "helper")) {
-		if (!strcmp(v, "auto"))
-			p->helper = PHSYNC_HELPER_AUTO;
-		else if (!strcmp(v, "never"))
-			p->helper = PHSYNC_HELPER_NEVER;
-		else if (!strcmp(v, "always"))
-			p->helper = PHSYNC_HELPER_ALWAYS;
-		else
-			rc = -1;
+		rc = phsync_parse_helper(v, &p->helper) == 0 ? 0 : -1;
 	} else if (!strcmp(k, "helper-path")) {
 		rc = v[0] ? set_str(&p->helper_path, v, 0) : -1;
 	} else if (!strcmp(k, "trash")) {
