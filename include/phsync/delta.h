@@ -148,6 +148,12 @@ struct phsync_diff_stats {
  * diff (it is only read, so several diffs may share it). Returns 0,
  * PHSYNC_EINVAL, PHSYNC_ENOMEM. */
 int phsync_diff_new(phsync_ctx *ctx, const phsync_sig *sig, phsync_diff **out);
+/* Starts a new delta on d against sig (same rules as for phsync_diff_new),
+ * dropping where d was and keeping its window: for a caller diffing many
+ * files in a row, whose fresh half-MiB windows each cost page faults (and,
+ * between the signatures kept in between, heap growth). Returns 0,
+ * PHSYNC_EINVAL, PHSYNC_ENOMEM (d is then unchanged). */
+int phsync_diff_reset(phsync_diff *d, const phsync_sig *sig);
 /* Op by op: consumes new-file bytes from in and returns the next op in
  * *op; PHSYNC_OP_NONE means in is used up (pass end = 1 with the last
  * input; then ops continue until PHSYNC_OP_END). Consecutive COPYs are

@@ -51,33 +51,69 @@ int
 phsync_diff_new(phsync_ctx *ctx, const phsync_sig *sig, phsync_diff **out)
 {
 	phsync_diff *d;
+	int rc;
 
 	*out = NULL;
 	if (!sig->complete)
 		return ph_err(ctx, PHSYNC_EINVAL, "diff needs a complete signature");
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
-		goto fail;
+		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory for a diff");
 	d->ctx = ctx;
-	d->sig = sig;
-	d->L = sig->info.block_len;
-	d->strong_len = sig->info.strong_len;
-	d->cap = PHSYNC_DELTA_MAX_LITERAL + 2 * (size_t)d->L + DIFF_CHUNK;
-	d->buf = malloc(d->cap);
 	d->hash = XXH3_createState();
-	if (d->buf == NULL || d->hash == NULL)
-		goto fail;
-	XXH3_128bits_reset(d->hash);
 #ifdef DIFF_X86_DISPATCH
 	__builtin_cpu_init();
 	d->bmi2 = __builtin_cpu_supports("bmi2") != 0;
 #endif
 	d->avx2 = ph_rollsum_have_avx2();
+	if (d->hash == NULL) {
+		phsync_diff_free(d);
+		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory for a diff");
+	}
+	if ((rc = phsync_diff_reset(d, sig)) != 0) {
+		phsync_diff_free(d);
+		return rc;
+	}
 	*out = d;
 	return 0;
-fail:
-	phsync_diff_free(d);
-	return ph_err(ctx, PHSYNC_ENOMEM, "out of memory for a diff");
+}
+
+int
+phsync_diff_reset(phsync_diff *d, const phsync_sig *sig)
+{
+	phsync_ctx *ctx = d->ctx;
+	XXH3_state_t *hash = d->hash;
+	uint8_t *buf = d->buf;
+	size_t cap = d->cap, need;
+	int bmi2 = d->bmi2, avx2 = d->avx2;
+
+	if (!sig->complete)
+		return ph_err(ctx, PHSYNC_EINVAL, "diff needs a complete signature");
+	need = PHSYNC_DELTA_MAX_LITERAL + 2 * (size_t)sig->info.block_len + DIFF_CHUNK;
+	if (need > cap) {
+		/* Grown with room to spare: the next file's block is most likely
+		 * a little longer again. Nothing in it is kept. */
+		size_t ncap = cap + cap / 2 > need ? cap + cap / 2 : need;
+		uint8_t *nb = malloc(ncap);
+
+		if (nb == NULL)
+			return ph_err(ctx, PHSYNC_ENOMEM, "out of memory for a diff");
+		free(buf);
+		buf = nb;
+		cap = ncap;
+	}
+	memset(d, 0, sizeof(*d));
+	d->ctx = ctx;
+	d->hash = hash;
+	d->buf = buf;
+	d->cap = cap;
+	d->bmi2 = bmi2;
+	d->avx2 = avx2;
+	d->sig = sig;
+	d->L = sig->info.block_len;
+	d->strong_len = sig->info.strong_len;
+	XXH3_128bits_reset(d->hash);
+	return 0;
 }
 
 void

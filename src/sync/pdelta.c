@@ -84,12 +84,12 @@ pick_checks(struct ph_pdelta *d)
 }
 
 int
-ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_t siglen,
-               uint64_t old_size, ph_pdelta_feed_fn *feed, void *feed_arg,
-               struct ph_pdelta *d)
+ph_pdelta_plan(phsync_ctx *ctx, phsync_diff **diffp, int fd, uint64_t size,
+               const uint8_t *sig, size_t siglen, uint64_t old_size,
+               ph_pdelta_feed_fn *feed, void *feed_arg, struct ph_pdelta *d)
 {
 	struct phsync_in in = { sig, siglen, 0 };
-	phsync_diff *diff = NULL;
+	phsync_diff *diff;
 	uint64_t off = 0;
 	int rc, end = 0;
 
@@ -100,8 +100,10 @@ ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_
 	    (rc = phsync_sig_get_info(d->sig, &d->info)) != 0 ||
 	    (d->info.basis_len != old_size && (rc = PHSYNC_ECORRUPT) != 0))
 		goto out;
-	if ((rc = phsync_diff_new(ctx, d->sig, &diff)) != 0)
+	if ((rc = *diffp == NULL ? phsync_diff_new(ctx, d->sig, diffp)
+	                         : phsync_diff_reset(*diffp, d->sig)) != 0)
 		goto out;
+	diff = *diffp;
 	/* The file is read straight into the diff's window (one copy of every
 	 * byte fewer than through a buffer of our own), and fed to the
 	 * caller's hashing from there. */
@@ -151,7 +153,6 @@ ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig, size_
 	if (rc == 0)
 		pick_checks(d);
 out:
-	phsync_diff_free(diff);
 	if (rc != 0)
 		ph_pdelta_free(d);
 	return rc;

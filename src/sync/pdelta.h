@@ -40,13 +40,15 @@ struct ph_pdelta {
 typedef void ph_pdelta_feed_fn(void *arg, const void *p, size_t n, int end);
 
 /* Plans the upload of the size bytes of fd against the serialized
- * signature sig (of the remote old file, old_size bytes). Returns 0 with
+ * signature sig (of the remote old file, old_size bytes), with the diff
+ * *diff, made on first use and reused for the caller's next files (its
+ * window stays warm; the caller frees it). Returns 0 with
  * d filled (d->copy_bytes may be 0: nothing to gain), PHSYNC_ECORRUPT when
  * the signature is unusable or describes another length, PHSYNC_EIO when
  * the local file cannot be read whole, PHSYNC_ENOMEM. */
-int ph_pdelta_plan(phsync_ctx *ctx, int fd, uint64_t size, const uint8_t *sig,
-                   size_t siglen, uint64_t old_size, ph_pdelta_feed_fn *feed,
-                   void *feed_arg, struct ph_pdelta *d);
+int ph_pdelta_plan(phsync_ctx *ctx, phsync_diff **diff, int fd, uint64_t size,
+                   const uint8_t *sig, size_t siglen, uint64_t old_size,
+                   ph_pdelta_feed_fn *feed, void *feed_arg, struct ph_pdelta *d);
 
 /* The byte range of old-file block b: [*off, *off + *len). */
 void ph_pdelta_block(const struct ph_pdelta *d, uint64_t b, uint64_t *off, uint32_t *len);

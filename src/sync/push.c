@@ -121,6 +121,7 @@ struct push {
 	uint64_t write_bytes;
 	uint32_t chunk;
 	struct ph_temp_owner owner;
+	phsync_diff *diff;   /* the delta planner's, reused file after file */
 	int fatal, stopping;
 };
 
@@ -1342,8 +1343,8 @@ delta_prepare(struct pfile *f, const struct ph_entry *d)
 		return;
 	}
 	f->delta = 1;
-	if (ph_pdelta_plan(j->ctx, f->fd, f->e->size, sig, f->rec.siglen, d->size, delta_feed, f,
-	                   &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16) {
+	if (ph_pdelta_plan(j->ctx, &f->p->diff, f->fd, f->e->size, sig, f->rec.siglen, d->size,
+	                   delta_feed, f, &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16) {
 		/* Unusable, or hardly anything in common (every block changed: no
 		 * delta penalty): whole. */
 		delta_drop(f);
@@ -1478,8 +1479,8 @@ hsig_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		return;
 	}
 	if (r->type != PH_FXP_EXTENDED_REPLY ||
-	    ph_pdelta_plan(j->ctx, f->fd, f->e->size, r->data, r->len, f->bsize, delta_feed, f,
-	                   &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16)
+	    ph_pdelta_plan(j->ctx, &f->p->diff, f->fd, f->e->size, r->data, r->len, f->bsize,
+	                   delta_feed, f, &f->pd) != 0 || f->pd.copy_bytes < f->e->size / 16)
 		delta_drop(f);   /* refused, changed size, or little in common: whole */
 	else
 		f->dwait = 0;
@@ -1921,5 +1922,6 @@ out:
 		pf_free(f);
 	}
 	free(p.active);
+	phsync_diff_free(p.diff);
 	return rc;
 }

@@ -287,6 +287,62 @@ test_zero_copy_input(void **state)
 	dt_free(&d0);
 }
 
+/* One diff reset file after file (block lengths that grow and shrink, one
+ * delta left half made) gives each file the delta a fresh diff gives, and
+ * its counters start over. */
+static void
+test_diff_reset(void **state)
+{
+	static const uint32_t blocks[] = { 700, 4096, 1024, 16384, 512 };
+	phsync_diff *df = NULL;
+	uint64_t seed = 23;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
+		struct bytes old = { 0 }, nw = { 0 }, sig = { 0 }, d0 = { 0 }, d = { 0 };
+		struct phsync_diff_stats st0, st;
+		phsync_sig *s;
+
+		dt_random(&old, 300000 + 50000 * i, &seed);
+		dt_copy(&nw, &old);
+		for (int e = 0; e < 6; e++)
+			dt_random_edit(&nw, &seed);
+		dt_signature(&old, blocks[i], 8192, 8192, &sig);
+		s = dt_load_sig(&sig, 8192);
+		dt_diff(s, &nw, 8192, 8192, &d0, &st0);
+		if (df == NULL)
+			assert_int_equal(phsync_diff_new(NULL, s, &df), 0);
+		else
+			assert_int_equal(phsync_diff_reset(df, s), 0);
+		if (i == 2) {
+			/* Abandoned half way: the reset below forgets it. */
+			uint8_t ob[4096];
+			struct phsync_out o = { ob, sizeof(ob), 0 };
+			struct phsync_in in = { nw.p, nw.n / 2, 0 };
+			int done = 0;
+
+			assert_int_equal(phsync_diff_stream(df, &o, &in, 0, &done), 0);
+			assert_int_equal(done, 0);
+			assert_true(in.pos > 0);
+			assert_int_equal(phsync_diff_reset(df, s), 0);
+		}
+		assert_int_equal(dt_pump(dt_step_diff, df, &nw, 8192, 8192, &d), 0);
+		phsync_diff_get_stats(df, &st);
+		dt_assert_same(&d, &d0);
+		assert_int_equal(st.in_bytes, st0.in_bytes);
+		assert_int_equal(st.copy_bytes, st0.copy_bytes);
+		assert_int_equal(st.literal_bytes, st0.literal_bytes);
+		assert_true(st.copy_bytes > 0);
+		phsync_sig_free(s);   /* the diff only reads it until the next reset */
+		dt_free(&old);
+		dt_free(&nw);
+		dt_free(&sig);
+		dt_free(&d0);
+		dt_free(&d);
+	}
+	phsync_diff_free(df);
+}
+
 /* A signature of unknown length (stdin) equals one of known length. */
 static void
 test_unknown_length_signature(void **state)
@@ -551,6 +607,7 @@ main(void)
 		cmocka_unit_test(test_delta_is_small),
 		cmocka_unit_test(test_chunking_invariance),
 		cmocka_unit_test(test_zero_copy_input),
+		cmocka_unit_test(test_diff_reset),
 		cmocka_unit_test(test_unknown_length_signature),
 		cmocka_unit_test(test_sig_blocks_accessible),
 		cmocka_unit_test(test_op_by_op),
