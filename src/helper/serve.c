@@ -28,6 +28,7 @@
 
 #include "phsync/delta.h"
 #include "phsync/phsync.h"
+#include "reap.h"
 #include "serve.h"
 #include "sigfd.h"
 
@@ -53,6 +54,7 @@ enum { ATTR_SIZE = 1, ATTR_UIDGID = 2, ATTR_PERMISSIONS = 4, ATTR_ACMODTIME = 8,
 #define MAX_NAMES 512            /* entries in one READDIR reply */
 #define NAMES_BYTES (64u << 10)  /* ... and bytes */
 #define MAX_PATH 4096
+#define WRITEBACK_STEP (1u << 20) /* writeback starts per this much written */
 
 struct delta {
 	phsync_sig *sig;
@@ -68,6 +70,7 @@ struct handle {
 	int fd;                      /* a file, or -1 */
 	DIR *dir;                    /* a folder, or NULL */
 	int readable, writable;
+	uint64_t wb_lo, wb_hi;       /* written, its writeback not started yet */
 	struct delta *delta;
 };
 
@@ -79,6 +82,7 @@ struct ph_serve {
 	struct handle h[MAX_HANDLES];
 	uint32_t gen;
 	unsigned ndeltas;
+	struct ph_reap *reap;        /* closes what renames and removes replaced */
 };
 
 struct sattrs {
@@ -650,6 +654,41 @@ write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 	return 0;
 }
 
+/* Bytes [off, off + n) of h were written: their writeback starts once a
+ * MiB or more is waiting, so the disk works while the client still sends
+ * and the fsync that makes the file durable finds little left to write.
+ * Before, each fsync started its file's writeback from nothing: 60 fsyncs
+ * in a row, 0.2 s with the helper idle, at the end of a 60-photo push
+ * (strace -T of the helper). A hint: nothing depends on it. */
+static void
+wrote(struct handle *h, uint64_t off, uint64_t n)
+{
+#ifdef HAVE_SYNC_FILE_RANGE
+	if (n == 0)
+		return;
+	if (h->wb_hi == h->wb_lo || off > h->wb_hi || off + n < h->wb_lo) {
+		/* Not touching what waits: that goes now, this waits. */
+		if (h->wb_hi > h->wb_lo)
+			(void)sync_file_range(h->fd, (off_t)h->wb_lo, (off_t)(h->wb_hi - h->wb_lo),
+			                      SYNC_FILE_RANGE_WRITE);
+		h->wb_lo = off;
+		h->wb_hi = off + n;
+	} else {
+		h->wb_lo = off < h->wb_lo ? off : h->wb_lo;
+		h->wb_hi = off + n > h->wb_hi ? off + n : h->wb_hi;
+	}
+	if (h->wb_hi - h->wb_lo >= WRITEBACK_STEP) {
+		(void)sync_file_range(h->fd, (off_t)h->wb_lo, (off_t)(h->wb_hi - h->wb_lo),
+		                      SYNC_FILE_RANGE_WRITE);
+		h->wb_lo = h->wb_hi;
+	}
+#else
+	(void)h;
+	(void)off;
+	(void)n;
+#endif
+}
+
 static int
 do_write(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
@@ -667,6 +706,7 @@ do_write(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		return status(out, id, FX_FAILURE, "offset out of range");
 	if ((e = write_all(h->fd, data, len, off)) != 0)
 		return status_errno(out, id, e);
+	wrote(h, off, len);
 	return status(out, id, FX_OK, "");
 }
 
@@ -747,10 +787,19 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 		struct stat st;
 
 		/* unlinkat(0) removes a symlink itself, never its target. */
-		if (fstatat(l.dirfd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		if (fstatat(l.dirfd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 			rc = EISDIR;
-		else if (unlinkat(l.dirfd, l.name, 0) != 0)
-			rc = errno;
+		} else {
+			int held = ph_reap_hold(l.dirfd, l.name);
+
+			if (unlinkat(l.dirfd, l.name, 0) != 0) {
+				rc = errno;
+				if (held >= 0)
+					close(held);
+			} else {
+				ph_reap_release(&s->reap, held);
+			}
+		}
 	} else if (type == FXP_RMDIR) {
 		if (unlinkat(l.dirfd, l.name, AT_REMOVEDIR) != 0)
 			rc = errno;
@@ -783,8 +832,16 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 	else if (a.is_root || b.is_root)
 		rc = EACCES;
 	else if (posix) {
-		if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0)
+		/* The file replaced is let go of by the reaper (reap.c). */
+		int held = ph_reap_hold(b.dirfd, b.name);
+
+		if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0) {
 			rc = errno;
+			if (held >= 0)
+				close(held);
+		} else {
+			ph_reap_release(&s->reap, held);
+		}
 	} else {
 		/* SFTP v3 RENAME never replaces: link + unlink as OpenSSH does,
 		 * atomic where the file system has hard links. */
@@ -902,6 +959,7 @@ ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		done += (uint64_t)n;
 	}
 	free(buf);
+	wrote(wh, woff, done);
 	if (e != 0)
 		return status_errno(out, id, e);
 	/* OpenSSH answers a copy past the end of the source with EOF. */
@@ -919,6 +977,7 @@ ext_fsync(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		return status(out, id, FX_BAD_MESSAGE, "malformed fsync");
 	if (fsync(h->fd) != 0)
 		return status_errno(out, id, errno);
+	h->wb_lo = h->wb_hi = 0;
 	return status(out, id, FX_OK, "");
 }
 
@@ -1272,6 +1331,7 @@ ph_serve_free(struct ph_serve *s)
 	for (i = 0; i < MAX_HANDLES; i++)
 		if (s->h[i].used)
 			close_handle(s, &s->h[i]);
+	ph_reap_end(&s->reap);
 	free(s);
 }
 
