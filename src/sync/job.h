@@ -46,6 +46,8 @@ struct ph_job {
 	int dst_unlisted;          /* ... the whole destination is */
 	struct ph_tree known_paths;/* paths of state records gone from the
 	                              source (the plan points into them) */
+	struct ph_reap *reap;      /* closes replaced old copies (core/reap.c),
+	                              ended last, after the link */
 };
 
 struct ph_ssh;

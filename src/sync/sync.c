@@ -15,6 +15,7 @@
 #include "strpool.h"
 #include "local.h"
 #include "platform.h"
+#include "reap.h"
 #include "ssh.h"
 
 void
@@ -830,6 +831,8 @@ out:
 		 * one). Requests sent with no callback are harmless. */
 		ph_conn_drop(opts->conn);
 	}
+	/* Last: the old copies the reaper still frees overlap all of the above. */
+	ph_reap_end(&j.reap);
 	if (j.lroot >= 0)
 		close(j.lroot);
 	free(j.rroot);

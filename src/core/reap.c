@@ -1,6 +1,7 @@
-/* The helper's reaper: closes, in a thread of its own, the last reference
- * to files a rename or remove unlinked, so freeing their blocks does not
- * hold up the request loop.
+/* The reaper: closes, in a thread of its own, the last reference to files
+ * a rename or remove unlinked, so freeing their blocks does not hold up the
+ * thread that unlinked them (the helper's request loop, a pull's network
+ * thread).
  *
  * Replacing a 3 MB photo by rename frees the old one's blocks inside the
  * rename (ext4 mounted with discard: 1.7 ms each), and the helper answers
@@ -8,7 +9,9 @@
  * everything for 0.1 s (strace -T of the helper). Held open (O_PATH) across
  * the rename, the old inode is freed at its last close instead, here. The
  * name is gone when the request is answered either way; only the space
- * comes back a little later. */
+ * comes back a little later. A pull keeps each old copy open (the delta's
+ * basis) across its rename: closing those cost its network thread the same
+ * 0.08 s at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

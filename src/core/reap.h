@@ -1,5 +1,6 @@
-/* Letting go of files a rename or a remove replaced, off the helper's
- * request loop (reap.c). Internal to the helper. */
+/* Letting go of files a rename or a remove replaced, off the thread that
+ * replaced them (reap.c): the helper's request loop, a pull's network
+ * thread. Internal. */
 #ifndef PH_REAP_H
 #define PH_REAP_H
 
