@@ -107,6 +107,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pump(step_patch, p, delta.p, delta.n, chunk, &out);
 	if (out.n != new_len || (new_len && memcmp(out.p, nw, new_len) != 0))
 		abort();
+	/* The same diff reset (as the push planner reuses it) makes the same
+	 * delta, in other-sized pieces. */
+	{
+		struct buf again;
+
+		if (phsync_diff_reset(d, sig) != 0)
+			abort();
+		pump(step_diff, d, nw, new_len, fz_chunk(data[0]), &again);
+		if (again.n != delta.n || (delta.n && memcmp(again.p, delta.p, delta.n) != 0))
+			abort();
+		free(again.p);
+	}
 	phsync_patch_free(p);
 	phsync_diff_free(d);
 	phsync_sig_free(sig);

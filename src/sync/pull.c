@@ -79,6 +79,8 @@ struct xfer {
 	 * (basis) and the rest read as in a plain pull. */
 	struct ph_cf *cf;
 	int cf_wait;
+	int cf_probe;              /* its check-file is the run's first (probe) */
+	int cf_hold;               /* waits for the probe's answer (sign_next) */
 };
 
 struct rreq {
@@ -98,6 +100,8 @@ struct pull {
 	int fatal;                 /* stop starting files (full disk, dead link) */
 	int stopping;              /* interrupted: drop everything quietly */
 	int nocheck;               /* the server refused check-file: not asked again */
+	int cf_probing;            /* the first check-file is out, unanswered */
+	int cf_known;              /* ... it was answered, not refused */
 	uint8_t *cbuf;             /* COPY bytes from an old copy, on their way */
 };
 
@@ -595,11 +599,12 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct rreq *rq = arg;
 	struct xfer *x = rq->x;
 	struct pull *p = x->p;
+	int moot;
 
 	(void)s;
 	x->reads--;
 	p->reads--;
-	if (reply_moot(x, r)) {
+	if ((moot = reply_moot(x, r)) != 0) {
 		/* nothing more to do with it */
 	} else if (x->cf != NULL && ph_cf_take(x->cf, r) != 0) {
 		/* A refusal (OpenSSH, Dropbear: unknown request) means none of
@@ -609,6 +614,13 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			p->nocheck = 1;
 		ph_cf_free(x->cf);
 		x->cf = NULL;
+	}
+	if (x->cf_probe) {
+		/* The files held for this answer go on (sign_next): with digests
+		 * unless refused. A probe lost with its file is tried again. */
+		x->cf_probe = 0;
+		p->cf_probing = 0;
+		p->cf_known = !moot && !p->nocheck;
 	}
 	free(rq);
 	cf_settle(x);
@@ -774,9 +786,24 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 				return;
 			}
 			if (a->kind == PH_A_UPDATE && a->dst >= 0 &&
-			    cf_wanted(x, &p->j->dst.v[a->dst]) && cf_start(x)) {
-				xfer_maybe_done(x);
-				return;
+			    cf_wanted(x, &p->j->dst.v[a->dst])) {
+				/* One file asks first: OpenSSH and Dropbear refuse,
+				 * and a burst of OPEN replies would each send the
+				 * request and its sample reads before the refusal
+				 * came. The others wait for that one answer. */
+				if (p->cf_probing) {
+					x->cf_hold = 1;
+					x->opening = 1;
+					return;
+				}
+				if (cf_start(x)) {
+					if (!p->cf_known) {
+						x->cf_probe = 1;
+						p->cf_probing = 1;
+					}
+					xfer_maybe_done(x);
+					return;
+				}
 			}
 		}
 	}
@@ -787,12 +814,41 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 /* Signs one old copy waiting for it (see open_cb); the pump that follows
  * sends its delta start at once, so the helper works on it while the next
- * is signed. Returns 1 when one was signed. */
+ * is signed. Files held for the check-file probe's answer go on once it
+ * came. Returns 1 when one was signed or any let go. */
 static int
 sign_next(struct pull *p)
 {
 	size_t i;
+	int held = 0;
 
+	for (i = 0; !p->cf_probing && i < p->nactive;) {
+		struct xfer *x = p->active[i];
+		const struct ph_action *a = &p->j->plan.v[x->ai];
+
+		if (!x->cf_hold) {
+			i++;
+			continue;
+		}
+		x->cf_hold = 0;
+		x->opening = 0;
+		held = 1;
+		if (!x->failed && !p->stopping) {
+			if (cf_wanted(x, &p->j->dst.v[a->dst]) && cf_start(x)) {
+				if (!p->cf_known) {
+					/* The probe was lost with its file: this one asks. */
+					x->cf_probe = 1;
+					p->cf_probing = 1;
+				}
+			} else if (issue_reads(x) != 0) {
+				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+			}
+		}
+		if (!xfer_maybe_done(x))
+			i++;   /* else slot i now holds another file */
+	}
+	if (held)
+		return 1;
 	for (i = 0; i < p->nactive; i++) {
 		struct xfer *x = p->active[i];
 

@@ -1510,7 +1510,7 @@ plan_next(struct push *p)
 		if (f->hsig_len == 0)
 			continue;
 		f->pending--;
-		if (!f->failed) {
+		if (!f->failed && !p->stopping) {
 			p->planned = 1;
 			if (f->hsig_data == NULL ||
 			    ph_pdelta_plan(j->ctx, &p->diff, f->fd, f->e->size, f->hsig_data,

@@ -19,6 +19,7 @@ mount namespace); the classes skip with the reason when a server is unavailable.
 import json
 import os
 import sys
+import tempfile
 import unittest
 
 from harness import (EVIL_SFTP, GESFTPSERVER, SyncTestCase, leftovers, sample_tree, tree, write_file,
@@ -133,7 +134,8 @@ class ProftpdTest(_Compat, SyncTestCase):
 
 
 class CheckFileShapesTest(SyncTestCase):
-    server_kwargs = {"subsystem": "%s %s" % (PY, EVIL_SFTP)}
+    LOG = os.path.join(tempfile.gettempdir(), "phsync-evil-checkfile-%d.log" % os.getpid())
+    server_kwargs = {"subsystem": "%s %s --log %s" % (PY, EVIL_SFTP, LOG)}
     # mode -> whether the file moves as a delta
     # (A refusal, as OpenSSH's and Dropbear's, is what every other pull of a changed file in
     # the suite meets.)
@@ -161,6 +163,35 @@ class CheckFileShapesTest(SyncTestCase):
         self.assertGreater(s["bytes_matched"], 2 * (300_000 - 20_000), s)
         self.assertLess(s["bytes_matched"], 2 * 300_000, s)
         self.assertNoLeftovers()
+
+    def check_files_asked(self):
+        with open(self.LOG) as f:
+            return sum(1 for line in f if line.startswith("check-file "))
+
+    def test_refusing_server_is_asked_once(self):
+        # OpenSSH and Dropbear refuse check-file. The first changed file asks; the others
+        # wait for that answer and are then read whole, without asking again.
+        datas = [random_bytes(200_000, 90 + i) for i in range(6)]
+        for i, d in enumerate(datas):
+            write_file(os.path.join(self.remote, "IMG_%d.jpg" % i), d, mtime=T0)
+        self.pull(expect=0)
+        for i, d in enumerate(datas):
+            write_file(os.path.join(self.remote, "IMG_%d.jpg" % i), edits(d, 5), mtime=T0 + 50)
+        open(self.LOG, "w").close()
+        r = self.pull("--json", expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["files_failed"], s["bytes_matched"]), (6, 0, 0), r)
+        for i, d in enumerate(datas):
+            with open(os.path.join(self.local, "IMG_%d.jpg" % i), "rb") as f:
+                self.assertEqual(f.read(), edits(d, 5), i)
+        self.assertEqual(self.check_files_asked(), 1)
+        self.assertNoLeftovers()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if os.path.exists(cls.LOG):
+            os.unlink(cls.LOG)
 
 
 if __name__ == "__main__":
