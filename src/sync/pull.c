@@ -67,6 +67,7 @@ struct xfer {
 	int basis;                 /* the local old copy, -1 */
 	phsync_delta_reader *dr;
 	uint64_t dnext;            /* next delta offset to ask for */
+	unsigned dwin;             /* delta reads it may have in flight */
 	uint64_t dfed;             /* delta bytes received, in order */
 	int dshort, deof, dend;    /* a short reply / EOF / END came */
 	uint64_t dlen;             /* END: the new file's length and hash */
@@ -216,7 +217,7 @@ issue_reads(struct xfer *x)
 	struct pull *p = x->p;
 	int rc;
 
-	while (x->delta && want_more(x) && x->reads < DELTA_READS_FILE && p->reads < MAX_READS) {
+	while (x->delta && want_more(x) && x->reads < x->dwin && p->reads < MAX_READS) {
 		struct rreq *rq = malloc(sizeof(*rq));
 
 		if (rq == NULL)
@@ -450,6 +451,8 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		} else {
 			if (r->len < rq->len)
 				x->dshort = 1; /* only the last reply may be short */
+			else
+				x->dwin = DELTA_READS_FILE;
 			x->dfed += r->len;
 			if ((rc = delta_apply(x, r->data, r->len)) != 0)
 				xfer_fail(x, rc == PHSYNC_ENOMEM ? rc : PHSYNC_EPROTO,
@@ -551,6 +554,12 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 		goto out;
 	}
 	x->delta = 1;
+	/* One read first: the delta of an edited photo is a few KiB and comes
+	 * whole in it. Eight each (DELTA_READS_FILE) took the global window
+	 * with reads that could only answer EOF, 12 files at a time: the 60
+	 * edits went in waves, a round trip each on a phone's link. A full
+	 * reply (a big delta) opens the window. */
+	x->dwin = 1;
 	x->basis = fd;
 	x->opening = 1;     /* until the helper answers the start */
 	fd = -1;
