@@ -555,10 +555,9 @@ delta_begin(struct xfer *x, const struct ph_entry *d)
 	}
 	x->delta = 1;
 	/* One read first: the delta of an edited photo is a few KiB and comes
-	 * whole in it. Eight each (DELTA_READS_FILE) took the global window
-	 * with reads that could only answer EOF, 12 files at a time: the 60
-	 * edits went in waves, a round trip each on a phone's link. A full
-	 * reply (a big delta) opens the window. */
+	 * whole in it. Eight each (DELTA_READS_FILE) held slots of the global
+	 * window with seven reads that could only answer EOF. A full reply (a
+	 * big delta) opens the window. */
 	x->dwin = 1;
 	x->basis = fd;
 	x->opening = 1;     /* until the helper answers the start */

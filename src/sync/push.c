@@ -1881,7 +1881,7 @@ ph_push_run(struct ph_job *j)
 	struct push p;
 	size_t ai = 0, i;
 	uint64_t stop_at = 0;
-	int rc;
+	int rc, took;
 
 	memset(&p, 0, sizeof(p));
 	p.j = j;
@@ -1917,7 +1917,7 @@ ph_push_run(struct ph_job *j)
 		if (p.stopping && ph_now_ms() >= stop_at)
 			break;
 		p.planned = 0;
-		plan_next(&p);
+		took = plan_next(&p);
 		while (!p.fatal && !p.stopping && !p.planned && ai < j->plan.n &&
 		       p.nactive < MAX_FILES && p.writes < MAX_WRITES) {
 			uint8_t k = j->plan.v[ai].kind;
@@ -1941,9 +1941,9 @@ ph_push_run(struct ph_job *j)
 		ph_job_progress(j);
 		if (p.nactive == 0 && (ai >= j->plan.n || p.fatal || p.stopping))
 			break;
-		/* After a plan its requests go out, and replies are taken, without
-		 * waiting before the next. */
-		rc = ph_sftp_pump(j->sftp, p.planned ? 0 : p.stopping ? 100 : 200);
+		/* After a plan (or a file let go of in a stop) its requests go out,
+		 * and replies are taken, without waiting before the next. */
+		rc = ph_sftp_pump(j->sftp, took || p.planned ? 0 : p.stopping ? 100 : 200);
 		if (rc == PHSYNC_EINTR)
 			rc = 0;
 	}
