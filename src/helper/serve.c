@@ -790,15 +790,12 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 		if (fstatat(l.dirfd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 			rc = EISDIR;
 		} else {
+			/* The file removed is let go of by the reaper (reap.c). */
 			int held = ph_reap_hold(l.dirfd, l.name);
 
-			if (unlinkat(l.dirfd, l.name, 0) != 0) {
+			if (unlinkat(l.dirfd, l.name, 0) != 0)
 				rc = errno;
-				if (held >= 0)
-					close(held);
-			} else {
-				ph_reap_release(&s->reap, held);
-			}
+			ph_reap_release(&s->reap, held);
 		}
 	} else if (type == FXP_RMDIR) {
 		if (unlinkat(l.dirfd, l.name, AT_REMOVEDIR) != 0)
@@ -835,13 +832,9 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 		/* The file replaced is let go of by the reaper (reap.c). */
 		int held = ph_reap_hold(b.dirfd, b.name);
 
-		if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0) {
+		if (renameat(a.dirfd, a.name, b.dirfd, b.name) != 0)
 			rc = errno;
-			if (held >= 0)
-				close(held);
-		} else {
-			ph_reap_release(&s->reap, held);
-		}
+		ph_reap_release(&s->reap, held);
 	} else {
 		/* SFTP v3 RENAME never replaces: link + unlink as OpenSSH does,
 		 * atomic where the file system has hard links. */

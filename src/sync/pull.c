@@ -695,6 +695,11 @@ cf_start(struct xfer *x)
 	}
 	x->cf_wait = 1;
 	x->opening = 1;
+	if (!p->cf_known) {
+		/* Until the server answers one, this is the run's probe. */
+		x->cf_probe = 1;
+		p->cf_probing = 1;
+	}
 	return 1;
 }
 
@@ -805,10 +810,6 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 					return;
 				}
 				if (cf_start(x)) {
-					if (!p->cf_known) {
-						x->cf_probe = 1;
-						p->cf_probing = 1;
-					}
 					xfer_maybe_done(x);
 					return;
 				}
@@ -842,15 +843,10 @@ sign_next(struct pull *p)
 		x->opening = 0;
 		held = 1;
 		if (!x->failed && !p->stopping) {
-			if (cf_wanted(x, &p->j->dst.v[a->dst]) && cf_start(x)) {
-				if (!p->cf_known) {
-					/* The probe was lost with its file: this one asks. */
-					x->cf_probe = 1;
-					p->cf_probing = 1;
-				}
-			} else if (issue_reads(x) != 0) {
+			/* A probe lost with its file: this one asks (cf_start). */
+			if (!(cf_wanted(x, &p->j->dst.v[a->dst]) && cf_start(x)) &&
+			    issue_reads(x) != 0)
 				xfer_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-			}
 		}
 		if (!xfer_maybe_done(x))
 			i++;   /* else slot i now holds another file */
