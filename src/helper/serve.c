@@ -6,10 +6,11 @@
  * symlink is followed and nothing is acted on by a name after a check
  * (confine.c: each folder on the way is opened with O_NOFOLLOW, the last
  * component is acted on with the *at() calls from that folder, or opened
- * with O_NOFOLLOW and changed through its descriptor). Every request's work
- * is bounded (a READ's length, a copy by its source's size). The root itself is the user's word and may be a symlink (/sdcard is one
- * on Android). Requests are handled one at a time, in order: a client
- * pipelines them, and replies come back in the order asked. */
+ * with O_NOFOLLOW and changed through its descriptor). The root itself is
+ * the user's word and may be a symlink (/sdcard is one on Android).
+ * Requests are handled one at a time, in order: a client pipelines them,
+ * and replies come back in the order asked; so every request's work is
+ * bounded (a READ's length, a copy or a delta by its file's size). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,12 @@ The helper under test is the phsync binary under test, started by the test sshd'
   nothing half-built is left; a garbage signature on push: the file goes whole, right;
 - the helper itself, spoken to over pipes: paths outside ROOT, with '..', through a symlink,
   or NUL bytes are refused, ROOT cannot be removed, and malformed packets end the session
-  without touching anything.
+  without touching anything;
+- (issue 22) setuid, setgid and sticky bits are refused by SETSTAT, FSETSTAT, MKDIR and OPEN;
+  SETSTAT of a symlink to an outside file leaves that file's mode alone, of a FIFO is refused;
+  copy-data within one file (same handle, overlapping, two handles, a hard link) is refused
+  with the file's size unchanged and the helper still answering (tests/unit/test_serve.c
+  covers a symlink swapped in right after the helper's first look).
 """
 
 import json
