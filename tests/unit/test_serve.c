@@ -119,6 +119,7 @@ mode_of(const char *path)
 static void
 clean(void)
 {
+	rmdir(victim);
 	unlink(victim);
 	unlink(swap);
 	unlink(outside);
@@ -215,6 +216,80 @@ test_setstat_symlink_swapped_in_after_the_first_look(void **state)
 	clean();
 }
 
+/* Every request that acts on a name, raced the same way: the outside file
+ * keeps its bytes, size, mode and time whatever the helper answers. */
+static void
+test_every_request_raced(void **state)
+{
+	/* looks: the request looks at the name before it acts (MKDIR does not:
+	 * mkdirat alone, no moment to race). */
+	struct req { const char *what; uint8_t type; uint32_t pflags, aflags; int looks; };
+	static const struct req reqs[] = {
+		{ "SETSTAT size and mode", 9, 0, 1 | 4, 1 },
+		{ "SETSTAT times", 9, 0, 8, 1 },
+		{ "SETSTAT owner", 9, 0, 2, 1 },
+		{ "OPEN to write, truncating", 3, 2 | 16, 0, 1 },
+		{ "OPEN to create", 3, 2 | 8, 4, 1 },
+		{ "REMOVE", 13, 0, 0, 1 },
+		{ "MKDIR", 14, 0, 4, 0 },
+		{ "statvfs", 200, 0, 0, 1 },
+	};
+	struct ph_serve *s = start();
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		struct ph_buf b = { NULL, 0, 0, 1u << 20 }, out = { NULL, 0, 0, 1u << 20 };
+		const struct req *q = &reqs[i];
+		struct stat st;
+
+		clean();
+		make_file(outside, 0600);
+		make_file(victim, 0600);
+		assert_int_equal(symlink(outside, swap), 0);
+		assert_int_equal(ph_buf_put_u8(&b, q->type), 0);
+		assert_int_equal(ph_buf_put_u32(&b, 10 + (uint32_t)i), 0);
+		if (q->type == 200)
+			assert_int_equal(ph_buf_put_cstr(&b, "statvfs@openssh.com"), 0);
+		assert_int_equal(ph_buf_put_cstr(&b, victim), 0);
+		if (q->type == 3)
+			assert_int_equal(ph_buf_put_u32(&b, q->pflags), 0);
+		if (q->type != 13 && q->type != 200) {
+			assert_int_equal(ph_buf_put_u32(&b, q->aflags), 0);
+			if (q->aflags & 1)
+				assert_int_equal(ph_buf_put_u64(&b, 0), 0);
+			if (q->aflags & 2) {
+				assert_int_equal(ph_buf_put_u32(&b, 12345), 0);
+				assert_int_equal(ph_buf_put_u32(&b, 12345), 0);
+			}
+			if (q->aflags & 4)
+				assert_int_equal(ph_buf_put_u32(&b, 0646), 0);
+			if (q->aflags & 8) {
+				assert_int_equal(ph_buf_put_u32(&b, 1000), 0);
+				assert_int_equal(ph_buf_put_u32(&b, 1000), 0);
+			}
+		}
+		armed = "victim";
+		swaps = 0;
+		assert_int_equal(ph_serve_packet(s, b.data, b.len, &out), 0);
+		armed = NULL;
+		if (swaps != q->looks)
+			fail_msg("%s: the race did not happen", q->what);
+		assert_int_equal(lstat(outside, &st), 0);
+		if ((st.st_mode & 07777) != 0600 || st.st_size != 5 || st.st_mtime < 100000 ||
+		    st.st_uid == 12345)
+			fail_msg("%s reached the outside file: mode %o, size %lld, mtime %lld", q->what,
+			         (unsigned)(st.st_mode & 07777), (long long)st.st_size,
+			         (long long)st.st_mtime);
+		ph_buf_free(&b);
+		ph_buf_free(&out);
+		/* A handle the OPEN gave stays open: the next start() is fresh. */
+	}
+	ph_serve_free(s);
+	clean();
+	rmdir(victim);
+}
+
 /* The symlink is there before the request: refused, nothing changed. */
 static void
 test_setstat_symlink_in_place_refused(void **state)
@@ -236,6 +311,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_setstat_symlink_swapped_in_after_the_first_look),
+		cmocka_unit_test(test_every_request_raced),
 		cmocka_unit_test(test_setstat_symlink_in_place_refused),
 	};
 
