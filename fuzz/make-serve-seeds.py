@@ -47,6 +47,14 @@ seeds = {
     "misc": pkt(14, 1, s(ROOT + "/d/x") + struct.pack(">I", 0)) + pkt(15, 2, s(ROOT + "/d/x"))
     + pkt(9, 3, s(ROOT + "/a") + struct.pack(">II", 1, 10)) + pkt(200, 4, s("statvfs@openssh.com") + s(ROOT))
     + pkt(200, 5, s("limits@openssh.com")) + pkt(16, 6, s(".")),
+    # What a hostile client tries (issue 22): copy-data onto its own source, SETSTAT of
+    # setid bits, of the symlink leading out (to "/": 0755, harmless were it followed), and of
+    # a size and mode at once.
+    "self": pkt(3, 1, s(ROOT + "/a") + struct.pack(">II", 1 | 2, 0)) + pkt(3, 2, s(ROOT + "/a") + struct.pack(">II", 1, 0))
+    + pkt(200, 3, s("copy-data") + H0 + struct.pack(">QQ", 0, 0) + H0 + struct.pack(">Q", 100))
+    + pkt(200, 4, s("copy-data") + H1 + struct.pack(">QQ", 0, 0) + H0 + struct.pack(">Q", 100))
+    + pkt(9, 5, s(ROOT + "/a") + struct.pack(">II", 4, 0o4755)) + pkt(9, 6, s(ROOT + "/out") + struct.pack(">II", 4, 0o755))
+    + pkt(9, 7, s(ROOT + "/a") + struct.pack(">IQI", 1 | 4, 10, 0o600)) + pkt(10, 8, H0 + struct.pack(">II", 4, 0o2755)),
 }
 
 phsync = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "build", "phsync")

@@ -3,11 +3,14 @@
  *
  * Every request is hostile input: each length and count is checked before
  * use, a path must be the root or lie beneath it, and below the root no
- * symlink is followed (each folder on the way is opened with O_NOFOLLOW,
- * the last component is acted on with the *at() calls and NOFOLLOW flags).
- * The root itself is the user's word and may be a symlink (/sdcard is one
- * on Android). Requests are handled one at a time, in order: a client
- * pipelines them, and replies come back in the order asked. */
+ * symlink is followed and nothing is acted on by a name after a check
+ * (confine.c: each folder on the way is opened with O_NOFOLLOW, the last
+ * component is acted on with the *at() calls from that folder, or opened
+ * with O_NOFOLLOW and changed through its descriptor). The root itself is
+ * the user's word and may be a symlink (/sdcard is one on Android).
+ * Requests are handled one at a time, in order: a client pipelines them,
+ * and replies come back in the order asked; so every request's work is
+ * bounded (a READ's length, a copy or a delta by its file's size). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 
 #include "phsync/delta.h"
 #include "phsync/phsync.h"
+#include "confine.h"
 #include "reap.h"
 #include "serve.h"
 #include "sigfd.h"
@@ -46,20 +50,21 @@ enum { FXF_READ = 1, FXF_WRITE = 2, FXF_APPEND = 4, FXF_CREAT = 8, FXF_TRUNC = 1
        FXF_EXCL = 32 };
 enum { FX_OK = 0, FX_EOF = 1, FX_NO_SUCH_FILE = 2, FX_PERMISSION_DENIED = 3,
        FX_FAILURE = 4, FX_BAD_MESSAGE = 5, FX_OP_UNSUPPORTED = 8 };
-enum { ATTR_SIZE = 1, ATTR_UIDGID = 2, ATTR_PERMISSIONS = 4, ATTR_ACMODTIME = 8,
-       ATTR_EXTENDED = 0x80000000u };
+enum { ATTR_SIZE = PH_SA_SIZE, ATTR_UIDGID = PH_SA_UIDGID, ATTR_PERMISSIONS = PH_SA_PERMISSIONS,
+       ATTR_ACMODTIME = PH_SA_ACMODTIME, ATTR_EXTENDED = PH_SA_EXTENDED };
 
 #define MAX_HANDLES 256
 #define MAX_DELTAS 64            /* deltas under way at once (memory bound) */
 #define MAX_NAMES 512            /* entries in one READDIR reply */
 #define NAMES_BYTES (64u << 10)  /* ... and bytes */
-#define MAX_PATH 4096
+#define MAX_PATH PH_CONFINE_MAX_PATH
 #define WRITEBACK_STEP (1u << 20) /* writeback starts per this much written */
 
 struct delta {
 	phsync_sig *sig;
 	phsync_diff *diff;
 	uint64_t file_off;           /* next file offset to read */
+	uint64_t file_end;           /* its size at delta-start: read no further */
 	uint64_t out_off;            /* delta bytes produced so far */
 	int eof, done;
 };
@@ -83,12 +88,6 @@ struct ph_serve {
 	uint32_t gen;
 	unsigned ndeltas;
 	struct ph_reap *reap;        /* closes what renames and removes replaced */
-};
-
-struct sattrs {
-	uint32_t flags;
-	uint64_t size;
-	uint32_t uid, gid, perm, atime, mtime;
 };
 
 /* ---- replies ----------------------------------------------------------- */
@@ -153,6 +152,11 @@ status_errno(struct ph_buf *out, uint32_t id, int e)
 	if (e == ELOOP)
 		return status(out, id, FX_PERMISSION_DENIED,
 		              "a symlink on the way (the helper follows none)");
+	if (e == PH_CONFINE_ESETID)
+		return status(out, id, FX_PERMISSION_DENIED,
+		              "setuid, setgid and sticky bits are refused");
+	if (e == PH_CONFINE_ENOTREG)
+		return status(out, id, FX_FAILURE, "neither a regular file nor a folder");
 	return status(out, id, errno_code(e), strerror(e));
 }
 
@@ -186,7 +190,7 @@ attrs_reply(struct ph_buf *out, uint32_t id, const struct stat *st)
 /* ---- requests: fields --------------------------------------------------- */
 
 static int
-rd_attrs(struct ph_rd *r, struct sattrs *a)
+rd_attrs(struct ph_rd *r, struct ph_sattrs *a)
 {
 	uint32_t n, i, l;
 	const uint8_t *x;
@@ -284,90 +288,8 @@ close_handle(struct ph_serve *s, struct handle *h)
 
 /* ---- paths -------------------------------------------------------------- */
 
-/* Where a request's path points: a folder fd and a name in it (dirfd is
- * AT_FDCWD and name the root's own path for the root). follow says whether
- * the last component may be a symlink (only the root's). */
-struct loc {
-	int dirfd;
-	char name[MAX_PATH];
-	int follow;
-	int is_root;
-};
-
-static void
-loc_close(struct loc *l)
-{
-	if (l->dirfd >= 0)
-		close(l->dirfd);
-	l->dirfd = -1;
-}
-
-/* Resolves a request path. Returns 0, or an errno value: EACCES for a path
- * outside the root or with ".", ".." or empty components, ELOOP for a
- * symlink on the way. */
 static int
-resolve(struct ph_serve *s, const uint8_t *p, uint32_t n, struct loc *l)
-{
-	char path[MAX_PATH];
-	const char *rel, *root = s->rootlen ? s->root : "/";
-	char *comp, *slash;
-	int fd, nfd;
-
-	l->dirfd = -1;
-	l->follow = 0;
-	l->is_root = 0;
-	if (n == 0 || n >= sizeof(path) || memchr(p, '\0', n) != NULL)
-		return EACCES;
-	memcpy(path, p, n);
-	path[n] = '\0';
-	if ((s->rootlen == 0 && strcmp(path, "/") == 0) ||
-	    (s->rootlen > 0 && strcmp(path, s->root) == 0)) {
-		l->dirfd = AT_FDCWD;
-		snprintf(l->name, sizeof(l->name), "%s", root);
-		l->follow = 1;
-		l->is_root = 1;
-		return 0;
-	}
-	if (strncmp(path, s->root, s->rootlen) != 0 || path[s->rootlen] != '/')
-		return EACCES;
-	rel = path + s->rootlen + 1;
-	if ((fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return errno;
-	comp = (char *)rel;
-	for (;;) {
-		slash = strchr(comp, '/');
-		if (slash != NULL)
-			*slash = '\0';
-		if (comp[0] == '\0' || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
-			close(fd);
-			return EACCES;
-		}
-		if (slash == NULL)
-			break;
-		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0) {
-			int e = errno;
-			struct stat st;
-
-			/* A symlink opened with O_DIRECTORY|O_NOFOLLOW gives ENOTDIR
-			 * on Linux, ELOOP elsewhere: say which it is. */
-			if (e == ENOTDIR && fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISLNK(st.st_mode))
-				e = ELOOP;
-			close(fd);
-			return e;
-		}
-		close(fd);
-		fd = nfd;
-		comp = slash + 1;
-	}
-	l->dirfd = fd;
-	snprintf(l->name, sizeof(l->name), "%s", comp);
-	return 0;
-}
-
-static int
-rd_loc(struct ph_serve *s, struct ph_rd *r, struct loc *l, int *err)
+rd_loc(struct ph_serve *s, struct ph_rd *r, struct ph_loc *l, int *err)
 {
 	const uint8_t *p;
 	uint32_t n;
@@ -375,7 +297,7 @@ rd_loc(struct ph_serve *s, struct ph_rd *r, struct loc *l, int *err)
 	l->dirfd = -1;
 	if (ph_rd_str(r, &p, &n) != 0)
 		return -1;
-	*err = resolve(s, p, n, l);
+	*err = ph_confine_resolve(s->root, s->rootlen, p, n, l);
 	return 0;
 }
 
@@ -385,7 +307,7 @@ rd_loc(struct ph_serve *s, struct ph_rd *r, struct loc *l, int *err)
  * that could not be written. */
 static int
 take_path(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
-          const char *what, struct loc *l, int *replied)
+          const char *what, struct ph_loc *l, int *replied)
 {
 	int err;
 
@@ -398,83 +320,28 @@ take_path(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
 	return 0;
 }
 
-static int
-loc_stat(const struct loc *l, struct stat *st)
-{
-	return fstatat(l->dirfd, l->name, st, l->follow ? 0 : AT_SYMLINK_NOFOLLOW);
-}
-
 /* ---- file operations ---------------------------------------------------- */
-
-static int
-set_attrs(int fd, const struct loc *l, const struct sattrs *a)
-{
-	struct stat st;
-
-	if (fd < 0) {
-		if (loc_stat(l, &st) != 0)
-			return errno;
-		if (S_ISLNK(st.st_mode))
-			return ELOOP;
-	}
-	if (a->flags & ATTR_SIZE) {
-		int tfd = fd;
-
-		if (tfd < 0 && (tfd = openat(l->dirfd, l->name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC |
-		                                               O_NONBLOCK)) < 0)
-			return errno;
-		if (ftruncate(tfd, (off_t)a->size) != 0) {
-			int e = errno;
-
-			if (tfd != fd)
-				close(tfd);
-			return e;
-		}
-		if (tfd != fd)
-			close(tfd);
-	}
-	if (a->flags & ATTR_PERMISSIONS) {
-		if ((fd >= 0 ? fchmod(fd, a->perm & 07777)
-		             : fchmodat(l->dirfd, l->name, a->perm & 07777, 0)) != 0)
-			return errno;
-	}
-	if (a->flags & ATTR_UIDGID) {
-		if ((fd >= 0 ? fchown(fd, a->uid, a->gid)
-		             : fchownat(l->dirfd, l->name, a->uid, a->gid,
-		                        l->follow ? 0 : AT_SYMLINK_NOFOLLOW)) != 0)
-			return errno;
-	}
-	if (a->flags & ATTR_ACMODTIME) {
-		struct timespec ts[2];
-
-		ts[0].tv_sec = a->atime;
-		ts[0].tv_nsec = 0;
-		ts[1].tv_sec = a->mtime;
-		ts[1].tv_nsec = 0;
-		if ((fd >= 0 ? futimens(fd, ts)
-		             : utimensat(l->dirfd, l->name, ts,
-		                         l->follow ? 0 : AT_SYMLINK_NOFOLLOW)) != 0)
-			return errno;
-	}
-	return 0;
-}
 
 static int
 do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
-	struct loc l;
-	struct sattrs a;
+	struct ph_loc l;
+	struct ph_sattrs a;
 	uint32_t pf, idx;
-	int err, flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, fd;
+	int err, flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, fd;
 	struct handle *h;
 	struct stat st;
 
 	if (rd_loc(s, r, &l, &err) != 0 || ph_rd_u32(r, &pf) != 0 || rd_attrs(r, &a) != 0) {
-		loc_close(&l);
+		ph_loc_close(&l);
 		return status(out, id, FX_BAD_MESSAGE, "malformed OPEN");
 	}
-	if (err != 0)
+	if (err == 0)
+		err = ph_confine_check_mode(&a);
+	if (err != 0) {
+		ph_loc_close(&l);
 		return status_errno(out, id, err);
+	}
 	if ((pf & (FXF_READ | FXF_WRITE)) == (FXF_READ | FXF_WRITE))
 		flags |= O_RDWR;
 	else if (pf & FXF_WRITE)
@@ -492,7 +359,7 @@ do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	fd = openat(l.dirfd, l.name, flags,
 	            (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : (mode_t)0666);
 	err = errno;
-	loc_close(&l);
+	ph_loc_close(&l);
 	if (fd < 0)
 		return status_errno(out, id, err);
 	/* Regular files only: a FIFO or a device would hang or misbehave. */
@@ -514,7 +381,7 @@ do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 static int
 do_opendir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
-	struct loc l;
+	struct ph_loc l;
 	uint32_t idx;
 	int err, fd, replied;
 	struct handle *h;
@@ -524,7 +391,7 @@ do_opendir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	fd = openat(l.dirfd, l.name,
 	            O_RDONLY | O_DIRECTORY | O_CLOEXEC | (l.follow ? 0 : O_NOFOLLOW));
 	err = errno;
-	loc_close(&l);
+	ph_loc_close(&l);
 	if (fd < 0)
 		return status_errno(out, id, err);
 	if ((h = new_handle(s, &idx)) == NULL) {
@@ -713,7 +580,7 @@ do_write(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 static int
 do_stat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
-	struct loc l;
+	struct ph_loc l;
 	struct stat st;
 	int err, replied;
 
@@ -721,8 +588,8 @@ do_stat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		return err;
 	/* STAT and LSTAT alike: below the root no symlink is followed, so a
 	 * link is reported as the link it is. */
-	err = loc_stat(&l, &st) != 0 ? errno : 0;
-	loc_close(&l);
+	err = ph_confine_stat(&l, &st) != 0 ? errno : 0;
+	ph_loc_close(&l);
 	if (err != 0)
 		return status_errno(out, id, err);
 	return attrs_reply(out, id, &st);
@@ -744,23 +611,26 @@ do_fstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 static int
 do_setstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, int byhandle)
 {
-	struct loc l = { .dirfd = -1 };
-	struct sattrs a;
+	struct ph_loc l = { .dirfd = -1 };
+	struct ph_sattrs a;
 	struct handle *h = NULL;
 	int err = 0;
 
 	if (byhandle) {
 		if ((h = get_handle(s, r)) == NULL || h->fd < 0 || rd_attrs(r, &a) != 0)
 			return status(out, id, FX_BAD_MESSAGE, "malformed FSETSTAT");
-		err = set_attrs(h->fd, NULL, &a);
+		err = ph_confine_set_fd(h->fd, &a);
 	} else {
 		if (rd_loc(s, r, &l, &err) != 0 || rd_attrs(r, &a) != 0) {
-			loc_close(&l);
+			ph_loc_close(&l);
 			return status(out, id, FX_BAD_MESSAGE, "malformed SETSTAT");
 		}
+		/* Through a descriptor of the object itself, opened with
+		 * O_NOFOLLOW: a symlink put in its place is refused, never
+		 * followed (confine.c). */
 		if (err == 0)
-			err = set_attrs(-1, &l, &a);
-		loc_close(&l);
+			err = ph_confine_setstat(&l, &a);
+		ph_loc_close(&l);
 	}
 	if (err != 0)
 		return status_errno(out, id, err);
@@ -770,23 +640,29 @@ do_setstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
 static int
 do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
-	struct loc l;
-	struct sattrs a;
+	struct ph_loc l;
+	struct ph_sattrs a;
 	int err, rc = 0;
 
 	if (rd_loc(s, r, &l, &err) != 0 || (type == FXP_MKDIR && rd_attrs(r, &a) != 0)) {
-		loc_close(&l);
+		ph_loc_close(&l);
 		return status(out, id, FX_BAD_MESSAGE, "malformed request");
 	}
-	if (err != 0)
+	if (err == 0 && type == FXP_MKDIR)
+		err = ph_confine_check_mode(&a);
+	if (err != 0) {
+		ph_loc_close(&l);
 		return status_errno(out, id, err);
+	}
 	if (l.is_root && type != FXP_MKDIR) {
 		/* The root stays: a sync never removes the folder it syncs. */
 		rc = EACCES;
 	} else if (type == FXP_REMOVE) {
 		struct stat st;
 
-		/* unlinkat(0) removes a symlink itself, never its target. */
+		/* unlinkat(0) removes a symlink itself, never its target. The
+		 * look first only picks the message: a folder swapped in after it
+		 * still fails unlinkat(0). */
 		if (fstatat(l.dirfd, l.name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 			rc = EISDIR;
 		} else {
@@ -801,12 +677,12 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 		if (unlinkat(l.dirfd, l.name, AT_REMOVEDIR) != 0)
 			rc = errno;
 	} else {
-		mode_t m = (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 07777) : 0777;
+		mode_t m = (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : 0777;
 
 		if (mkdirat(l.dirfd, l.name, m) != 0)
 			rc = errno;
 	}
-	loc_close(&l);
+	ph_loc_close(&l);
 	if (rc != 0)
 		return status_errno(out, id, rc);
 	return status(out, id, FX_OK, "");
@@ -815,13 +691,13 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 static int
 do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, int posix)
 {
-	struct loc a, b;
+	struct ph_loc a, b;
 	int ea, eb, rc = 0;
 
 	b.dirfd = -1;
 	if (rd_loc(s, r, &a, &ea) != 0 || rd_loc(s, r, &b, &eb) != 0) {
-		loc_close(&a);
-		loc_close(&b);
+		ph_loc_close(&a);
+		ph_loc_close(&b);
 		return status(out, id, FX_BAD_MESSAGE, "malformed RENAME");
 	}
 	if (ea != 0 || eb != 0)
@@ -837,7 +713,13 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 		ph_reap_release(&s->reap, held);
 	} else {
 		/* SFTP v3 RENAME never replaces: link + unlink as OpenSSH does,
-		 * atomic where the file system has hard links. */
+		 * atomic where the file system has hard links. Without them the
+		 * look and the rename are two steps: a file made at the target
+		 * in between is replaced, in the same folder (both names are
+		 * resolved through their folders' descriptors, so nothing outside
+		 * the root is reached). renameat2(RENAME_NOREPLACE) would close
+		 * that, but an app's seccomp filter on older 32-bit Android kills
+		 * the process for it; phsync's client renames with posix-rename. */
 		struct stat st;
 
 		if (linkat(a.dirfd, a.name, b.dirfd, b.name, 0) == 0) {
@@ -851,8 +733,8 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 			rc = errno;
 		}
 	}
-	loc_close(&a);
-	loc_close(&b);
+	ph_loc_close(&a);
+	ph_loc_close(&b);
 	if (rc == EEXIST)
 		return status(out, id, FX_FAILURE, "the target exists");
 	if (rc != 0)
@@ -865,17 +747,16 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 static int
 ext_statvfs(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
-	struct loc l;
+	struct ph_loc l;
 	struct statvfs v;
 	size_t st;
 	int err, fd, rc = 0, replied;
 
 	if ((err = take_path(s, id, r, out, "malformed statvfs", &l, &replied)) != 0 || replied)
 		return err;
-	fd = openat(l.dirfd, l.name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (l.follow ? 0 : O_NOFOLLOW));
-	err = errno;
-	loc_close(&l);
-	if (fd < 0)
+	err = ph_confine_open_stat(&l, &fd);
+	ph_loc_close(&l);
+	if (err != 0)
 		return status_errno(out, id, err);
 	rc = fstatvfs(fd, &v);
 	err = errno;
@@ -913,11 +794,26 @@ ext_limits(uint32_t id, struct ph_buf *out)
 	return end_reply(out, st, rc);
 }
 
+/* copy-data (read handle, offset, length, write handle, offset): length 0
+ * copies to the source's end. Two bounds (issue 22, item 5):
+ * - within one file (the same handle, two handles, or two hard-linked
+ *   names: the same device and inode) it is refused, whatever the ranges,
+ *   as OpenSSH's sftp-server refuses the same handle or path. A copy onto
+ *   itself that reads what it has just written never reaches the source's
+ *   end: it ran until the disk was full, answering nothing else. Refusing
+ *   overlapping ranges only would be enough for that, but a sync never
+ *   copies within one file (a delta push copies from the old file into a
+ *   new temp file), and one rule on the inode is easier to trust;
+ * - the bytes copied are at most what the source held when the request
+ *   came (its size then, less the offset): a source that grows meanwhile
+ *   (another writer) does not keep the copy going. An EOF reply says the
+ *   source ended before the length asked for, as with OpenSSH. */
 static int
 ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct handle *rh, *wh;
-	uint64_t roff, len, woff, done = 0;
+	uint64_t roff, len, woff, done = 0, limit;
+	struct stat rs, ws;
 	uint8_t *buf;
 	int e = 0;
 
@@ -930,14 +826,23 @@ ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 	if (roff > (uint64_t)INT64_MAX || woff > (uint64_t)INT64_MAX ||
 	    (len != 0 && (len > (uint64_t)INT64_MAX - roff || len > (uint64_t)INT64_MAX - woff)))
 		return status(out, id, FX_FAILURE, "offset out of range");
+	if (fstat(rh->fd, &rs) != 0 || fstat(wh->fd, &ws) != 0)
+		return status_errno(out, id, errno);
+	if (rh == wh || (rs.st_dev == ws.st_dev && rs.st_ino == ws.st_ino))
+		return status(out, id, FX_FAILURE, "copy-data within one file is refused");
+	limit = (uint64_t)rs.st_size > roff ? (uint64_t)rs.st_size - roff : 0;
+	if (len != 0 && len < limit)
+		limit = len;
+	if (limit > (uint64_t)INT64_MAX - woff)
+		return status(out, id, FX_FAILURE, "offset out of range");
 	if ((buf = malloc(PH_SERVE_MAX_IO)) == NULL)
 		return status(out, id, FX_FAILURE, "out of memory");
-	while (len == 0 || done < len) {
+	while (done < limit) {
 		size_t want = PH_SERVE_MAX_IO;
 		ssize_t n;
 
-		if (len != 0 && len - done < want)
-			want = (size_t)(len - done);
+		if (limit - done < want)
+			want = (size_t)(limit - done);
 		n = pread(rh->fd, buf, want, (off_t)(roff + done));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -946,7 +851,7 @@ ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 			break;
 		}
 		if (n == 0)
-			break;
+			break;     /* shrank meanwhile */
 		if ((e = write_all(wh->fd, buf, (size_t)n, woff + done)) != 0)
 			break;
 		done += (uint64_t)n;
@@ -1028,6 +933,7 @@ ext_delta_start(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf 
 	uint32_t siglen;
 	struct delta *d;
 	struct phsync_in in;
+	struct stat sb;
 
 	if (h == NULL || h->fd < 0 || ph_rd_str(r, &sig, &siglen) != 0)
 		return status(out, id, FX_BAD_MESSAGE, "malformed delta request");
@@ -1037,9 +943,15 @@ ext_delta_start(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf 
 		return status(out, id, FX_FAILURE, "a delta of this handle is under way");
 	if (s->ndeltas >= MAX_DELTAS)
 		return status(out, id, FX_FAILURE, "too many deltas at once");
+	if (fstat(h->fd, &sb) != 0)
+		return status_errno(out, id, errno);
 	if ((d = calloc(1, sizeof(*d))) == NULL)
 		return status(out, id, FX_FAILURE, "out of memory");
 	s->ndeltas++;
+	/* The delta covers the bytes the file held now: one read of a file that
+	 * matches the client's copy reads on until output fills, and a file
+	 * growing meanwhile must not keep it reading. */
+	d->file_end = (uint64_t)sb.st_size;
 	in.ptr = sig;
 	in.size = siglen;
 	in.pos = 0;
@@ -1119,9 +1031,12 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 		}
 		if (want > PH_SERVE_MAX_IO)
 			want = PH_SERVE_MAX_IO;
-		do
-			n = pread(h->fd, room, want, (off_t)d->file_off);
-		while (n < 0 && errno == EINTR);
+		if (want > d->file_end - d->file_off)
+			want = (size_t)(d->file_end - d->file_off);
+		n = 0;
+		while (want > 0 && (n = pread(h->fd, room, want, (off_t)d->file_off)) < 0 &&
+		       errno == EINTR)
+			;
 		if (n < 0) {
 			int e = errno;
 

@@ -14,7 +14,12 @@ The helper under test is the phsync binary under test, started by the test sshd'
   nothing half-built is left; a garbage signature on push: the file goes whole, right;
 - the helper itself, spoken to over pipes: paths outside ROOT, with '..', through a symlink,
   or NUL bytes are refused, ROOT cannot be removed, and malformed packets end the session
-  without touching anything.
+  without touching anything;
+- (issue 22) setuid, setgid and sticky bits are refused by SETSTAT, FSETSTAT, MKDIR and OPEN;
+  SETSTAT of a symlink to an outside file leaves that file's mode alone, of a FIFO is refused;
+  copy-data within one file (same handle, overlapping, two handles, a hard link) is refused
+  with the file's size unchanged and the helper still answering (tests/unit/test_serve.c
+  covers a symlink swapped in right after the helper's first look).
 """
 
 import json
@@ -423,6 +428,131 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual([r[0] for r in rs[1:]], [101, 101, 101, 105])
         self.assertEqual(self.status_of(rs[1]), 5)
+
+
+    # -- a session spoken to one request at a time (issue 22, items 4 and 5) --
+
+    def session(self):
+        """Starts `phsync serve` with files capped at 32 MiB (SIGXFSZ ignored: a write past it
+        fails with EFBIG), so a copy that never ends on its own ends there instead of filling
+        the disk; returns request(type, body) -> the one reply."""
+        import resource
+        import select
+        import signal
+
+        def cap():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (32 << 20, 32 << 20))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+        p = subprocess.Popen([phsync_bin(), "serve", self.root], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=cap)
+        self.addCleanup(lambda: (p.stdin.close(), p.wait(timeout=60), p.stdout.close()))
+        ids = iter(range(1, 1 << 30))
+
+        def read_n(n):
+            data = b""
+            while len(data) < n:
+                ready, _, _ = select.select([p.stdout], [], [], 60)
+                self.assertTrue(ready, "the helper answered nothing for 60 s")
+                chunk = os.read(p.stdout.fileno(), n - len(data))
+                self.assertTrue(chunk, "the helper closed its side")
+                data += chunk
+            return data
+
+        def request(t, body=b""):
+            p.stdin.write(pkt(t, body, rid=None if t == 1 else next(ids)))
+            p.stdin.flush()
+            (n,) = struct.unpack(">I", read_n(4))
+            return read_n(n)
+
+        self.assertEqual(request(1, struct.pack(">I", 3) + s("phsync@phsync.org") + s("1"))[0], 2)
+        return request
+
+    def open_handle(self, request, path, pflags, mode=None):
+        attrs = struct.pack(">II", 4, mode) if mode is not None else struct.pack(">I", 0)
+        r = request(3, s(path) + struct.pack(">I", pflags) + attrs)
+        self.assertEqual(r[0], 102, r)                       # HANDLE
+        (n,) = struct.unpack(">I", r[5:9])
+        return r[9:9 + n]
+
+    def test_setstat_refuses_setid_bits_and_never_follows_a_symlink(self):
+        a = os.path.join(self.root, "dir", "a.txt")
+        secret = os.path.join(self.outside, "secret.txt")
+        os.chmod(a, 0o644)
+        os.chmod(secret, 0o600)
+        os.symlink(secret, os.path.join(self.root, "dir", "to-secret"))
+        request = self.session()
+        perm = lambda m: struct.pack(">II", 4, m)
+        for m in (0o4755, 0o2755, 0o1755, 0o6777):
+            with self.subTest(mode=oct(m)):
+                r = request(9, s(a) + perm(m))                                    # SETSTAT
+                self.assertEqual(self.status_of(r), 3, r)
+                self.assertIn(b"setuid, setgid and sticky bits are refused", r)
+                self.assertEqual(os.stat(a).st_mode & 0o7777, 0o644)
+        h = self.open_handle(request, a, 2)                                        # WRITE
+        r = request(10, s(h) + perm(0o4755))                                       # FSETSTAT
+        self.assertEqual(self.status_of(r), 3, r)
+        self.assertEqual(os.stat(a).st_mode & 0o7777, 0o644)
+        new_dir = os.path.join(self.root, "dir", "shared")
+        self.assertEqual(self.status_of(request(14, s(new_dir) + perm(0o2775))), 3)  # MKDIR
+        self.assertFalse(os.path.lexists(new_dir))
+        new_file = os.path.join(self.root, "dir", "new.bin")
+        r = request(3, s(new_file) + struct.pack(">I", 2 | 8) + perm(0o4755))      # OPEN CREAT
+        self.assertEqual(self.status_of(r), 3, r)
+        self.assertFalse(os.path.lexists(new_file))
+        # Through a symlink below the root: refused, the outside file keeps its mode.
+        r = request(9, s(os.path.join(self.root, "dir", "to-secret")) + perm(0o646))
+        self.assertEqual(self.status_of(r), 3, r)
+        self.assertEqual(os.stat(secret).st_mode & 0o7777, 0o600)
+        # A FIFO is no file to change.
+        os.mkfifo(os.path.join(self.root, "dir", "fifo"), 0o600)
+        r = request(9, s(os.path.join(self.root, "dir", "fifo")) + perm(0o644))
+        self.assertEqual(self.status_of(r), 4, r)
+        self.assertEqual(os.stat(os.path.join(self.root, "dir", "fifo")).st_mode & 0o7777, 0o600)
+        # What a sync asks for still works, by path and by handle, times too.
+        self.assertEqual(self.status_of(request(9, s(a) + perm(0o640))), 0)
+        self.assertEqual(os.stat(a).st_mode & 0o7777, 0o640)
+        r = request(10, s(h) + struct.pack(">IIII", 4 | 8, 0o600, T0 + 5, T0 + 7))
+        self.assertEqual(self.status_of(r), 0, r)
+        st = os.stat(a)
+        self.assertEqual((st.st_mode & 0o7777, int(st.st_mtime)), (0o600, T0 + 7))
+        self.assertEqual(self.status_of(request(14, s(new_dir) + perm(0o755))), 0)
+        self.assertTrue(os.path.isdir(new_dir))
+
+    def test_copy_data_within_one_file_refused(self):
+        src = os.path.join(self.root, "dir", "src.bin")
+        data = random_bytes(300_000, 7)
+        write_file(src, data, mtime=T0)
+        os.link(src, os.path.join(self.root, "dir", "hard.bin"))
+        request = self.session()
+        rw = self.open_handle(request, src, 1 | 2)
+        ro = self.open_handle(request, src, 1)
+        hard = self.open_handle(request, os.path.join(self.root, "dir", "hard.bin"), 2)
+
+        def copy(rh, roff, length, wh, woff):
+            return request(200, s("copy-data") + s(rh) + struct.pack(">QQ", roff, length) +
+                           s(wh) + struct.pack(">Q", woff))
+
+        cases = {"same handle": (rw, 0, 0, rw, len(data)),
+                 "same handle, overlapping": (rw, 0, 1 << 20, rw, 4096),
+                 "two handles on one file": (ro, 0, 0, rw, len(data)),
+                 "a hard link of the source": (ro, 0, 0, hard, 4096)}
+        for what, args in cases.items():
+            with self.subTest(what):
+                r = copy(*args)
+                self.assertEqual(self.status_of(r), 4, r)                     # FAILURE
+                self.assertIn(b"within one file", r)
+                self.assertEqual(os.path.getsize(src), len(data))
+        # The helper still answers, and a copy into another file works, bounded by the source.
+        self.assertEqual(request(7, s(src))[0], 105)                              # ATTRS
+        dst = os.path.join(self.root, "dir", "copy.bin")
+        out = self.open_handle(request, dst, 2 | 8 | 32, mode=0o600)
+        self.assertEqual(self.status_of(copy(ro, 0, 0, out, 0)), 0)
+        self.assertEqual(self.status_of(copy(ro, 1000, 1 << 40, out, 0)), 1)       # EOF: ended early
+        with open(src, "rb") as f:
+            self.assertTrue(f.read() == data, "the source changed")
+        with open(dst, "rb") as f:
+            self.assertTrue(f.read() == data[1000:] + data[-1000:], "the copy is wrong")
 
 
 if __name__ == "__main__":
