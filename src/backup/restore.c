@@ -518,6 +518,7 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 	struct ph_ar_entry e;
 	const struct ph_manifest *head;
 	const char *name = l->name;
+	size_t nd0 = r->nd;
 	int rc, n = 0;
 
 	if ((rc = ph_ar_open(j->ctx, name, &ar)) != 0)
@@ -587,6 +588,9 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 	else {
 		unstage(r);
 		unmake(r);
+		/* Its folders' times are not applied either. */
+		while (r->nd > nd0)
+			free(r->dv[--r->nd].path);
 	}
 	ph_ar_close(ar);
 	return rc;

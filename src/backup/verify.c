@@ -136,9 +136,10 @@ verify_one(struct ph_job *j, const char *name)
 			ph_job_event(j, PHSYNC_EV_DELETED, m->del[i], "would delete", 0, 0, name);
 		}
 		if (j->st.files_failed > failed0)
-			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: %llu file(s) do not match its "
-			            "manifest", name,
-			            (unsigned long long)(j->st.files_failed - failed0));
+			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: %llu entr%s not match its manifest "
+			            "or would be refused by a restore (named above)", name,
+			            (unsigned long long)(j->st.files_failed - failed0),
+			            j->st.files_failed - failed0 == 1 ? "y does" : "ies do");
 	}
 	for (k = 0; k < nv; k++)
 		free(v[k].path);

@@ -8,7 +8,7 @@ put in place itself earlier in the same run, never a file that was in DIR before
 into a folder holding the user's file where a deleted folder was, and an incremental naming the
 user's files); deletion names are checked as entry names ('..', absolute, control characters, not
 normal); the head and the whole manifest must agree; verify lists the deletions an archive would
-apply (human and --json); restore orders a chain by its manifests and checks the whole chain
+apply (human and --json) and fails on an entry a restore would refuse; restore orders a chain by its manifests and checks the whole chain
 before writing anything.
 """
 
@@ -24,9 +24,10 @@ T0 = 1700000000
 MANIFEST = ".phsync-manifest"
 
 
-def rewrite(src, dst, edit_head=None, edit_whole=None, drop_head=False):
+def rewrite(src, dst, edit_head=None, edit_whole=None, drop_head=False, extra=()):
     """Copies the tar archive src to dst member by member, the manifests' text passed through
-    edit_head / edit_whole (str -> str)."""
+    edit_head / edit_whole (str -> str), the TarInfo members of extra added before the whole
+    manifest."""
     with tarfile.open(src) as a, tarfile.open(dst, "w", format=tarfile.PAX_FORMAT) as b:
         members = a.getmembers()
         for i, m in enumerate(members):
@@ -35,6 +36,9 @@ def rewrite(src, dst, edit_head=None, edit_whole=None, drop_head=False):
                 head = i == 0
                 if head and drop_head:
                     continue
+                if not head:
+                    for x in extra:
+                        b.addfile(x)
                 edit = edit_head if head else edit_whole
                 if edit is not None:
                     data = edit(data.decode()).encode()
@@ -254,6 +258,23 @@ class RestoreTrustTest(SyncTestCase):
         self.assertIn("3 deletion(s)", h.err)
         h = self.run_cmd("verify", full)
         self.assertNotIn("would delete", h.out + h.err)
+
+    def test_verify_names_entries_a_restore_would_refuse(self):
+        write_file(os.path.join(self.remote, "a.txt"), b"a", mtime=T0)
+        full = self.backup()
+        link = tarfile.TarInfo("link")
+        link.type, link.linkname, link.mtime = tarfile.SYMTYPE, "/etc", T0
+        bad = os.path.join(self.tmp, "link.tar")
+        rewrite(full, bad, extra=[link])
+        v = self.run_cmd("verify", "--json", bad)
+        self.assertEqual(v.code, 1, v)
+        failed = [e["path"] for e in v.json() if e["event"] == "file" and e["status"] == "failed"]
+        self.assertEqual(failed, ["link"])
+        # restore: the same entry refused (exit 5), the rest restored.
+        dst = os.path.join(self.tmp, "dst")
+        r = self.run_cmd("restore", bad, dst)
+        self.assertEqual(r.code, 5, r)
+        self.assertEqual(sorted(tree(dst)), ["a.txt"])
 
     # -- the chain: ordered by its manifests, checked whole before anything is written ----------
 
