@@ -575,6 +575,9 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 		if (rc != 0)
 			break;
 	}
+	if (rc == 0 && l->phsync && n == 0)
+		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read it "
+		            "(it is empty now); nothing of it was put in place", name);
 	if (rc == 0 && ph_ar_head(ar) != NULL && ph_ar_manifest(ar) == NULL)
 		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: cut short (its manifest, which ends a "
 		            "complete archive, is missing); nothing of it was put in place", name);
