@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds the libFuzzer targets (the delta engine's parsers, the SFTP client's
 # reply and NAME parsers, the remote helper's request handling, check-file
-# replies against an old copy) in a separate clang build directory and runs each
-# for a bounded time (CI smoke run).
+# replies against an old copy, the archive manifest) in a separate clang build
+# directory and runs each for a bounded time (CI smoke run).
 #   fuzz/run-short.sh [SECONDS_PER_TARGET]     (default 20)
 # Env: PHSYNC_FUZZ_BUILD (build dir, default <repo>/build-fuzz).
 # Seeds: fuzz/corpus/<target>/ when it exists (committed; recorded from real
@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${PHSYNC_FUZZ_BUILD:-$root/build-fuzz}
 secs=${1:-20}
-targets="fuzz_sig fuzz_patch fuzz_roundtrip fuzz_sftp fuzz_sftp_names fuzz_serve fuzz_check_file"
+targets="fuzz_sig fuzz_patch fuzz_roundtrip fuzz_sftp fuzz_sftp_names fuzz_serve fuzz_check_file fuzz_manifest"
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DPHSYNC_FUZZ=ON -DPHSYNC_TESTS=OFF \
 	-DPHSYNC_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apath.h"
 #include "aread.h"
 #include "ctx.h"
-#include "tree.h"
 
 struct ph_ar {
 	phsync_ctx *ctx;
 	struct archive *a;
 	const char *name;
-	char path[4200];
+	char path[PH_APATH_MAX];
 	int n;                     /* entries read */
 	int head_ok, whole_ok;
 	struct ph_manifest head, whole;
@@ -48,39 +48,12 @@ ph_ar_open(phsync_ctx *ctx, const char *path, struct ph_ar **out)
 	return 0;
 }
 
-/* Checks and normalizes name into ar->path: "./" prefixes and trailing
- * '/' dropped, "." parts dropped; absolute names, ".." parts and unsafe
- * names (ph_name_safe) refused. Returns NULL or the reason. */
+/* Checks and normalizes name into ar->path (apath.h). Returns NULL or
+ * the reason. */
 static const char *
 check_name(struct ph_ar *ar, const char *name)
 {
-	const char *p = name;
-	size_t o = 0;
-
-	if (name[0] == '/')
-		return "absolute path";
-	while (*p) {
-		const char *s = strchr(p, '/');
-		size_t n = s ? (size_t)(s - p) : strlen(p);
-
-		if (n == 0 || (n == 1 && p[0] == '.')) {
-			p += n + (s != NULL);
-			continue;
-		}
-		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return "a path that climbs out (..)";
-		if (!ph_name_safe((const uint8_t *)p, n))
-			return "unsafe name (control characters or a backslash)";
-		if (o + n + 2 > sizeof(ar->path))
-			return "path too long";
-		if (o > 0)
-			ar->path[o++] = '/';
-		memcpy(ar->path + o, p, n);
-		o += n;
-		p += n + (s != NULL);
-	}
-	ar->path[o] = '\0';
-	return NULL;
+	return ph_apath_check(name, ar->path, sizeof(ar->path));
 }
 
 static int
@@ -96,7 +69,7 @@ static int
 read_manifest(struct ph_ar *ar, uint64_t size)
 {
 	struct ph_manifest m;
-	char *buf;
+	char *buf, why[400];
 	la_ssize_t r;
 	int rc;
 
@@ -114,15 +87,29 @@ read_manifest(struct ph_ar *ar, uint64_t size)
 	free(buf);
 	if (rc != 0)
 		return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: its manifest is damaged", ar->name);
+	if (ph_mf_check(&m, why, sizeof(why)) != 0) {
+		ph_mf_free(&m);
+		return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: %s; refused, nothing of it applied",
+		              ar->name, why);
+	}
 	if (m.head && ar->n == 1 && !ar->head_ok) {
 		ar->head = m;
 		ar->head_ok = 1;
-	} else if (!m.head && !ar->whole_ok) {
+	} else if (!m.head && ar->head_ok && !ar->whole_ok) {
+		/* The head told the reader what the archive is before its
+		 * files; the whole manifest must say the same. */
+		if (strcmp(m.series, ar->head.series) != 0 || m.seq != ar->head.seq ||
+		    m.full != ar->head.full || m.base != ar->head.base) {
+			ph_mf_free(&m);
+			return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: its two manifests disagree on "
+			              "which archive it is; refused, nothing of it applied", ar->name);
+		}
 		ar->whole = m;
 		ar->whole_ok = 1;
 	} else {
 		ph_mf_free(&m);
-		return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: a manifest out of place", ar->name);
+		return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: a manifest out of place%s", ar->name,
+		              ar->head_ok ? "" : " (none at its start)");
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apath.h"
 #include "manifest.h"
 #include "phsync/error.h"
 
@@ -141,7 +142,8 @@ hexval(int c)
 	return -1;
 }
 
-/* Unescapes s in place; refuses an empty result, a bad escape, a NUL. */
+/* Unescapes s in place; refuses an empty result, a bad escape, a NUL, and
+ * a byte ph_mf_format would have escaped (a line has one form). */
 static int
 unesc(char *s)
 {
@@ -149,6 +151,8 @@ unesc(char *s)
 
 	for (; *r; r++) {
 		if (*r != '%') {
+			if (esc_needed((unsigned char)*r))
+				return -1;
 			*w++ = *r;
 			continue;
 		}
@@ -264,5 +268,50 @@ ph_mf_parse(const char *buf, size_t len, struct ph_manifest *m)
 		ph_mf_free(m);
 		return PHSYNC_ECORRUPT;
 	}
+	return 0;
+}
+
+/* One path of the manifest: checked as an archive member's name, and in
+ * the one form a member's name takes once checked. */
+static int
+check_path(const char *kind, const char *path, char *why, size_t len)
+{
+	char norm[PH_APATH_MAX];
+	const char *bad = ph_apath_check(path, norm, sizeof(norm));
+
+	if (bad == NULL && norm[0] == '\0')
+		bad = "the archive's top folder itself";
+	if (bad == NULL && strcmp(norm, path) != 0)
+		bad = "not in its normal form";
+	if (bad == NULL)
+		return 0;
+	snprintf(why, len, "its manifest names %s %.200s%s: %s", kind, path,
+	         strlen(path) > 200 ? "..." : "", bad);
+	return PHSYNC_ECORRUPT;
+}
+
+int
+ph_mf_check(const struct ph_manifest *m, char *why, size_t len)
+{
+	size_t i;
+	int rc;
+
+	if (m->full && m->ndel > 0) {
+		snprintf(why, len, "a full archive whose manifest lists %zu deletion%s (a full "
+		         "archive carries none)", m->ndel, m->ndel == 1 ? "" : "s");
+		return PHSYNC_ECORRUPT;
+	}
+	if (m->full ? m->base != 0 : m->base <= 0 || m->base >= m->seq) {
+		snprintf(why, len, "its manifest says %s archive number %lld is on number %lld",
+		         m->full ? "full" : "incremental", (long long)m->seq, (long long)m->base);
+		return PHSYNC_ECORRUPT;
+	}
+	for (i = 0; i < m->n; i++)
+		if ((rc = check_path(m->v[i].dir ? "the folder" : "the file", m->v[i].path, why,
+		                     len)) != 0)
+			return rc;
+	for (i = 0; i < m->ndel; i++)
+		if ((rc = check_path("the deletion of", m->del[i], why, len)) != 0)
+			return rc;
 	return 0;
 }

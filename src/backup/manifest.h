@@ -43,6 +43,12 @@ int ph_mf_add_del(struct ph_manifest *m, const char *path);
 int ph_mf_format(const struct ph_manifest *m, int head, char **out, size_t *len);
 /* Parses buf into m (zeroed first). Returns 0 or PHSYNC_ECORRUPT. */
 int ph_mf_parse(const char *buf, size_t len, struct ph_manifest *m);
+/* Checks what a parsed manifest promises beyond its syntax: a full
+ * archive is on no base and lists no deletions; an incremental one is on
+ * an earlier archive; every path it names (file, folder, deletion) passes
+ * ph_apath_check and is written in its normal form. Returns 0, or
+ * PHSYNC_ECORRUPT with the reason in why (len bytes). */
+int ph_mf_check(const struct ph_manifest *m, char *why, size_t len);
 void ph_mf_free(struct ph_manifest *m);
 
 #endif

@@ -14,10 +14,13 @@
 #include <xxhash.h>
 
 #include "phsync/backup.h"
+#include "apath.h"
 #include "aread.h"
+#include "chain.h"
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "pset.h"
 #include "tempname.h"
 
 #define ZBUF 65536
@@ -26,7 +29,7 @@
 struct staged {
 	char *path;
 	char tmp[NAME_MAX + 1];
-	uint64_t size;
+	uint64_t size, dev, ino;
 	uint8_t hash[16];
 };
 
@@ -45,6 +48,8 @@ struct rs {
 	size_t ns, caps;
 	struct dtime *dv;
 	size_t nd, capd;
+	struct ph_pset put;        /* what this run put in place */
+	unsigned gen;              /* the archive being applied (1, 2...) */
 };
 
 /* Opens (making what is missing) folder rel beneath the root, one part at
@@ -52,9 +57,10 @@ struct rs {
 static int
 mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 {
-	char part[NAME_MAX + 1];
+	char part[NAME_MAX + 1], sofar[PH_APATH_MAX];
 	const char *p = rel;
-	int fd = dup(r->root), nfd;
+	struct stat st;
+	int fd = dup(r->root), nfd, made, rc = 0;
 
 	if (fd < 0)
 		return ph_err_from_errno(errno);
@@ -68,9 +74,12 @@ mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 		}
 		memcpy(part, p, n);
 		part[n] = '\0';
+		made = 0;
 		nfd = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(fd, part, (mode & 0777) | 0700) != 0 && errno != EEXIST) {
+			if (mkdirat(fd, part, (mode & 0777) | 0700) == 0)
+				made = 1;
+			else if (errno != EEXIST) {
 				int e = errno;
 
 				close(fd);
@@ -87,6 +96,26 @@ mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 		close(fd);
 		fd = nfd;
 		p += n + (s != NULL);
+		/* A folder this run made is its own: a later deletion may remove
+		 * it, a failed archive takes it back. */
+		if (made) {
+			size_t len = (size_t)(p - rel) - (s != NULL);
+
+			if (len >= sizeof(sofar))
+				rc = PHSYNC_EINVAL;
+			else if (fstat(fd, &st) != 0)
+				rc = ph_err_from_errno(errno);
+			else {
+				memcpy(sofar, rel, len);
+				sofar[len] = '\0';
+				rc = ph_pset_put(&r->put, sofar, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+				                 1, r->gen);
+			}
+			if (rc != 0) {
+				close(fd);
+				return rc;
+			}
+		}
 	}
 	*out = fd;
 	return 0;
@@ -127,6 +156,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	struct ph_job *j = r->j;
 	struct staged sg;
 	struct statvfs vs;
+	struct stat st;
 	struct timespec ts[2];
 	XXH3_state_t *h = NULL;
 	XXH128_canonical_t c;
@@ -219,7 +249,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
 	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
 	if (ftruncate(fd, (off_t)e->size) != 0 || fchmod(fd, (e->mode & 0666) & ~r->mask) != 0 ||
-	    futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0)) {
+	    futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0) || fstat(fd, &st) != 0) {
 		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
 		goto fail;
 	}
@@ -229,6 +259,8 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 		goto fail;
 	}
 	fd = -1;
+	sg.dev = (uint64_t)st.st_dev;
+	sg.ino = (uint64_t)st.st_ino;
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
 	memcpy(sg.hash, c.digest, 16);
 	XXH3_freeState(h);
@@ -321,6 +353,91 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 	return 0;
 }
 
+/* Applies one deletion of the chain: removes path only when what is
+ * there now is what this run put there (same device and inode); a file
+ * or folder that was there before the restore is left alone, and said. */
+static void
+delete_one(struct rs *r, const char *path)
+{
+	struct ph_job *j = r->j;
+	struct ph_pset_e *pe = ph_pset_get(&r->put, path);
+	const char *base;
+	struct stat st;
+	char *dir;
+	int dfd;
+
+	if (ph_local_split(path, &dir, &base) != 0)
+		return;
+	if (ph_local_opendir(r->root, dir, &dfd) != 0) {
+		free(dir);
+		return;
+	}
+	free(dir);
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		;   /* nothing there: nothing to do */
+	else if (pe == NULL || pe->dev != (uint64_t)st.st_dev || pe->ino != (uint64_t)st.st_ino)
+		ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, 0, "deleted at the source, but "
+		             "not put here by this restore: left alone");
+	else if (unlinkat(dfd, base, pe->dir ? AT_REMOVEDIR : 0) == 0) {
+		pe->live = 0;
+		j->st.files_deleted++;
+		ph_job_event(j, PHSYNC_EV_DELETED, path, "deleted", 0, 0, NULL);
+		if (j->o->fsync)
+			fsync(dfd);
+	} else
+		ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EIO, "deleted at the "
+		             "source by then, but cannot be removed here (a folder not empty?)");
+	close(dfd);
+}
+
+static int
+by_len_desc(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+/* Takes back the folders the current archive made (it applied nothing):
+ * deepest first, each only while empty and still the one it made. */
+static void
+unmake(struct rs *r)
+{
+	char **v = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->put.cap; i++) {
+		struct ph_pset_e *pe = &r->put.v[i];
+
+		if (pe->path == NULL || !pe->live || !pe->dir || pe->gen != r->gen)
+			continue;
+		if (v == NULL && (v = calloc(r->put.n, sizeof(*v))) == NULL)
+			return;
+		v[n++] = pe->path;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), by_len_desc);
+	for (i = 0; i < n; i++) {
+		struct ph_pset_e *pe = ph_pset_get(&r->put, v[i]);
+		const char *base;
+		struct stat st;
+		char *dir;
+		int dfd;
+
+		if (ph_local_split(v[i], &dir, &base) != 0)
+			continue;
+		if (ph_local_opendir(r->root, dir, &dfd) == 0) {
+			if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    pe->dev == (uint64_t)st.st_dev && pe->ino == (uint64_t)st.st_ino &&
+			    unlinkat(dfd, base, AT_REMOVEDIR) == 0)
+				pe->live = 0;
+			close(dfd);
+		}
+		free(dir);
+	}
+	free(v);
+}
+
 /* Renames every staged file into place (replacing an older version; a
  * folder in the way is a failure) and applies the deletions. */
 static int
@@ -364,6 +481,8 @@ apply(struct rs *r, const struct ph_manifest *m)
 			refuse(r, s->path, ph_err_from_errno(errno), msg);
 			continue;
 		}
+		if ((rc = ph_pset_put(&r->put, s->path, s->dev, s->ino, 0, r->gen)) != 0)
+			break;
 		j->st.files_done++;
 		j->st.bytes_committed += s->size;
 		j->st.bytes_done += s->size;
@@ -376,49 +495,30 @@ apply(struct rs *r, const struct ph_manifest *m)
 	}
 	if (rc != 0) {
 		unstage(r);
-		return ph_err(j->ctx, rc, "cannot reach a folder of the restore: %s",
-		              phsync_strerror(rc));
+		return ph_err(j->ctx, rc, "the restore stopped while putting files in place "
+		              "(a folder it cannot reach?): %s", phsync_strerror(rc));
 	}
 	for (i = 0; i < r->ns; i++)
 		free(r->sv[i].path);
 	r->ns = 0;
 	/* Deletions in reverse tree order: a folder's files before it. */
-	for (i = m != NULL ? m->ndel : 0; i-- > 0;) {
-		const char *base;
-		char *dir;
-		struct stat st;
-		int dfd;
-
-		if (ph_local_split(m->del[i], &dir, &base) != 0)
-			continue;
-		if (ph_local_opendir(r->root, dir, &dfd) == 0) {
-			if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    unlinkat(dfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0) {
-				j->st.files_deleted++;
-				ph_job_event(j, PHSYNC_EV_DELETED, m->del[i], "deleted", 0, 0, NULL);
-			} else if (errno != ENOENT) {
-				ph_job_event(j, PHSYNC_EV_WARNING, m->del[i], NULL, 0, PHSYNC_EIO,
-				             "deleted at the source by then, but cannot be removed here "
-				             "(a folder not empty?)");
-			}
-			if (j->o->fsync)
-				fsync(dfd);
-			close(dfd);
-		}
-		free(dir);
-	}
+	for (i = m != NULL ? m->ndel : 0; i-- > 0;)
+		delete_one(r, m->del[i]);
 	return 0;
 }
 
-/* One archive: staged whole, checked against its manifest, applied. prev
- * is the archive before it in the chain (its head manifest), or NULL. */
+/* One archive: staged whole, checked against its manifest, applied. l
+ * is what ph_chain_order read of it: its place in the chain was checked
+ * then; it must still be the same archive. */
 static int
-restore_one(struct rs *r, const char *name, struct ph_manifest *prev, int first)
+restore_one(struct rs *r, const struct ph_chain_link *l)
 {
 	struct ph_job *j = r->j;
 	struct ph_ar *ar = NULL;
 	struct ph_ar_entry e;
 	const struct ph_manifest *head;
+	const char *name = l->name;
+	size_t nd0 = r->nd;
 	int rc, n = 0;
 
 	if ((rc = ph_ar_open(j->ctx, name, &ar)) != 0)
@@ -429,26 +529,14 @@ restore_one(struct rs *r, const char *name, struct ph_manifest *prev, int first)
 			rc = PHSYNC_EINTR;
 			break;
 		}
-		if (n++ == 0 && (head = ph_ar_head(ar)) != NULL) {
-			/* The chain in order: same series, each on the one before. */
-			if (first && !head->full) {
-				rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s is an incremental archive (number "
-				            "%lld of its series, on number %lld): give the archives from "
-				            "its full one on, in order", name, (long long)head->seq,
-				            (long long)head->base);
-				break;
-			}
-			if (!first && prev != NULL && prev->series[0] &&
-			    (strcmp(prev->series, head->series) != 0 || head->full ||
-			     head->base != prev->seq)) {
-				rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s does not follow the archive before "
-				            "it (it is number %lld of %s series, on %lld; the one before is "
-				            "number %lld): give a full archive and its incrementals in "
-				            "order", name, (long long)head->seq,
-				            strcmp(prev->series, head->series) ? "another" : "the same",
-				            (long long)head->base, (long long)prev->seq);
-				break;
-			}
+		head = ph_ar_head(ar);
+		if (n++ == 0 && (l->phsync != (head != NULL) ||
+		                 (head != NULL && (strcmp(head->series, l->series) != 0 ||
+		                                   head->seq != l->seq || head->full != l->full ||
+		                                   head->base != l->base)))) {
+			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read "
+			            "it; nothing of it was put in place", name);
+			break;
 		}
 		switch (e.type) {
 		case PH_AR_MANIFEST:
@@ -487,6 +575,9 @@ restore_one(struct rs *r, const char *name, struct ph_manifest *prev, int first)
 		if (rc != 0)
 			break;
 	}
+	if (rc == 0 && l->phsync && n == 0)
+		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read it "
+		            "(it is empty now); nothing of it was put in place", name);
 	if (rc == 0 && ph_ar_head(ar) != NULL && ph_ar_manifest(ar) == NULL)
 		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: cut short (its manifest, which ends a "
 		            "complete archive, is missing); nothing of it was put in place", name);
@@ -497,16 +588,12 @@ restore_one(struct rs *r, const char *name, struct ph_manifest *prev, int first)
 		             "as a plain archive (its content cannot be checked)");
 	if (rc == 0)
 		rc = apply(r, ph_ar_manifest(ar));
-	else
+	else {
 		unstage(r);
-	if (rc == 0 && prev != NULL) {
-		ph_mf_free(prev);
-		if (ph_ar_head(ar) != NULL) {
-			const struct ph_manifest *h = ph_ar_head(ar);
-
-			memcpy(prev->series, h->series, sizeof(prev->series));
-			prev->seq = h->seq;
-		}
+		unmake(r);
+		/* Its folders' times are not applied either. */
+		while (r->nd > nd0)
+			free(r->dv[--r->nd].path);
 	}
 	ph_ar_close(ar);
 	return rc;
@@ -526,11 +613,12 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
                const struct phsync_options *opts, struct phsync_stats *stats)
 {
 	struct phsync_options defaults;
-	struct ph_manifest prev;
+	struct ph_chain_link *chain = NULL;
 	struct ph_job j;
 	struct rs r;
+	struct stat st;
 	size_t i;
-	int rc = 0;
+	int rc = 0, made_root = 0;
 
 	ctx->err[0] = '\0';
 	ctx->interrupted = 0;
@@ -540,7 +628,6 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	}
 	memset(&j, 0, sizeof(j));
 	memset(&r, 0, sizeof(r));
-	memset(&prev, 0, sizeof(prev));
 	j.ctx = ctx;
 	j.o = opts;
 	j.lroot = -1;
@@ -559,10 +646,20 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", archives[i], strerror(errno));
 			goto out;
 		}
+	/* The whole chain in order before a byte is written. */
+	if ((chain = calloc(n, sizeof(*chain))) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	if ((rc = ph_chain_order(ctx, archives, n, chain)) != 0)
+		goto out;
+	made_root = lstat(dir, &st) != 0 && errno == ENOENT;
 	if ((rc = ph_local_open_root(ctx, dir, 1, &r.root)) != 0)
 		goto out;
-	for (i = 0; i < n && rc == 0; i++)
-		rc = restore_one(&r, archives[i], &prev, i == 0);
+	for (i = 0; i < n && rc == 0; i++) {
+		r.gen = (unsigned)i + 1;
+		rc = restore_one(&r, &chain[i]);
+	}
 	/* Folder times last, deepest first (their files' renames moved them). */
 	if (r.nd > 1)
 		qsort(r.dv, r.nd, sizeof(*r.dv), by_depth);
@@ -592,8 +689,12 @@ out:
 		free(r.dv[i].path);
 	free(r.dv);
 	free(r.sv);
-	ph_mf_free(&prev);
+	free(chain);
+	ph_pset_free(&r.put);
 	if (r.root >= 0)
 		close(r.root);
+	/* A folder the failed restore made and left empty goes too. */
+	if (rc != 0 && made_root)
+		rmdir(dir);
 	return rc;
 }

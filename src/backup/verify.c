@@ -1,5 +1,6 @@
 /* phsync_verify: every file of each archive read back and checked against
- * the archive's manifest (size and XXH3-128), and the archive whole. */
+ * the archive's manifest (size and XXH3-128), and the archive whole; the
+ * entries a restore would refuse and the deletions it would apply named. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,13 @@ verify_one(struct ph_job *j, const char *name)
 		XXH128_canonical_t c;
 		uint64_t got = 0;
 
+		if (e.type == PH_AR_REFUSED) {
+			char msg[300];
+
+			snprintf(msg, sizeof(msg), "a restore would refuse it: %s", e.reason);
+			bad(j, e.path, msg);
+			continue;
+		}
 		if (e.type != PH_AR_FILE)
 			continue;
 		XXH3_128bits_reset(h);
@@ -121,10 +129,17 @@ verify_one(struct ph_job *j, const char *name)
 		for (k = 0; k < nv; k++)
 			if (!(v[k].size >> 63))
 				bad(j, v[k].path, "in the archive, not in its manifest");
+		/* What a restore of it would delete (of what the chain put in
+		 * place before it), named so that it can be reviewed. */
+		for (i = 0; i < m->ndel; i++) {
+			j->st.files_deleted++;
+			ph_job_event(j, PHSYNC_EV_DELETED, m->del[i], "would delete", 0, 0, name);
+		}
 		if (j->st.files_failed > failed0)
-			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: %llu file(s) do not match its "
-			            "manifest", name,
-			            (unsigned long long)(j->st.files_failed - failed0));
+			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: %llu entr%s not match its manifest "
+			            "or would be refused by a restore (named above)", name,
+			            (unsigned long long)(j->st.files_failed - failed0),
+			            j->st.files_failed - failed0 == 1 ? "y does" : "ies do");
 	}
 	for (k = 0; k < nv; k++)
 		free(v[k].path);

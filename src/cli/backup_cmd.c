@@ -53,10 +53,13 @@ static const char backup_usage[] =
 static const char restore_usage[] =
 "usage: phsync restore [OPTIONS] ARCHIVE... DIR\n"
 "\n"
-"Applies archives in order (a full one, then its incrementals) into DIR: no\n"
-"file outside DIR, no symlink followed or made, refused entries named. A\n"
-"phsync archive's files are renamed into place only once they match its\n"
-"manifest.\n"
+"Applies a chain of archives (a full one and its incrementals, in any order:\n"
+"their manifests order them, and the whole chain is checked before anything\n"
+"is written) into DIR: no file outside DIR, no symlink followed or made,\n"
+"refused entries named. A phsync archive's files are renamed into place only\n"
+"once they match its manifest. A deletion an incremental records removes only\n"
+"what this restore put in place itself; a full archive carrying deletions is\n"
+"refused.\n"
 "\n"
 "Options:\n"
 "  -v, --verbose      one line per file\n"
@@ -67,13 +70,15 @@ static const char restore_usage[] =
 "      --no-fsync     do not fsync the restored files\n"
 "  -h, --help         this text\n"
 "\n"
-"Exit codes: 0 done; 1 error (an archive damaged, cut or out of order); 2\n"
-"usage; 5 some entries were refused; 6 interrupted.\n";
+"Exit codes: 0 done; 1 error (an archive damaged or cut, or a full one\n"
+"carrying deletions); 2 usage, or archives that are not one chain; 5 some\n"
+"entries were refused; 6 interrupted.\n";
 
 static const char verify_usage[] =
 "usage: phsync verify [OPTIONS] ARCHIVE...\n"
 "\n"
-"Reads archives back and checks every file against the manifest.\n"
+"Reads archives back and checks every file against the manifest; lists the\n"
+"deletions a restore would apply and the entries it would refuse.\n"
 "\n"
 "Options:\n"
 "  -v, --verbose      one line per file\n"
@@ -83,8 +88,39 @@ static const char verify_usage[] =
 "      --no-progress  never a progress line\n"
 "  -h, --help         this text\n"
 "\n"
-"Exit codes: 0 every file matches; 1 an archive damaged, cut or not matching\n"
-"its manifest; 2 usage; 6 interrupted.\n";
+"Exit codes: 0 every file matches; 1 an archive damaged, cut, not matching\n"
+"its manifest, holding entries a restore would refuse, or a full archive\n"
+"carrying deletions; 2 usage; 6 interrupted.\n";
+
+/* verify's events: a deletion an archive would apply is always listed
+ * (it is what a reader must review before a restore), with its archive;
+ * the rest as every command prints them. */
+static void
+verify_event(const struct phsync_event *ev, void *arg)
+{
+	struct cli_out *o = arg;
+	char shown[4096 * 4], from[4096 * 4];
+
+	if (ev->type != PHSYNC_EV_DELETED) {
+		cli_on_event(ev, arg);
+		return;
+	}
+	if (o->json) {
+		fputs("{\"event\":\"delete\",\"action\":", o->out);
+		cli_json_string(o->out, ev->action);
+		fputs(",\"path\":", o->out);
+		cli_json_string(o->out, ev->path);
+		fputs(",\"archive\":", o->out);
+		cli_json_string(o->out, ev->message);
+		fputs("}\n", o->out);
+	} else if (!o->quiet) {
+		cli_clear_line(o);
+		phsync_escape(shown, sizeof(shown), ev->path);
+		phsync_escape(from, sizeof(from), ev->message ? ev->message : "?");
+		fprintf(o->out, "%s: %s %s\n", from, ev->action, shown);
+	}
+	fflush(o->out);
+}
 
 static int
 usage_error(const char *cmd, const char *msg)
@@ -135,8 +171,12 @@ summary(struct cli_out *o, const char *cmd, const struct phsync_stats *st, int c
 		        st->files_done, st->bytes_committed / 1e6, st->files_deleted,
 		        st->elapsed_ms / 1000.0);
 	} else if (strcmp(cmd, "verify") == 0 && code == 0) {
-		fprintf(o->err, "%" PRIu64 " files match their manifests (%.1f MB)\n", st->files_done,
+		fprintf(o->err, "%" PRIu64 " files match their manifests (%.1f MB)", st->files_done,
 		        st->bytes_committed / 1e6);
+		if (st->files_deleted > 0)
+			fprintf(o->err, "; a restore would apply %" PRIu64 " deletion(s) (listed "
+			        "above)", st->files_deleted);
+		fputc('\n', o->err);
 	}
 }
 
@@ -283,7 +323,7 @@ cli_backup_main(int argc, char **argv)
 		out.progress = 0;
 	else
 		out.progress = progress >= 0 ? progress : isatty(STDERR_FILENO);
-	opts.on_event = cli_on_event;
+	opts.on_event = strcmp(cmd, "verify") == 0 ? verify_event : cli_on_event;
 	opts.event_arg = &out;
 	opts.progress_ms = out.progress ? 250 : out.json && progress == 1 ? 1000 : 0;
 	bo.sync = &opts;
