@@ -214,7 +214,8 @@ class InstallTest(unittest.TestCase):
         files = run(["dpkg-deb", "-c", deb])
         for rel in ["/bin/phsync", "/include/phsync/phsync.h", "/pkgconfig/phsync.pc", "/libphsync.a",
                     "/share/bash-completion/completions/phsync", "/share/fish/vendor_completions.d/phsync.fish",
-                    "/_phsync", "/share/systemd/user/phsync.service"] + ["/" + m for m in man_pages()]:
+                    "/_phsync", "/share/systemd/user/phsync.service", "/share/doc/phsync/copyright",
+                    "/share/doc/phsync/LICENSE"] + ["/" + m for m in man_pages()]:
             self.assertIn(rel, files)
 
 
