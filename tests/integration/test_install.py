@@ -133,6 +133,50 @@ class InstallTest(unittest.TestCase):
         cache = os.path.join(srv.login_home, ".cache", "phsync")
         self.assertEqual(len(os.listdir(cache)), 1, os.listdir(cache))
 
+    def test_configure_as_a_packager(self):
+        """Issue 25, item 6: CTest's BUILD_TESTING decides the tests, a configure without
+        cmocka still works (and fails only when the tests are required), -Werror is off by
+        default (tests/run.sh turns it on), and the phone helpers are an explicit choice."""
+        def configure(name, *args, env=None):
+            b = os.path.join(self.tmp, "cfg-" + name)
+            p = subprocess.run(["cmake", "-S", REPO, "-B", b] + list(args), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env=env, timeout=300)
+            return p.returncode, p.stdout.decode(errors="replace"), b
+
+        def cache(b, name):
+            with open(os.path.join(b, "CMakeCache.txt")) as f:
+                for line in f:
+                    if line.startswith(name + ":"):
+                        return line.split("=", 1)[1].strip()
+
+        code, out, b = configure("plain")
+        self.assertEqual(code, 0, out)
+        self.assertEqual((cache(b, "PHSYNC_WERROR"), cache(b, "PHSYNC_HELPERS"), cache(b, "BUILD_TESTING")),
+                         ("OFF", "native", "ON"))
+        self.assertTrue(os.path.exists(os.path.join(b, "tests", "CTestTestfile.cmake")))
+        code, out, b = configure("notests", "-DBUILD_TESTING=OFF")
+        self.assertEqual(code, 0, out)
+        self.assertFalse(os.path.exists(os.path.join(b, "tests")))
+        code, out, b = configure("bad", "-DPHSYNC_HELPERS=some")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("PHSYNC_HELPERS is native, all or off", out)
+        # Without cmocka (a pkg-config search path holding every .pc but cmocka's).
+        pcdir = os.path.join(self.tmp, "pc-no-cmocka")
+        os.makedirs(pcdir)
+        path = subprocess.run(["pkg-config", "--variable", "pc_path", "pkg-config"],
+                              stdout=subprocess.PIPE).stdout.decode().strip()
+        for d in path.split(":"):
+            for f in (os.listdir(d) if os.path.isdir(d) else []):
+                if f.endswith(".pc") and f != "cmocka.pc" and not os.path.exists(os.path.join(pcdir, f)):
+                    os.symlink(os.path.join(d, f), os.path.join(pcdir, f))
+        env = dict(os.environ, PKG_CONFIG_LIBDIR=pcdir)
+        code, out, b = configure("nocmocka", env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("cmocka not found: the tests are not built", out)
+        code, out, b = configure("nocmocka-required", "-DPHSYNC_TESTS_REQUIRED=ON", env=env)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("cmocka not found", out)
+
     def test_minipull_builds_against_installed_pkgconfig_and_pulls(self):
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(self.stage, self.libdir, "pkgconfig"))
         env.pop("PKG_CONFIG_LIBDIR", None)
