@@ -12,9 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${DEMO_SKIP_DEPS:-}" ]; then
-  scripts/install-deps.sh
+  scripts/install-deps.sh --build
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_SANITIZE=OFF -DPHSYNC_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPHSYNC_SANITIZE=OFF -DBUILD_TESTING=OFF >/dev/null
 cmake --build build -j"$(nproc)" --target phsync
 
 work=$(mktemp -d /tmp/phsync-demo-XXXXXX)

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # Installs every Debian package phsync needs to build, test and benchmark (Debian 12).
 # Works as root, or through sudo otherwise.  No prompts.
+#   scripts/install-deps.sh           everything (tests, fuzzers, benchmarks, cross compilers): .ci/run
+#   scripts/install-deps.sh --build   only what building phsync and scripts/demo.sh need
 set -euo pipefail
 
-PKGS=(
-  build-essential cmake pkg-config          # compiler (gcc brings libasan/libubsan), build
+# What building phsync and the README's demo need (--build installs only these) ...
+BUILD_PKGS=(
+  build-essential cmake pkg-config          # compiler, build
   libssh-dev libxxhash-dev libsqlite3-dev libutf8proc-dev   # libphsync's dependencies (utf8proc: Unicode forms of names)
   libssl-dev                                # libcrypto: MD5/SHA-1 of check-file deltas (pulls from ProFTPD/MINA servers)
   libuv1-dev libinih-dev                    # the watcher daemon (event loop, config file)
-  libcmocka-dev                             # unit tests
   libarchive-dev libzstd-dev                # backups: tar (pax) writer/reader; zstd frames written by phsync
+  openssh-server openssh-client openssh-sftp-server   # the demo's throwaway sshd (and the tests')
+  python3                                   # the demo's sample phone (bench/mkcorpus.py) and server (tests/lib/harness.py)
+)
+# ... and what the tests, the fuzzers, the benchmarks and the phone helpers' cross builds add.
+TEST_PKGS=(
+  libcmocka-dev                             # unit tests
   libarchive-tools zstd                     # bsdtar and zstd read backups back in the tests (GNU tar: tar)
-  openssh-server openssh-client openssh-sftp-server   # the integration tests' sshd, ssh-keygen, ssh-agent
   dropbear-bin gesftpserver                 # other server implementations (compatibility tests)
-  python3 sqlite3 xxhash                    # integration test harness (sqlite3, xxhsum: the state's rows), bench
+  sqlite3 xxhash                            # integration test harness (sqlite3, xxhsum: the state's rows), bench
   zsh fish man-db groff-base                # test_cli: the zsh and fish completions run in their shells; man pages rendered
   openssl dpkg-dev                          # test_pair (a password hash where Python has no crypt), test_install (cpack -G DEB: dpkg-shlibdeps)
+  systemd                                   # test_install: systemd-analyze verify of the installed user unit
   rsync rdiff hyperfine time                # benchmark peers and GNU time (peak RSS)
   clang libclang-rt-14-dev                  # libFuzzer targets
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
-                                            # the static remote helpers for phones (aarch64, armv7)
+                                            # the static remote helpers for phones (aarch64, armv7: -DPHSYNC_HELPERS=all)
   qemu-user-static                          # ... run under qemu in the tests
 )
 
@@ -40,7 +48,11 @@ apt_get() {
   return 1
 }
 apt_get update -q
-apt_get install -y -q --no-install-recommends "${PKGS[@]}"
+if [ "${1:-}" = "--build" ]; then
+  apt_get install -y -q --no-install-recommends "${BUILD_PKGS[@]}"
+  exit 0
+fi
+apt_get install -y -q --no-install-recommends "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
 
 # ProFTPD with mod_sftp, the compatibility tests' server that hashes blocks (check-file
 # deltas without the helper). Its packages would install and start an FTP daemon, which a

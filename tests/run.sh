@@ -19,7 +19,10 @@ JOBS=${JOBS:-2}
 # every test; the TIMEOUT property wins over this default).
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 
-cmake -S . -B "$BUILD_DIR" -DPHSYNC_SANITIZE=ON -DPHSYNC_TESTS=ON
+# -Werror, every static helper (the phone tests run the aarch64 one under qemu) and a
+# configure that fails rather than building fewer tests.
+cmake -S . -B "$BUILD_DIR" -DPHSYNC_SANITIZE=ON -DBUILD_TESTING=ON -DPHSYNC_TESTS_REQUIRED=ON \
+      -DPHSYNC_WERROR=ON -DPHSYNC_HELPERS=all
 cmake --build "$BUILD_DIR" -j"$JOBS"
 cd "$BUILD_DIR"
 exec ctest --output-on-failure --timeout "$TEST_TIMEOUT" -j"$JOBS" "$@"

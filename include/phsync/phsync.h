@@ -188,7 +188,8 @@ const char *phsync_ctx_error(const phsync_ctx *ctx);
 /* Fills opts with the defaults (fsync on, everything else off). */
 void phsync_options_init(struct phsync_options *opts);
 
-/* Parses "[user@]host:path" into its parts (host may be "[v6addr]").
+/* Parses "[user@]host:path" into its parts (host may be "[v6addr]"; a path
+ * "~" or "~/x" becomes "" or "x": the login's home folder, as for scp).
  * Returns 0, or PHSYNC_EINVAL when spec is no remote spec. */
 int phsync_parse_remote(const char *spec, char **user, char **host,
                         char **path);

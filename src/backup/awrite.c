@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct ph_aw {
 	phsync_ctx *ctx;
 	struct archive *a;
 	int kind, fd, dfd, do_fsync, err, open;
+	locale_t utf8;              /* C.UTF-8 for libarchive's name conversions, or 0 */
 	size_t extlen;
 	char final[PATH_MAX];       /* as given */
 	char tmp[NAME_MAX + 1];     /* in dfd */
@@ -325,6 +327,12 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 	aw->ctx = ctx;
 	aw->fd = aw->dfd = -1;
 	aw->do_fsync = do_fsync;
+	/* Names are UTF-8 bytes whatever the user's locale: libarchive converts
+	 * them from the thread's locale, and in the C locale it cannot, so it
+	 * wrote hdrcharset=BINARY records that GNU tar warns about. Only the
+	 * writer: under a UTF-8 locale libarchive's reader turns NFD names
+	 * into NFC, so aread.c keeps the C locale and gets the bytes. */
+	aw->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	snprintf(aw->final, sizeof(aw->final), "%s", final);
 	if ((aw->kind = ph_aw_kind_of(final, &aw->extlen)) == 0) {
 		rc = ph_err(ctx, PHSYNC_EINVAL, "%s: the archive's name must end in .tar, .tar.zst, "
@@ -418,6 +426,7 @@ int
 ph_aw_header(struct ph_aw *aw, const struct ph_aw_entry *e)
 {
 	struct archive_entry *ae = archive_entry_new2(aw->a);
+	locale_t old;
 	int r;
 
 	if (ae == NULL)
@@ -427,7 +436,10 @@ ph_aw_header(struct ph_aw *aw, const struct ph_aw_entry *e)
 	archive_entry_set_perm(ae, e->mode & 07777);
 	archive_entry_set_size(ae, e->dir ? 0 : (la_int64_t)e->size);
 	archive_entry_set_mtime(ae, (time_t)e->mtime, e->nsec);
+	old = aw->utf8 != (locale_t)0 ? uselocale(aw->utf8) : (locale_t)0;
 	r = archive_write_header(aw->a, ae);
+	if (old != (locale_t)0)
+		uselocale(old);
 	archive_entry_free(ae);
 	if (r < ARCHIVE_WARN)
 		return write_err(aw, "writing");
@@ -555,5 +567,7 @@ ph_aw_abort(struct ph_aw *aw)
 	free(aw->raw);
 	if (aw->rawsum != NULL)
 		XXH64_freeState(aw->rawsum);
+	if (aw->utf8 != (locale_t)0)
+		freelocale(aw->utf8);
 	free(aw);
 }

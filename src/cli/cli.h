@@ -33,6 +33,14 @@ void cli_catch_signals(struct phsync_ctx *ctx);
 /* `phsync backup|restore|verify ...` (argv[0] names which). */
 int cli_backup_main(int argc, char **argv);
 
+/* rsync's habits (rsyncopt.c): takes the rsync flags that mean what phsync
+ * always does out of argv (-a -r -t -z -P, -h unless alone, --archive,
+ * --partial...; -P sets *progress), leaving phsync's own options and the
+ * paths in order; refuses the others naming phsync's way. takes_arg: the
+ * short options that take an argument. Returns 0 with *argc updated, or
+ * CLI_EXIT_USAGE after a message. */
+int cli_rsync_flags(int *argc, char **argv, const char *takes_arg, int *progress);
+
 struct phsync_options;
 struct cli_out;
 /* Tty prompts into opts, and Ctrl-C/SIGTERM/SIGHUP asking ctx to stop (a

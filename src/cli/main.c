@@ -146,6 +146,10 @@ static const char sync_options[] =
 "                     from its PATH)\n"
 "  -h, --help         this text\n"
 "  -V, --version      print the version\n"
+"rsync habits such as -avzP (archive, recursive, times, compress, partial,\n"
+"human-readable) are taken as what phsync always does (P: the progress\n"
+"line); rsync's other flags are refused naming phsync's way.\n"
+"HOST:~/DIR is DIR in the login's home folder.\n"
 ;
 
 static const char usage_tail[] =
@@ -402,6 +406,19 @@ parse_secs(const char *arg, const char *name, unsigned long lo, unsigned long hi
 	return 0;
 }
 
+/* getopt's complaint, naming the option itself: a letter inside a bundle
+ * (-xvz) leaves optind on the word, or past it after the bundle's last. */
+static void
+unknown_option(int argc, char **argv)
+{
+	if (optopt != 0 && optopt < 256)
+		fprintf(stderr, "phsync: unknown option or missing argument: '-%c'\n", optopt);
+	else
+		fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n",
+		        argv[optind - 1 < argc ? optind - 1 : argc - 1]);
+	fputs("Try 'phsync --help'.\n", stderr);
+}
+
 static void pair_status(const char *state_dir, const char *remote, const char *local,
                         int json, const struct phsync_stats *st, int code, const char *err);
 
@@ -460,6 +477,8 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	out.err = stderr;
 	opts.excludes = excludes;
 	opts.includes = includes;
+	if ((rc = cli_rsync_flags(&argc, argv, "F", &progress)) != 0)
+		return rc;
 	optind = 1;
 	opterr = 0; /* our own two-line message */
 	/* Options may come before or after the paths, as with rsync and scp
@@ -577,8 +596,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 			printf("phsync %s\n", PHSYNC_VERSION);
 			return CLI_EXIT_OK;
 		default:
-			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
-			        "Try 'phsync --help'.\n", argv[optind - 1]);
+			unknown_option(argc, argv);
 			return CLI_EXIT_USAGE;
 		}
 	}

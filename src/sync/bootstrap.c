@@ -23,7 +23,8 @@
 
 /* Where the static helpers lie: $PHSYNC_HELPER_DIR (empty: none, no
  * bootstrap), else helpers/ beside the running program (a build tree),
- * else LIBEXECDIR/phsync. Returns 0 with dir filled, or -1. */
+ * else ../libexec/phsync from it (installed under any prefix), else the
+ * configured LIBEXECDIR/phsync. Returns 0 with dir filled, or -1. */
 static int
 helper_dir(char *dir, size_t n)
 {
@@ -47,6 +48,12 @@ helper_dir(char *dir, size_t n)
 			if ((size_t)snprintf(dir, n, "%s/helpers", exe) < n && stat(dir, &st) == 0 &&
 			    S_ISDIR(st.st_mode))
 				return 0;
+#ifdef PHSYNC_HELPER_RELDIR
+			/* Installed under any prefix: BINDIR/../libexec/phsync. */
+			if ((size_t)snprintf(dir, n, "%s/%s", exe, PHSYNC_HELPER_RELDIR) < n &&
+			    stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+				return 0;
+#endif
 		}
 	}
 #ifdef PHSYNC_HELPER_DIR

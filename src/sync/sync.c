@@ -71,6 +71,10 @@ phsync_parse_remote(const char *spec, char **user, char **host, char **path)
 	}
 	if (*host == NULL || (*host)[0] == '\0')
 		goto bad;
+	/* phone:~/x is x in the login's home folder, as for scp and sftp: a
+	 * relative path already is (the server starts there), so ~ goes. */
+	if (colon[1] == '~' && (colon[2] == '/' || colon[2] == '\0'))
+		colon += colon[2] == '/' ? 2 : 1;
 	*path = strdup(colon + 1);
 	if (*path == NULL)
 		goto bad;

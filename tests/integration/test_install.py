@@ -3,8 +3,12 @@ the man pages, the bash/zsh/fish completions, libphsync with its headers and phs
 GNUInstallDirs places; examples/minipull.c builds against the installed pkg-config file alone and
 pulls from a real sshd; `cpack -G DEB` makes a .deb whose Depends are Debian's library packages,
 with every man page of docs/ and the completions in it.  (test_cli.py compares each command's
---help with its man page and the completions.)"""
+--help with its man page and the completions.)  The install follows the prefix given at install
+time, not the configured one (issue 25, item 2): the systemd user unit names PREFIX/bin/phsync and
+`systemd-analyze verify` accepts it, and the installed phsync brings its static helper from
+PREFIX/libexec/phsync to a phone without phsync."""
 
+import json
 import os
 import re
 import shutil
@@ -60,10 +64,12 @@ class InstallTest(unittest.TestCase):
                 "share/fish/vendor_completions.d/phsync.fish",
                 "include/phsync/phsync.h", "include/phsync/error.h", "include/phsync/delta.h",
                 "include/phsync/pair.h", "include/phsync/backup.h",
-                "share/systemd/user/phsync.service", "share/phsync/launchd/org.phsync.daemon.plist",
+                "share/systemd/user/phsync.service",
                 self.libdir + "/libphsync.a", self.libdir + "/pkgconfig/phsync.pc"]
         for rel in want + man_pages():
             self.assertTrue(os.path.isfile(os.path.join(s, rel)), rel)
+        # launchd's plist is for macOS only.
+        self.assertFalse(os.path.exists(os.path.join(s, "share/phsync/launchd")))
         # Every command's page is among them (test_cli compares them with --help).
         for cmd in ("pull", "push", "status", "daemon", "pair", "doctor", "backup", "restore",
                     "verify", "serve"):
@@ -88,6 +94,88 @@ class InstallTest(unittest.TestCase):
         out = run(["bash", "-c", "source %s; COMP_WORDS=(phsync pa); COMP_CWORD=1; _phsync; "
                    "echo ${COMPREPLY[@]}" % os.path.join(s, "share/bash-completion/completions/phsync")])
         self.assertEqual(out.split(), ["pair"])
+
+    def test_unit_names_the_install_prefix(self):
+        unit = os.path.join(self.stage, "share/systemd/user/phsync.service")
+        with open(unit) as f:
+            execs = [l.strip() for l in f if l.startswith("ExecStart=")]
+        self.assertEqual(execs, ["ExecStart=%s daemon" % os.path.join(self.stage, "bin/phsync")])
+        # systemd's own check: the program exists and is executable, the man pages named in
+        # Documentation= are found (in the staged tree), the unit parses.
+        p = subprocess.run(["systemd-analyze", "verify", unit], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT,
+                           env=dict(os.environ, MANPATH=os.path.join(self.stage, "share/man")))
+        self.assertEqual(p.returncode, 0, p.stdout.decode(errors="replace"))
+
+    def test_installed_phsync_brings_its_helper_from_the_prefix(self):
+        try:
+            srv = SshServer(clean_home=True)
+            self.addCleanup(srv.stop)
+            srv.start()
+        except Unavailable as e:
+            skip_or_fail(e.need, str(e))
+        remote = os.path.join(self.tmp, "phone")
+        local = os.path.join(self.tmp, "laptop-helper")
+        write_file(os.path.join(remote, "DCIM/a.jpg"), b"x" * 100_000)
+        env = srv.env()
+        del env["PHSYNC_HELPER_DIR"]   # as a user runs it: found from the program's place
+        p = subprocess.run([os.path.join(self.stage, "bin/phsync"), "pull", "-F", srv.config,
+                            "--json", "--helper", "always", "--state-dir",
+                            os.path.join(self.tmp, "state"), "phone:" + remote, local],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=srv.home,
+                           stdin=subprocess.DEVNULL, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace"))
+        summary = [json.loads(l) for l in p.stdout.decode().splitlines()
+                   if '"summary"' in l][-1]
+        self.assertEqual(summary["helper"], 1, summary)
+        with open(os.path.join(local, "DCIM/a.jpg"), "rb") as f:
+            self.assertEqual(f.read(), b"x" * 100_000)
+        cache = os.path.join(srv.login_home, ".cache", "phsync")
+        self.assertEqual(len(os.listdir(cache)), 1, os.listdir(cache))
+
+    def test_configure_as_a_packager(self):
+        """Issue 25, item 6: CTest's BUILD_TESTING decides the tests, a configure without
+        cmocka still works (and fails only when the tests are required), -Werror is off by
+        default (tests/run.sh turns it on), and the phone helpers are an explicit choice."""
+        def configure(name, *args, env=None):
+            b = os.path.join(self.tmp, "cfg-" + name)
+            p = subprocess.run(["cmake", "-S", REPO, "-B", b] + list(args), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env=env, timeout=300)
+            return p.returncode, p.stdout.decode(errors="replace"), b
+
+        def cache(b, name):
+            with open(os.path.join(b, "CMakeCache.txt")) as f:
+                for line in f:
+                    if line.startswith(name + ":"):
+                        return line.split("=", 1)[1].strip()
+
+        code, out, b = configure("plain")
+        self.assertEqual(code, 0, out)
+        self.assertEqual((cache(b, "PHSYNC_WERROR"), cache(b, "PHSYNC_HELPERS"), cache(b, "BUILD_TESTING")),
+                         ("OFF", "native", "ON"))
+        self.assertTrue(os.path.exists(os.path.join(b, "tests", "CTestTestfile.cmake")))
+        code, out, b = configure("notests", "-DBUILD_TESTING=OFF")
+        self.assertEqual(code, 0, out)
+        self.assertFalse(os.path.exists(os.path.join(b, "tests")))
+        code, out, b = configure("bad", "-DPHSYNC_HELPERS=some")
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("PHSYNC_HELPERS is native, all or off", out)
+        # Without cmocka (a pkg-config search path holding every .pc but cmocka's).
+        pcdir = os.path.join(self.tmp, "pc-no-cmocka")
+        os.makedirs(pcdir)
+        path = subprocess.run(["pkg-config", "--variable", "pc_path", "pkg-config"],
+                              stdout=subprocess.PIPE).stdout.decode().strip()
+        for d in path.split(":"):
+            for f in (os.listdir(d) if os.path.isdir(d) else []):
+                if f.endswith(".pc") and f != "cmocka.pc" and not os.path.exists(os.path.join(pcdir, f)):
+                    os.symlink(os.path.join(d, f), os.path.join(pcdir, f))
+        env = dict(os.environ, PKG_CONFIG_LIBDIR=pcdir)
+        code, out, b = configure("nocmocka", env=env)
+        self.assertEqual(code, 0, out)
+        self.assertIn("cmocka not found: the tests are not built", out)
+        code, out, b = configure("nocmocka-required", "-DPHSYNC_TESTS_REQUIRED=ON", env=env)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("cmocka not found", out)
 
     def test_minipull_builds_against_installed_pkgconfig_and_pulls(self):
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(self.stage, self.libdir, "pkgconfig"))
@@ -170,7 +258,8 @@ class InstallTest(unittest.TestCase):
         files = run(["dpkg-deb", "-c", deb])
         for rel in ["/bin/phsync", "/include/phsync/phsync.h", "/pkgconfig/phsync.pc", "/libphsync.a",
                     "/share/bash-completion/completions/phsync", "/share/fish/vendor_completions.d/phsync.fish",
-                    "/_phsync", "/share/systemd/user/phsync.service"] + ["/" + m for m in man_pages()]:
+                    "/_phsync", "/share/systemd/user/phsync.service", "/share/doc/phsync/copyright",
+                    "/share/doc/phsync/LICENSE"] + ["/" + m for m in man_pages()]:
             self.assertIn(rel, files)
 
 
