@@ -23,7 +23,7 @@ TEST_PKGS=(
   sqlite3 xxhash                            # integration test harness (sqlite3, xxhsum: the state's rows), bench
   zsh fish man-db groff-base                # test_cli: the zsh and fish completions run in their shells; man pages rendered
   openssl dpkg-dev                          # test_pair (a password hash where Python has no crypt), test_install (cpack -G DEB: dpkg-shlibdeps)
-  systemd                                   # test_install: systemd-analyze verify of the installed user unit
+  systemd lintian                           # test_install: systemd-analyze verify of the installed user unit; lintian on the .deb
   rsync rdiff hyperfine time                # benchmark peers and GNU time (peak RSS)
   clang libclang-rt-14-dev                  # libFuzzer targets
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import unittest
 
@@ -33,7 +34,7 @@ def cache_value(name):
 
 def man_pages():
     """Where every page of docs/ goes under the prefix."""
-    return sorted("share/man/man%s/%s" % (f.rsplit(".", 1)[1], f) for f in os.listdir(os.path.join(REPO, "docs"))
+    return sorted("share/man/man%s/%s.gz" % (f.rsplit(".", 1)[1], f) for f in os.listdir(os.path.join(REPO, "docs"))
                   if re.match(r"phsync.*\.[15]$", f))
 
 
@@ -73,16 +74,16 @@ class InstallTest(unittest.TestCase):
         # Every command's page is among them (test_cli compares them with --help).
         for cmd in ("pull", "push", "status", "daemon", "pair", "doctor", "backup", "restore",
                     "verify", "serve"):
-            self.assertIn("share/man/man1/phsync-%s.1" % cmd, man_pages())
-        self.assertIn("share/man/man5/phsync.conf.5", man_pages())
+            self.assertIn("share/man/man1/phsync-%s.1.gz" % cmd, man_pages())
+        self.assertIn("share/man/man5/phsync.conf.5.gz", man_pages())
         # man finds them in the staged tree by name, as it will under /usr.
         p = subprocess.run(["man", "-M", os.path.join(s, "share/man"), "-w", "phsync-pull"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man1/phsync-pull.1"),
+        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man1/phsync-pull.1.gz"),
                          p.stderr)
         p = subprocess.run(["man", "-M", os.path.join(s, "share/man"), "-w", "5", "phsync.conf"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man5/phsync.conf.5"),
+        self.assertEqual(p.stdout.decode().strip(), os.path.join(s, "share/man/man5/phsync.conf.5.gz"),
                          p.stderr)
         zsh = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(s, "share/zsh")) for f in fs]
         self.assertEqual([os.path.basename(z) for z in zsh], ["_phsync"])
@@ -258,9 +259,24 @@ class InstallTest(unittest.TestCase):
         files = run(["dpkg-deb", "-c", deb])
         for rel in ["/bin/phsync", "/include/phsync/phsync.h", "/pkgconfig/phsync.pc", "/libphsync.a",
                     "/share/bash-completion/completions/phsync", "/share/fish/vendor_completions.d/phsync.fish",
-                    "/_phsync", "/share/systemd/user/phsync.service", "/share/doc/phsync/copyright",
-                    "/share/doc/phsync/LICENSE"] + ["/" + m for m in man_pages()]:
+                    "/_phsync", "/usr/lib/systemd/user/phsync.service", "/share/doc/phsync/copyright",
+                    "/share/doc/phsync/LICENSE", "/share/doc/phsync/changelog.gz"] + ["/" + m for m in man_pages()]:
             self.assertIn(rel, files)
+        self.assertNotIn("/share/systemd/user/", files)   # /usr's user units are in lib/
+        self.assertNotIn("launchd", files)
+        with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb], stdout=subprocess.PIPE) as p:
+            with tarfile.open(fileobj=p.stdout, mode="r|") as t:
+                for m in t:
+                    if m.name.endswith("phsync.service"):
+                        unit = t.extractfile(m).read().decode()
+        self.assertIn("ExecStart=/usr/bin/phsync daemon", unit)
+        self.assertIn("in step over SSH\n phsync copies", run(["dpkg-deb", "-f", deb, "Description"]))
+        # Debian's own checker: no error (stripped, gzip'd pages, copyright, changelog, a
+        # description and a maintainer; the phone helpers' static, other-CPU binaries are
+        # declared in the package's lintian overrides).
+        p = subprocess.run(["lintian", "--allow-root", deb], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tags = p.stdout.decode(errors="replace")
+        self.assertEqual([l for l in tags.splitlines() if l.startswith("E:")], [], tags)
 
 
 if __name__ == "__main__":
