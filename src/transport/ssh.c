@@ -35,7 +35,11 @@ struct ph_ssh {
 	char errtext[256];       /* the start of what an exec'd command wrote on
 	                            its standard error (terminated) */
 	size_t errlen;
+	long timeout;            /* the session's timeout (s) */
 };
+
+/* How long closing a channel waits for its program's exit (s). */
+#define CLOSE_WAIT_S 2L
 
 /* Called through a volatile pointer, so a secret's wipe is never optimised
  * away (explicit_bzero is not everywhere). */
@@ -483,6 +487,7 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		ssh_options_set(ssh->sess, SSH_OPTIONS_ADD_IDENTITY, p->identity);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_NODELAY, &yes);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &timeout);
+	ssh->timeout = timeout;
 	if (ph_sshconf_get(p->config, p->host, "Ciphers", val, sizeof(val)) == 0 &&
 	    ph_cpu_has_aes()) {
 		ssh_options_set(ssh->sess, SSH_OPTIONS_CIPHERS_C_S, AES_FIRST_CIPHERS);
@@ -671,6 +676,12 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 	return rc;
 }
 
+uint32_t
+ph_ssh_window(const struct ph_ssh *ssh)
+{
+	return ssh->chan != NULL ? ssh_channel_window_size(ssh->chan) : 0;
+}
+
 size_t
 ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 {
@@ -687,8 +698,20 @@ ph_ssh_close_channel(struct ph_ssh *ssh)
 {
 	if (ssh->chan == NULL)
 		return;
-	if (ssh_channel_is_open(ssh->chan))
-		ssh_channel_close(ssh->chan);
+	if (ssh_channel_is_open(ssh->chan)) {
+		long wait = CLOSE_WAIT_S;
+
+		/* Its program told to end (EOF) and its exit awaited, briefly:
+		 * Dropbear (2022.83) closes a session channel opened while the
+		 * previous one's program is still exiting, so the next open or exec
+		 * would fail now and then. */
+		ssh_channel_send_eof(ssh->chan);
+		ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &wait);
+		(void)ssh_channel_get_exit_status(ssh->chan);
+		ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &ssh->timeout);
+		if (ssh_channel_is_open(ssh->chan))
+			ssh_channel_close(ssh->chan);
+	}
 	ssh_channel_free(ssh->chan);
 	ssh->chan = NULL;
 }
