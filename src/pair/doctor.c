@@ -17,6 +17,7 @@
 #include "home.h"
 #include "sftp.h"
 #include "ssh.h"
+#include "state.h"
 
 /* An odd second: a FAT file system, which keeps 2 s steps, cannot keep it. */
 #define PROBE_MTIME 1500000001u
@@ -139,10 +140,13 @@ check_exec(struct doctor *d, struct ph_ssh *ssh)
  * serve` (helper_path "phsync": nothing brought), then, as auto does when
  * that fails, this phsync's static helper for the remote's CPU, uploaded to
  * .cache/phsync in the login folder (ph_helper_bootstrap) and run. Keeps
- * the helper's connection (d->hssh, d->hsftp) for the extensions. */
+ * the helper's connection (d->hssh, d->hsftp) for the extensions. A
+ * helper that runs does not count while auto's memo of a host without one
+ * (state.h, made by an earlier sync as who@where:port) says a sync will
+ * not try it. */
 static void
 check_helper(struct doctor *d, const char *user, const char *host, const char *dir,
-             const char *config)
+             const char *config, const char *who, const char *where, unsigned port)
 {
 	struct phsync_options opts;
 	struct ph_ssh *ssh = NULL;
@@ -171,6 +175,15 @@ check_helper(struct doctor *d, const char *user, const char *host, const char *d
 		rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp);
 		if (rc == 0)
 			d->helper = 2;
+	}
+	if (rc == 0 && ph_sftp_helper(sftp) >= 1 && ph_state_nohelper_get(NULL, who, where, port)) {
+		d->helper = 0;
+		snprintf(d->helper_why, sizeof(d->helper_why), "remembered");
+		report(d, "helper", PHSYNC_CHECK_WARN, "none", "the helper runs now, but an earlier "
+		       "sync found none here and phsync remembers that for a day (nohelper-* in the "
+		       "state folder): until then syncs use the server's SFTP (remove that file to "
+		       "use the helper at once)");
+		goto out;
 	}
 	if (rc == 0 && ph_sftp_helper(sftp) >= 1) {
 		d->hssh = ssh;
@@ -506,7 +519,7 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	}
 	check_window(&d, win);
 	check_exec(&d, ssh);
-	check_helper(&d, user, host, dir, sp.config);
+	check_helper(&d, user, host, dir, sp.config, uname, hname, port);
 	check_extensions(&d, d.hsftp != NULL ? d.hsftp : sftp);
 	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
 	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)

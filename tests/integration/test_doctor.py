@@ -82,6 +82,15 @@ class DoctorMixin:
         with open(os.path.join(back, rel), "rb") as f:
             self.assertEqual(f.read(), newer)
 
+    def nohelper_memos(self):
+        """The no-helper memos runs with --helper auto left (state.h) in the client's home."""
+        return [os.path.join(dp, f) for dp, _, fs in os.walk(self.srv.home) for f in fs
+                if f.startswith("nohelper-")]
+
+    def forget_nohelper(self):
+        for p in self.nohelper_memos():
+            os.unlink(p)
+
     def assertNoHelperAdvice(self, c):
         # phsync brings its own helper: doctor never tells anyone to install phsync.
         for e in c.values():
@@ -132,6 +141,7 @@ class DoctorOpenSSHTest(DoctorMixin, SyncTestCase):
         # This phsync has no static helpers (PHSYNC_HELPER_DIR empty) and the server no
         # phsync: plain SFTP, said so, with the server's own extensions.
         self.env = {"PHSYNC_HELPER_DIR": ""}
+        self.addCleanup(self.forget_nohelper)
         c = self.doctor()
         self.assertEqual((c["helper"]["status"], c["helper"]["value"]), ("warn", "none"))
         self.assertIn("no static helpers", c["helper"]["detail"])
@@ -143,6 +153,20 @@ class DoctorOpenSSHTest(DoctorMixin, SyncTestCase):
         self.assertIn("check-file", c["pull_deltas"]["detail"])
         self.assertEqual((c["push_deltas"]["status"], c["push_deltas"]["value"]), ("ok", "saved"))
         self.assertNoHelperAdvice(c)
+        self.assertClaimsHold(c)
+
+    def test_remembered_without_helper(self):
+        # A sync with --helper auto that found no helper remembers it for a day: the next
+        # syncs use plain SFTP even once a helper could run, and doctor says so.
+        self.addCleanup(self.forget_nohelper)
+        write_file(os.path.join(self.remote, "a.txt"), b"a\n", mtime=T0)
+        self.summary(self.pull("--json", "--helper", "auto", env={"PHSYNC_HELPER_DIR": ""}))
+        self.assertTrue(self.nohelper_memos())
+        c = self.doctor()
+        self.assertEqual((c["helper"]["status"], c["helper"]["value"]), ("warn", "none"))
+        self.assertIn("remembers", c["helper"]["detail"])
+        self.assertEqual(c["pull_deltas"]["value"], "whole")
+        self.assertEqual(c["push_deltas"]["value"], "saved")
         self.assertClaimsHold(c)
 
     def test_login_folder_by_default(self):
