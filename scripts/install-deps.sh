@@ -21,6 +21,7 @@ PKGS=(
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
                                             # the static remote helpers for phones (aarch64, armv7)
   qemu-user-static                          # ... run under qemu in the tests
+  mksh toybox busybox                       # a phone's shell and tools (Android: mksh + toybox) for the bootstrap's start-up script
 )
 
 SUDO=
