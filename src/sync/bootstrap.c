@@ -166,11 +166,13 @@ rd_fill(struct rd *r)
 	r->pos = r->end = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		if ((rc = r->ch->read(r->ch->arg, r->buf + r->end, sizeof(r->buf) - r->end, 1000,
+		if ((rc = r->ch->read(r->ch->arg, r->buf + r->end, sizeof(r->buf) - r->end, 250,
 		                      &got)) != 0)
 			return rc;
 		if (got > 0)
 			break;
+		if (r->ctx->interrupted)
+			return PHSYNC_EINTR;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
 		    r->silence_ms)
