@@ -16,6 +16,7 @@ Proves:
   folder and what is wrong, --helper auto syncs over plain SFTP; either way nothing is run (no
   marker, the swap never fired) and nothing in the folder changed;
 - a cached file owned by another user, or a symlink, is replaced by the user's own copy;
+- a phone whose /proc cannot be read: no helper (always: exit 3 saying so; auto: plain SFTP);
 - Android's shell and tools (mksh + toybox) and busybox's run the start-up script: the helper
   starts, deltas flow, and the race is lost there too.
 """
@@ -265,6 +266,24 @@ class BootstrapTrustTest(SyncTestCase):
                 with open(self.cached(), "rb") as f:
                     self.assertEqual(f.read(), self.helper_bytes)
                 self.assertTreesEqual(self.remote, self.local)
+
+    def test_no_proc_no_helper(self):
+        """A phone whose /proc cannot be read: the open file cannot be shown nor executed
+        through its descriptor, so no helper runs; said clearly, plain SFTP with auto."""
+        self.photos(n=1, size=50_000)
+        self.seed()
+        self.arm_swap(noproc=True)
+        before = listing(self.cache_dir())
+        dst = os.path.join(self.tmp, "x")
+        r = self.pull("--helper", "always", dst=dst, env=self.env, expect=3)
+        self.assertIn("the phone cannot show the helper it opened (/proc/PID/fd)", r.err)
+        self.assertFalse(os.path.exists(dst))
+        r = self.pull("--json", "--helper", "auto", dst=dst, env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 0, r)
+        self.assertTreesEqual(self.remote, dst)
+        self.assertEqual(self.fired(), [])
+        self.assertNothingPlantedRan()
+        self.assertEqual(listing(self.cache_dir()), before)
 
     # -- a phone's own shell and tools -----------------------------------------------------------
 

@@ -9,6 +9,8 @@ command runs as sshd would run it (`/bin/sh -c COMMAND`). Keys:
           is added
   path    folders put first on PATH: a phone's own tools (toybox or busybox links named sh,
           ls, cat, id, uname)
+  noproc  run the command in a mount namespace of its own with an empty tmpfs over /proc (a
+          phone where /proc cannot be read; needs root)
   swap    {"file": F, "planted": P}: another user who can write F's folder replaces F (a
           rename over it, as from a temp file beside it) by the bytes of P, at the last moment
           before the cached helper is executed, after phsync checked it:
@@ -87,6 +89,9 @@ def main():
     if ctl.get("path"):
         env["PATH"] = ":".join(ctl["path"] + [env.get("PATH", "/usr/bin:/bin")])
     argv = list(ctl.get("shell") or ["/bin/sh"]) + ["-c", cmd]
+    if ctl.get("noproc"):
+        argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                'mount -t tmpfs none /proc && exec "$@"', "sh"] + argv
     spec = ctl.get("swap")
     if spec and CACHE_PREFIX in cmd:
         if cmd.startswith(CACHE_PREFIX):
