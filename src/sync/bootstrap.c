@@ -243,7 +243,7 @@ run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, const 
 	struct rd *r = calloc(1, sizeof(*r));
 	struct ph_boot_ent e[PH_BOOT_NDIRS + 1], fd;
 	unsigned long long uid;
-	char line[512], first[512];
+	char line[4608], first[4608]; /* ls of a symlink: up to PATH_MAX of target */
 	int rc, i, junk = 0;
 
 	*missing = 0;
