@@ -67,12 +67,15 @@ helper_cmd(const char *prog, const char *root)
 	return c;
 }
 
-/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it.
- * Returns 0 with *sftp set, or an error with the message in ctx (the
- * channel is then closed; the session stays for plain SFTP). */
+/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it
+ * (boot non-NULL: prog is the helper phsync brought, run checked by
+ * ph_helper_boot_exec). Returns 0 with *sftp set, or an error with the
+ * message in ctx (the channel is then closed; the session stays for plain
+ * SFTP). */
 static int
 start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-             const char *prog, const char *rroot, struct ph_sftp **sftp)
+             const char *prog, const char *rroot, const struct ph_boot *boot,
+             struct ph_sftp **sftp)
 {
 	char *cmd = helper_cmd(prog, rroot);
 	struct ph_chan chan;
@@ -83,7 +86,10 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 	if (cmd == NULL)
 		return PHSYNC_ENOMEM;
 	memset(&chan, 0, sizeof(chan));
-	rc = ph_ssh_open_exec(ssh, cmd, &chan);
+	if (boot != NULL)
+		rc = ph_helper_boot_exec(ctx, ssh, boot, rroot, &chan);
+	else
+		rc = ph_ssh_open_exec(ssh, cmd, &chan);
 	if (rc == 0) {
 		/* A helper that starts answers at once; one that hangs (a shell
 		 * waiting on something) must not cost the whole --timeout. */
@@ -152,16 +158,18 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
 		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
-		                  rroot, sftp);
+		                  rroot, NULL, sftp);
 		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
 			/* No phsync there (or another version): bring ours, the static
 			 * helper for the phone's architecture, and run that. */
-			char why[sizeof(ctx->err)], how[sizeof(ctx->err)], cached[256];
+			char why[sizeof(ctx->err)], how[sizeof(ctx->err)];
+			struct ph_boot boot;
 
 			snprintf(why, sizeof(why), "%s", ctx->err);
-			rc = ph_helper_bootstrap(ctx, *ssh, opts, cached, sizeof(cached));
+			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
 			if (rc == 0)
-				rc = start_helper(ctx, opts, *ssh, cached, rroot, sftp);
+				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
+			ph_helper_boot_free(&boot);
 			if (rc != 0 && rc != PHSYNC_EINTR) {
 				snprintf(how, sizeof(how), "%s", ctx->err);
 				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", why, how);

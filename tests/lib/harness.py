@@ -96,9 +96,10 @@ class Unavailable(Exception):
 # gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
 # (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
 # private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers),
-# proftpd (ProFTPD's mod_sftp, run as root); "all" means every one of them.
+# proftpd (ProFTPD's mod_sftp, run as root), phone-shells (mksh, toybox and busybox: a phone's
+# shell and tools, for the bootstrap's start-up script); "all" means every one of them.
 REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
-              "password", "qemu", "proftpd")
+              "password", "qemu", "proftpd", "phone-shells")
 
 
 def required():
