@@ -569,8 +569,7 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	}
 	for (i = 0; i < b.mf.ndel; i++) {
 		j.st.files_deleted++;
-		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded", 0, 0,
-		             "gone from the source since the last archive: recorded as deleted");
+		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded as deleted", 0, 0, NULL);
 	}
 	if (ctx->interrupted) {
 		rc = PHSYNC_EINTR;
