@@ -39,10 +39,14 @@ enum phsync_event_type {
 	PHSYNC_EV_CONFLICT,       /* the destination file changed since the last
 	                             sync: the incoming version was put beside it
 	                             (message names it), or would be (dry run) */
-	PHSYNC_EV_DELETED         /* a destination file was deleted (or moved to
+	PHSYNC_EV_DELETED,        /* a destination file was deleted (or moved to
 	                             the trash) because the source's is gone;
 	                             action "offload": a source file removed
 	                             after its copy was verified */
+	PHSYNC_EV_NOT_REACHED     /* the run ended (--timeout, a lost link, a
+	                             signal, a fatal error) before this file of
+	                             the plan was copied or failed; action "new"
+	                             or "update"; sent before the summary */
 };
 
 struct phsync_stats {
@@ -66,6 +70,10 @@ struct phsync_stats {
 	                             (deltas) */
 	unsigned helper;          /* the remote helper's protocol version in use
 	                             (0: plain SFTP) */
+	uint64_t files_unreached; /* files of the plan a cut run never got to
+	                             (PHSYNC_EV_NOT_REACHED): with files_done
+	                             and the plan's failures they make
+	                             files_todo */
 };
 
 struct phsync_event {

@@ -144,6 +144,13 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		fprintf(f, ",\"size\":%" PRIu64 "%s}\n", ev->size,
 		        o->dry_run ? ",\"dry_run\":true" : "");
 		break;
+	case PHSYNC_EV_NOT_REACHED:
+		fputs("{\"event\":\"not-reached\",\"action\":", f);
+		cli_json_string(f, ev->action);
+		fputs(",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fprintf(f, ",\"size\":%" PRIu64 "}\n", ev->size);
+		break;
 	case PHSYNC_EV_SUMMARY:
 		/* printed by main, which knows the exit code */
 		break;
@@ -206,6 +213,15 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 	case PHSYNC_EV_PROGRESS:
 		if (o->progress && !o->quiet)
 			progress(o, ev->stats);
+		break;
+	case PHSYNC_EV_NOT_REACHED:
+		/* Told like failures (the file is not there), the first few
+		 * only unless -v: the summary counts the rest. */
+		if (!o->verbose && o->unreached_shown >= CLI_UNREACHED_SHOWN)
+			break;
+		o->unreached_shown++;
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: %s: not reached (the run ended first)\n", shown);
 		break;
 	case PHSYNC_EV_SUMMARY:
 		break;

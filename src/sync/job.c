@@ -8,6 +8,7 @@
 
 #include "ctx.h"
 #include "job.h"
+#include "unreached.h"
 
 void
 ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
@@ -36,6 +37,9 @@ ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
 {
 	struct phsync_event ev;
 
+	if (type == PHSYNC_EV_FILE_DONE || type == PHSYNC_EV_FILE_FAILED ||
+	    type == PHSYNC_EV_CONFLICT)
+		ph_unreached_mark(j, path);
 	if (j->o->on_event == NULL)
 		return;
 	memset(&ev, 0, sizeof(ev));

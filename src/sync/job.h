@@ -27,6 +27,8 @@ struct ph_job {
 	struct ph_tree src, dst;
 	struct ph_plan plan;
 	uint8_t *dirty;            /* per source entry: a folder whose times to set */
+	uint8_t *reached;          /* per source entry: a file event named it
+	                              (unreached.h) */
 	int root_dirty;            /* the root folder's times to set */
 	int64_t root_mtime, root_atime;
 	struct phsync_stats st;

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "cfdelta.h"
+#include "dbound.h"
 #include "lio.h"
 #include "ctx.h"
 #include "job.h"
@@ -392,9 +393,10 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 }
 
 /* Applies delta bytes as they come: COPY from the old copy, LITERAL as
- * sent, both written at their place in the new file. */
+ * sent, both written at their place in the new file. No op may write past
+ * the listed size (dbound.h): else msg says why. */
 static int
-delta_apply(struct xfer *x, const uint8_t *data, size_t len)
+delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t msglen)
 {
 	struct pull *p = x->p;
 	struct phsync_in in = { data, len, 0 };
@@ -406,6 +408,8 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len)
 			return rc;
 		if (op.type == PHSYNC_OP_NONE)
 			return 0;
+		if ((rc = ph_dbound_op(&op, x->e->size, msg, msglen)) != 0)
+			return rc;
 		if (op.type == PHSYNC_OP_END) {
 			x->dend = 1;
 			x->dlen = op.len;
@@ -433,6 +437,7 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct rreq *rq = arg;
 	struct xfer *x = rq->x;
 	struct pull *p = x->p;
+	char msg[200];
 	int rc;
 
 	(void)s;
@@ -454,9 +459,10 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			else
 				x->dwin = DELTA_READS_FILE;
 			x->dfed += r->len;
-			if ((rc = delta_apply(x, r->data, r->len)) != 0)
-				xfer_fail(x, rc == PHSYNC_ENOMEM ? rc : PHSYNC_EPROTO,
-				          rc == PHSYNC_ENOMEM ? "out of memory" :
+			if ((rc = delta_apply(x, r->data, r->len, msg, sizeof(msg))) != 0)
+				xfer_fail(x, rc == PHSYNC_ENOMEM || rc == PHSYNC_EREMOTE ? rc :
+				          PHSYNC_EPROTO, rc == PHSYNC_ENOMEM ? "out of memory" :
+				          rc == PHSYNC_EREMOTE ? msg :
 				          "the helper sent a malformed delta; not copied");
 		}
 	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {

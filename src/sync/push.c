@@ -20,6 +20,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "dbound.h"
 #include "pdelta.h"
 #include "tempname.h"
 
@@ -1483,8 +1484,10 @@ hsig_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	if (r->type == 0)
 		reply_err(f, r, "connection lost");
+	/* Only the old version's signature, of exactly its length, is kept
+	 * (dbound.h): 64 files could otherwise hold 4 MiB each. */
 	if (!f->failed && r->type == PH_FXP_EXTENDED_REPLY && r->len > 0 &&
-	    (f->hsig_data = malloc(r->len)) != NULL) {
+	    r->len == ph_dbound_sig_len(f->bsize) && (f->hsig_data = malloc(r->len)) != NULL) {
 		memcpy(f->hsig_data, r->data, r->len);
 		f->hsig_len = r->len;
 		return;

@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "ctx.h"
 #include "job.h"
+#include "unreached.h"
 #include "names.h"
 #include "strpool.h"
 #include "local.h"
@@ -772,7 +773,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (rc != 0)
 		goto out;
 	block_unlisted(&j);
-	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
+	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL ||
+	    (rc = ph_unreached_init(&j)) != 0) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -786,6 +788,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	report_shift(&j, j.plan.src_shift, 1);
 	report_shift(&j, j.plan.dst_shift, 0);
 	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
+	/* A run cut short names what it never got to (unreached.h). */
+	if (rc != 0 || ctx->interrupted)
+		ph_unreached_report(&j);
 	if (rc == 0 && !opts->dry_run)
 		rc = renew_records(&j);
 	if (rc == 0 && ctx->interrupted)
@@ -821,6 +826,7 @@ out:
 	ph_tree_free(&j.dst);
 	ph_strpool_free(&pool);
 	free(j.dirty);
+	ph_unreached_free(&j);
 	free(j.off);
 	ph_state_partials_free(j.partials, j.npartials);
 	ph_tree_free(&j.found_partials);
