@@ -332,6 +332,13 @@ has_tty(void)
 	return 1;
 }
 
+/* "s" unless n is one: "1 folder", "2 folders". */
+static const char *
+plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void
 summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *err)
 {
@@ -378,15 +385,23 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 	}
 	if (o->quiet)
 		return;
-	if (o->dry_run || o->verbose || o->progress)
-		fprintf(o->err, "%s%" PRIu64 " of %" PRIu64 " files %s (%.1f MB), %" PRIu64
-		        " folders made, %" PRIu64 " skipped, %" PRIu64 " failed, %" PRIu64
-		        " not reached, %.1f s\n",
+	/* A run that ended before it knew any file (no connection, no folder)
+	 * has only its error to say. */
+	if ((o->dry_run || o->verbose || o->progress) &&
+	    !(err != NULL && err[0] && st->files_total == 0 && st->dirs_created == 0)) {
+		char unreached[48] = "";
+
+		if (st->files_unreached > 0)
+			snprintf(unreached, sizeof(unreached), ", %" PRIu64 " not reached",
+			         st->files_unreached);
+		fprintf(o->err, "%s%" PRIu64 " of %" PRIu64 " file%s %s (%.1f MB), %" PRIu64
+		        " folder%s %s, %" PRIu64 " skipped, %" PRIu64 " failed%s, %.1f s\n",
 		        o->dry_run ? "dry run: " : "", st->files_done, st->files_total,
-		        o->dry_run ? "would be copied" : "copied",
+		        plural(st->files_total), o->dry_run ? "would be copied" : "copied",
 		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
-		        st->files_skipped, st->files_failed, st->files_unreached,
-		        st->elapsed_ms / 1000.0);
+		        plural(st->dirs_created), o->dry_run ? "would be made" : "made",
+		        st->files_skipped, st->files_failed, unreached, st->elapsed_ms / 1000.0);
+	}
 	if (o->verbose && st->helper > 0)
 		fprintf(o->err, "through the remote helper (phsync serve, protocol %u)\n", st->helper);
 	if ((o->verbose || o->progress) && st->bytes_matched > 0)
@@ -755,8 +770,8 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	printf("%s\n", shown);
 	phsync_escape(shown, sizeof(shown), pi->local);
 	printf("  <-> %s\n  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
-	       " files known\n", shown, when, res, pi->last_files_done, pi->last_files_failed,
-	       pi->files_known);
+	       " file%s known\n", shown, when, res, pi->last_files_done, pi->last_files_failed,
+	       pi->files_known, plural(pi->files_known));
 }
 
 /* Watched pairs (the watcher's records, wstatus.h). */

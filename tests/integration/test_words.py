@@ -1,6 +1,8 @@
 """What phsync says, word for word (issue 25, item 8), against a real sshd on 127.0.0.1.
 
-Proves: `backup -v` names a file deleted since the last archive as such ("recorded as deleted
+Proves: the summary line counts in words that agree ("1 of 1 file copied", "1 folder made",
+a dry run's "would be made"; "not reached" only when some were); a run that ended before it
+knew any file (no connection) prints only its error, not "0 of 0 files copied"; `backup -v` names a file deleted since the last archive as such ("recorded as deleted
 PATH"; it printed "recorded PATH").
 """
 
@@ -14,6 +16,29 @@ T0 = 1700000000
 
 
 class WordsTest(SyncTestCase):
+
+    def test_summary_counts_in_agreeing_words(self):
+        write_file(os.path.join(self.remote, "DCIM/a.jpg"), b"a" * 1000, mtime=T0)
+        r = self.pull("-n", "-v", expect=0)
+        self.assertRegex(r.err, r"dry run: 1 of 1 file would be copied \(0\.0 MB\), \d+ folders? "
+                                r"would be made, 0 skipped, 0 failed, ")
+        self.assertNotIn("not reached", r.err)
+        r = self.pull("-v", expect=0)
+        self.assertRegex(r.err, r"(^|\n)1 of 1 file copied \(0\.0 MB\), 1 folder made, 0 skipped, "
+                                r"0 failed, [0-9.]+ s\n")
+        write_file(os.path.join(self.remote, "DCIM/b.jpg"), b"b" * 1000, mtime=T0)
+        os.makedirs(os.path.join(self.remote, "New"))
+        r = self.pull("-v", expect=0)
+        self.assertRegex(r.err, r"(^|\n)1 of 2 files copied \(0\.0 MB\), 1 folder made, ")
+        r = self.srv.run(["status", "-F", self.srv.config, "phone:" + self.remote, self.local])
+        self.assertIn("2 files known", r.out + r.err)
+
+    def test_no_count_line_after_a_failed_connection(self):
+        r = self.srv.run(["pull", "-v", "-F", self.srv.config, "nosuchhost.invalid:/x",
+                          os.path.join(self.tmp, "x")])
+        self.assertEqual(r.code, 3, r)
+        self.assertIn("phsync: ", r.err)
+        self.assertNotIn("0 of 0", r.err)
 
     def test_backup_names_a_recorded_deletion(self):
         write_file(os.path.join(self.remote, "DCIM/a.jpg"), b"a" * 1000, mtime=T0)
