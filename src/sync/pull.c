@@ -999,8 +999,11 @@ reap(struct pull *p, int wait)
 				ph_job_touch_parent(j, e->path);
 				if (j->o->remove_source)
 					offload_add(j, a->src, done[i]->hash);
+				/* "resume": a cut run's prefix was kept, only the
+				 * rest was read (bytes_done says how much). */
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
 				             done[i]->landed == PH_LIO_SAME ? "same" :
+				             done[i]->resume_have > 0 ? "resume" :
 				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);
 			}
 			/* Its old copy (the delta's basis), replaced now: freeing

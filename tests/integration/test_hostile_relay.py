@@ -580,6 +580,9 @@ class ResumeTest(RelayTestCase):
         have, db = self._cut()
         r = self.pull("--state-dir", self.state, "--json", expect=EXIT_OK)
         self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, "more than the rest was read")
+        # Said as a resume, not as a whole new copy (issue 25, item 8).
+        self.assertEqual([(e["action"], e["path"]) for e in r.json() if e["event"] == "file"],
+                         [("resume", "VID.mp4")])
         self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(self.video))
         self.assertEqual(leftovers(self.local), [])
         with sqlite3.connect(db) as c:
