@@ -280,21 +280,24 @@ check_partial_rows(struct ph_job *j, int kind)
 	size_t i;
 	int rc;
 
-	for (i = 0; i < j->npartials; i++) {
+	for (i = 0; i < j->npartials;) {
 		struct ph_partial *pa = &j->partials[i];
 		const struct ph_entry *e;
 
-		if (pa->path == NULL)
-			continue;
 		e = ph_staterow_path_ok(pa->path, strlen(pa->path)) ?
 		    ph_tree_find(&j->src, pa->path) : NULL;
-		if (ph_staterow_partial_ok(pa->path, e ? ph_entry_dpath(e) : NULL, pa->tmp, kind))
+		if (ph_staterow_partial_ok(pa->path, e ? ph_entry_dpath(e) : NULL, pa->tmp, kind)) {
+			i++;
 			continue;
+		}
 		bad_row(j, pa->path, "a cut transfer");
 		if ((rc = ph_state_partial_drop(j->state, pa->path)) != 0)
 			return rc;
+		/* out of the list: nothing after this sees it */
 		free(pa->path);
-		pa->path = NULL;
+		free(pa->tmp);
+		memmove(pa, pa + 1, (j->npartials - i - 1) * sizeof(*pa));
+		j->npartials--;
 	}
 	return 0;
 }
