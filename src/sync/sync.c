@@ -252,7 +252,7 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	if (rc == 0 && (was = ph_state_moved_from(j->state)) != NULL) {
 		snprintf(msg, sizeof(msg), "phone %s (%s) now at %s:%u (was %s); same pair, its "
 		         "state is kept", ph_ssh_host(ssh), hk, host, key.port,
-		         strchr(was, '@') ? strchr(was, '@') + 1 : was);
+		         strrchr(was, '@') ? strrchr(was, '@') + 1 : was);
 		ph_job_event(j, PHSYNC_EV_WARNING, ".", NULL, 0, 0, msg);
 	}
 	return rc;

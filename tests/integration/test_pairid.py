@@ -51,8 +51,8 @@ class PairIdTest(SyncTestCase):
     def dbs(self):
         return sorted(glob.glob(os.path.join(self.state, "*.db")))
 
-    def sync_pull(self, srv, *opts):
-        r = srv.pull(self.remote, self.local, "--state-dir", self.state, *opts)
+    def sync_pull(self, srv, *opts, env=None):
+        r = srv.pull(self.remote, self.local, "--state-dir", self.state, *opts, env=env)
         self._no_temps_after_success(r, self.local)
         return r
 
@@ -71,8 +71,13 @@ class PairIdTest(SyncTestCase):
     def test_same_host_key_at_a_new_port_is_the_same_pair(self):
         srv = self.own_server("phone")
         self.phone_files()
-        r = self.sync_pull(srv, "--json")
+        # --helper auto with none to bring: the phone is remembered as one without a helper.
+        nohelpers = os.path.join(self.tmp, "no-helpers")
+        os.makedirs(nohelpers)
+        r = self.sync_pull(srv, "--json", "--helper", "auto", env={"PHSYNC_HELPER_DIR": nohelpers})
         self.assertEqual(r.code, 0, r)
+        memos = glob.glob(os.path.join(self.state, "nohelper-*"))
+        self.assertEqual(len(memos), 1)
         old_port = srv.port
         # The phone comes back elsewhere (its server restarted on another port) with the same
         # host key; known_hosts has it under the new name (accepted as new, or HostKeyAlias).
@@ -82,8 +87,11 @@ class PairIdTest(SyncTestCase):
         edited = b"edited on the phone " * 300
         write_file(os.path.join(self.remote, "a.jpg"), edited, mtime=T0 + 100)
         os.unlink(os.path.join(self.remote, "b.jpg"))
-        r = self.sync_pull(srv, "--delete", "--json")
+        r = self.sync_pull(srv, "--delete", "--json", "--helper", "auto",
+                           env={"PHSYNC_HELPER_DIR": nohelpers})
         self.assertEqual(r.code, 0, r)
+        # The same phone: the same memo (none written for the new address).
+        self.assertEqual(glob.glob(os.path.join(self.state, "nohelper-*")), memos)
         with open(os.path.join(self.local, "a.jpg"), "rb") as f:
             self.assertEqual(f.read(), edited)
         self.assertEqual(os.stat(os.path.join(self.local, "a.jpg")).st_mtime, T0 + 100)
