@@ -259,6 +259,44 @@ class PairIdTest(SyncTestCase):
             self.assertEqual(h.execute("SELECT COUNT(*) FROM partial").fetchone()[0], 0)
         h.close()
 
+    def test_hostile_backup_rows_never_reach_outside(self):
+        arch = os.path.join(self.tmp, "backups")
+        os.makedirs(arch)
+        self.phone_files()
+
+        def backup(*opts):
+            r = self.srv.run(["backup", "-F", self.srv.config, "--state-dir", self.state, "--json"]
+                             + list(opts) + ["phone:" + self.remote, os.path.join(arch, "k.tar")])
+            self.assertEqual(r.code, 0, r)
+            return r
+
+        backup("--full")
+        (db,) = self.dbs()
+        victim = os.path.join(self.tmp, "victim.tar")
+        write_file(victim, b"not an archive of this series\n", mtime=T0 - 1000)
+        with sqlite3.connect(db) as h:
+            # an "archive" outside the series' folder, older than the real one: --keep 1
+            # would remove it as the oldest chain
+            h.execute("INSERT INTO backup_archives (seq, name, kind, base, created, files, "
+                      "bytes, deleted) VALUES (0, ?, 'full', NULL, 1, 1, 1, 0)", (victim,))
+            # a path the series "held" outside the source: it would become a deletion line
+            h.execute("INSERT INTO backup_files (k, type, size, mtime, nsec, mode, hash, seq) "
+                      "VALUES ('..' || char(1) || 'outside' || char(1) || 'sentinel.txt', "
+                      "1, 13, 1600000000, 0, 420, NULL, 1)")
+        h.close()
+        r = backup("--incremental", "--keep", "1")
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"not an archive of this series\n")
+        self.assertOutsideUntouched()
+        warned = [e for e in r.json() if e.get("event") == "warning" and
+                  "never writes" in (e.get("message") or "") or
+                  "outside its folder" in (e.get("message") or "")]
+        self.assertEqual(len(warned), 2, r)
+        archive = [e for e in r.json() if e["event"] == "summary"][-1]["archive"]
+        manifest = subprocess.run(["tar", "-xOf", archive, ".phsync-manifest"],
+                                  stdout=subprocess.PIPE, check=True).stdout
+        self.assertNotIn(b"sentinel", manifest)
+
     # -- minor ------------------------------------------------------------------------------
 
     def test_another_programs_sqlite_file_is_a_one_line_error(self):
