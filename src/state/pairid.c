@@ -75,6 +75,84 @@ ph_pairid_hostkey_ok(sqlite3 *h, const char *hostkey)
 	return ok;
 }
 
+static int
+meta_err(phsync_ctx *ctx, sqlite3 *h, const char *path)
+{
+	int code = sqlite3_errcode(h);
+
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		return ph_err(ctx, PHSYNC_ELOCKED, "the sync state %s is busy (%s)", path,
+		              sqlite3_errmsg(h));
+	if (code == SQLITE_FULL)
+		return ph_err(ctx, PHSYNC_ENOSPC, "no space left for the sync state %s", path);
+	return ph_err(ctx, code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? PHSYNC_ECORRUPT :
+	              PHSYNC_EIO, "the sync state %s: the pair's description: %s", path,
+	              sqlite3_errmsg(h));
+}
+
+/* Reads meta k into out ("" when absent). 0, or -1 (SQLite's error). */
+static int
+meta_get(sqlite3 *h, const char *k, char *out, size_t len)
+{
+	sqlite3_stmt *s = NULL;
+	int r = SQLITE_ERROR;
+
+	out[0] = '\0';
+	if (sqlite3_prepare_v2(h, "SELECT v FROM meta WHERE k = ?", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    (r = sqlite3_step(s)) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
+		snprintf(out, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -1;
+}
+
+static int
+meta_put(sqlite3 *h, const char *k, const char *v)
+{
+	sqlite3_stmt *s = NULL;
+	int ok;
+
+	ok = sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", -1, &s,
+	                        NULL) == SQLITE_OK &&
+	     sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) == SQLITE_OK &&
+	     sqlite3_bind_text(s, 2, v, -1, SQLITE_STATIC) == SQLITE_OK &&
+	     sqlite3_step(s) == SQLITE_DONE;
+	sqlite3_finalize(s);
+	return ok ? 0 : -1;
+}
+
+int
+ph_pairid_meta(phsync_ctx *ctx, sqlite3 *h, const char *path, const struct ph_state_key *key,
+               const char *remote, int readonly, char *moved, size_t mlen)
+{
+	char addr[600], was[600], hk[256];
+	int rc;
+
+	moved[0] = '\0';
+	if (meta_get(h, "hostkey", hk, sizeof(hk)) != 0 || meta_get(h, "addr", was, sizeof(was)) != 0)
+		return meta_err(ctx, h, path);
+	if (key->hostkey != NULL && hk[0] != '\0' && strcmp(hk, key->hostkey) != 0)
+		return ph_err(ctx, PHSYNC_ECORRUPT, "the sync state %s belongs to another phone "
+		              "(another host key); move it away, or run again with --reset-state "
+		              "to start this pair over", path);
+	ph_pairid_addr(key, addr, sizeof(addr));
+	if (was[0] != '\0' && strcmp(was, addr) != 0 && key->hostkey != NULL)
+		snprintf(moved, mlen, "%s", was);
+	if (readonly || (was[0] != '\0' && moved[0] == '\0' &&
+	                 (key->hostkey == NULL || hk[0] != '\0')))
+		return 0;   /* nothing new to record */
+	if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return meta_err(ctx, h, path);
+	rc = (key->hostkey != NULL && meta_put(h, "hostkey", key->hostkey) != 0) ||
+	     meta_put(h, "addr", addr) != 0 || meta_put(h, "remote", remote) != 0 ||
+	     sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK;
+	if (rc) {
+		rc = meta_err(ctx, h, path);
+		sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+	}
+	return rc;
+}
+
 /* Is h a phsync state (its application_id)? */
 static int
 ours(sqlite3 *h)

@@ -25,6 +25,16 @@ void ph_pairid_addr(const struct ph_state_key *key, char *out, size_t len);
  * it records another, -1 when it cannot be read. */
 int ph_pairid_hostkey_ok(sqlite3 *h, const char *hostkey);
 
+/* The pair's own records in the open state h (path: for messages): the
+ * phone's host key (a state recording another is refused: PHSYNC_ECORRUPT)
+ * and the address it was reached at. A phone met at another address fills
+ * moved (mlen bytes) with the one recorded ("user@host:port"), else "".
+ * Unless readonly, what is new (the host key, the address, "remote") is
+ * written in one transaction. Returns 0 or a negative PHSYNC_E*. */
+int ph_pairid_meta(phsync_ctx *ctx, sqlite3 *h, const char *path,
+                   const struct ph_state_key *key, const char *remote, int readonly,
+                   char *moved, size_t mlen);
+
 /* With the new name's lock held and no file under it (db): a state under
  * the legacy id in sdir that belongs to hostkey (ph_pairid_hostkey_ok) is
  * taken under its own lock, checkpointed and renamed to db; *adopted says

@@ -338,57 +338,6 @@ setup(struct ph_state *st, const char *remote, const char *local)
 	return 0;
 }
 
-/* Reads meta k into out ("" when absent). Returns 0 or a negative PHSYNC_E*. */
-static int
-meta_get(struct ph_state *st, const char *k, char *out, size_t len)
-{
-	sqlite3_stmt *s = NULL;
-	int r;
-
-	out[0] = '\0';
-	if (sqlite3_prepare_v2(st->db, "SELECT v FROM meta WHERE k = ?", -1, &s,
-	                       NULL) != SQLITE_OK ||
-	    sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) != SQLITE_OK) {
-		sqlite3_finalize(s);
-		return db_err(st, "reading the pair's description");
-	}
-	if ((r = sqlite3_step(s)) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
-		snprintf(out, len, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : db_err(st, "reading the pair's description");
-}
-
-/* The pair's own records in meta: the phone's host key (a state of
- * another is refused) and the address it was reached at, which a phone on
- * Wi-Fi changes: a new one is recorded and said once (moved_from). */
-static int
-pair_meta(struct ph_state *st, const struct ph_state_key *key, const char *remote)
-{
-	char addr[600], was[600], hk[256];
-	int rc;
-
-	if ((rc = meta_get(st, "hostkey", hk, sizeof(hk))) != 0 ||
-	    (rc = meta_get(st, "addr", was, sizeof(was))) != 0)
-		return rc;
-	if (key->hostkey != NULL && hk[0] != '\0' && strcmp(hk, key->hostkey) != 0)
-		return ph_err(st->ctx, PHSYNC_ECORRUPT, "the sync state %s belongs to another "
-		              "phone (another host key); move it away, or run again with "
-		              "--reset-state to start this pair over", st->path);
-	ph_pairid_addr(key, addr, sizeof(addr));
-	if (was[0] != '\0' && strcmp(was, addr) != 0 && key->hostkey != NULL)
-		snprintf(st->moved_from, sizeof(st->moved_from), "%s", was);
-	if (st->readonly || (was[0] != '\0' && st->moved_from[0] == '\0' &&
-	                     (key->hostkey == NULL || hk[0] != '\0')))
-		return 0;   /* nothing new to record */
-	if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
-		return rc;
-	if ((key->hostkey != NULL && (rc = meta_put(st, "hostkey", key->hostkey)) != 0) ||
-	    (rc = meta_put(st, "addr", addr)) != 0 || (rc = meta_put(st, "remote", remote)) != 0 ||
-	    (rc = exec(st, "COMMIT")) != 0)
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
-}
-
 const char *
 ph_state_moved_from(const struct ph_state *st)
 {
@@ -447,7 +396,8 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 			free(st);
 			return 0;
 		}
-		if ((rc = pair_meta(st, key, remote)) != 0)
+		if ((rc = ph_pairid_meta(ctx, st->db, st->path, key, remote, 1, st->moved_from,
+		                         sizeof(st->moved_from))) != 0)
 			goto fail;
 		*out = st;
 		return 0;
@@ -474,7 +424,9 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 		     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
 		goto fail;
 	}
-	if ((rc = setup(st, remote, key->lpath)) != 0 || (rc = pair_meta(st, key, remote)) != 0)
+	if ((rc = setup(st, remote, key->lpath)) != 0 ||
+	    (rc = ph_pairid_meta(ctx, st->db, st->path, key, remote, 0, st->moved_from,
+	                         sizeof(st->moved_from))) != 0)
 		goto fail;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (k, lsize, lmtime, rsize, "
 	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
