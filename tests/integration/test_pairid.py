@@ -13,6 +13,7 @@ import glob
 import os
 import sqlite3
 import subprocess
+import time
 
 from harness import SshServer, SyncTestCase, Unavailable, skip_or_fail, write_file
 
@@ -29,6 +30,46 @@ def xxh3_64(data):
     out = subprocess.run(["xxhsum", "-H3", "-"], input=data, stdout=subprocess.PIPE,
                          check=True).stdout.decode()
     return out.split("=")[-1].strip() if "=" in out else out.split()[0]
+
+
+def xxh32(data, seed):
+    """XXH32 (tempname.c's check value), for making a temp name phsync would take as its own."""
+    p1, p2, p3, p4, p5, m = 0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F, 0x165667B1, 0xFFFFFFFF
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & m
+
+    def u32(i):
+        return int.from_bytes(data[i:i + 4], "little")
+
+    n, i = len(data), 0
+    if n >= 16:
+        v = [(seed + p1 + p2) & m, (seed + p2) & m, seed & m, (seed - p1) & m]
+        while i + 16 <= n:
+            for k in range(4):
+                v[k] = rotl((v[k] + u32(i) * p2) & m, 13) * p1 & m
+                i += 4
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & m
+    else:
+        h = (seed + p5) & m
+    h = (h + n) & m
+    while i + 4 <= n:
+        h = rotl((h + u32(i) * p3) & m, 17) * p4 & m
+        i += 4
+    while i < n:
+        h = rotl((h + data[i] * p5) & m, 11) * p1 & m
+        i += 1
+    h ^= h >> 15
+    h = h * p2 & m
+    h ^= h >> 13
+    h = h * p3 & m
+    return h ^ (h >> 16)
+
+
+def partial_temp_name(final):
+    """A kept download's temp name for final, as src/sync/tempname.c makes it."""
+    head = ".%s.phsync-p.%08x%08x.%06x%02x." % (final, 0x1234, 99999, (int(time.time()) // 60) & 0xFFFFFF, 7)
+    return head + "%08x" % xxh32(head.encode(), 0x70687379)
 
 
 class PairIdTest(SyncTestCase):
@@ -248,6 +289,37 @@ class PairIdTest(SyncTestCase):
         self.assertNotIn("sub/c.jpg", keys)
         self.assertNotIn("..\x01victim3.txt", keys)
         self.assertIn("sub\x01c.jpg", keys)
+
+    def test_kept_download_that_is_a_hard_link_is_never_resumed(self):
+        # A partial row and temp name exactly as phsync makes them, but the temp in the folder
+        # is a hard link to a file elsewhere: resuming would truncate that file, fill it with
+        # the phone's bytes and move it into the tree.
+        self.phone_files()
+        self.pull("--state-dir", self.state, expect=0)
+        (db,) = self.dbs()
+        data = bytes(range(256)) * 40
+        write_file(os.path.join(self.remote, "big.jpg"), data, mtime=T0 + 7)
+        victim = os.path.join(self.tmp, "victim.bin")
+        write_file(victim, b"v" * 20000, mtime=T0 - 1000)
+        ino = os.stat(victim).st_ino
+        tmp = partial_temp_name("big.jpg")
+        os.link(victim, os.path.join(self.local, tmp))
+        with sqlite3.connect(db) as h:
+            h.execute("INSERT INTO partial (path, tmp, size, mtime, have) VALUES (?, ?, ?, ?, ?)",
+                      ("big.jpg", tmp, len(data), T0 + 7, 1000))
+        h.close()
+        r = self.pull("--state-dir", self.state)
+        self.assertIn(r.code, (0, 5), r)
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"v" * 20000)
+        self.assertEqual((os.stat(victim).st_ino, os.stat(victim).st_mtime), (ino, T0 - 1000))
+        if os.path.exists(os.path.join(self.local, "big.jpg")):
+            self.assertNotEqual(os.stat(os.path.join(self.local, "big.jpg")).st_ino, ino)
+        # The next run copies it whole.
+        self.pull("--state-dir", self.state, expect=0)
+        with open(os.path.join(self.local, "big.jpg"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertNotEqual(os.stat(os.path.join(self.local, "big.jpg")).st_ino, ino)
 
     def test_hostile_partial_row_never_reaches_outside_a_push(self):
         write_file(os.path.join(self.local, "x.jpg"), b"x" * 4000, mtime=T0)
