@@ -165,7 +165,7 @@ enum { PHSYNC_HELPER_AUTO = 0, PHSYNC_HELPER_NEVER = 1, PHSYNC_HELPER_ALWAYS = 2
 
 /* A sync pair the state knows (phsync_pairs). */
 struct phsync_pair_info {
-	const char *remote;      /* user@host:port:path, as connected */
+	const char *remote;      /* user@host:port:path, as last connected */
 	const char *local;       /* absolute local folder */
 	int64_t last_start;      /* unix seconds of the last run's start (0: none) */
 	int64_t last_end;        /* and of its end (0: it did not end: killed) */
@@ -173,6 +173,9 @@ struct phsync_pair_info {
 	uint64_t last_files_done, last_files_failed, last_bytes;
 	uint64_t files_known;    /* files the state holds for the pair */
 	int running;             /* a run holds the pair now */
+	const char *host_key;    /* the phone the pair is: its SSH host key,
+	                            "TYPE SHA256:...", or NULL (a state an older
+	                            phsync wrote, not yet run again) */
 };
 typedef void (*phsync_pair_fn)(const struct phsync_pair_info *pi, void *arg);
 

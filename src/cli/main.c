@@ -747,6 +747,11 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 		cli_json_string(stdout, pi->remote);
 		fputs(",\"local\":", stdout);
 		cli_json_string(stdout, pi->local);
+		fputs(",\"host_key\":", stdout);
+		if (pi->host_key != NULL)
+			cli_json_string(stdout, pi->host_key);
+		else
+			fputs("null", stdout);
 		printf(",\"last_start\":%lld,\"last_end\":%lld,\"last_result\":", (long long)pi->last_start,
 		       (long long)pi->last_end);
 		cli_json_string(stdout, pi->last_end ? phsync_strerror(pi->last_result) : "did not end");
@@ -769,8 +774,13 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	phsync_escape(shown, sizeof(shown), pi->remote);
 	printf("%s\n", shown);
 	phsync_escape(shown, sizeof(shown), pi->local);
-	printf("  <-> %s\n  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
-	       " file%s known\n", shown, when, res, pi->last_files_done, pi->last_files_failed,
+	printf("  <-> %s\n", shown);
+	if (pi->host_key != NULL) {
+		phsync_escape(shown, sizeof(shown), pi->host_key);
+		printf("  phone's host key %s\n", shown);
+	}
+	printf("  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
+	       " file%s known\n", when, res, pi->last_files_done, pi->last_files_failed,
 	       pi->files_known, plural(pi->files_known));
 }
 

@@ -133,6 +133,7 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
 	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
+	char mk[PH_SSH_HOST_KEY_MAX];
 	unsigned mport = 0;
 	int rc, memo = 0;
 
@@ -152,8 +153,8 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	 * (state.h, "hosts without a helper"). */
 	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
 		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
-		memo = 1;
-		if (ph_state_nohelper_get(opts->state_dir, mu, mh, mport))
+		memo = ph_ssh_host_key(*ssh, mk, sizeof(mk)) == 0;
+		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk))
 			goto plain;
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
@@ -184,7 +185,7 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 			goto out;
 		}
 		if (memo)
-			ph_state_nohelper_put(opts->state_dir, mu, mh, mport, ctx->err);
+			ph_state_nohelper_put(opts->state_dir, mu, mk, ctx->err);
 	}
 plain:
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)

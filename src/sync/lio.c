@@ -252,7 +252,8 @@ resume_open(struct ph_lio_file *f)
 
 	snprintf(f->tmp, 256, "%s", f->resume_name);
 	f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	/* One link: a temp phsync made, never a hard link to a file elsewhere. */
+	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
 	    (uint64_t)st.st_size < f->resume_have || ftruncate(f->fd, (off_t)f->resume_have) != 0) {
 		f->err = f->fd < 0 ? -errno : -EIO;
 		return;

@@ -929,7 +929,8 @@ offload_add(struct ph_job *j, uint32_t src, const uint8_t hash[16])
 	j->noff++;
 }
 
-/* A file that was resumed is complete: its partial record goes. */
+/* A file that was resumed is complete, or failed (its temp removed with
+ * it): its partial record goes, so the next run starts over. */
 static void
 partial_done(struct ph_job *j, const char *path)
 {
@@ -970,6 +971,7 @@ reap(struct pull *p, int wait)
 						j->state_err = rc;
 				}
 			} else if (err == -EBADMSG) {
+				partial_done(j, e->path); /* its temp is gone: start over */
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
 				             PHSYNC_EREMOTE, "the file built from the delta does not match "
@@ -977,6 +979,7 @@ reap(struct pull *p, int wait)
 			} else if (err != 0) {
 				int code = ph_err_from_errno(-err);
 
+				partial_done(j, e->path); /* its temp is gone: start over */
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size, code,
 				             code == PHSYNC_EUNSAFE ?

@@ -693,6 +693,19 @@ ph_ssh_close_channel(struct ph_ssh *ssh)
 	ssh->chan = NULL;
 }
 
+int
+ph_ssh_host_key(const struct ph_ssh *ssh, char *out, size_t len)
+{
+	/* Filled by check_host_key, which every connection passes before
+	 * ph_ssh_connect returns. */
+	if (ssh->info.fp[0] == '\0' || strcmp(ssh->info.fp, "?") == 0 ||
+	    strcmp(ssh->info.key_type, "?") == 0)
+		return -1;
+	if ((size_t)snprintf(out, len, "%s %s", ssh->info.key_type, ssh->info.fp) >= len)
+		return -1;
+	return 0;
+}
+
 void
 ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host, size_t hlen,
                 unsigned *port)

@@ -64,6 +64,13 @@ void ph_ssh_close_channel(struct ph_ssh *ssh);
 void ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host,
                      size_t hlen, unsigned *port);
 
+/* The server's host key as this connection verified it against
+ * known_hosts: "TYPE SHA256:BASE64" (e.g. "ssh-ed25519 SHA256:..."), the
+ * phone's identity for its sync pairs (state.h). Returns 0, or -1 when it
+ * could not be read (out is then unusable). */
+#define PH_SSH_HOST_KEY_MAX 192
+int ph_ssh_host_key(const struct ph_ssh *ssh, char *out, size_t len);
+
 /* The host as the user named it, for messages. */
 const char *ph_ssh_host(const struct ph_ssh *ssh);
 

@@ -351,7 +351,7 @@ class BootstrapTest(SyncTestCase):
         with open(os.path.join(sdir, memos[0])) as f:
             memo = f.read().splitlines()
         self.assertEqual(memo[0], "phsync 0.1.0", memo)
-        self.assertRegex(memo[1], r"^[^@]+@127\.0\.0\.1:\d+$")
+        self.assertEqual(memo[1], "%s ssh-ed25519 %s" % (self.srv.user, self.srv.host_fingerprint))
         here = {"PHSYNC_HELPER_DIR": helpers_dir()}
         r = self.pull("--json", "--helper", "auto", env=here, expect=0)
         self.assertEqual(summary(r)["helper"], 0, r)

@@ -300,6 +300,8 @@ class SshServer:
                  folder bind-mounted over the login user's home, so the user's shell start-up
                  files (~/.bashrc, which Debian's bash reads for ssh commands) neither slow down
                  nor disturb the sessions; always on for Dropbear
+    port         listen on this port rather than a free one (a phone back at its old address
+                 with another host key: test_pairid.py)
     password     (OpenSSH, root only) also accept this password for the login user, like a
                  phone's server before pairing: sshd runs in a private mount namespace where a
                  copy of /etc/shadow giving the user this password is bind-mounted over the real
@@ -310,7 +312,7 @@ class SshServer:
 
     def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
                  statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False,
-                 password=None):
+                 password=None, port=None):
         if kind not in ("openssh", "dropbear", "proftpd"):
             raise ValueError(kind)
         if kind == "proftpd" and (sftp_server or subsystem or sftp_user or relay or password):
@@ -328,6 +330,7 @@ class SshServer:
         self.dir = statedir
         self.proc = None
         self.port = None
+        self.fixed_port = port
         self.user = pwd.getpwuid(os.geteuid()).pw_name
         self._variant_n = 0
 
@@ -376,7 +379,7 @@ class SshServer:
             self.relay_set()
         last_err = None
         for _attempt in range(8):
-            self.port = free_port()
+            self.port = self.fixed_port or free_port()
             try:
                 self._spawn()
                 break

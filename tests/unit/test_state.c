@@ -36,9 +36,11 @@ teardown(void **state)
 	return system(cmd);
 }
 
-static const struct ph_state_key key = { "bob", "192.0.2.7", 8022, "/sdcard/DCIM", "/home/b/Pictures" };
+static const struct ph_state_key key = { "ssh-ed25519 SHA256:unitTestPhoneKey", "bob", "192.0.2.7",
+                                         8022, "/sdcard/DCIM", "/home/b/Pictures" };
 
-/* The one database file of the folder. */
+/* The database file of key's pair (test_one_run_per_pair leaves another
+ * pair's beside it): the one whose meta names key's local folder. */
 static void
 db_path(char *out, size_t len)
 {
@@ -47,9 +49,24 @@ db_path(char *out, size_t len)
 
 	out[0] = '\0';
 	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
-		if (strlen(de->d_name) == 19 && strcmp(de->d_name + 16, ".db") == 0)
-			snprintf(out, len, "%s/%s", dir, de->d_name);
+	while ((de = readdir(d)) != NULL) {
+		char p[256];
+		sqlite3 *h = NULL;
+		sqlite3_stmt *s = NULL;
+		int mine = 0;
+
+		if (strlen(de->d_name) != 19 || strcmp(de->d_name + 16, ".db") != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (sqlite3_open_v2(p, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+		    sqlite3_prepare_v2(h, "SELECT v FROM meta WHERE k = 'local'", -1, &s,
+		                       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+			mine = strcmp((const char *)sqlite3_column_text(s, 0), key.lpath) == 0;
+		sqlite3_finalize(s);
+		sqlite3_close(h);
+		if (mine)
+			snprintf(out, len, "%s", p);
+	}
 	closedir(d);
 	assert_true(out[0] != '\0');
 }
