@@ -33,7 +33,8 @@ enum phsync_event_type {
 	PHSYNC_EV_FILE_FAILED,    /* a file could not be copied; others go on */
 	PHSYNC_EV_SKIPPED,        /* an entry was left alone (symlink, special, unsafe name) */
 	PHSYNC_EV_MKDIR,          /* a folder was created */
-	PHSYNC_EV_PROGRESS,       /* periodic progress; only stats is set */
+	PHSYNC_EV_PROGRESS,       /* periodic progress: stats, and path, the file
+	                             whose bytes moved last (or NULL) */
 	PHSYNC_EV_WARNING,        /* something worth telling that is not a failure */
 	PHSYNC_EV_SUMMARY,        /* last event of a run; only stats is set */
 	PHSYNC_EV_CONFLICT,       /* the destination file changed since the last

@@ -65,7 +65,7 @@ ph_job_progress(struct ph_job *j)
 	if (now - j->last_progress_ms < j->o->progress_ms)
 		return;
 	j->last_progress_ms = now;
-	ph_job_event(j, PHSYNC_EV_PROGRESS, NULL, NULL, 0, 0, NULL);
+	ph_job_event(j, PHSYNC_EV_PROGRESS, j->busy, NULL, 0, 0, NULL);
 }
 
 void

@@ -35,6 +35,8 @@ struct ph_job {
 	struct ph_state *state;    /* NULL on a dry run */
 	int state_err;             /* first failure to record in it */
 	uint64_t t0_ms, last_progress_ms;
+	const char *busy;          /* the file whose bytes moved last: the
+	                              progress event names it (a tree path) */
 	int64_t started;           /* wall clock at the start (conflict names) */
 	const char *local_dir;     /* the local folder as the user named it */
 	struct ph_partial *partials; /* pull: cut downloads to resume (state) */

@@ -352,6 +352,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	x->reads--;
 	p->reads--;
+	p->j->busy = x->e->path;
 	if (reply_moot(x, r)) {
 		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_DATA && r->len > rq->len) {
@@ -443,6 +444,7 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	x->reads--;
 	p->reads--;
+	p->j->busy = x->e->path;
 	if (!x->delta) {
 		/* The helper refused the delta and the file went back to plain
 		 * reads: what was asked of the delta is moot. */

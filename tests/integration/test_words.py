@@ -2,15 +2,20 @@
 
 Proves: the summary line counts in words that agree ("1 of 1 file copied", "1 folder made",
 a dry run's "would be made"; "not reached" only when some were); a run that ended before it
-knew any file (no connection) prints only its error, not "0 of 0 files copied"; `backup -v` names a file deleted since the last archive as such ("recorded as deleted
+knew any file (no connection) prints only its error; the progress line and --json's progress
+events name the file whose bytes are moving, not "0 of 0 files copied"; `backup -v` names a file deleted since the last archive as such ("recorded as deleted
 PATH"; it printed "recorded PATH").
 """
 
 import json
 import os
+import sys
 import unittest
 
 from harness import SyncTestCase, write_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from linkproxy import LinkProxy  # noqa: E402
 
 T0 = 1700000000
 
@@ -32,6 +37,21 @@ class WordsTest(SyncTestCase):
         self.assertRegex(r.err, r"(^|\n)1 of 2 files copied \(0\.0 MB\), 1 folder made, ")
         r = self.srv.run(["status", "-F", self.srv.config, "phone:" + self.remote, self.local])
         self.assertIn("2 files known", r.out + r.err)
+
+    def test_progress_names_the_file_in_flight(self):
+        # A 1 MB/s link, so a 4 MB video takes seconds: progress events (every 250 ms with
+        # --progress) come while its bytes move.
+        write_file(os.path.join(self.remote, "DCIM/small.jpg"), b"s" * 1000, mtime=T0)
+        write_file(os.path.join(self.remote, "DCIM/VID_0001.mp4"), os.urandom(4 << 20), mtime=T0)
+        proxy = LinkProxy(self.srv.port, rtt_ms=2, mbit=8)
+        proxy.start()
+        self.addCleanup(proxy.sock.close)
+        cfg = self.srv.write_config(port=proxy.port)
+        r = self.pull("--json", "--progress", config=cfg, expect=0)
+        prog = [e for e in r.json() if e["event"] == "progress"]
+        named = [e["file"] for e in prog if "file" in e]
+        self.assertIn("DCIM/VID_0001.mp4", named, prog)
+        self.assertTrue(set(named) <= {"DCIM/VID_0001.mp4", "DCIM/small.jpg"}, named)
 
     def test_no_count_line_after_a_failed_connection(self):
         r = self.srv.run(["pull", "-v", "-F", self.srv.config, "nosuchhost.invalid:/x",
