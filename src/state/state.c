@@ -681,6 +681,7 @@ ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_fil
 	f->siglen = 0;
 	f->hread = sqlite3_column_int(st->get, 6) == 1;
 	f->has_lid = 0;
+	f->has_hash = sqlite3_column_bytes(st->get, 4) == 16;
 	f->lctime = f->lref = 0;
 	f->lino = f->ldev = 0;
 	if (sqlite3_column_bytes(st->get, 4) == 16) {
@@ -719,7 +720,8 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 	                       "SELECT k, lsize, lmtime, rsize, rmtime, lctime, lino, ldev, "
 	                       "CASE WHEN lrun IS NULL THEN NULL WHEN EXISTS (SELECT 1 FROM runs "
 	                       "WHERE id = lrun) THEN (SELECT ended FROM runs WHERE id = lrun) "
-	                       "ELSE (SELECT MIN(started) FROM runs) END FROM files ORDER BY k",
+	                       "ELSE (SELECT MIN(started) FROM runs) END, length(hash) = 16 "
+	                       "FROM files ORDER BY k",
 	                       -1, &s, NULL) != SQLITE_OK)
 		return db_err(st, "reading");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
@@ -746,6 +748,7 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 		f.lmtime = sqlite3_column_int64(s, 2);
 		f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
 		f.rmtime = sqlite3_column_int64(s, 4);
+		f.has_hash = sqlite3_column_count(s) > 9 && sqlite3_column_int(s, 9) == 1;
 		if (sqlite3_column_count(s) > 5 && sqlite3_column_type(s, 5) == SQLITE_INTEGER &&
 		    sqlite3_column_type(s, 6) == SQLITE_INTEGER &&
 		    sqlite3_column_type(s, 7) == SQLITE_INTEGER) {

@@ -50,6 +50,8 @@ struct ph_state_file {
 	int has_lid;
 	int64_t lctime, lref;
 	uint64_t lino, ldev;
+	int has_hash;            /* (ph_state_each, which loads no hash) one is
+	                            recorded */
 };
 
 enum {

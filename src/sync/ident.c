@@ -112,12 +112,15 @@ ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f)
 	ph_ident_close(j);
 	rc = ph_ident_stat(j, local_rel(j, e), &id);
 	ph_ident_close(j);
-	if (rc != 0 || id.size != f->lsize || id.mtime != f->lmtime)
+	if (rc != 0)
 		return;
 	f->has_lid = 1;
 	f->lino = id.ino;
 	f->ldev = id.dev;
 	f->lctime = id.ctime_ns;
+	/* Changed already (not as recorded): an identity that never matches. */
+	if (id.size != f->lsize || id.mtime != f->lmtime)
+		f->lctime = -1;
 	/* A push read the file during the run: a change then (not its own)
 	 * may hide behind the ctime seen now. Checked next run. */
 	if (j->dir == PHSYNC_PUSH && id.ctime_ns > (int64_t)j->started * 1000000000 -
@@ -132,6 +135,26 @@ same_id(const struct ph_ident *a, const struct ph_ident *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
+/* Queues path's record to be renewed with identity id. Returns 0 (a
+ * renewal that cannot be kept is only done again next run). */
+static int
+queue_renew(struct ph_job *j, const char *path, const struct ph_ident *id)
+{
+	if (j->nrenew == j->caprenew) {
+		size_t nc = j->caprenew ? j->caprenew * 2 : 16;
+		struct ph_renew *nv = realloc(j->renew, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return 0;
+		j->renew = nv;
+		j->caprenew = nc;
+	}
+	if ((j->renew[j->nrenew].path = strdup(path)) == NULL)
+		return 0;
+	j->renew[j->nrenew++].id = *id;
+	return 0;
+}
+
 int
 ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
                  const struct ph_state_file *f)
@@ -142,8 +165,13 @@ ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
 	uint64_t n = 0;
 	int rc;
 
-	if (!f->has_lid || j->state == NULL || ph_ident_stat(j, rel, &id) != 0 ||
-	    !ph_ident_suspect(f, &id))
+	if (j->state == NULL || (!f->has_lid && !f->has_hash) || ph_ident_stat(j, rel, &id) != 0)
+		return 0;
+	/* A record from before identities were kept (schema 4): trusted by
+	 * size and time as then, and given the identity seen now. */
+	if (!f->has_lid)
+		return queue_renew(j, path, &id);
+	if (!ph_ident_suspect(f, &id))
 		return 0;
 	if ((rc = ph_state_file_get(j->state, path, &r, rh)) < 0)
 		return rc;
@@ -153,19 +181,7 @@ ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
 	if (ph_whole_local(j, rel, h, &n) != 0 || n != r.lsize || memcmp(h, r.hash, 16) != 0 ||
 	    ph_ident_stat(j, rel, &id2) != 0 || !same_id(&id, &id2))
 		return 1;
-	if (j->nrenew == j->caprenew) {
-		size_t nc = j->caprenew ? j->caprenew * 2 : 16;
-		struct ph_renew *nv = realloc(j->renew, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return 0; /* checked again next run */
-		j->renew = nv;
-		j->caprenew = nc;
-	}
-	if ((j->renew[j->nrenew].path = strdup(path)) == NULL)
-		return 0;
-	j->renew[j->nrenew++].id = id;
-	return 0;
+	return queue_renew(j, path, &id);
 }
 
 int

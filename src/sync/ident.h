@@ -46,8 +46,9 @@ void ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f);
  * (f, as ph_state_each gives it): 1 when its content changed since (its
  * identity is in doubt and it no longer hashes to the recorded hash, or
  * none is recorded), 0 when not; when only its identity moved, a renewed
- * record is queued for ph_ident_renew. Negative PHSYNC_E* on a failure of
- * the state. */
+ * record is queued for ph_ident_renew, as for a record with a hash and no
+ * identity yet (written before schema 5). Negative PHSYNC_E* on a failure
+ * of the state. */
 int ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
                      const struct ph_state_file *f);
 

@@ -288,8 +288,8 @@ kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 		const struct ph_entry *l = m->pull ? d : s;
 		int rc;
 
-		if (f->has_lid && l != NULL && l->type == PH_T_FILE && !l->nosize &&
-		    !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
+		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
+		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
 		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
 			if ((rc = ph_ident_changed(m->j, ph_entry_raw(l), path, f)) < 0)
 				return rc;

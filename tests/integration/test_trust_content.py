@@ -183,6 +183,24 @@ class LocalIdentityTest(SyncTestCase):
         self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], ["notes.txt"])
         self.assertEqual(read(os.path.join(self.phone, "notes.txt")), read(path))
 
+    def test_records_from_an_older_phsync_gain_an_identity(self):
+        # Rows written before schema 5 have no identity: the first run trusts their size and
+        # time as then and records the identity it sees; a later edit is then seen.
+        path = write_file(os.path.join(self.src, "notes.txt"), b"version 1 " * 1000, mtime=T0)
+        self.push_()
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        with sqlite3.connect(db) as c:
+            c.execute("UPDATE files SET hread = NULL, lctime = NULL, lino = NULL, ldev = NULL, "
+                      "lrun = NULL")
+        r = self.push_()
+        self.assertEqual([e for e in r.json() if e["event"] == "file"], [])
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("SELECT lino FROM files").fetchone(), (os.stat(path).st_ino,))
+        edit_in_place(path, 0, b"version 2 ")
+        r = self.push_()
+        self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], ["notes.txt"])
+        self.assertEqual(read(os.path.join(self.phone, "notes.txt")), read(path))
+
     def test_pull_keeps_a_local_edit_that_kept_size_and_mtime(self):
         write_file(os.path.join(self.remote, "a.txt"), b"phone v1 " * 500, mtime=T0)
         write_file(os.path.join(self.remote, "b.txt"), b"gone soon " * 500, mtime=T0)

@@ -78,7 +78,8 @@ test_records_survive(void **state)
 {
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 100, 100, 1700000000, 1700000000, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 }, g;
+	struct ph_state_file f = { .lsize = 100, .rsize = 100, .lmtime = 1700000000,
+	                             .rmtime = 1700000000 }, g;
 	uint8_t hash[16], buf[16];
 	struct phsync_stats stats = { 0 };
 
@@ -145,7 +146,7 @@ test_kill_mid_batch(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct ph_state_file f = { 1, 1, 2, 2, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
+		struct ph_state_file f = { .lsize = 1, .rsize = 1, .lmtime = 2, .rmtime = 2 };
 		char path[32];
 
 		if (ph_state_open(ctx, dir, &key, 1, &st) != 0)
@@ -202,7 +203,8 @@ test_damaged_foreign_and_newer_refused(void **state)
 	 * the trees' order. */
 	for (int v = 1; v <= 2; v++) {
 		static const uint8_t sig[3] = { 1, 2, 3 };
-		struct ph_state_file f = { 1, 1, 2, 2, NULL, sig, 3, 0, 0, 0, 0, 0, 0 };
+		struct ph_state_file f = { .lsize = 1, .rsize = 1, .lmtime = 2, .rmtime = 2,
+		                           .sig = sig, .siglen = 3 };
 		sqlite3_stmt *q;
 		char sql[1024];
 		struct order o = { { NULL }, 0 };
@@ -348,7 +350,7 @@ test_schema4_backup_series(void **state)
 	static const uint8_t h16[16] = { 9 };
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 5, 5, 6, 6, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
+	struct ph_state_file f = { .lsize = 5, .rsize = 5, .lmtime = 6, .rmtime = 6 };
 	struct ph_backup_file bf = { 1, 10, 1700000000, 5, 0644, h16, 1 };
 	struct ph_backup_rec rec = { 1, (char *)"/b/a-1.tar.zst", 1, 0, 1700000000, 2, 20, 0, 0 };
 	struct ph_backup_rec *recs;
@@ -470,7 +472,8 @@ test_schema5_hread_and_identity(void **state)
 	static const uint8_t h16[16] = { 7 };
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 5, 5, 6, 6, h16, NULL, 0, 1, 0, 0, 0, 0, 0 }, seen[2];
+	struct ph_state_file f = { .lsize = 5, .rsize = 5, .lmtime = 6, .rmtime = 6,
+	                             .hash = h16, .hread = 1 }, seen[2];
 	char path[256];
 	uint8_t hb[16];
 	sqlite3 *h;
