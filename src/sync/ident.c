@@ -135,11 +135,17 @@ same_id(const struct ph_ident *a, const struct ph_ident *b)
 	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
 }
 
+/* Renewals one run keeps (about 100 bytes each): a state upgraded from
+ * schema 4 gives every row an identity over a few runs, not all at once. */
+#define MAX_RENEW 65536
+
 /* Queues path's record to be renewed with identity id. Returns 0 (a
  * renewal that cannot be kept is only done again next run). */
 static int
 queue_renew(struct ph_job *j, const char *path, const struct ph_ident *id)
 {
+	if (j->nrenew >= MAX_RENEW)
+		return 0;
 	if (j->nrenew == j->caprenew) {
 		size_t nc = j->caprenew ? j->caprenew * 2 : 16;
 		struct ph_renew *nv = realloc(j->renew, nc * sizeof(*nv));

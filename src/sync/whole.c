@@ -1,4 +1,5 @@
 /* Whole-content hashes of a file on either side; see whole.h. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 #include "whole.h"
 
 #define CHUNK (256u * 1024)   /* one READ; a server may answer less */
-#define NCHUNK 4              /* READs in flight (ph_sftp_read_ranges_sync) */
+#define NSLOT 16              /* READs in flight */
 
 int
 ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size)
@@ -32,58 +33,104 @@ ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *siz
 	return rc ? ph_err_from_errno(-rc) : 0;
 }
 
+/* One READ in flight. */
+struct slot {
+	uint64_t off;
+	uint32_t want, got;
+	int done, err, eof;
+	uint8_t *buf;
+};
+
+static void
+read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct slot *sl = arg;
+
+	(void)s;
+	sl->done = 1;
+	if (r->type == PH_FXP_DATA && r->len <= sl->want) {
+		memcpy(sl->buf, r->data, r->len);
+		sl->got = r->len;
+	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
+		sl->eof = 1;
+	} else {
+		sl->err = r->err ? r->err : PHSYNC_EPROTO;
+	}
+}
+
 int
 ph_whole_remote(struct ph_job *j, const char *rel, uint64_t size, uint8_t out[16])
 {
 	XXH3_state_t *hs = XXH3_createState();
 	XXH128_canonical_t c;
-	uint8_t *mem = malloc((size_t)NCHUNK * CHUNK), *buf[NCHUNK];
-	uint64_t off[NCHUNK], pos = 0;
-	uint32_t len[NCHUNK], got[NCHUNK];
+	uint32_t chunk = ph_sftp_max_read(j->sftp), hlen = 0;
+	struct slot *sl = calloc(NSLOT, sizeof(*sl));
+	uint8_t *mem = NULL, h[PH_SFTP_MAX_HANDLE];
+	uint64_t pos = 0, next = 0;
 	char *rp = ph_job_rpath(j, rel);
-	int rc = 0, end = 0;
-	size_t i, n;
+	size_t head = 0, inflight = 0, i;
+	int rc = 0, open = 0;
 
-	if (hs == NULL || mem == NULL || rp == NULL) {
+	if (chunk == 0 || chunk > CHUNK)
+		chunk = CHUNK;
+	if (hs == NULL || sl == NULL || rp == NULL ||
+	    (mem = malloc((size_t)NSLOT * chunk)) == NULL) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
+	for (i = 0; i < NSLOT; i++)
+		sl[i].buf = mem + i * chunk;
+	if ((rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, h, &hlen)) != 0)
+		goto out;
+	open = 1;
 	XXH3_128bits_reset(hs);
-	for (i = 0; i < NCHUNK; i++)
-		buf[i] = mem + i * CHUNK;
-	/* In order: a short answer ends the round and the next one starts
-	 * where it stopped; the last round asks past the end, which must
-	 * answer EOF (a file longer than listed is not the one confirmed). */
-	while (rc == 0 && !end && !j->ctx->interrupted) {
-		for (n = 0; n < NCHUNK; n++) {
-			off[n] = pos + (uint64_t)n * CHUNK;
-			len[n] = CHUNK;
-			got[n] = 0;
-			if (off[n] >= size) {
-				len[n] = 1; /* the EOF probe */
-				n++;
+	/* In order, NSLOT READs in flight; the one past the end must answer
+	 * EOF (a file longer than listed is not the one confirmed). A short
+	 * answer drains the window and it starts again where that one
+	 * stopped. */
+	while (rc == 0) {
+		while (inflight < NSLOT && next <= size) {
+			struct slot *q = &sl[(head + inflight) % NSLOT];
+
+			memset(q, 0, offsetof(struct slot, buf));
+			q->off = next;
+			q->want = next < size ? (uint32_t)(size - next < chunk ? size - next : chunk) : 1;
+			if ((rc = ph_sftp_read(j->sftp, h, hlen, q->off, q->want, read_cb, q)) != 0)
 				break;
-			}
-			if (size - off[n] < CHUNK)
-				len[n] = (uint32_t)(size - off[n]);
+			next += next < size ? q->want : 1;
+			inflight++;
 		}
-		if ((rc = ph_sftp_read_ranges_sync(j->sftp, rp, off, len, buf, got, n)) != 0)
+		if (rc != 0 || inflight == 0)
 			break;
-		for (i = 0; i < n; i++) {
-			if (off[i] >= size) {
-				end = 1;
-				if (got[i] != 0)
+		if ((rc = ph_sftp_wait(j->sftp, &sl[head].done)) != 0)
+			break;
+		{
+			struct slot *q = &sl[head];
+
+			head = (head + 1) % NSLOT;
+			inflight--;
+			if (q->err != 0) {
+				rc = q->err;
+			} else if (q->off >= size) {
+				if (!q->eof)
 					rc = PHSYNC_ECORRUPT; /* longer than listed */
 				break;
-			}
-			if (got[i] == 0) {
+			} else if (q->eof || q->got == 0) {
 				rc = PHSYNC_ECORRUPT;     /* shorter */
-				break;
+			} else {
+				XXH3_128bits_update(hs, q->buf, q->got);
+				pos += q->got;
+				if (q->got < q->want) {
+					/* Drain, then go on from pos. */
+					while (rc == 0 && inflight > 0) {
+						if ((rc = ph_sftp_wait(j->sftp, &sl[head].done)) != 0)
+							break;
+						head = (head + 1) % NSLOT;
+						inflight--;
+					}
+					next = pos;
+				}
 			}
-			XXH3_128bits_update(hs, buf[i], got[i]);
-			pos += got[i];
-			if (got[i] < len[i])
-				break;                    /* a short answer: go on from pos */
 		}
 	}
 	if (rc == 0 && j->ctx->interrupted)
@@ -93,8 +140,21 @@ ph_whole_remote(struct ph_job *j, const char *rel, uint64_t size, uint8_t out[16
 		memcpy(out, c.digest, 16);
 	}
 out:
+	/* Replies still owed write into sl: waited for, or, when the link
+	 * fails meanwhile, run now by giving it up. */
+	while (inflight > 0) {
+		if (!sl[head].done && ph_sftp_wait(j->sftp, &sl[head].done) != 0) {
+			ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EIO);
+			break;
+		}
+		head = (head + 1) % NSLOT;
+		inflight--;
+	}
+	if (open && !ph_sftp_dead(j->sftp))
+		ph_sftp_close_sync(j->sftp, h, hlen);
 	free(rp);
 	free(mem);
+	free(sl);
 	XXH3_freeState(hs);
 	return rc;
 }
