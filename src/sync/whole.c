@@ -1,4 +1,5 @@
 /* Whole-content hashes of a file on either side; see whole.h. */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 
 #include <xxhash.h>
 
+#include "phsync/delta.h"
 #include "ctx.h"
 #include "job.h"
 #include "lio.h"
@@ -157,4 +159,102 @@ out:
 	free(sl);
 	XXH3_freeState(hs);
 	return rc;
+}
+
+/* The helper's signature reply, copied. */
+struct sig_wait {
+	int done;
+	uint8_t *data;
+	size_t len;
+};
+
+static void
+sig_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct sig_wait *w = arg;
+
+	(void)s;
+	w->done = 1;
+	if (r->type == PH_FXP_EXTENDED_REPLY && r->len > 0 && (w->data = malloc(r->len)) != NULL) {
+		memcpy(w->data, r->data, r->len);
+		w->len = r->len;
+	}
+}
+
+/* Does the local file lrel (size bytes) sign, with block length block,
+ * as the bytes want? */
+static int
+local_signs_as(struct ph_job *j, const char *lrel, uint64_t size, uint32_t block,
+               const uint8_t *want, size_t wlen)
+{
+	phsync_sig_gen *g = NULL;
+	uint8_t *in = malloc(CHUNK), out[16384];
+	size_t at = 0;
+	const char *base;
+	char *dir = NULL;
+	int fd = -1, dfd = -1, same = 0, done = 0, end = 0;
+	ssize_t n;
+
+	if (in == NULL || ph_local_split(lrel, &dir, &base) != 0 ||
+	    ph_local_opendir(j->lroot, dir, &dfd) != 0 ||
+	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    phsync_sig_gen_new(NULL, size, block, 0, &g) != 0)
+		goto out;
+	while (!done) {
+		struct phsync_in i = { in, 0, 0 };
+		struct phsync_out o = { out, sizeof(out), 0 };
+
+		if (!end) {
+			if ((n = read(fd, in, CHUNK)) < 0)
+				goto out;
+			i.size = (size_t)n;
+			end = n == 0;
+		}
+		do {
+			o.pos = 0;
+			if (phsync_sig_gen_stream(g, &o, &i, end, &done) != 0)
+				goto out;
+			if (o.pos > wlen - at || memcmp(out, want + at, o.pos) != 0)
+				goto out;
+			at += o.pos;
+		} while (i.pos < i.size || (end && !done && o.pos > 0));
+		if (end && !done)
+			goto out;
+	}
+	same = at == wlen;
+out:
+	phsync_sig_gen_free(g);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	free(in);
+	return same;
+}
+
+int
+ph_whole_helper_same(struct ph_job *j, const char *rrel, const char *lrel, uint64_t size)
+{
+	struct sig_wait w = { 0, NULL, 0 };
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen = 0, block = phsync_delta_block_len(size);
+	char *rp;
+	int rc, same = 0;
+
+	if (ph_sftp_helper(j->sftp) < 1 || (rp = ph_job_rpath(j, rrel)) == NULL)
+		return 0;
+	rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, h, &hlen);
+	free(rp);
+	if (rc != 0)
+		return 0;
+	if ((rc = ph_sftp_helper_sig(j->sftp, h, hlen, block, sig_cb, &w)) == 0 &&
+	    (rc = ph_sftp_wait(j->sftp, &w.done)) != 0 && !w.done)
+		ph_sftp_abort(j->sftp, rc); /* w must not outlive this call */
+	if (!ph_sftp_dead(j->sftp))
+		ph_sftp_close_sync(j->sftp, h, hlen);
+	if (w.data != NULL)
+		same = local_signs_as(j, lrel, size, block, w.data, w.len);
+	free(w.data);
+	return same;
 }

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import unittest
 
-from harness import SyncTestCase, write_file
+from harness import SyncTestCase, phsync_bin, write_file
 
 T0 = 1700000000
 CONFLICT = "*.phsync-conflict-*"
@@ -151,6 +151,29 @@ class MoveOffloadTest(SyncTestCase):
         # The untouched one was read whole, matched, and went.
         self.assertFalse(os.path.exists(os.path.join(phone, "b.flac")))
         self.assertEqual(read(os.path.join(src, "b.flac")), song[::-1])
+
+
+class HelperMoveTest(MoveOffloadTest):
+    """The same through the helper, which confirms a move by its file's block signature (read
+    whole on the phone, only the signature crosses), and with a helper whose signature is
+    garbage (the phone's file is then read whole)."""
+
+    helper_path = None
+
+    def run_pull(self, *opts, expect=0):
+        return self.pull("--state-dir", self.state, "--json", "--helper", "always",
+                         "--helper-path", self.helper_path or phsync_bin(), *opts, expect=expect)
+
+    def test_a_pushed_file_is_read_whole_before_it_is_offloaded(self):
+        pass  # plain SFTP's case (MoveOffloadTest)
+
+
+class LyingSignatureMoveTest(HelperMoveTest):
+    def setUp(self):
+        super().setUp()
+        fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib",
+                            "fake_helper.py")
+        self.helper_path = "python3 %s bad_sig %s" % (fake, phsync_bin())
 
 
 class LocalIdentityTest(SyncTestCase):
