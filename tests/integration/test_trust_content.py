@@ -160,12 +160,19 @@ class HelperMoveTest(MoveOffloadTest):
 
     helper_path = None
 
-    def run_pull(self, *opts, expect=0):
-        return self.pull("--state-dir", self.state, "--json", "--helper", "always",
-                         "--helper-path", self.helper_path or phsync_bin(), *opts, expect=expect)
-
     def test_a_pushed_file_is_read_whole_before_it_is_offloaded(self):
-        pass  # plain SFTP's case (MoveOffloadTest)
+        # The helper signs the phone's file: its changed copy stays, the other goes.
+        self.push = self.helper_push
+        super().test_a_pushed_file_is_read_whole_before_it_is_offloaded()
+
+    def helper_push(self, *opts, **kw):
+        return SyncTestCase.push(self, "--helper", "always", "--helper-path",
+                                 self.helper_path or phsync_bin(), *opts, **kw)
+
+    def pull(self, *opts, **kw):
+        if not any(str(o).startswith("--helper") for o in opts):
+            opts = ("--helper", "always", "--helper-path", self.helper_path or phsync_bin()) + opts
+        return SyncTestCase.pull(self, *opts, **kw)
 
 
 class LyingSignatureMoveTest(HelperMoveTest):
