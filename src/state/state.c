@@ -31,6 +31,8 @@ struct ph_state {
 	int in_txn;
 	int readonly;
 	int legacy;               /* read-only over a schema before 3 (no k) */
+	int nolid;                /* read-only over a schema before 5 (no hread,
+	                             no local identity) */
 	size_t pending;
 	int64_t run_id;
 	char path[PATH_MAX + 32]; /* the database file, for messages */
@@ -47,7 +49,12 @@ struct ph_state {
 	"  path TEXT AS (replace(k, char(1), '/')) VIRTUAL," \
 	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL," \
 	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL," \
-	"  hash BLOB, sig BLOB) WITHOUT ROWID"
+	"  hash BLOB, sig BLOB, " FILES_COLS5 ") WITHOUT ROWID"
+
+/* Schema 5: hread (the hash is of the remote path's bytes, read whole)
+ * and the local file's identity as git's index keeps it (ctime in ns,
+ * inode, device) with the run that recorded it (racy-clean rule). */
+#define FILES_COLS5 "hread INTEGER, lctime INTEGER, lino INTEGER, ldev INTEGER, lrun INTEGER"
 
 /* Schema 4: a backup series (src/backup/): the archives it made, and what
  * the series holds as of its last archive (each path with the archive that
@@ -239,6 +246,25 @@ meta_put(struct ph_state *st, const char *k, const char *v)
 	return rc;
 }
 
+/* 1 when the files table has schema 5's columns, 0 when not, or < 0. */
+static int
+has_lrun(struct ph_state *st)
+{
+	sqlite3_stmt *s = NULL;
+	int r, found = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT name FROM pragma_table_info('files')", -1, &s,
+	                       NULL) != SQLITE_OK)
+		return db_err(st, "reading the files table's columns");
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(s, 0);
+
+		found |= n != NULL && strcmp(n, "lrun") == 0;
+	}
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? found : db_err(st, "reading the files table's columns");
+}
+
 /* Checks the file is ours and of a schema we know; creates it if new. */
 static int
 setup(struct ph_state *st, const char *remote, const char *local)
@@ -265,6 +291,7 @@ setup(struct ph_state *st, const char *remote, const char *local)
 		              PH_STATE_SCHEMA);
 	if (st->readonly) {
 		st->legacy = app == APP_ID && ver < 3;
+		st->nolid = app == APP_ID && ver < 5;
 		return 0;
 	}
 	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
@@ -315,6 +342,27 @@ setup(struct ph_state *st, const char *remote, const char *local)
 			return rc;
 		if ((rc = exec(st, BACKUP_TABLES)) != 0 ||
 		    (rc = exec(st, "PRAGMA user_version = 4")) != 0 ||
+		    (rc = exec(st, "COMMIT")) != 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
+		ver = 4; /* and on to 5 */
+	}
+	if (app == APP_ID && ver == 4) {
+		/* Schema 4 had no hread and no local identity: five columns more
+		 * (a files table rebuilt from schema 2 above has them already).
+		 * Old rows get NULL: a hash not known to be the remote's (an
+		 * offload reads that file whole first) and no identity (size
+		 * and time alone, as before, until the file is recorded again). */
+		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
+			return rc;
+		if ((rc = has_lrun(st)) < 0 ||
+		    (rc == 0 && ((rc = exec(st, "ALTER TABLE files ADD COLUMN hread INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lctime INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lino INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN ldev INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lrun INTEGER")) != 0)) ||
+		    (rc = exec(st, "PRAGMA user_version = 5")) != 0 ||
 		    (rc = exec(st, "COMMIT")) != 0) {
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			return rc;
@@ -429,10 +477,11 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	                         sizeof(st->moved_from))) != 0)
 		goto fail;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (k, lsize, lmtime, rsize, "
-	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
+	                       "rmtime, hash, sig, hread, lctime, lino, ldev, lrun) VALUES "
+	                       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
 	                       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash, sig FROM "
-	                       "files WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash, sig, hread "
+	                       "FROM files WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE k = ?", -1, &st->del,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
@@ -519,7 +568,13 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 	     (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
 	                sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
 	     (f->sig ? sqlite3_bind_blob64(st->put, 7, f->sig, f->siglen, SQLITE_STATIC) :
-	               sqlite3_bind_null(st->put, 7)) != SQLITE_OK;
+	               sqlite3_bind_null(st->put, 7)) != SQLITE_OK ||
+	     sqlite3_bind_int(st->put, 8, f->hash != NULL && f->hread) != SQLITE_OK;
+	if (rc == 0 && f->has_lid)
+		rc = sqlite3_bind_int64(st->put, 9, f->lctime) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 10, (int64_t)f->lino) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 11, (int64_t)f->ldev) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 12, st->run_id) != SQLITE_OK;
 	return batch_step(st, st->put, "recording a file", rc);
 }
 
@@ -674,6 +729,11 @@ ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_fil
 	f->hash = NULL;
 	f->sig = NULL;
 	f->siglen = 0;
+	f->hread = sqlite3_column_int(st->get, 6) == 1;
+	f->has_lid = 0;
+	f->has_hash = sqlite3_column_bytes(st->get, 4) == 16;
+	f->lctime = f->lref = 0;
+	f->lino = f->ldev = 0;
 	if (sqlite3_column_bytes(st->get, 4) == 16) {
 		memcpy(hashbuf, sqlite3_column_blob(st->get, 4), 16);
 		f->hash = hashbuf;
@@ -701,10 +761,17 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 
 	if ((rc = ph_state_flush(st)) != 0)
 		return rc;
+	/* lref: the end of the run that recorded the identity; a run trimmed
+	 * from runs ended before the oldest kept one started. */
 	if (sqlite3_prepare_v2(st->db, st->legacy ?
 	                       "SELECT replace(path, '/', char(1)) AS key, lsize, lmtime, rsize, "
-	                       "rmtime FROM files ORDER BY key" :
-	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k",
+	                       "rmtime FROM files ORDER BY key" : st->nolid ?
+	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k" :
+	                       "SELECT k, lsize, lmtime, rsize, rmtime, lctime, lino, ldev, "
+	                       "CASE WHEN lrun IS NULL THEN NULL WHEN EXISTS (SELECT 1 FROM runs "
+	                       "WHERE id = lrun) THEN (SELECT ended FROM runs WHERE id = lrun) "
+	                       "ELSE (SELECT MIN(started) FROM runs) END, length(hash) = 16 "
+	                       "FROM files ORDER BY k",
 	                       -1, &s, NULL) != SQLITE_OK)
 		return db_err(st, "reading");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
@@ -730,6 +797,18 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 		f.lmtime = sqlite3_column_int64(s, 2);
 		f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
 		f.rmtime = sqlite3_column_int64(s, 4);
+		f.has_hash = sqlite3_column_count(s) > 9 && sqlite3_column_int(s, 9) == 1;
+		if (sqlite3_column_count(s) > 5 && sqlite3_column_type(s, 5) == SQLITE_INTEGER &&
+		    sqlite3_column_type(s, 6) == SQLITE_INTEGER &&
+		    sqlite3_column_type(s, 7) == SQLITE_INTEGER) {
+			f.has_lid = 1;
+			f.lctime = sqlite3_column_int64(s, 5);
+			f.lino = (uint64_t)sqlite3_column_int64(s, 6);
+			f.ldev = (uint64_t)sqlite3_column_int64(s, 7);
+			/* runs keeps seconds */
+			f.lref = sqlite3_column_type(s, 8) == SQLITE_INTEGER ?
+			         sqlite3_column_int64(s, 8) * 1000000000 : 0;
+		}
 		rc = fn(arg, path, &f);
 	}
 	if (rc == 0 && r != SQLITE_DONE)

@@ -18,9 +18,10 @@
 
 #include "phsync/phsync.h"
 
-#define PH_STATE_SCHEMA 4   /* user_version of the databases this code writes
+#define PH_STATE_SCHEMA 5   /* user_version of the databases this code writes
                                (1 had no sig column, 2 kept paths as keys,
-                               3 had no backup tables: upgraded on open) */
+                               3 had no backup tables, 4 no hread and local
+                               identity columns: upgraded on open) */
 
 struct ph_state;
 
@@ -45,6 +46,20 @@ struct ph_state_file {
 	                            engine's serialized form, docs/DELTA.md), or
 	                            NULL; loaded back only by ph_state_file_get_sig */
 	size_t siglen;
+	int hread;               /* 1: hash is of the remote path's whole bytes
+	                            as read from it (a pull's copy, a move
+	                            confirmed by reading it whole); 0: of bytes
+	                            read elsewhere (a push's local file), or
+	                            from an older phsync */
+	/* The local file's identity when it was recorded, as git's index
+	 * keeps it (has_lid 0: none): its ctime (ns), inode and device. Read
+	 * back with lref: the end of the run that recorded it (unix ns; 0:
+	 * unknown, that run did not end), for the racy-clean rule. */
+	int has_lid;
+	int64_t lctime, lref;
+	uint64_t lino, ldev;
+	int has_hash;            /* (ph_state_each, which loads no hash) one is
+	                            recorded */
 };
 
 enum {

@@ -52,6 +52,11 @@ struct ph_job {
 	                              source (the plan points into them) */
 	struct ph_reap *reap;      /* closes replaced old copies (core/reap.c),
 	                              ended last, after the link */
+	struct ph_renew *renew;    /* records whose identity moved, content
+	                              the same: renewed (ident.c) */
+	size_t nrenew, caprenew;
+	char *idir;                /* the folder ident.c has open (idfd), or NULL */
+	int idfd;
 };
 
 struct ph_ssh;
@@ -84,6 +89,11 @@ void ph_job_progress(struct ph_job *j);
  * the run with it. */
 void ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
                    int64_t rmtime, const uint8_t *hash, int diverged);
+/* The same with the hash's origin said: hread 1 when hash is of the
+ * remote path's whole bytes as read from it (a pull's record always is;
+ * ph_job_record says so for a pull). */
+void ph_job_record_as(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                      int64_t rmtime, const uint8_t *hash, int hread);
 /* The same for a file pushed whole, with the block signature of what was
  * written (sig, siglen: the delta engine's serialized form). */
 void ph_job_record_pushed(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
@@ -137,8 +147,10 @@ void ph_move_run(struct ph_job *j);
 /* --remove-source-files: removes from the server each file copied this run
  * (j->off) and each unchanged one the state holds a hash for, once the
  * local copy reads back with that hash and the server still lists the
- * same size and time; then forgets its record (the phone's copy is gone on
- * purpose: a later --delete must not take the laptop's). */
+ * same size and time; a hash not read from that server path (hread 0) is
+ * first checked by reading the server's file whole. Then forgets its
+ * record (the phone's copy is gone on purpose: a later --delete must not
+ * take the laptop's). */
 int ph_offload_run(struct ph_job *j);
 
 #endif

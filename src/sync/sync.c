@@ -10,6 +10,7 @@
 
 #include "conn.h"
 #include "ctx.h"
+#include "ident.h"
 #include "job.h"
 #include "unreached.h"
 #include "names.h"
@@ -363,9 +364,25 @@ kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 	kn.smtime = m->pull ? f->rmtime : f->lmtime;
 	kn.dsize = m->pull ? f->lsize : f->rsize;
 	kn.dmtime = m->pull ? f->lmtime : f->rmtime;
+	kn.touched = 0;
+	/* The local side as recorded by size and time: its identity says
+	 * whether that can be trusted (ident.c), as git's index does. */
+	{
+		const struct ph_entry *l = m->pull ? d : s;
+		int rc;
+
+		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
+		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
+		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
+			if ((rc = ph_ident_changed(m->j, ph_entry_raw(l), path, f)) < 0)
+				return rc;
+			kn.touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
+		}
+	}
 	if (s != NULL) {
 		s->flags |= PH_E_KNOWN;
 		if (d != NULL && s->type == PH_T_FILE && d->type == PH_T_FILE && !s->nosize &&
+		    !kn.touched &&
 		    !d->nosize && s->size == kn.ssize && s->mtime == kn.smtime &&
 		    d->size == kn.dsize && d->mtime == kn.dmtime) {
 			s->flags |= PH_E_ASREC;
@@ -416,6 +433,9 @@ load_known(struct ph_job *j, int pull, struct ph_known_set *known)
 		free(m.bad[i]);
 	}
 	free(m.bad);
+	ph_ident_close(j);
+	if (rc == 0)
+		rc = ph_ident_renew(j);
 	return rc;
 }
 
@@ -478,8 +498,9 @@ renew_records(struct ph_job *j)
 			rc = 0;   /* first contact: nothing recorded */
 		else if ((rc = ph_state_file_get(j->state, s->path, &f, h)) < 0)
 			return rc;
-		ph_job_record(j, s->path, s->size, pull ? d->mtime : s->mtime,
-		              pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL, 0);
+		ph_job_record_as(j, s->path, s->size, pull ? d->mtime : s->mtime,
+		                 pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL,
+		                 rc == 1 && f.hread);
 	}
 	return j->state_err;
 }
@@ -923,6 +944,8 @@ out:
 	free(j.dirty);
 	ph_unreached_free(&j);
 	free(j.off);
+	ph_ident_renew_free(&j);
+	ph_ident_close(&j);
 	ph_state_partials_free(j.partials, j.npartials);
 	ph_tree_free(&j.found_partials);
 	ph_tree_free(&j.dst_failed);
