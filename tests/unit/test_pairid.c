@@ -70,7 +70,11 @@ static const struct ph_state_key phone = { "ssh-ed25519 SHA256:phoneOne", "bob",
 static void
 put_one(phsync_ctx *ctx, const struct ph_state_key *k)
 {
-	struct ph_state_file f = { 1, 1, 2, 2, NULL, NULL, 0 };
+	struct ph_state_file f;
+
+	memset(&f, 0, sizeof(f));
+	f.lsize = f.rsize = 1;
+	f.lmtime = f.rmtime = 2;
 	struct ph_state *st;
 
 	assert_int_equal(ph_state_open(ctx, dir, k, 0, &st), 0);
