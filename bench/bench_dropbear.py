@@ -7,11 +7,13 @@ crawls.  This bench starts Dropbear with OpenSSH's sftp-server through the test 
 a private mount namespace, as the tests), makes SIZE MiB of incompressible files in FILES files,
 and times, per repetition and in alternating order:
 
-  phsync   phsync push -F CFG --helper never --no-progress SRC phone:DST-N   (plain SFTP)
-  rsync    rsync -a -e 'ssh -F CFG' SRC/ phone:DST-N/
+  phsync          phsync push -F CFG --helper never --no-progress SRC phone:DST-N  (plain SFTP)
+  phsync-nofsync  the same with --no-fsync (rsync does not fsync; phsync does by default)
+  rsync           rsync -a -e 'ssh -F CFG' SRC/ phone:DST-N/
 
-each into a fresh folder, checking after every run that every byte arrived.  It prints the
-median wall time of each and the ratio phsync / rsync (the goal: at most 1.2).
+each into a fresh folder (the order rotates from one repetition to the next), checking after
+every run that every byte arrived.  It prints the median wall time of each and the ratios to
+rsync (the goal: phsync at most 1.2).
 
     python3 bench/bench_dropbear.py [--phsync build/phsync] [--size 12] [--files 24] [--reps 5]
 """
@@ -82,15 +84,16 @@ def main(argv):
         env = srv.env()
         env["XDG_STATE_HOME"] = os.path.join(work, "xdg")
         env_rsync = dict(os.environ)
-        times = {"phsync": [], "rsync": []}
+        tools = ["phsync", "phsync-nofsync", "rsync"]
+        times = {t: [] for t in tools}
         for rep in range(a.reps):
-            order = ["phsync", "rsync"] if rep % 2 == 0 else ["rsync", "phsync"]
+            order = tools[rep % 3:] + tools[:rep % 3]
             for tool in order:
                 dst = os.path.join(work, "dst-%s-%d" % (tool, rep))
                 shutil.rmtree(env["XDG_STATE_HOME"], ignore_errors=True)
-                if tool == "phsync":
+                if tool.startswith("phsync"):
                     cmd = [phsync, "push", "-F", srv.config, "--helper", "never", "--no-progress",
-                           src, "phone:" + dst]
+                           src, "phone:" + dst] + (["--no-fsync"] if tool == "phsync-nofsync" else [])
                     t, p = timed(cmd, env, a.timeout)
                 else:
                     cmd = ["rsync", "-a", "-e", "ssh -F %s" % srv.config, src + "/", "phone:%s/" % dst]
@@ -99,14 +102,15 @@ def main(argv):
                     sys.exit("bench_dropbear: %s run %d failed (exit %d): %s"
                              % (tool, rep, p.returncode, p.stderr.decode(errors="replace")[-500:]))
                 times[tool].append(t)
-                sys.stderr.write("%-6s rep %d: %.3f s\n" % (tool, rep, t))
+                sys.stderr.write("%-14s rep %d: %.3f s\n" % (tool, rep, t))
                 shutil.rmtree(dst)
-        mp, mr = statistics.median(times["phsync"]), statistics.median(times["rsync"])
+        mr = statistics.median(times["rsync"])
         print("Dropbear %s, %d MiB in %d files, %d reps (median wall time)"
               % (harness.DROPBEAR, a.size, a.files, a.reps))
-        print("  phsync push  %8.3f s  (%.1f MB/s)" % (mp, (a.size << 20) / mp / 1e6))
-        print("  rsync -a     %8.3f s  (%.1f MB/s)" % (mr, (a.size << 20) / mr / 1e6))
-        print("  ratio phsync/rsync: %.2f" % (mp / mr))
+        for tool in tools:
+            m = statistics.median(times[tool])
+            print("  %-15s %8.3f s  (%5.1f MB/s)  ratio to rsync %.2f"
+                  % (tool, m, (a.size << 20) / m / 1e6, m / mr))
         return 0
     finally:
         srv.stop()
