@@ -685,6 +685,8 @@ end_channel(struct ph_ssh *ssh, ssh_channel ch)
 					;
 			if (!ssh_channel_is_open(ch))
 				break; /* the server's close came (or the session died) */
+			if (ssh->ctx != NULL && ssh->ctx->interrupted)
+				break; /* a stop waits for no server */
 			/* libssh reads nothing for a channel at its end of file:
 			 * an event loop on the session takes in the close. */
 			if (ev == NULL) {

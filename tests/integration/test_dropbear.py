@@ -4,15 +4,16 @@ speed).
 
 HelperTest      20 pulls in a row through the helper brought by the bootstrap (phsync is not on
                 the server's PATH, so each run opens four channels one after another: the failed
-                `phsync serve`, `uname -m`, the upload's SFTP, the cached helper): every one
-                exits 0 through the helper.  A session dropped while the helper starts (a
+                `phsync serve`, `uname -m`, the upload's SFTP, the cached helper), and 20 by
+                --helper-path: every one exits 0 through the helper.  A session dropped while the helper starts (a
                 `phsync` on the PATH that kills its Dropbear session) fails with exit 3, says
                 what happened and writes no no-helper memo; "command not found" (exit 127), a
                 definite answer, does write it.
 InterruptTest   SIGINT once a push's first bytes are on the server (a temp file there holding
                 data), and once a pull's are on the laptop: the run exits 6 within a bound (10 s;
                 README: "Ctrl-C stops within a second or two"), every file under a final name is
-                whole, no temp file is left, not every file was sent.  On Dropbear, on Dropbear
+                whole, no temp file is left, not every file was sent (plain SFTP, and the push
+                through the helper).  On Dropbear, on Dropbear
                 through a 4 Mbit/s link (bench/linkproxy.py: the writes queued behind the one
                 being sent must not be sent first), and on OpenSSH's sshd.
 Dropbear needs root here (harness: a private mount namespace); the classes skip with the reason
@@ -96,6 +97,16 @@ class HelperTest(SyncTestCase):
             self.assertEqual((s["helper"], s["files_done"]), (1, 3), "run %d: %r" % (run + 1, r))
             self.assertTreesEqual(self.remote, dst)
         self.assertEqual(memos(self.srv), [])
+
+    def test_20_helper_runs_by_helper_path(self):
+        write_file(os.path.join(self.remote, "a.jpg"), random_bytes(100_000, 9), mtime=T0)
+        for run in range(20):
+            dst = os.path.join(self.tmp, "laptop-%d" % run)
+            r = self.pull("--json", "--helper", "always", "--helper-path", phsync_bin(), dst=dst,
+                          timeout=120)
+            self.assertEqual(r.code, 0, "run %d of 20: %r" % (run + 1, r))
+            self.assertEqual(summary(r)["helper"], 1, r)
+            self.assertTreesEqual(self.remote, dst)
 
     def test_dropped_session_writes_no_memo_command_not_found_does(self):
         write_file(os.path.join(self.remote, "a.jpg"), b"photo", mtime=T0)
@@ -182,6 +193,13 @@ class _Interrupt:
     def test_sigint_stops_a_push(self):
         self.make_files(self.local)
         args = ["push", "-F", self.config(), "--helper", "never", self.local, "phone:" + self.remote]
+        code, err, took = self.interrupt(args, self.remote)
+        self.check_stopped(self.local, self.remote, code, err, took)
+
+    def test_sigint_stops_a_push_through_the_helper(self):
+        self.make_files(self.local)
+        args = ["push", "-F", self.config(), "--helper", "always", "--helper-path", phsync_bin(),
+                self.local, "phone:" + self.remote]
         code, err, took = self.interrupt(args, self.remote)
         self.check_stopped(self.local, self.remote, code, err, took)
 
