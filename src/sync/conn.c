@@ -155,6 +155,7 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
 	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
+	char hwhy[sizeof(ctx->err)] = ""; /* a helper start that met no answer */
 	unsigned mport = 0;
 	int rc, memo = 0, definite = 0;
 
@@ -209,10 +210,20 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 		}
 		if (memo && definite)
 			ph_state_nohelper_put(opts->state_dir, mu, mh, mport, ctx->err);
+		if (!definite)
+			snprintf(hwhy, sizeof(hwhy), "%s", ctx->err);
 	}
 plain:
-	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
+	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0) {
+		/* A session dropped while the helper started: say so first. */
+		if (hwhy[0] != '\0') {
+			char sftp_why[sizeof(ctx->err)];
+
+			snprintf(sftp_why, sizeof(sftp_why), "%s", ctx->err);
+			rc = ph_err(ctx, rc, "%.500s; then plain SFTP: %.400s", hwhy, sftp_why);
+		}
 		goto out;
+	}
 	chan.silence_ms = (int)sp.timeout_s * 1000;
 	rc = ph_sftp_new(ctx, &chan, sftp);
 out:
