@@ -35,9 +35,10 @@
  * and only when libssh has written out all it held; the kernel keeps at
  * most PACE_UNSENT bytes not yet sent (TCP_NOTSENT_LOWAT). What waits
  * beyond that stays in the SFTP queue, where a stop can take it back: a
- * window of 2 MiB (OpenSSH) handed over at once took 4 s to drain at
- * 4 Mbit/s before the temps' removal could pass (issue 22). The bytes in
- * flight on the network are TCP's, as before. */
+ * window of 2 MiB (OpenSSH) handed over at once, and as much again taken
+ * by the kernel, held the temps' removal back longer than the 2 s a stop
+ * waits on an 8 Mbit/s link (issue 22). The bytes in flight on the
+ * network are TCP's, as before. */
 #define PACE_CHUNK (256u * 1024)
 #define PACE_UNSENT (128 * 1024)
 
@@ -590,7 +591,7 @@ chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 		              ssh_get_error(ssh->sess));
 	if ((win = ssh_channel_window_size(ssh->chan)) == 0)
 		return 0;
-	k = n < win ? (uint32_t)(n < PACE_CHUNK ? n : PACE_CHUNK) : win;
+	k = n < win ? (uint32_t)n : win;
 	if (k > PACE_CHUNK)
 		k = PACE_CHUNK;
 	if ((w = ssh_channel_write(ssh->chan, p, k)) <= 0)

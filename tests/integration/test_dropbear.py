@@ -180,6 +180,7 @@ class _Interrupt:
 
     def check_stopped(self, src, dst, code, err, took):
         self.assertEqual(code, 6, "exit code after SIGINT; stderr: %s" % err)
+        self.assertIn("interrupted", err)
         self.assertLess(took, STOP_BOUND, "SIGINT took %.1f s to stop the run; stderr: %s" % (took, err))
         self.assertEqual(leftovers(dst), [], "took %.1f s: %s" % (took, err))
         whole = 0
