@@ -55,6 +55,7 @@ struct ph_ssh {
 	char errtext[256];       /* the start of what an exec'd command wrote on
 	                            its standard error (terminated) */
 	size_t errlen;
+	int started;             /* chan runs a command or subsystem */
 };
 
 static uint64_t
@@ -698,9 +699,11 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
  * (2022.83) ends a channel opened while it still reaps the previous one's
  * command, and asserts with several half-closed ones in one session
  * (issue 22): the next channel opens only once this one is gone there.
+ * A channel on which nothing was started (the request refused: ProFTPD
+ * runs no commands) has nothing to end there: closed at once.
  * Returns the exit status of ch's command, or -1 when none came. */
 static int
-end_channel(struct ph_ssh *ssh, ssh_channel ch)
+end_channel(struct ph_ssh *ssh, ssh_channel ch, int started)
 {
 	uint64_t t0 = now_ms();
 	ssh_event ev = NULL;
@@ -709,7 +712,7 @@ end_channel(struct ph_ssh *ssh, ssh_channel ch)
 
 	if (ch == NULL)
 		return -1;
-	if (ssh_channel_is_open(ch) && ssh_channel_send_eof(ch) == SSH_OK) {
+	if (started && ssh_channel_is_open(ch) && ssh_channel_send_eof(ch) == SSH_OK) {
 		while (now_ms() - t0 < CLOSE_WAIT_MS) {
 			while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 0) > 0)
 				;
@@ -762,6 +765,7 @@ new_channel(struct ph_ssh *ssh, struct ph_chan *chan)
 		ph_ssh_close_channel(ssh);
 	ssh->errlen = 0;
 	ssh->errtext[0] = '\0';
+	ssh->started = 0;
 	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
 	    ssh_channel_open_session(ssh->chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
@@ -780,8 +784,12 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 {
 	int rc = new_channel(ssh, chan);
 
-	if (rc != 0 || ssh_channel_request_subsystem(ssh->chan, "sftp") == SSH_OK)
+	if (rc != 0)
 		return rc;
+	if (ssh_channel_request_subsystem(ssh->chan, "sftp") == SSH_OK) {
+		ssh->started = 1;
+		return 0;
+	}
 	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
 		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
 		              "%s: the server offers no SFTP subsystem: %s", ssh->host,
@@ -796,8 +804,12 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 {
 	int rc = new_channel(ssh, chan);
 
-	if (rc != 0 || ssh_channel_request_exec(ssh->chan, cmd) == SSH_OK)
+	if (rc != 0)
 		return rc;
+	if (ssh_channel_request_exec(ssh->chan, cmd) == SSH_OK) {
+		ssh->started = 1;
+		return 0;
+	}
 	/* A refusal (CHANNEL_FAILURE) is the server's answer; a channel the
 	 * server ended, or a session gone, is not (issue 22). */
 	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
@@ -822,7 +834,7 @@ ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 int
 ph_ssh_close_channel(struct ph_ssh *ssh)
 {
-	int st = end_channel(ssh, ssh->chan);
+	int st = end_channel(ssh, ssh->chan, ssh->started);
 
 	ssh->chan = NULL;
 	return st;
@@ -886,7 +898,7 @@ ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *
 	ssh_channel ch;
 	size_t n = 0;
 	char buf[4096];
-	int rc = 0, r;
+	int rc = 0, r, started = 0;
 
 	*status = -1;
 	if (outlen > 0)
@@ -907,6 +919,7 @@ ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *
 		            "running `%s`", ssh->host, cmd);
 		goto out;
 	}
+	started = 1;
 	/* Bounded by the session's timeout per read; output past outlen is
 	 * read and dropped so the command can finish. */
 	while ((r = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 30000)) > 0) {
@@ -927,7 +940,7 @@ ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *
 	}
 out:
 	if (ch != NULL) {
-		int st = end_channel(ssh, ch);
+		int st = end_channel(ssh, ch, started);
 
 		if (rc == 0)
 			*status = st;
