@@ -189,7 +189,8 @@ pf_fail(struct pfile *f, int err, const char *msg)
 		f->p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
 		                     "no space left on the server; stopped (partial files "
 		                     "were removed, existing files are intact)");
-	if (f->silent || f->p->stopping)
+	/* A write taken back unsent after Ctrl-C (sftp.c) is the stop too. */
+	if (f->silent || f->p->stopping || err == PHSYNC_EINTR)
 		return;
 	j->st.files_failed++;
 	ph_job_event(j, PHSYNC_EV_FILE_FAILED, f->e->path, NULL, f->e->size, err, msg);
