@@ -18,6 +18,7 @@ root=$(dirname "$here")
 build=${PHSYNC_FUZZ_BUILD:-$root/build-fuzz}
 secs=${1:-20}
 targets="fuzz_sig fuzz_patch fuzz_roundtrip fuzz_sftp fuzz_sftp_names fuzz_serve fuzz_check_file fuzz_manifest"
+targets="$targets fuzz_state" # the names a sync state row holds
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DPHSYNC_FUZZ=ON -DPHSYNC_TESTS=OFF \
 	-DPHSYNC_WERROR=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -36,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== making a sample phone folder in $phone"
-# About 75 MB: 20 photos, a video, 6 screenshots, 300 thumbnails (same recipe as the benchmark).
+# About 92 MB: 20 photos, a video, 6 screenshots, 300 thumbnails (same recipe as the benchmark).
 python3 bench/mkcorpus.py "$phone" --scale 0.05 --small 300
 python3 bench/mkcorpus.py "$phone" --stat | awk '{printf "   %d files, %.1f MB\n", $1, $2/1e6}'
 

@@ -29,6 +29,7 @@ TEST_PKGS=(
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
                                             # the static remote helpers for phones (aarch64, armv7: -DPHSYNC_HELPERS=all)
   qemu-user-static                          # ... run under qemu in the tests
+  mksh toybox busybox                       # a phone's shell and tools (Android: mksh + toybox) for the bootstrap's start-up script
 )
 
 SUDO=

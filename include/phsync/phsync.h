@@ -33,16 +33,21 @@ enum phsync_event_type {
 	PHSYNC_EV_FILE_FAILED,    /* a file could not be copied; others go on */
 	PHSYNC_EV_SKIPPED,        /* an entry was left alone (symlink, special, unsafe name) */
 	PHSYNC_EV_MKDIR,          /* a folder was created */
-	PHSYNC_EV_PROGRESS,       /* periodic progress; only stats is set */
+	PHSYNC_EV_PROGRESS,       /* periodic progress: stats, and path, the file
+	                             whose bytes moved last (or NULL) */
 	PHSYNC_EV_WARNING,        /* something worth telling that is not a failure */
 	PHSYNC_EV_SUMMARY,        /* last event of a run; only stats is set */
 	PHSYNC_EV_CONFLICT,       /* the destination file changed since the last
 	                             sync: the incoming version was put beside it
 	                             (message names it), or would be (dry run) */
-	PHSYNC_EV_DELETED         /* a destination file was deleted (or moved to
+	PHSYNC_EV_DELETED,        /* a destination file was deleted (or moved to
 	                             the trash) because the source's is gone;
 	                             action "offload": a source file removed
 	                             after its copy was verified */
+	PHSYNC_EV_NOT_REACHED     /* the run ended (--timeout, a lost link, a
+	                             signal, a fatal error) before this file of
+	                             the plan was copied or failed; action "new"
+	                             or "update"; sent before the summary */
 };
 
 struct phsync_stats {
@@ -66,6 +71,10 @@ struct phsync_stats {
 	                             (deltas) */
 	unsigned helper;          /* the remote helper's protocol version in use
 	                             (0: plain SFTP) */
+	uint64_t files_unreached; /* files of the plan a cut run never got to
+	                             (PHSYNC_EV_NOT_REACHED): with files_done
+	                             and the plan's failures they make
+	                             files_todo */
 };
 
 struct phsync_event {
@@ -157,7 +166,7 @@ enum { PHSYNC_HELPER_AUTO = 0, PHSYNC_HELPER_NEVER = 1, PHSYNC_HELPER_ALWAYS = 2
 
 /* A sync pair the state knows (phsync_pairs). */
 struct phsync_pair_info {
-	const char *remote;      /* user@host:port:path, as connected */
+	const char *remote;      /* user@host:port:path, as last connected */
 	const char *local;       /* absolute local folder */
 	int64_t last_start;      /* unix seconds of the last run's start (0: none) */
 	int64_t last_end;        /* and of its end (0: it did not end: killed) */
@@ -165,6 +174,9 @@ struct phsync_pair_info {
 	uint64_t last_files_done, last_files_failed, last_bytes;
 	uint64_t files_known;    /* files the state holds for the pair */
 	int running;             /* a run holds the pair now */
+	const char *host_key;    /* the phone the pair is: its SSH host key,
+	                            "TYPE SHA256:...", or NULL (a state an older
+	                            phsync wrote, not yet run again) */
 };
 typedef void (*phsync_pair_fn)(const struct phsync_pair_info *pi, void *arg);
 

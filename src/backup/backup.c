@@ -17,6 +17,7 @@
 #include "local.h"
 #include "manifest.h"
 #include "ssh.h"
+#include "staterow.h"
 
 #define STORE_MIN (64u << 10)  /* smaller media is compressed with the rest:
                                   switching frames costs more than it saves */
@@ -173,6 +174,12 @@ held_row(void *arg, const char *path, const struct ph_backup_file *f)
 {
 	struct bk *b = arg;
 
+	if (!ph_staterow_path_ok(path, strlen(path))) {
+		/* never a deletion line; the next full archive drops the row */
+		ph_job_event(b->j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EUNSAFE, "the series' "
+		             "state holds a name phsync never writes: ignored");
+		return 0;
+	}
 	if (b->nheld == b->capheld) {
 		size_t nc = b->capheld ? b->capheld * 2 : 256;
 		struct held *nv = realloc(b->held, nc * sizeof(*nv));
@@ -234,6 +241,7 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 {
 	struct ph_state_key key;
 	char user[256] = "", host[256] = "", dir[PATH_MAX], lpath[PATH_MAX + 300];
+	char hk[PH_SSH_HOST_KEY_MAX];
 	const char *base = strrchr(tmpl, '/');
 
 	snprintf(dir, sizeof(dir), "%.*s", base ? (int)(base - tmpl) : 1, base ? tmpl : ".");
@@ -245,8 +253,11 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 		              strerror(errno));
 	(void)dlen;
 	key.port = 0;
+	key.hostkey = NULL;   /* a local source: keyed by its folder alone */
 	if (ssh != NULL)
 		ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &key.port);
+	if (ssh != NULL && ph_ssh_host_key(ssh, hk, sizeof(hk)) == 0)
+		key.hostkey = hk;     /* a series is the phone's, wherever it is */
 	snprintf(lpath, sizeof(lpath), "backup:%s/%s", strcmp(absdir, "/") ? absdir : "", base);
 	key.user = user;
 	key.host = host;
@@ -396,7 +407,7 @@ record(struct bk *b, const char *published, uint64_t size)
  * the newest N are removed. The newest chain, which the next incremental
  * builds on, is never one of them. */
 static int
-prune(struct ph_job *j, unsigned keep)
+prune(struct ph_job *j, unsigned keep, const char *absdir)
 {
 	struct ph_backup_rec *v;
 	size_t n, i, chains = 0, drop;
@@ -417,6 +428,13 @@ prune(struct ph_job *j, unsigned keep)
 			if (drop == 0)
 				break;
 			drop--;
+		}
+		if (!ph_staterow_archive_ok(v[i].name, absdir)) {
+			/* only ever an archive in the series' folder */
+			ph_job_event(j, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EUNSAFE,
+			             "--keep: the series' state names an archive outside its "
+			             "folder: not removed");
+			continue;
 		}
 		if (unlink(v[i].name) != 0 && errno != ENOENT) {
 			ph_job_event(j, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
@@ -569,8 +587,7 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	}
 	for (i = 0; i < b.mf.ndel; i++) {
 		j.st.files_deleted++;
-		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded", 0, 0,
-		             "gone from the source since the last archive: recorded as deleted");
+		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded as deleted", 0, 0, NULL);
 	}
 	if (ctx->interrupted) {
 		rc = PHSYNC_EINTR;
@@ -590,7 +607,7 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	}
 	if (published != NULL)
 		snprintf(published, publen, "%s", pub);
-	rc = prune(&j, bo->keep);
+	rc = prune(&j, bo->keep, absdir);
 	if (rc == 0 && j.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) could not be read and are not in "
 		            "%s; the rest is", (unsigned long long)j.st.files_failed, pub);

@@ -332,6 +332,13 @@ has_tty(void)
 	return 1;
 }
 
+/* "s" unless n is one: "1 folder", "2 folders". */
+static const char *
+plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void
 summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *err)
 {
@@ -344,12 +351,13 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
 		        ",\"conflicts\":%" PRIu64 ",\"files_deleted\":%" PRIu64
 		        ",\"files_offloaded\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
-		        ",\"bytes_matched\":%" PRIu64 ",\"helper\":%u,\"dry_run\":%s,\"exit\":%d",
+		        ",\"bytes_matched\":%" PRIu64 ",\"helper\":%u,\"files_todo\":%" PRIu64
+		        ",\"files_not_reached\":%" PRIu64 ",\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
 		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
 		        st->elapsed_ms, st->conflicts, st->files_deleted, st->files_offloaded,
-		        st->bytes_freed, st->bytes_matched, st->helper,
-		        o->dry_run ? "true" : "false", code);
+		        st->bytes_freed, st->bytes_matched, st->helper, st->files_todo,
+		        st->files_unreached, o->dry_run ? "true" : "false", code);
 		if (err != NULL && err[0]) {
 			fputs(",\"error\":", o->out);
 			cli_json_string(o->out, err);
@@ -364,15 +372,36 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		phsync_escape(shown, sizeof(shown), err);
 		fprintf(o->err, "phsync: %s\n", shown);
 	}
+	/* Files a cut run never got to: always said, like failures. */
+	if (st->files_unreached > 0) {
+		if (st->files_unreached > o->unreached_shown)
+			fprintf(o->err, "phsync: %" PRIu64 " of %" PRIu64 " files to copy not reached "
+			        "(%" PRIu64 " more than named above; -v or --json names each)\n",
+			        st->files_unreached, st->files_todo,
+			        st->files_unreached - (uint64_t)o->unreached_shown);
+		else
+			fprintf(o->err, "phsync: %" PRIu64 " of %" PRIu64 " files to copy not "
+			        "reached\n", st->files_unreached, st->files_todo);
+	}
 	if (o->quiet)
 		return;
-	if (o->dry_run || o->verbose || o->progress)
-		fprintf(o->err, "%s%" PRIu64 " of %" PRIu64 " files %s (%.1f MB), %" PRIu64
-		        " folders made, %" PRIu64 " skipped, %" PRIu64 " failed, %.1f s\n",
+	/* A run that ended before it knew any file (no connection, no folder)
+	 * has only its error to say. */
+	if ((o->dry_run || o->verbose || o->progress) &&
+	    !(err != NULL && err[0] && st->files_total == 0 && st->dirs_created == 0)) {
+		char unreached[48] = "";
+
+		if (st->files_unreached > 0)
+			snprintf(unreached, sizeof(unreached), ", %" PRIu64 " not reached",
+			         st->files_unreached);
+		fprintf(o->err, "%s%" PRIu64 " of %" PRIu64 " file%s %s (%.1f MB), %" PRIu64
+		        " folder%s %s, %" PRIu64 " skipped, %" PRIu64 " failed%s, %.1f s\n",
 		        o->dry_run ? "dry run: " : "", st->files_done, st->files_total,
-		        o->dry_run ? "would be copied" : "copied",
+		        plural(st->files_total), o->dry_run ? "would be copied" : "copied",
 		        (o->dry_run ? st->bytes_todo : st->bytes_committed) / 1e6, st->dirs_created,
-		        st->files_skipped, st->files_failed, st->elapsed_ms / 1000.0);
+		        plural(st->dirs_created), o->dry_run ? "would be made" : "made",
+		        st->files_skipped, st->files_failed, unreached, st->elapsed_ms / 1000.0);
+	}
 	if (o->verbose && st->helper > 0)
 		fprintf(o->err, "through the remote helper (phsync serve, protocol %u)\n", st->helper);
 	if ((o->verbose || o->progress) && st->bytes_matched > 0)
@@ -718,6 +747,11 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 		cli_json_string(stdout, pi->remote);
 		fputs(",\"local\":", stdout);
 		cli_json_string(stdout, pi->local);
+		fputs(",\"host_key\":", stdout);
+		if (pi->host_key != NULL)
+			cli_json_string(stdout, pi->host_key);
+		else
+			fputs("null", stdout);
 		printf(",\"last_start\":%lld,\"last_end\":%lld,\"last_result\":", (long long)pi->last_start,
 		       (long long)pi->last_end);
 		cli_json_string(stdout, pi->last_end ? phsync_strerror(pi->last_result) : "did not end");
@@ -740,9 +774,14 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 	phsync_escape(shown, sizeof(shown), pi->remote);
 	printf("%s\n", shown);
 	phsync_escape(shown, sizeof(shown), pi->local);
-	printf("  <-> %s\n  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
-	       " files known\n", shown, when, res, pi->last_files_done, pi->last_files_failed,
-	       pi->files_known);
+	printf("  <-> %s\n", shown);
+	if (pi->host_key != NULL) {
+		phsync_escape(shown, sizeof(shown), pi->host_key);
+		printf("  phone's host key %s\n", shown);
+	}
+	printf("  last run %s: %s, %" PRIu64 " copied, %" PRIu64 " failed; %" PRIu64
+	       " file%s known\n", when, res, pi->last_files_done, pi->last_files_failed,
+	       pi->files_known, plural(pi->files_known));
 }
 
 /* Watched pairs (the watcher's records, wstatus.h). */

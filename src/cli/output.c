@@ -58,10 +58,13 @@ human_bytes(char *buf, size_t len, double b)
 	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
 
+/* The progress line: counts, bytes, rate, time left and the file whose
+ * bytes moved last, cut from the left to fit an 80-column line. */
 static void
-progress(struct cli_out *o, const struct phsync_stats *st)
+progress(struct cli_out *o, const struct phsync_stats *st, const char *file)
 {
-	char done[32], todo[32], rate[32], eta[32] = "";
+	char done[32], todo[32], rate[32], eta[32] = "", line[160], name[4096 * 4];
+	size_t n, room;
 	double secs = st->elapsed_ms / 1000.0;
 	double r = secs > 0 ? st->bytes_done / secs : 0;
 
@@ -73,8 +76,29 @@ progress(struct cli_out *o, const struct phsync_stats *st)
 
 		snprintf(eta, sizeof(eta), " ETA %" PRIu64 ":%02" PRIu64, s / 60, s % 60);
 	}
-	fprintf(o->err, "\r\033[K%" PRIu64 "/%" PRIu64 " files  %s/%s  %s/s%s",
-	        st->files_done, st->files_todo, done, todo, rate, eta);
+	snprintf(line, sizeof(line), "%" PRIu64 "/%" PRIu64 " files  %s/%s  %s/s%s",
+	         st->files_done, st->files_todo, done, todo, rate, eta);
+	n = strlen(line);
+	room = n + 2 < 79 ? 79 - n - 2 : 0;
+	if (file != NULL && room >= 8) {
+		const char *shown = name;
+		size_t len;
+
+		phsync_escape(name, sizeof(name), file);
+		len = strlen(name);
+		if (len > room) {
+			/* "...end of the path": the name matters more than its
+			 * folders; do not cut inside a UTF-8 sequence. */
+			shown = name + len - (room - 3);
+			while ((*shown & 0xC0) == 0x80)
+				shown++;
+			fprintf(o->err, "\r\033[K%s  ...%s", line, shown);
+		} else {
+			fprintf(o->err, "\r\033[K%s  %s", line, shown);
+		}
+	} else {
+		fprintf(o->err, "\r\033[K%s", line);
+	}
 	fflush(o->err);
 	o->line_shown = 1;
 }
@@ -126,8 +150,13 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		break;
 	case PHSYNC_EV_PROGRESS:
 		fprintf(f, "{\"event\":\"progress\",\"files_done\":%" PRIu64 ",\"files_todo\":%" PRIu64
-		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64 "}\n",
+		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64,
 		        st->files_done, st->files_todo, st->bytes_done, st->bytes_todo, st->elapsed_ms);
+		if (ev->path != NULL) {
+			fputs(",\"file\":", f);
+			cli_json_string(f, ev->path);
+		}
+		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_CONFLICT:
 		fputs("{\"event\":\"conflict\",\"path\":", f);
@@ -143,6 +172,13 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		cli_json_string(f, ev->path);
 		fprintf(f, ",\"size\":%" PRIu64 "%s}\n", ev->size,
 		        o->dry_run ? ",\"dry_run\":true" : "");
+		break;
+	case PHSYNC_EV_NOT_REACHED:
+		fputs("{\"event\":\"not-reached\",\"action\":", f);
+		cli_json_string(f, ev->action);
+		fputs(",\"path\":", f);
+		cli_json_string(f, ev->path);
+		fprintf(f, ",\"size\":%" PRIu64 "}\n", ev->size);
 		break;
 	case PHSYNC_EV_SUMMARY:
 		/* printed by main, which knows the exit code */
@@ -205,7 +241,16 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		break;
 	case PHSYNC_EV_PROGRESS:
 		if (o->progress && !o->quiet)
-			progress(o, ev->stats);
+			progress(o, ev->stats, ev->path);
+		break;
+	case PHSYNC_EV_NOT_REACHED:
+		/* Told like failures (the file is not there), the first few
+		 * only unless -v: the summary counts the rest. */
+		if (!o->verbose && o->unreached_shown >= CLI_UNREACHED_SHOWN)
+			break;
+		o->unreached_shown++;
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: %s: not reached (the run ended first)\n", shown);
 		break;
 	case PHSYNC_EV_SUMMARY:
 		break;

@@ -13,6 +13,7 @@ struct cli_out {
 	int progress;      /* draw the progress line on stderr */
 	int dry_run;
 	int line_shown;    /* a progress line is on screen */
+	unsigned long unreached_shown; /* not-reached files named on stderr */
 	FILE *out, *err;
 };
 
@@ -20,6 +21,9 @@ struct cli_out {
 void cli_on_event(const struct phsync_event *ev, void *arg);
 /* Writes s as a JSON string (quotes included). */
 void cli_json_string(FILE *f, const char *s);
+/* Not-reached files named one by one on stderr without -v; the summary
+ * says how many more there were. */
+#define CLI_UNREACHED_SHOWN 10
 /* Clears the progress line, if drawn. */
 void cli_clear_line(struct cli_out *o);
 

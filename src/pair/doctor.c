@@ -142,8 +142,8 @@ check_exec(struct doctor *d, struct ph_ssh *ssh)
  * .cache/phsync in the login folder (ph_helper_bootstrap) and run. Keeps
  * the helper's connection (d->hssh, d->hsftp) for the extensions. A
  * helper that runs does not count while auto's memo of a host without one
- * (state.h, made by an earlier sync as who@where:port) says a sync will
- * not try it. */
+ * (state.h, made by an earlier sync for this login and host key) says a
+ * sync will not try it. */
 static void
 check_helper(struct doctor *d, const char *user, const char *host, const char *dir,
              const char *config, const char *who, const char *where, unsigned port)
@@ -153,6 +153,7 @@ check_helper(struct doctor *d, const char *user, const char *host, const char *d
 	struct ph_sftp *sftp = NULL;
 	phsync_ctx *hctx = NULL;
 	char *rroot = ph_remote_root(dir);
+	char mk[PH_SSH_HOST_KEY_MAX];
 	int rc;
 
 	if (rroot == NULL || phsync_ctx_new(&hctx) != 0) {
@@ -176,7 +177,10 @@ check_helper(struct doctor *d, const char *user, const char *host, const char *d
 		if (rc == 0)
 			d->helper = 2;
 	}
-	if (rc == 0 && ph_sftp_helper(sftp) >= 1 && ph_state_nohelper_get(NULL, who, where, port)) {
+	/* The memo is keyed by the login and the phone's host key, as the
+	 * sync's own (src/sync/conn.c). */
+	if (rc == 0 && ph_sftp_helper(sftp) >= 1 && ph_ssh_host_key(ssh, mk, sizeof(mk)) == 0 &&
+	    ph_state_nohelper_get(NULL, who, mk)) {
 		d->helper = 0;
 		snprintf(d->helper_why, sizeof(d->helper_why), "remembered");
 		report(d, "helper", PHSYNC_CHECK_WARN, "none", "the helper runs now, but an earlier "

@@ -209,10 +209,9 @@ check_existing(struct pairing *pg)
 	    (o->port != 0 && (unsigned)atoi(port[0] ? port : "22") != o->port) ||
 	    (o->user != NULL && strcmp(user, o->user) != 0))
 		return ph_err(pg->ctx, PHSYNC_EREFUSED,
-		              "%s already has a 'Host %s' for %s@%s port %s: choose another name, "
+		              "%s already has a 'Host %s' for %s%s%s port %s: choose another name, "
 		              "or remove that block and run again", pg->config, o->name,
-		              user[0] ? user : "(login name)", hn[0] ? hn : o->name,
-		              port[0] ? port : "22");
+		              user, user[0] ? "@" : "", hn[0] ? hn : o->name, port[0] ? port : "22");
 	pg->config_port = (unsigned)atoi(port[0] ? port : "22");
 	return 0;
 }

@@ -16,9 +16,10 @@
 #include <xxhash.h>
 
 #include "ctx.h"
+#include "pairid.h"
 #include "state.h"
 
-#define APP_ID 0x70687379     /* "phsy" */
+#define APP_ID PH_PAIRID_APP_ID
 #define BATCH 512             /* rows per transaction */
 #define BUSY_MS 5000
 
@@ -30,9 +31,12 @@ struct ph_state {
 	int in_txn;
 	int readonly;
 	int legacy;               /* read-only over a schema before 3 (no k) */
+	int nolid;                /* read-only over a schema before 5 (no hread,
+	                             no local identity) */
 	size_t pending;
 	int64_t run_id;
 	char path[PATH_MAX + 32]; /* the database file, for messages */
+	char moved_from[600];     /* ph_state_moved_from, "" when not moved */
 };
 
 /* The files table, keyed by k: the path with each '/' as char(1), so that
@@ -45,7 +49,12 @@ struct ph_state {
 	"  path TEXT AS (replace(k, char(1), '/')) VIRTUAL," \
 	"  lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL," \
 	"  rsize INTEGER NOT NULL, rmtime INTEGER NOT NULL," \
-	"  hash BLOB, sig BLOB) WITHOUT ROWID"
+	"  hash BLOB, sig BLOB, " FILES_COLS5 ") WITHOUT ROWID"
+
+/* Schema 5: hread (the hash is of the remote path's bytes, read whole)
+ * and the local file's identity as git's index keeps it (ctime in ns,
+ * inode, device) with the run that recorded it (racy-clean rule). */
+#define FILES_COLS5 "hread INTEGER, lctime INTEGER, lino INTEGER, ldev INTEGER, lrun INTEGER"
 
 /* Schema 4: a backup series (src/backup/): the archives it made, and what
  * the series holds as of its last archive (each path with the archive that
@@ -72,17 +81,30 @@ static const char schema[] =
 	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);"
 	BACKUP_TABLES;
 
+/* A path's key and a key's path: '/' and char(1) swapped, so the mapping
+ * is its own inverse. A key holding a '/' (no phsync writes one) reads as a
+ * path with a char(1) in it, which the callers' name check refuses, and
+ * ph_state_file_forget of that path removes exactly that row. */
+static void
+swap_sep(char *out, const char *in, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = in[i] == '/' ? '\1' : in[i] == '\1' ? '/' : in[i];
+	out[n] = '\0';
+}
+
 /* Binds path as a files key (each '/' as char(1)). */
 static int
 bind_key(sqlite3_stmt *s, int i, const char *path)
 {
-	size_t n = strlen(path), j;
+	size_t n = strlen(path);
 	char *k = malloc(n + 1);
 
 	if (k == NULL)
 		return SQLITE_NOMEM;
-	for (j = 0; j <= n; j++)
-		k[j] = path[j] == '/' ? '\1' : path[j];
+	swap_sep(k, path, n);
 	return sqlite3_bind_text(s, i, k, (int)n, free);
 }
 
@@ -149,9 +171,14 @@ db_err(struct ph_state *st, const char *what)
 static int
 exec(struct ph_state *st, const char *sql)
 {
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-		return db_err(st, sql);
-	return 0;
+	char what[48];
+	size_t n = strcspn(sql, "(;");
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	/* The statement's head only (never a whole schema in one line). */
+	snprintf(what, sizeof(what), "%.*s", (int)(n < 40 ? n : 40), sql);
+	return db_err(st, what);
 }
 
 static int
@@ -170,8 +197,8 @@ pragma_int(struct ph_state *st, const char *sql, int64_t *v)
 
 /* Takes the pair's lock (an flock on NAME.lock, which holds the owner's
  * pid for the message). */
-static int
-lock_pair(phsync_ctx *ctx, const char *lockpath, int *fdp)
+int
+ph_state_lock(phsync_ctx *ctx, const char *lockpath, int *fdp)
 {
 	char buf[32];
 	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -219,18 +246,42 @@ meta_put(struct ph_state *st, const char *k, const char *v)
 	return rc;
 }
 
+/* 1 when the files table has schema 5's columns, 0 when not, or < 0. */
+static int
+has_lrun(struct ph_state *st)
+{
+	sqlite3_stmt *s = NULL;
+	int r, found = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT name FROM pragma_table_info('files')", -1, &s,
+	                       NULL) != SQLITE_OK)
+		return db_err(st, "reading the files table's columns");
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(s, 0);
+
+		found |= n != NULL && strcmp(n, "lrun") == 0;
+	}
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? found : db_err(st, "reading the files table's columns");
+}
+
 /* Checks the file is ours and of a schema we know; creates it if new. */
 static int
 setup(struct ph_state *st, const char *remote, const char *local)
 {
-	int64_t app = 0, ver = 0;
+	int64_t app = 0, ver = 0, tables = 0;
 	int rc;
 
 	sqlite3_busy_timeout(st->db, BUSY_MS);
 	if (pragma_int(st, "PRAGMA application_id", &app) != 0 ||
 	    pragma_int(st, "PRAGMA user_version", &ver) != 0)
 		return db_err(st, "reading its header");
-	if (app != 0 && app != APP_ID)
+	if (app != APP_ID && pragma_int(st, "SELECT COUNT(*) FROM sqlite_master", &tables) != 0)
+		return db_err(st, "reading its header");
+	/* Another program's database (another application_id, or none and
+	 * tables or a version of its own): refused in one line, never set up
+	 * over. Only an empty file is made ours. */
+	if (app != APP_ID && (app != 0 || ver != 0 || tables > 0))
 		return ph_err(st->ctx, PHSYNC_ECORRUPT, "%s is not a phsync state file; move it "
 		              "away, or run again with --reset-state to replace it", st->path);
 	if (ver > PH_STATE_SCHEMA)
@@ -240,6 +291,7 @@ setup(struct ph_state *st, const char *remote, const char *local)
 		              PH_STATE_SCHEMA);
 	if (st->readonly) {
 		st->legacy = app == APP_ID && ver < 3;
+		st->nolid = app == APP_ID && ver < 5;
 		return 0;
 	}
 	/* WAL: readers (phsync status) never block the run; NORMAL: a power cut
@@ -294,6 +346,27 @@ setup(struct ph_state *st, const char *remote, const char *local)
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			return rc;
 		}
+		ver = 4; /* and on to 5 */
+	}
+	if (app == APP_ID && ver == 4) {
+		/* Schema 4 had no hread and no local identity: five columns more
+		 * (a files table rebuilt from schema 2 above has them already).
+		 * Old rows get NULL: a hash not known to be the remote's (an
+		 * offload reads that file whole first) and no identity (size
+		 * and time alone, as before, until the file is recorded again). */
+		if ((rc = exec(st, "BEGIN IMMEDIATE")) != 0)
+			return rc;
+		if ((rc = has_lrun(st)) < 0 ||
+		    (rc == 0 && ((rc = exec(st, "ALTER TABLE files ADD COLUMN hread INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lctime INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lino INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN ldev INTEGER")) != 0 ||
+		                 (rc = exec(st, "ALTER TABLE files ADD COLUMN lrun INTEGER")) != 0)) ||
+		    (rc = exec(st, "PRAGMA user_version = 5")) != 0 ||
+		    (rc = exec(st, "COMMIT")) != 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			return rc;
+		}
 	}
 	if (app == 0 && ver == 0) {
 		char sql[128];
@@ -313,16 +386,22 @@ setup(struct ph_state *st, const char *remote, const char *local)
 	return 0;
 }
 
+const char *
+ph_state_moved_from(const struct ph_state *st)
+{
+	return st != NULL && st->moved_from[0] != '\0' ? st->moved_from : NULL;
+}
+
 int
 ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, int flags,
               struct ph_state **out)
 {
-	int reset = flags & PH_STATE_RESET, ro = flags & PH_STATE_READONLY;
-	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32], id[24], *desc = NULL;
+	int reset = flags & PH_STATE_RESET, ro = flags & PH_STATE_READONLY, adopted = 0;
+	int use_legacy = 0;
+	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32], id[17], legacy[17];
 	char remote[PATH_MAX + 512];
 	struct ph_state *st = NULL;
 	sqlite3_stmt *s = NULL;
-	size_t dl;
 	int rc;
 
 	*out = NULL;
@@ -330,12 +409,8 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 		return rc;
 	snprintf(remote, sizeof(remote), "%s@%s:%u:%s", key->user ? key->user : "", key->host,
 	         key->port, key->rpath);
-	dl = strlen(remote) + strlen(key->lpath) + 2;
-	if ((desc = malloc(dl)) == NULL)
-		return PHSYNC_ENOMEM;
-	snprintf(desc, dl, "%s\n%s", remote, key->lpath);
-	snprintf(id, sizeof(id), "%016llx", (unsigned long long)XXH3_64bits(desc, strlen(desc)));
-	free(desc);
+	if ((rc = ph_pairid_make(key, id, legacy)) != 0)
+		return rc;
 	key_paths(sdir, id, db, lock, sizeof(db));
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return PHSYNC_ENOMEM;
@@ -344,8 +419,15 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	st->readonly = ro;
 	snprintf(st->path, sizeof(st->path), "%s", db);
 	if (ro) {
-		/* A dry run reads what the last run left; with --reset-state, or
-		 * with nothing there, it plans as a first contact. */
+		/* A dry run reads what the last run left (a state an older phsync
+		 * named by the address too, without taking it over); with
+		 * --reset-state, or with nothing there, it plans as a first
+		 * contact. */
+		if (!reset && access(db, F_OK) != 0 && strcmp(id, legacy) != 0) {
+			key_paths(sdir, legacy, db, lock, sizeof(db));
+			snprintf(st->path, sizeof(st->path), "%s", db);
+			use_legacy = 1;
+		}
 		if (reset || access(db, F_OK) != 0) {
 			free(st);
 			return 0;
@@ -356,10 +438,24 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 			     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
 			goto fail;
 		}
+		if (use_legacy && ph_pairid_hostkey_ok(st->db, key->hostkey) != 1) {
+			/* another phone's, at the address this one has now */
+			sqlite3_close(st->db);
+			free(st);
+			return 0;
+		}
+		if ((rc = ph_pairid_meta(ctx, st->db, st->path, key, remote, 1, st->moved_from,
+		                         sizeof(st->moved_from))) != 0)
+			goto fail;
 		*out = st;
 		return 0;
 	}
-	if ((rc = lock_pair(ctx, lock, &st->lockfd)) != 0)
+	if ((rc = ph_state_lock(ctx, lock, &st->lockfd)) != 0)
+		goto fail;
+	/* Nothing under the phone's name yet: a state an older phsync kept
+	 * under the address is this pair's when it names no other host key. */
+	if (strcmp(id, legacy) != 0 && access(db, F_OK) != 0 &&
+	    (rc = ph_pairid_adopt(ctx, sdir, legacy, key->hostkey, db, &adopted)) != 0)
 		goto fail;
 	if (reset) {
 		char side[PATH_MAX + 40];
@@ -376,13 +472,16 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 		     ph_err(ctx, PHSYNC_ENOMEM, "cannot open %s", db);
 		goto fail;
 	}
-	if ((rc = setup(st, remote, key->lpath)) != 0)
+	if ((rc = setup(st, remote, key->lpath)) != 0 ||
+	    (rc = ph_pairid_meta(ctx, st->db, st->path, key, remote, 0, st->moved_from,
+	                         sizeof(st->moved_from))) != 0)
 		goto fail;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO files (k, lsize, lmtime, rsize, "
-	                       "rmtime, hash, sig) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
+	                       "rmtime, hash, sig, hread, lctime, lino, ldev, lrun) VALUES "
+	                       "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &st->put,
 	                       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash, sig FROM "
-	                       "files WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(st->db, "SELECT lsize, lmtime, rsize, rmtime, hash, sig, hread "
+	                       "FROM files WHERE k = ?", -1, &st->get, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "DELETE FROM files WHERE k = ?", -1, &st->del,
 	                       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT INTO runs (started) VALUES (?)", -1, &s,
@@ -469,7 +568,13 @@ ph_state_file_done(struct ph_state *st, const char *path, const struct ph_state_
 	     (f->hash ? sqlite3_bind_blob(st->put, 6, f->hash, 16, SQLITE_STATIC) :
 	                sqlite3_bind_null(st->put, 6)) != SQLITE_OK ||
 	     (f->sig ? sqlite3_bind_blob64(st->put, 7, f->sig, f->siglen, SQLITE_STATIC) :
-	               sqlite3_bind_null(st->put, 7)) != SQLITE_OK;
+	               sqlite3_bind_null(st->put, 7)) != SQLITE_OK ||
+	     sqlite3_bind_int(st->put, 8, f->hash != NULL && f->hread) != SQLITE_OK;
+	if (rc == 0 && f->has_lid)
+		rc = sqlite3_bind_int64(st->put, 9, f->lctime) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 10, (int64_t)f->lino) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 11, (int64_t)f->ldev) != SQLITE_OK ||
+		     sqlite3_bind_int64(st->put, 12, st->run_id) != SQLITE_OK;
 	return batch_step(st, st->put, "recording a file", rc);
 }
 
@@ -624,6 +729,11 @@ ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_fil
 	f->hash = NULL;
 	f->sig = NULL;
 	f->siglen = 0;
+	f->hread = sqlite3_column_int(st->get, 6) == 1;
+	f->has_lid = 0;
+	f->has_hash = sqlite3_column_bytes(st->get, 4) == 16;
+	f->lctime = f->lref = 0;
+	f->lino = f->ldev = 0;
 	if (sqlite3_column_bytes(st->get, 4) == 16) {
 		memcpy(hashbuf, sqlite3_column_blob(st->get, 4), 16);
 		f->hash = hashbuf;
@@ -651,19 +761,26 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 
 	if ((rc = ph_state_flush(st)) != 0)
 		return rc;
+	/* lref: the end of the run that recorded the identity; a run trimmed
+	 * from runs ended before the oldest kept one started. */
 	if (sqlite3_prepare_v2(st->db, st->legacy ?
 	                       "SELECT replace(path, '/', char(1)) AS key, lsize, lmtime, rsize, "
-	                       "rmtime FROM files ORDER BY key" :
-	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k",
+	                       "rmtime FROM files ORDER BY key" : st->nolid ?
+	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k" :
+	                       "SELECT k, lsize, lmtime, rsize, rmtime, lctime, lino, ldev, "
+	                       "CASE WHEN lrun IS NULL THEN NULL WHEN EXISTS (SELECT 1 FROM runs "
+	                       "WHERE id = lrun) THEN (SELECT ended FROM runs WHERE id = lrun) "
+	                       "ELSE (SELECT MIN(started) FROM runs) END, length(hash) = 16 "
+	                       "FROM files ORDER BY k",
 	                       -1, &s, NULL) != SQLITE_OK)
 		return db_err(st, "reading");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(s, 0);
-		size_t n = (size_t)sqlite3_column_bytes(s, 0), i;
+		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 		struct ph_state_file f;
 
-		if (k == NULL || n == 0)
-			continue;
+		if (k == NULL || n == 0 || memchr(k, '\0', n) != NULL)
+			continue;   /* no path has a NUL: nothing phsync wrote */
 		if (n + 1 > cap) {
 			char *np = realloc(path, n + 1);
 
@@ -674,13 +791,24 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 			path = np;
 			cap = n + 1;
 		}
-		for (i = 0; i <= n; i++)
-			path[i] = k[i] == '\1' ? '/' : k[i];
+		swap_sep(path, k, n);
 		memset(&f, 0, sizeof(f));
 		f.lsize = (uint64_t)sqlite3_column_int64(s, 1);
 		f.lmtime = sqlite3_column_int64(s, 2);
 		f.rsize = (uint64_t)sqlite3_column_int64(s, 3);
 		f.rmtime = sqlite3_column_int64(s, 4);
+		f.has_hash = sqlite3_column_count(s) > 9 && sqlite3_column_int(s, 9) == 1;
+		if (sqlite3_column_count(s) > 5 && sqlite3_column_type(s, 5) == SQLITE_INTEGER &&
+		    sqlite3_column_type(s, 6) == SQLITE_INTEGER &&
+		    sqlite3_column_type(s, 7) == SQLITE_INTEGER) {
+			f.has_lid = 1;
+			f.lctime = sqlite3_column_int64(s, 5);
+			f.lino = (uint64_t)sqlite3_column_int64(s, 6);
+			f.ldev = (uint64_t)sqlite3_column_int64(s, 7);
+			/* runs keeps seconds */
+			f.lref = sqlite3_column_type(s, 8) == SQLITE_INTEGER ?
+			         sqlite3_column_int64(s, 8) * 1000000000 : 0;
+		}
 		rc = fn(arg, path, &f);
 	}
 	if (rc == 0 && r != SQLITE_DONE)
@@ -732,7 +860,7 @@ read_pair(const char *db, const char *lock, phsync_pair_fn fn, void *arg)
 	struct phsync_pair_info pi;
 	sqlite3 *h = NULL;
 	sqlite3_stmt *s = NULL;
-	char *remote = NULL, *local = NULL;
+	char *remote = NULL, *local = NULL, *hostkey = NULL;
 	int fd, ok = 0;
 
 	memset(&pi, 0, sizeof(pi));
@@ -753,6 +881,8 @@ read_pair(const char *db, const char *lock, phsync_pair_fn fn, void *arg)
 			remote = strdup(v);
 		else if (k != NULL && v != NULL && strcmp(k, "local") == 0 && local == NULL)
 			local = strdup(v);
+		else if (k != NULL && v != NULL && strcmp(k, "hostkey") == 0 && hostkey == NULL)
+			hostkey = strdup(v);
 	}
 	sqlite3_finalize(s);
 	s = NULL;
@@ -775,6 +905,7 @@ read_pair(const char *db, const char *lock, phsync_pair_fn fn, void *arg)
 		pi.files_known = (uint64_t)sqlite3_column_int64(s, 0);
 	pi.remote = remote;
 	pi.local = local;
+	pi.host_key = hostkey;
 	fn(&pi, arg);
 	ok = 1;
 out:
@@ -782,6 +913,7 @@ out:
 	sqlite3_close(h);
 	free(remote);
 	free(local);
+	free(hostkey);
 	return ok;
 }
 
@@ -815,18 +947,19 @@ phsync_pairs(phsync_ctx *ctx, const char *dir, phsync_pair_fn fn, void *arg)
 
 /* ---- hosts without a helper --------------------------------------------- */
 
-/* The memo's path, DIR/nohelper-HASH (HASH of user@host:port: a host
- * name may hold any byte), and in head its first two lines: the version
- * and user@host:port. Returns 0, or -1 when there is no state folder. */
+/* The memo's path, DIR/nohelper-HASH (HASH of the login user and the
+ * phone's host key: the same phone at a new address is the same host), and
+ * in head its first two lines: the version and "USER HOSTKEY". Returns 0,
+ * or -1 when there is no state folder. */
 static int
-nohelper_path(const char *dir, const char *user, const char *host, unsigned port, int create,
-              char *out, size_t len, char *head, size_t hlen)
+nohelper_path(const char *dir, const char *user, const char *hostkey, int create, char *out,
+              size_t len, char *head, size_t hlen)
 {
 	char sdir[PATH_MAX], ident[400];
 
 	if (state_dir(NULL, dir, sdir, sizeof(sdir), create) != 0)
 		return -1;
-	snprintf(ident, sizeof(ident), "%s@%s:%u", user, host, port);
+	snprintf(ident, sizeof(ident), "%s %s", user, hostkey);
 	snprintf(head, hlen, "phsync %s\n%s\n", PHSYNC_VERSION, ident);
 	snprintf(out, len, "%s/nohelper-%016llx", sdir,
 	         (unsigned long long)XXH3_64bits(ident, strlen(ident)));
@@ -834,7 +967,7 @@ nohelper_path(const char *dir, const char *user, const char *host, unsigned port
 }
 
 int
-ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsigned port)
+ph_state_nohelper_get(const char *dir, const char *user, const char *hostkey)
 {
 	char path[PATH_MAX + 32], buf[512], want[512];
 	struct stat st;
@@ -842,7 +975,7 @@ ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsig
 	ssize_t n;
 	int fd, fresh;
 
-	if (nohelper_path(dir, user, host, port, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
+	if (nohelper_path(dir, user, hostkey, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
 	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return 0;
 	fresh = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
@@ -857,13 +990,12 @@ ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsig
 }
 
 void
-ph_state_nohelper_put(const char *dir, const char *user, const char *host, unsigned port,
-                      const char *why)
+ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey, const char *why)
 {
 	char path[PATH_MAX + 32], tmp[PATH_MAX + 48], head[512], buf[1024];
 	int fd, n, ok;
 
-	if (nohelper_path(dir, user, host, port, 1, path, sizeof(path), head, sizeof(head)) != 0)
+	if (nohelper_path(dir, user, hostkey, 1, path, sizeof(path), head, sizeof(head)) != 0)
 		return;
 	n = snprintf(buf, sizeof(buf), "%s%s\n", head, why);
 	if (n < 0 || (size_t)n >= sizeof(buf))
@@ -980,11 +1112,11 @@ ph_state_backup_each(struct ph_state *st, ph_state_bfile_fn *fn, void *arg)
 		return db_err(st, "reading the backup series");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(s, 0);
-		size_t n = (size_t)sqlite3_column_bytes(s, 0), i;
+		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 		struct ph_backup_file f;
 
-		if (k == NULL || n == 0)
-			continue;
+		if (k == NULL || n == 0 || memchr(k, '\0', n) != NULL)
+			continue;   /* no path has a NUL: nothing phsync wrote */
 		if (n + 1 > cap) {
 			char *np = realloc(path, n + 1);
 
@@ -995,8 +1127,7 @@ ph_state_backup_each(struct ph_state *st, ph_state_bfile_fn *fn, void *arg)
 			path = np;
 			cap = n + 1;
 		}
-		for (i = 0; i <= n; i++)
-			path[i] = k[i] == '\1' ? '/' : k[i];
+		swap_sep(path, k, n);
 		f.type = sqlite3_column_int(s, 1);
 		f.size = (uint64_t)sqlite3_column_int64(s, 2);
 		f.mtime = sqlite3_column_int64(s, 3);

@@ -1,11 +1,15 @@
 /* The sync state: one SQLite database per sync pair, under
  * $XDG_STATE_HOME/phsync (default ~/.local/state/phsync), remembering what
- * each run left in place and how each run ended. A pair is (user@host:port,
- * remote path, local path). An open store holds the pair's lock, so two
- * runs on one pair never interleave. Rows are written in bounded
- * transactions as files land; the caller adds a file only once it is
- * durably in place, so a kill at any point leaves a state that claims
- * nothing that is not there. */
+ * each run left in place and how each run ended. A pair is the phone (its
+ * SSH host key, as known_hosts checked it), the login user, the remote
+ * folder and the local folder; not the address it was reached at, which a
+ * phone on Wi-Fi changes (docs/ARCHITECTURE.md, "Which phone it is"). An
+ * open store holds the pair's lock, so two runs on one pair never
+ * interleave. Rows are written in bounded transactions as files land; the
+ * caller adds a file only once it is durably in place, so a kill at any
+ * point leaves a state that claims nothing that is not there. Every name a
+ * row holds is input like a peer's: the callers check it before use
+ * (src/sync/staterow.h). */
 #ifndef PH_STATE_H
 #define PH_STATE_H
 
@@ -14,15 +18,20 @@
 
 #include "phsync/phsync.h"
 
-#define PH_STATE_SCHEMA 4   /* user_version of the databases this code writes
+#define PH_STATE_SCHEMA 5   /* user_version of the databases this code writes
                                (1 had no sig column, 2 kept paths as keys,
-                               3 had no backup tables: upgraded on open) */
+                               3 had no backup tables, 4 no hread and local
+                               identity columns: upgraded on open) */
 
 struct ph_state;
 
 struct ph_state_key {
-	const char *user, *host;
-	unsigned port;
+	const char *hostkey;     /* the phone: "TYPE SHA256:..." as ph_ssh_host_key
+	                            gives it, or NULL (a local backup source):
+	                            the pair is then keyed by the address */
+	const char *user, *host; /* who we reached, after ssh_config: kept in */
+	unsigned port;           /* the state for messages and for finding a
+	                            state an older phsync keyed by the address */
 	const char *rpath;       /* the remote folder as given */
 	const char *lpath;       /* the local folder, absolute */
 };
@@ -37,6 +46,20 @@ struct ph_state_file {
 	                            engine's serialized form, docs/DELTA.md), or
 	                            NULL; loaded back only by ph_state_file_get_sig */
 	size_t siglen;
+	int hread;               /* 1: hash is of the remote path's whole bytes
+	                            as read from it (a pull's copy, a move
+	                            confirmed by reading it whole); 0: of bytes
+	                            read elsewhere (a push's local file), or
+	                            from an older phsync */
+	/* The local file's identity when it was recorded, as git's index
+	 * keeps it (has_lid 0: none): its ctime (ns), inode and device. Read
+	 * back with lref: the end of the run that recorded it (unix ns; 0:
+	 * unknown, that run did not end), for the racy-clean rule. */
+	int has_lid;
+	int64_t lctime, lref;
+	uint64_t lino, ldev;
+	int has_hash;            /* (ph_state_each, which loads no hash) one is
+	                            recorded */
 };
 
 enum {
@@ -47,14 +70,21 @@ enum {
 };
 
 /* Opens (creating it) the store of the pair key in dir (NULL: the XDG
- * state folder) and takes the pair's lock. flags: PH_STATE_*. Returns 0,
- * or:
+ * state folder) and takes the pair's lock. flags: PH_STATE_*. A state an
+ * older phsync keyed by the address (user@host:port) is adopted and
+ * renamed to the host key's name when it records no host key or this one;
+ * one of another host key is never used. Returns 0, or:
  *   PHSYNC_ELOCKED   another run holds the pair (message names its pid)
  *   PHSYNC_ECORRUPT  the file is damaged or not ours (message: --reset-state)
  *   PHSYNC_EUNSUPPORTED  written by a newer phsync (schema version)
  *   PHSYNC_EIO       the folder or file cannot be made or read */
 int ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key,
                   int flags, struct ph_state **out);
+
+/* Where the pair's phone was reached before, when this run reached it at
+ * another address or port ("user@host:port"; the state now records the new
+ * one, so it is said once), else NULL. Valid until ph_state_close. */
+const char *ph_state_moved_from(const struct ph_state *st);
 
 /* Records that path (relative, '/'-separated) is in place as f says.
  * Batched: committed every PH_STATE_BATCH rows and by ph_state_flush(). */
@@ -155,16 +185,16 @@ int ph_state_backup_pruned(struct ph_state *st, int64_t seq);
 /* ---- hosts without a helper ----
  * --helper auto on a server that runs no helper (and takes none by
  * bootstrap) costs each run one or two extra sessions, half a second or
- * more against OpenSSH. A memo per host (who we reached: user@host:port
- * after ssh_config, as a pair's key) in the state folder dir (NULL: the
- * default) says so for PH_NOHELPER_TTL_S seconds and for this phsync
- * version; then auto goes straight to plain SFTP. */
+ * more against OpenSSH. A memo per phone and login (user and host key, as
+ * a pair's key: a phone at a new address is the same phone) in the state
+ * folder dir (NULL: the default) says so for PH_NOHELPER_TTL_S seconds and
+ * for this phsync version; then auto goes straight to plain SFTP. */
 #define PH_NOHELPER_TTL_S (24 * 3600)
 /* 1 when a fresh memo says the host runs no helper, else 0. */
-int ph_state_nohelper_get(const char *dir, const char *user, const char *host, unsigned port);
+int ph_state_nohelper_get(const char *dir, const char *user, const char *hostkey);
 /* Writes the memo (why: for whoever reads the file); failures are
  * ignored (the next run tries the helper again). */
-void ph_state_nohelper_put(const char *dir, const char *user, const char *host, unsigned port,
+void ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey,
                            const char *why);
 
 /* phsync_pairs (public) is implemented in state.c too. */

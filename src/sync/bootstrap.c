@@ -1,7 +1,8 @@
 /* Bootstrap of the remote helper on a phone without phsync: the static
  * helper this phsync ships for the phone's architecture is uploaded over
- * SFTP into a cache folder there, checked against its XXH3-128 before every
- * use, replaced when it differs (docs/PROTOCOL.md, "Bootstrap"). */
+ * SFTP into a cache folder there, and run only through the descriptor its
+ * bytes were read and compared from, after its folders were checked to be
+ * the login user's alone (docs/PROTOCOL.md, "Bootstrap"; bootcheck.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
+#include "bootcheck.h"
 #include "conn.h"
 #include "ctx.h"
 #include "sftp.h"
@@ -110,45 +111,6 @@ read_local(phsync_ctx *ctx, const char *path, uint8_t **data, size_t *len)
 	return 0;
 }
 
-/* Does the cached copy at path hold exactly want (len bytes, XXH3-128
- * hash)? The whole file is read back and hashed: 1 on a match. */
-static int
-cached_ok(struct ph_sftp *s, const char *path, size_t len, XXH128_hash_t want)
-{
-	struct ph_sftp_attrs a;
-	uint32_t max = ph_sftp_max_read(s);
-	uint8_t *buf;
-	size_t off = 0;
-	int ok = 0;
-
-	if (ph_sftp_stat_sync(s, 1, path, &a) != 0 || !(a.flags & PH_ATTR_SIZE) || a.size != len ||
-	    !(a.flags & PH_ATTR_PERMISSIONS) || (a.perm & 0170000) != 0100000 ||
-	    (a.perm & 0022) != 0 || (buf = malloc(len)) == NULL)
-		return 0;
-	while (off < len) {
-		uint64_t offs[4];
-		uint32_t lens[4], got[4];
-		uint8_t *bufs[4];
-		size_t n = 0, i;
-
-		for (; n < 4 && off < len; n++) {
-			offs[n] = off;
-			lens[n] = len - off < max ? (uint32_t)(len - off) : max;
-			bufs[n] = buf + off;
-			off += lens[n];
-		}
-		if (ph_sftp_read_ranges_sync(s, path, offs, lens, bufs, got, n) != 0)
-			goto out;
-		for (i = 0; i < n; i++)
-			if (got[i] != lens[i])
-				goto out;
-	}
-	ok = XXH128_isEqual(XXH3_128bits(buf, len), want);
-out:
-	free(buf);
-	return ok;
-}
-
 /* Writes data to path through a temp file beside it (fsync'ed, mode 0700),
  * renamed over the old copy. */
 static int
@@ -190,19 +152,226 @@ upload(phsync_ctx *ctx, struct ph_sftp *s, const char *path, const uint8_t *data
 	return 0;
 }
 
+/* A reader of the script's output: lines and counted bytes; what came in
+ * past one ask is kept for the next. */
+struct rd {
+	phsync_ctx *ctx;
+	const struct ph_chan *ch;
+	int silence_ms;
+	uint8_t buf[16384];
+	size_t pos, end;
+};
+
+/* Reads more into r->buf, which the caller has used up. */
+static int
+rd_fill(struct rd *r)
+{
+	struct timespec t0, t;
+	size_t got = 0;
+	int rc;
+
+	r->pos = r->end = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if ((rc = r->ch->read(r->ch->arg, r->buf + r->end, sizeof(r->buf) - r->end, 250,
+		                      &got)) != 0)
+			return rc;
+		if (got > 0)
+			break;
+		if (r->ctx->interrupted)
+			return PHSYNC_EINTR;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+		    r->silence_ms)
+			return ph_err(r->ctx, PHSYNC_ECONNECT, "the phone's shell said nothing for %d s",
+			              r->silence_ms / 1000);
+	}
+	r->end += got;
+	return 0;
+}
+
+/* The next line, without its newline, into line (n bytes). */
+static int
+rd_line(struct rd *r, char *line, size_t n)
+{
+	size_t k = 0;
+	int rc;
+
+	for (;;) {
+		while (r->pos < r->end) {
+			uint8_t c = r->buf[r->pos++];
+
+			if (c == '\n') {
+				line[k] = '\0';
+				return 0;
+			}
+			if (k + 1 >= n)
+				return ph_err(r->ctx, PHSYNC_EPROTO, "the phone's shell printed a line "
+				              "longer than %zu bytes", n - 1);
+			line[k++] = (char)c;
+		}
+		if ((rc = rd_fill(r)) != 0)
+			return rc;
+	}
+}
+
+/* Reads len bytes and compares them with want: 1 when they are the same,
+ * 0 at the first difference (the rest is left unread), or an error. */
+static int
+rd_same(struct rd *r, const uint8_t *want, size_t len)
+{
+	size_t off = 0;
+	int rc;
+
+	while (off < len) {
+		size_t k;
+
+		if (r->pos == r->end && (rc = rd_fill(r)) != 0)
+			return rc;
+		k = r->end - r->pos < len - off ? r->end - r->pos : len - off;
+		if (memcmp(r->buf + r->pos, want + off, k) != 0)
+			return 0;
+		r->pos += k;
+		off += k;
+	}
+	return 1;
+}
+
+/* Runs the script of bootcheck.c for b's cached copy over an exec channel
+ * (chan) and judges its report. Returns 0 when the checked open file was
+ * told to run (chan then carries the helper), STALE when the copy must be
+ * (re)placed (*missing: bit i set for a missing folder i of
+ * ph_boot_dir_names), or an error (PHSYNC_EUNSAFE: a folder refused). */
+#define STALE 1
+static int
+run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, const char *cmd,
+            struct ph_chan *chan, unsigned *missing)
+{
+	struct rd *r = calloc(1, sizeof(*r));
+	struct ph_boot_ent e[PH_BOOT_NDIRS + 1], fd;
+	unsigned long long uid;
+	char line[4608], first[4608]; /* ls of a symlink: up to PATH_MAX of target */
+	int rc, i, junk = 0;
+
+	*missing = 0;
+	if (r == NULL)
+		return PHSYNC_ENOMEM;
+	if ((rc = ph_ssh_open_exec(ssh, cmd, chan)) != 0)
+		goto out;
+	r->ctx = ctx;
+	r->ch = chan;
+	r->silence_ms = b->silence_ms;
+	/* A login shell's start-up files may print lines first. */
+	do {
+		if ((rc = rd_line(r, line, sizeof(line))) != 0)
+			goto out;
+	} while (ph_boot_parse_hello(line, &uid) != 0 && ++junk < 32);
+	if (junk == 32) {
+		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone's shell did not run phsync's "
+		            "start-up script (POSIX sh)");
+		goto out;
+	}
+	for (i = 0; i <= PH_BOOT_NDIRS; i++) {
+		if ((rc = rd_line(r, line, sizeof(line))) != 0)
+			goto out;
+		if (ph_boot_parse_ls(line, &e[i]) != 0) {
+			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "cannot read the phone's `ls -lnd` line "
+			            "'%.100s'", line);
+			goto out;
+		}
+	}
+	/* Every folder from the login folder down: ours, no symlink, written
+	 * by nobody else; else no helper is run (nor written) there. */
+	for (i = 0; i < PH_BOOT_NDIRS; i++) {
+		if ((rc = ph_boot_check_dir(ctx, ph_boot_dir_names[i], &e[i], uid)) != 0)
+			goto out;
+		if (!e[i].present)
+			*missing |= 1u << i;
+	}
+	if (!e[0].present) {
+		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone's shell cannot list its login folder");
+		goto out;
+	}
+	if (*missing != 0 || !ph_boot_file_ok(&e[PH_BOOT_NDIRS], uid, b->len)) {
+		rc = STALE;
+		goto out;
+	}
+	/* The file that is open, whatever its name says now. */
+	if ((rc = rd_line(r, line, sizeof(line))) != 0)
+		goto out;
+	if (ph_boot_parse_ls(line, &fd) != 0 || !fd.present) {
+		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone cannot show the helper it opened "
+		            "(/proc/PID/fd): phsync runs it only through that descriptor");
+		goto out;
+	}
+	if (!ph_boot_file_ok(&fd, uid, b->len)) {
+		rc = STALE;
+		goto out;
+	}
+	if ((rc = rd_same(r, b->data, b->len)) <= 0) {
+		rc = rc == 0 ? STALE : rc;
+		goto out;
+	}
+	/* The open file once more, after its bytes: the same (a file that
+	 * grew or changed size while it was read shows here, its extra bytes
+	 * before this line). */
+	snprintf(first, sizeof(first), "%s", line);
+	if ((rc = rd_line(r, line, sizeof(line))) != 0)
+		goto out;
+	if (strcmp(line, first) != 0) {
+		rc = ph_err(ctx, PHSYNC_EREMOTE, "the cached helper changed while it was read");
+		goto out;
+	}
+	if ((rc = chan->write(chan->arg, "run\n", 4)) != 0 || (rc = rd_line(r, line, 8)) != 0)
+		goto out;
+	if (strcmp(line, "go") != 0 || r->pos != r->end)
+		rc = ph_err(ctx, PHSYNC_EPROTO, "the phone's shell answered '%.8s' to run", line);
+out:
+	free(r);
+	return rc;
+}
+
+/* Makes the missing folders (0700) and writes b's helper to its cache path
+ * over SFTP. */
+static int
+put_helper(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, unsigned missing)
+{
+	struct ph_chan chan;
+	struct ph_sftp *s = NULL;
+	int rc;
+
+	memset(&chan, 0, sizeof(chan));
+	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
+		goto out;
+	chan.silence_ms = (int)b->timeout_s * 1000;
+	if ((rc = ph_sftp_new(ctx, &chan, &s)) != 0)
+		goto out;
+	/* Made in a folder checked to be the user's alone; the script checks
+	 * them again before anything runs from them. */
+	if (missing & 2u)
+		(void)ph_sftp_mkdir_sync(s, ".cache", 0700);
+	if (missing & 4u)
+		(void)ph_sftp_mkdir_sync(s, CACHE_DIR, 0700);
+	rc = upload(ctx, s, b->path, b->data, b->len);
+out:
+	ph_sftp_free(s);
+	ph_ssh_close_channel(ssh);
+	return rc;
+}
+
 int
 ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
-                    char *path, size_t pathlen)
+                    struct ph_boot *b)
 {
 	char dir[PATH_MAX], local[PATH_MAX + 64], m[64];
 	const char *arch;
-	uint8_t *data = NULL;
-	size_t len = 0;
-	struct ph_chan chan;
-	struct ph_sftp *s = NULL;
-	XXH128_hash_t want;
 	int rc, status;
 
+	memset(b, 0, sizeof(*b));
+	b->timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	/* As for a helper found on the phone: one that hangs must not cost the
+	 * whole --timeout. */
+	b->silence_ms = (int)(b->timeout_s < 15 ? b->timeout_s : 15) * 1000;
 	if (helper_dir(dir, sizeof(dir)) != 0)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no static helpers to upload");
 	/* The phone must run commands at all, and say what it is. */
@@ -212,29 +381,43 @@ ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_opt
 	if (status != 0 || (arch = arch_of(m)) == NULL)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%s'", m);
 	snprintf(local, sizeof(local), "%s/phsync-helper-%s", dir, arch);
-	if ((rc = read_local(ctx, local, &data, &len)) != 0)
+	if ((rc = read_local(ctx, local, &b->data, &b->len)) != 0)
 		return rc;
-	want = XXH3_128bits(data, len);
-	snprintf(path, pathlen, "%s/phsync-helper-%s-%s", CACHE_DIR, PHSYNC_VERSION, arch);
-	memset(&chan, 0, sizeof(chan));
-	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
-		goto out;
-	chan.silence_ms = (int)(opts->timeout_s ? opts->timeout_s : 60) * 1000;
-	if ((rc = ph_sftp_new(ctx, &chan, &s)) != 0)
-		goto out;
-	if (!cached_ok(s, path, len, want)) {
-		(void)ph_sftp_mkdir_sync(s, ".cache", 0700);
-		(void)ph_sftp_mkdir_sync(s, CACHE_DIR, 0700);
-		if ((rc = upload(ctx, s, path, data, len)) != 0)
-			goto out;
-		/* Read back what landed: a server that mangles it is not run. */
-		if (!cached_ok(s, path, len, want))
-			rc = ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to %s does not read back "
-			            "as sent", path);
+	snprintf(b->path, sizeof(b->path), "%s/phsync-helper-%s-%s", CACHE_DIR, PHSYNC_VERSION,
+	         arch);
+	return 0;
+}
+
+int
+ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b,
+                    const char *rroot, struct ph_chan *chan)
+{
+	char *cmd = ph_boot_command(b->path, rroot);
+	unsigned missing;
+	int rc, tries = 0;
+
+	if (cmd == NULL)
+		return ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
+	/* A copy that is missing or not exactly ours is replaced once, and the
+	 * new one checked the same way before it runs. */
+	while ((rc = run_checked(ctx, ssh, b, cmd, chan, &missing)) == STALE) {
+		ph_ssh_close_channel(ssh);
+		if (tries++ > 0) {
+			rc = ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to ~/%s does not read "
+			            "back as sent", b->path);
+			break;
+		}
+		if ((rc = put_helper(ctx, ssh, b, missing)) != 0)
+			break;
 	}
-out:
-	ph_sftp_free(s);
-	ph_ssh_close_channel(ssh);
-	free(data);
+	free(cmd);
 	return rc;
+}
+
+void
+ph_helper_boot_free(struct ph_boot *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
 }

@@ -67,12 +67,15 @@ helper_cmd(const char *prog, const char *root)
 	return c;
 }
 
-/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it.
- * Returns 0 with *sftp set, or an error with the message in ctx (the
- * channel is then closed; the session stays for plain SFTP). */
+/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it
+ * (boot non-NULL: prog is the helper phsync brought, run checked by
+ * ph_helper_boot_exec). Returns 0 with *sftp set, or an error with the
+ * message in ctx (the channel is then closed; the session stays for plain
+ * SFTP). */
 static int
 start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-             const char *prog, const char *rroot, struct ph_sftp **sftp)
+             const char *prog, const char *rroot, const struct ph_boot *boot,
+             struct ph_sftp **sftp)
 {
 	char *cmd = helper_cmd(prog, rroot);
 	struct ph_chan chan;
@@ -83,7 +86,10 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 	if (cmd == NULL)
 		return PHSYNC_ENOMEM;
 	memset(&chan, 0, sizeof(chan));
-	rc = ph_ssh_open_exec(ssh, cmd, &chan);
+	if (boot != NULL)
+		rc = ph_helper_boot_exec(ctx, ssh, boot, rroot, &chan);
+	else
+		rc = ph_ssh_open_exec(ssh, cmd, &chan);
 	if (rc == 0) {
 		/* A helper that starts answers at once; one that hangs (a shell
 		 * waiting on something) must not cost the whole --timeout. */
@@ -105,11 +111,26 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 		ph_sftp_free(*sftp);
 		*sftp = NULL;
 	} else if (rc != 0 && rc != PHSYNC_EINTR) {
+		int status;
+
 		snprintf(why, sizeof(why), "%s", ctx->err);
+		/* The channel's end brings the command's exit status and the rest
+		 * of what it wrote on standard error. */
+		status = ph_ssh_close_channel(ssh);
 		ph_ssh_channel_stderr(ssh, errout, sizeof(errout));
 		errout[strcspn(errout, "\r\n")] = '\0';
-		rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s", ph_ssh_host(ssh), cmd,
-		            errout[0] ? errout : why);
+		/* 127 and 126 are the shell's answers "no such command" and "cannot
+		 * run it": definite. Without an exit status the channel or the
+		 * session was dropped: transient (no_helper_answer). */
+		if (status == 127 || status == 126)
+			rc = PHSYNC_EUNSUPPORTED;
+		if (status >= 0)
+			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s (exit %d)",
+			            ph_ssh_host(ssh), cmd, errout[0] ? errout : why, status);
+		else
+			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s%s", ph_ssh_host(ssh),
+			            cmd, errout[0] ? errout : why, rc == PHSYNC_ECONNECT ?
+			            " (the channel ended with no exit status: dropped, not refused)" : "");
 	}
 	if (rc == 0)
 		ph_sftp_set_timeout(*sftp, (int)timeout_s * 1000);
@@ -117,6 +138,19 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 		ph_ssh_close_channel(ssh);
 	free(cmd);
 	return rc;
+}
+
+/* Whether a failure to start or bring the helper is the host's definite
+ * answer (no phsync there, no helper for its machine, another protocol,
+ * uploads refused), worth the no-helper memo, rather than a dropped
+ * channel or session, a stop or a local shortage, which the next run may
+ * not meet (issue 22: a memo written on Dropbear's dropped channels kept
+ * the helper off for a day). */
+static int
+no_helper_answer(int rc)
+{
+	return rc != PHSYNC_ECONNECT && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM &&
+	       rc != PHSYNC_EIO;
 }
 
 int
@@ -127,8 +161,10 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
 	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
+	char mk[PH_SSH_HOST_KEY_MAX];
+	char hwhy[sizeof(ctx->err)] = ""; /* a helper start that met no answer */
 	unsigned mport = 0;
-	int rc, memo = 0;
+	int rc, memo = 0, definite = 0;
 
 	*ssh = NULL;
 	*sftp = NULL;
@@ -146,26 +182,32 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	 * (state.h, "hosts without a helper"). */
 	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
 		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
-		memo = 1;
-		if (ph_state_nohelper_get(opts->state_dir, mu, mh, mport))
+		memo = ph_ssh_host_key(*ssh, mk, sizeof(mk)) == 0;
+		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk))
 			goto plain;
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
 		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
-		                  rroot, sftp);
+		                  rroot, NULL, sftp);
+		definite = no_helper_answer(rc);
 		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
 			/* No phsync there (or another version): bring ours, the static
 			 * helper for the phone's architecture, and run that. */
-			char why[sizeof(ctx->err)], how[sizeof(ctx->err)], cached[256];
+			char why[sizeof(ctx->err)], how[sizeof(ctx->err)];
+			struct ph_boot boot;
 
 			snprintf(why, sizeof(why), "%s", ctx->err);
-			rc = ph_helper_bootstrap(ctx, *ssh, opts, cached, sizeof(cached));
+			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
 			if (rc == 0)
-				rc = start_helper(ctx, opts, *ssh, cached, rroot, sftp);
+				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
+			ph_helper_boot_free(&boot);
 			if (rc != 0 && rc != PHSYNC_EINTR) {
 				snprintf(how, sizeof(how), "%s", ctx->err);
 				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", why, how);
 			}
+			/* Both must be answers: a dropped first try says nothing of
+			 * the host, whatever the bootstrap then met. */
+			definite = definite && no_helper_answer(rc);
 		}
 		/* auto: a remote without the helper is the usual case; plain
 		 * SFTP then, quietly. */
@@ -175,12 +217,22 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 			rc = PHSYNC_ECONNECT; /* the remote cannot be reached as asked: exit 3 */
 			goto out;
 		}
-		if (memo)
-			ph_state_nohelper_put(opts->state_dir, mu, mh, mport, ctx->err);
+		if (memo && definite)
+			ph_state_nohelper_put(opts->state_dir, mu, mk, ctx->err);
+		if (!definite)
+			snprintf(hwhy, sizeof(hwhy), "%s", ctx->err);
 	}
 plain:
-	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0)
+	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0) {
+		/* A session dropped while the helper started: say so first. */
+		if (hwhy[0] != '\0') {
+			char sftp_why[sizeof(ctx->err)];
+
+			snprintf(sftp_why, sizeof(sftp_why), "%s", ctx->err);
+			rc = ph_err(ctx, rc, "%.500s; then plain SFTP: %.400s", hwhy, sftp_why);
+		}
 		goto out;
+	}
 	chan.silence_ms = (int)sp.timeout_s * 1000;
 	rc = ph_sftp_new(ctx, &chan, sftp);
 out:

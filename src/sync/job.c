@@ -7,7 +7,9 @@
 #include <time.h>
 
 #include "ctx.h"
+#include "ident.h"
 #include "job.h"
+#include "unreached.h"
 
 void
 ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
@@ -36,6 +38,9 @@ ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
 {
 	struct phsync_event ev;
 
+	if (type == PHSYNC_EV_FILE_DONE || type == PHSYNC_EV_FILE_FAILED ||
+	    type == PHSYNC_EV_CONFLICT)
+		ph_unreached_mark(j, path);
 	if (j->o->on_event == NULL)
 		return;
 	memset(&ev, 0, sizeof(ev));
@@ -61,7 +66,7 @@ ph_job_progress(struct ph_job *j)
 	if (now - j->last_progress_ms < j->o->progress_ms)
 		return;
 	j->last_progress_ms = now;
-	ph_job_event(j, PHSYNC_EV_PROGRESS, NULL, NULL, 0, 0, NULL);
+	ph_job_event(j, PHSYNC_EV_PROGRESS, j->busy, NULL, 0, 0, NULL);
 }
 
 void
@@ -182,7 +187,7 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
 
 static void
 record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
-       const uint8_t *hash, int diverged, const uint8_t *sig, size_t siglen)
+       const uint8_t *hash, int diverged, const uint8_t *sig, size_t siglen, int hread)
 {
 	struct ph_state_file f;
 	int rc;
@@ -196,10 +201,13 @@ record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_
 	f.hash = hash;
 	f.sig = sig;
 	f.siglen = siglen;
+	f.hread = hread;
 	if (diverged && j->dir == PHSYNC_PULL)
 		f.lsize = PH_KNOWN_DIVERGED;
 	else if (diverged)
 		f.rsize = PH_KNOWN_DIVERGED;
+	else
+		ph_ident_fill(j, path, &f);
 	if ((rc = ph_state_file_done(j->state, path, &f)) != 0)
 		j->state_err = rc;
 }
@@ -208,12 +216,21 @@ void
 ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime, int64_t rmtime,
               const uint8_t *hash, int diverged)
 {
-	record(j, path, size, lmtime, rmtime, hash, diverged, NULL, 0);
+	/* A pull's hash is always of the bytes read from the server's path
+	 * (or built from a delta checked against the helper's hash of it). */
+	record(j, path, size, lmtime, rmtime, hash, diverged, NULL, 0, j->dir == PHSYNC_PULL);
+}
+
+void
+ph_job_record_as(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                 int64_t rmtime, const uint8_t *hash, int hread)
+{
+	record(j, path, size, lmtime, rmtime, hash, 0, NULL, 0, hread);
 }
 
 void
 ph_job_record_pushed(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
                      int64_t rmtime, const uint8_t *hash, const uint8_t *sig, size_t siglen)
 {
-	record(j, path, size, lmtime, rmtime, hash, 0, sig, siglen);
+	record(j, path, size, lmtime, rmtime, hash, 0, sig, siglen, 0);
 }

@@ -27,12 +27,16 @@ struct ph_job {
 	struct ph_tree src, dst;
 	struct ph_plan plan;
 	uint8_t *dirty;            /* per source entry: a folder whose times to set */
+	uint8_t *reached;          /* per source entry: a file event named it
+	                              (unreached.h) */
 	int root_dirty;            /* the root folder's times to set */
 	int64_t root_mtime, root_atime;
 	struct phsync_stats st;
 	struct ph_state *state;    /* NULL on a dry run */
 	int state_err;             /* first failure to record in it */
 	uint64_t t0_ms, last_progress_ms;
+	const char *busy;          /* the file whose bytes moved last: the
+	                              progress event names it (a tree path) */
 	int64_t started;           /* wall clock at the start (conflict names) */
 	const char *local_dir;     /* the local folder as the user named it */
 	struct ph_partial *partials; /* pull: cut downloads to resume (state) */
@@ -48,6 +52,11 @@ struct ph_job {
 	                              source (the plan points into them) */
 	struct ph_reap *reap;      /* closes replaced old copies (core/reap.c),
 	                              ended last, after the link */
+	struct ph_renew *renew;    /* records whose identity moved, content
+	                              the same: renewed (ident.c) */
+	size_t nrenew, caprenew;
+	char *idir;                /* the folder ident.c has open (idfd), or NULL */
+	int idfd;
 };
 
 struct ph_ssh;
@@ -80,6 +89,11 @@ void ph_job_progress(struct ph_job *j);
  * the run with it. */
 void ph_job_record(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
                    int64_t rmtime, const uint8_t *hash, int diverged);
+/* The same with the hash's origin said: hread 1 when hash is of the
+ * remote path's whole bytes as read from it (a pull's record always is;
+ * ph_job_record says so for a pull). */
+void ph_job_record_as(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
+                      int64_t rmtime, const uint8_t *hash, int hread);
 /* The same for a file pushed whole, with the block signature of what was
  * written (sig, siglen: the delta engine's serialized form). */
 void ph_job_record_pushed(struct ph_job *j, const char *path, uint64_t size, int64_t lmtime,
@@ -133,8 +147,10 @@ void ph_move_run(struct ph_job *j);
 /* --remove-source-files: removes from the server each file copied this run
  * (j->off) and each unchanged one the state holds a hash for, once the
  * local copy reads back with that hash and the server still lists the
- * same size and time; then forgets its record (the phone's copy is gone on
- * purpose: a later --delete must not take the laptop's). */
+ * same size and time; a hash not read from that server path (hread 0) is
+ * first checked by reading the server's file whole. Then forgets its
+ * record (the phone's copy is gone on purpose: a later --delete must not
+ * take the laptop's). */
 int ph_offload_run(struct ph_job *j);
 
 #endif

@@ -18,7 +18,8 @@
 #include "tempname.h"
 #include "tree.h"
 
-#define MAX_QUEUED_BYTES (4u << 20)   /* copied data waiting to be written */
+#define MAX_QUEUED_BYTES (4u << 20)   /* queued ops' memory: copied data and each
+                                         op's own cost (OP_COST) */
 #define MAX_BATCH 512                 /* files made durable together */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
@@ -32,9 +33,16 @@ struct op {
 	int end;
 	int copy;            /* the bytes are f->basis's at src_off, not data */
 	uint64_t src_off;
-	size_t held;         /* bytes of data this op holds (the queue's budget) */
+	size_t held;         /* what this op costs the queue (data + OP_COST) */
 	uint8_t data[];
 };
+
+/* What one queued op costs besides its data: the record and the
+ * allocator's header. A COPY holds no data but costs this too, so a
+ * helper's delta of one-byte COPY ops (17 wire bytes each) fills the
+ * queue's budget like any other bytes and the network thread waits
+ * (issue 22, item 7: uncounted, they grew the queue by 1.5 GB in 20 s). */
+#define OP_COST (sizeof(struct op) + 32)
 
 struct ph_lio {
 	pthread_mutex_t mu;
@@ -244,7 +252,8 @@ resume_open(struct ph_lio_file *f)
 
 	snprintf(f->tmp, 256, "%s", f->resume_name);
 	f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	/* One link: a temp phsync made, never a hard link to a file elsewhere. */
+	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
 	    (uint64_t)st.st_size < f->resume_have || ftruncate(f->fd, (off_t)f->resume_have) != 0) {
 		f->err = f->fd < 0 ? -errno : -EIO;
 		return;
@@ -632,7 +641,7 @@ ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *
 	o->len = len;
 	o->end = 0;
 	o->copy = 0;
-	o->held = len;
+	o->held = len + OP_COST;
 	memcpy(o->data, data, len);
 	f->size = off + len > f->size ? off + len : f->size;
 	enqueue(l, o);
@@ -656,7 +665,7 @@ ph_lio_copy(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, uint64_t src_
 	o->end = 0;
 	o->copy = 1;
 	o->src_off = src_off;
-	o->held = 0;
+	o->held = OP_COST;
 	f->size = off + len > f->size ? off + len : f->size;
 	enqueue(l, o);
 	return 0;

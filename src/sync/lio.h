@@ -90,12 +90,14 @@ int ph_lio_new(int root, int durable, struct ph_lio **out);
 /* A new file record for rel (copied), fds unset. NULL on ENOMEM. */
 struct ph_lio_file *ph_lio_file_new(const char *rel);
 /* Queues a copy of len bytes for offset off of f. Blocks while too much
- * is queued. Returns 0 or PHSYNC_ENOMEM. */
+ * is queued (4 MiB: the data plus every op's own cost). Returns 0 or
+ * PHSYNC_ENOMEM. */
 int ph_lio_write(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, const void *data,
                  size_t len);
 /* Queues len bytes of f->basis from src_off for offset off of f: the I/O
- * thread reads and writes them (a delta's COPY). Returns 0, PHSYNC_EINVAL
- * without a basis, PHSYNC_ENOMEM. */
+ * thread reads and writes them (a delta's COPY). Counts against the same
+ * budget as a write (the op's cost) and blocks likewise. Returns 0,
+ * PHSYNC_EINVAL without a basis, PHSYNC_ENOMEM. */
 int ph_lio_copy(struct ph_lio *l, struct ph_lio_file *f, uint64_t off, uint64_t src_off,
                 size_t len);
 /* Queues the end of f: commit (rename into place), abort (remove) or keep

@@ -1,10 +1,19 @@
 /* Moves and renames: a new source file that the planner matched (size and
  * time) with a recorded file gone from the source whose copy is still at
- * the destination is confirmed by content (its first and last 64 KiB on
- * both sides) and then made from that copy: renamed with --delete (the old
- * path would go anyway), copied locally otherwise. A photo moved to another
- * album is not transferred again. Anything unconfirmed is transferred as a
- * new file, as if never matched. */
+ * the destination is confirmed by its whole content and then made from
+ * that copy: renamed with --delete (the old path would go anyway), copied
+ * locally otherwise. Anything unconfirmed is transferred as a new file, as
+ * if never matched.
+ *
+ * Whole content, not samples: a file with the same size, time and ends
+ * but other middle bytes (a RAW or uncompressed edit) confirmed by its
+ * ends left the laptop with wrong bytes under the new name and the old
+ * file's hash in its record, and a later --remove-source-files then took
+ * the phone's only true copy (issue 22). So the first and last 64 KiB
+ * only rule out a mismatch cheaply; then the local side is hashed whole
+ * (cheap) and the remote side is read whole and hashed (the link's cost
+ * of a transfer, without the write; a later offload trusts that read).
+ * The record carries that hash, of the bytes both paths hold. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +27,7 @@
 #include "local.h"
 #include "platform.h"
 #include "tempname.h"
+#include "whole.h"
 
 /* The two probe ranges of a file of size n. */
 static size_t
@@ -60,7 +70,7 @@ local_ranges(int root, const char *rel, const uint64_t *off, const uint32_t *len
 
 /* Does the source file (new path) hold the old copy's probe bytes? */
 static int
-confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old)
+ends_match(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old)
 {
 	uint64_t off[2];
 	uint32_t len[2], got[2] = { 0, 0 };
@@ -89,6 +99,27 @@ confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old
 	}
 	free(a[0]);
 	return ok;
+}
+
+/* Does the source file (new path) hold the old copy's whole content? h
+ * gets its XXH3-128, read whole on both sides. */
+static int
+confirmed(struct ph_job *j, const struct ph_entry *s, const struct ph_entry *old,
+          uint8_t h[16])
+{
+	const struct ph_entry *r = j->dir == PHSYNC_PULL ? s : old;
+	const struct ph_entry *l = j->dir == PHSYNC_PULL ? old : s;
+	uint8_t rh[16];
+	uint64_t n = 0;
+
+	if (!ends_match(j, s, old) || ph_whole_local(j, ph_entry_raw(l), h, &n) != 0 ||
+	    n != s->size)
+		return 0;
+	/* The helper reads its file whole on the phone: only its block
+	 * signature crosses the link. Else the file itself. */
+	if (ph_whole_helper_same(j, ph_entry_raw(r), ph_entry_raw(l), s->size))
+		return 1;
+	return ph_whole_remote(j, ph_entry_raw(r), s->size, rh) == 0 && memcmp(h, rh, 16) == 0;
 }
 
 /* The folders of the old copy and of the new path, open beneath the root. */
@@ -222,7 +253,6 @@ ph_move_run(struct ph_job *j)
 	for (i = 0; i < j->plan.n && !j->ctx->interrupted; i++) {
 		struct ph_action *a = &j->plan.v[i];
 		const struct ph_entry *s = &j->src.v[a->src], *old;
-		struct ph_state_file f;
 		uint8_t h[16];
 		int move, rc;
 		char *rold, *rnew;
@@ -232,7 +262,7 @@ ph_move_run(struct ph_job *j)
 		old = &j->dst.v[a->dst];
 		move = a->how == PH_N_MOVE;
 		/* No server-side copy without copy-data: a push copies by upload. */
-		if ((!move && !pull) || !confirmed(j, s, old)) {
+		if ((!move && !pull) || !confirmed(j, s, old, h)) {
 			a->how = PH_N_PLAIN;
 			a->dst = -1;
 			continue;
@@ -253,14 +283,12 @@ ph_move_run(struct ph_job *j)
 			a->dst = -1;
 			continue;
 		}
-		if (j->state != NULL && (rc = ph_state_file_get(j->state, old->path, &f, h)) < 0)
-			j->state_err = j->state_err ? j->state_err : rc;
+		/* The hash of the bytes both paths hold, the remote's read whole. */
 		if (pull)
-			ph_job_record(j, s->path, s->size, old->mtime, s->mtime,
-			              rc == 1 ? f.hash : NULL, 0);
+			ph_job_record_as(j, s->path, s->size, move ? old->mtime : s->mtime, s->mtime,
+			                 h, 1);
 		else
-			ph_job_record(j, s->path, s->size, s->mtime, old->mtime,
-			              rc == 1 ? f.hash : NULL, 0);
+			ph_job_record_as(j, s->path, s->size, s->mtime, old->mtime, h, 1);
 		if (move) {
 			mark_moved(j, a->dst);
 			if (j->state != NULL && j->state_err == 0 &&

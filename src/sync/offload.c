@@ -3,7 +3,13 @@
  * durable (fsync'ed and renamed, which a commit means), reads back from
  * disk with the XXH3-128 of the bytes that were read from the phone, is
  * recorded in the state (committed first), and the phone still lists it
- * with the size and time the run saw (not changed during the run). */
+ * with the size and time the run saw (not changed during the run).
+ *
+ * "Read from the phone" means that path's whole bytes (DESIGN rule 8): a
+ * record whose hash came from elsewhere (a push's local file, a state
+ * from before hread was kept) is checked by reading the phone's file
+ * whole first; if that read does not give the recorded hash, the file
+ * stays on the phone and the next pull sees the difference. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,6 +21,7 @@
 #include "job.h"
 #include "lio.h"
 #include "local.h"
+#include "whole.h"
 
 /* Does the local copy of e read back with hash? */
 static int
@@ -46,6 +53,32 @@ local_matches(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16]
 	rc = ph_lio_hash_file(dfd, base, h, &n);
 	close(dfd);
 	return rc == 0 && n == e->size && memcmp(h, hash, 16) == 0;
+}
+
+/* Does the phone's file e read whole as hash? Says so when not. */
+static int
+read_whole(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16])
+{
+	uint8_t rh[16];
+	int rc;
+
+	/* Through the helper the phone reads it and signs it; the local copy
+	 * signs the same (and reads back as hash in offload_one). */
+	if (ph_whole_helper_same(j, ph_entry_raw(e), ph_entry_dpath(e), e->size))
+		return 1;
+	if ((rc = ph_whole_remote(j, ph_entry_raw(e), e->size, rh)) == 0 &&
+	    memcmp(rh, hash, 16) == 0)
+		return 1;
+	if (rc == 0 || rc == PHSYNC_ECORRUPT)
+		ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "unverified", 0, 0,
+		             "the server's file does not read as the copy recorded here; "
+		             "left on the server");
+	else if (rc != PHSYNC_EINTR) {
+		j->st.files_failed++;
+		ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, "offload", e->size, rc,
+		             "could not read the server's file whole to check it; left there");
+	}
+	return 0;
 }
 
 static void
@@ -130,6 +163,8 @@ ph_offload_run(struct ph_job *j)
 		rc = 0;
 		if (f.hash == NULL || f.rsize != e->size || f.rmtime != e->mtime ||
 		    f.lsize != e->size)
+			continue;
+		if (!f.hread && !j->o->dry_run && !read_whole(j, e, h))
 			continue;
 		offload_one(j, e, h);
 	}

@@ -198,7 +198,8 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 		plan->del[plan->ndel].ssize = kn->ssize;
 		plan->del[plan->ndel].smtime = kn->smtime;
 		plan->del[plan->ndel].kept = d->nosize || d->size != kn->dsize ||
-		                             !same_time(d->mtime, kn->dmtime, win);
+		                             !same_time(d->mtime, kn->dmtime, win) ||
+		                             (kn->touched & PH_KNOWN_DST);
 		if (!plan->del[plan->ndel].kept && opts->deletes)
 			plan->ndel_go++;
 		plan->ndel++;
@@ -316,7 +317,7 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 		} else if (d->type != PH_T_FILE) {
 			a.kind = PH_A_CONFLICT;
 		} else if (s->nosize || d->nosize || d->size != s->size ||
-		           !same_time(d->mtime, s->mtime, win)) {
+		           !same_time(d->mtime, s->mtime, win) || (kn != NULL && kn->touched)) {
 			int asrec = kn == NULL && (s->flags & PH_E_ASREC);
 			int src_changed = !asrec && (kn == NULL || s->nosize || kn->ssize != s->size ||
 			                             !same_time(kn->smtime, s->mtime, win));
@@ -334,6 +335,11 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 			    kn->dsize == d->size &&
 			    same_time(kn->dmtime, d->mtime - plan->dst_shift, win))
 				dst_changed = 0, shifted = 1;
+			/* Content changed though size and time are as recorded. */
+			if (kn != NULL && (kn->touched & PH_KNOWN_SRC))
+				src_changed = 1, shifted = 0;
+			if (kn != NULL && (kn->touched & PH_KNOWN_DST))
+				dst_changed = 1, shifted = 0;
 			if (!src_changed && !dst_changed) {
 				/* both sides as recorded: in sync (times not settable) */
 				if (shifted)

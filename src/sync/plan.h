@@ -32,7 +32,8 @@ enum ph_action_kind {
  * size and time recorded for a file gone from the source whose copy is
  * still at the destination, unchanged (a photo moved to another album). The
  * action's dst is then that old copy's index in the destination tree. The
- * executor confirms by content (first and last 64 KiB) before it acts. */
+ * executor confirms by content (the whole file, read on both sides; the
+ * first and last PH_MOVE_PROBE bytes first) before it acts. */
 enum ph_new_how {
 	PH_N_PLAIN = 0,
 	PH_N_MOVE,        /* --delete: rename the old copy to the new path */
@@ -62,7 +63,13 @@ struct ph_known {
 	const char *path;
 	uint64_t ssize, dsize;
 	int64_t smtime, dmtime;
+	uint8_t touched;  /* PH_KNOWN_SRC, PH_KNOWN_DST: that side's content
+	                     changed since, though its size and time are as
+	                     recorded (the local side's identity said so and
+	                     its bytes no longer hash as recorded) */
 };
+#define PH_KNOWN_SRC 1
+#define PH_KNOWN_DST 2
 
 struct ph_known_set {
 	const struct ph_known *v;

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "cfdelta.h"
+#include "dbound.h"
 #include "lio.h"
 #include "ctx.h"
 #include "job.h"
@@ -351,6 +352,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	x->reads--;
 	p->reads--;
+	p->j->busy = x->e->path;
 	if (reply_moot(x, r)) {
 		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_DATA && r->len > rq->len) {
@@ -392,9 +394,10 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 }
 
 /* Applies delta bytes as they come: COPY from the old copy, LITERAL as
- * sent, both written at their place in the new file. */
+ * sent, both written at their place in the new file. No op may write past
+ * the listed size (dbound.h): else msg says why. */
 static int
-delta_apply(struct xfer *x, const uint8_t *data, size_t len)
+delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t msglen)
 {
 	struct pull *p = x->p;
 	struct phsync_in in = { data, len, 0 };
@@ -406,6 +409,8 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len)
 			return rc;
 		if (op.type == PHSYNC_OP_NONE)
 			return 0;
+		if ((rc = ph_dbound_op(&op, x->e->size, msg, msglen)) != 0)
+			return rc;
 		if (op.type == PHSYNC_OP_END) {
 			x->dend = 1;
 			x->dlen = op.len;
@@ -433,11 +438,13 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct rreq *rq = arg;
 	struct xfer *x = rq->x;
 	struct pull *p = x->p;
+	char msg[200];
 	int rc;
 
 	(void)s;
 	x->reads--;
 	p->reads--;
+	p->j->busy = x->e->path;
 	if (!x->delta) {
 		/* The helper refused the delta and the file went back to plain
 		 * reads: what was asked of the delta is moot. */
@@ -454,9 +461,10 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			else
 				x->dwin = DELTA_READS_FILE;
 			x->dfed += r->len;
-			if ((rc = delta_apply(x, r->data, r->len)) != 0)
-				xfer_fail(x, rc == PHSYNC_ENOMEM ? rc : PHSYNC_EPROTO,
-				          rc == PHSYNC_ENOMEM ? "out of memory" :
+			if ((rc = delta_apply(x, r->data, r->len, msg, sizeof(msg))) != 0)
+				xfer_fail(x, rc == PHSYNC_ENOMEM || rc == PHSYNC_EREMOTE ? rc :
+				          PHSYNC_EPROTO, rc == PHSYNC_ENOMEM ? "out of memory" :
+				          rc == PHSYNC_EREMOTE ? msg :
 				          "the helper sent a malformed delta; not copied");
 		}
 	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
@@ -923,7 +931,8 @@ offload_add(struct ph_job *j, uint32_t src, const uint8_t hash[16])
 	j->noff++;
 }
 
-/* A file that was resumed is complete: its partial record goes. */
+/* A file that was resumed is complete, or failed (its temp removed with
+ * it): its partial record goes, so the next run starts over. */
 static void
 partial_done(struct ph_job *j, const char *path)
 {
@@ -964,6 +973,7 @@ reap(struct pull *p, int wait)
 						j->state_err = rc;
 				}
 			} else if (err == -EBADMSG) {
+				partial_done(j, e->path); /* its temp is gone: start over */
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size,
 				             PHSYNC_EREMOTE, "the file built from the delta does not match "
@@ -971,6 +981,7 @@ reap(struct pull *p, int wait)
 			} else if (err != 0) {
 				int code = ph_err_from_errno(-err);
 
+				partial_done(j, e->path); /* its temp is gone: start over */
 				j->st.files_failed++;
 				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, e->size, code,
 				             code == PHSYNC_EUNSAFE ?
@@ -993,8 +1004,11 @@ reap(struct pull *p, int wait)
 				ph_job_touch_parent(j, e->path);
 				if (j->o->remove_source)
 					offload_add(j, a->src, done[i]->hash);
+				/* "resume": a cut run's prefix was kept, only the
+				 * rest was read (bytes_done says how much). */
 				ph_job_event(j, PHSYNC_EV_FILE_DONE, e->path,
 				             done[i]->landed == PH_LIO_SAME ? "same" :
+				             done[i]->resume_have > 0 ? "resume" :
 				             a->kind == PH_A_NEW ? "new" : "update", done[i]->size, 0, NULL);
 			}
 			/* Its old copy (the delta's basis), replaced now: freeing

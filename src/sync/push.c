@@ -20,6 +20,7 @@
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "dbound.h"
 #include "pdelta.h"
 #include "tempname.h"
 
@@ -188,7 +189,8 @@ pf_fail(struct pfile *f, int err, const char *msg)
 		f->p->fatal = ph_err(j->ctx, PHSYNC_ENOSPC,
 		                     "no space left on the server; stopped (partial files "
 		                     "were removed, existing files are intact)");
-	if (f->silent || f->p->stopping)
+	/* A write taken back unsent after Ctrl-C (sftp.c) is the stop too. */
+	if (f->silent || f->p->stopping || err == PHSYNC_EINTR)
 		return;
 	j->st.files_failed++;
 	ph_job_event(j, PHSYNC_EV_FILE_FAILED, f->e->path, NULL, f->e->size, err, msg);
@@ -1483,8 +1485,10 @@ hsig_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	if (r->type == 0)
 		reply_err(f, r, "connection lost");
+	/* Only the old version's signature, of exactly its length, is kept
+	 * (dbound.h): 64 files could otherwise hold 4 MiB each. */
 	if (!f->failed && r->type == PH_FXP_EXTENDED_REPLY && r->len > 0 &&
-	    (f->hsig_data = malloc(r->len)) != NULL) {
+	    r->len == ph_dbound_sig_len(f->bsize) && (f->hsig_data = malloc(r->len)) != NULL) {
 		memcpy(f->hsig_data, r->data, r->len);
 		f->hsig_len = r->len;
 		return;

@@ -10,13 +10,17 @@
 
 #include "conn.h"
 #include "ctx.h"
+#include "ident.h"
 #include "job.h"
+#include "unreached.h"
 #include "names.h"
 #include "strpool.h"
 #include "local.h"
 #include "platform.h"
 #include "reap.h"
 #include "ssh.h"
+#include "staterow.h"
+#include "tempname.h"
 
 void
 phsync_options_init(struct phsync_options *o)
@@ -223,26 +227,84 @@ lscan_free(struct lscan *ls)
 	free(ls->fails);
 }
 
-/* Opens the pair's state: keyed by who we reached (user@host:port after
- * ssh_config), the remote folder and the local folder made absolute. */
+/* Opens the pair's state: keyed by the phone (its host key, as known_hosts
+ * just checked it), the login user, the remote folder and the local folder
+ * made absolute; the address we reached (user@host:port after ssh_config)
+ * is recorded, and a phone found at a new one is said so, once. */
 static int
 open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *local_dir)
 {
 	struct ph_state_key key;
-	char user[256], host[256], lpath[PATH_MAX];
+	char user[256], host[256], lpath[PATH_MAX], hk[PH_SSH_HOST_KEY_MAX], msg[1200];
+	const char *was;
+	int rc;
 
 	ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &key.port);
 	if (realpath(local_dir, lpath) == NULL) {
 		/* A push's source or a pull's destination exists by now. */
 		return ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", local_dir, strerror(errno));
 	}
+	/* Always there: the connection checked it against known_hosts. (A key
+	 * libssh cannot name would key the pair by address, as before.) */
+	key.hostkey = ph_ssh_host_key(ssh, hk, sizeof(hk)) == 0 ? hk : NULL;
 	key.user = user;
 	key.host = host;
 	key.rpath = rpath;
 	key.lpath = lpath;
-	return ph_state_open(j->ctx, j->o->state_dir, &key,
-	                     (j->o->reset_state ? PH_STATE_RESET : 0) |
-	                     (j->o->dry_run ? PH_STATE_READONLY : 0), &j->state);
+	rc = ph_state_open(j->ctx, j->o->state_dir, &key,
+	                   (j->o->reset_state ? PH_STATE_RESET : 0) |
+	                   (j->o->dry_run ? PH_STATE_READONLY : 0), &j->state);
+	if (rc == 0 && (was = ph_state_moved_from(j->state)) != NULL) {
+		snprintf(msg, sizeof(msg), "phone %s (%s) now at %s:%u (was %s); same pair, its "
+		         "state is kept", ph_ssh_host(ssh), hk, host, key.port,
+		         strrchr(was, '@') ? strrchr(was, '@') + 1 : was);
+		ph_job_event(j, PHSYNC_EV_WARNING, ".", NULL, 0, 0, msg);
+	}
+	return rc;
+}
+
+/* A record whose names phsync could not have written (staterow.h) is
+ * never used: said, and dropped with its row. */
+static void
+bad_row(struct ph_job *j, const char *path, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "the sync state holds %s with a name phsync never writes "
+	         "(outside the folder, or not its own temp name): ignored and dropped", what);
+	ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EUNSAFE, msg);
+}
+
+/* The kept transfers (j->partials) whose path or temp name is not one
+ * phsync made for that file where it lands this run (kind: PH_TEMP_PARTIAL
+ * for a pull's kept download, PH_TEMP_NEW for a push's kept upload) are
+ * dropped before anything opens, removes or renames their temp. */
+static int
+check_partial_rows(struct ph_job *j, int kind)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < j->npartials;) {
+		struct ph_partial *pa = &j->partials[i];
+		const struct ph_entry *e;
+
+		e = ph_staterow_path_ok(pa->path, strlen(pa->path)) ?
+		    ph_tree_find(&j->src, pa->path) : NULL;
+		if (ph_staterow_partial_ok(pa->path, e ? ph_entry_dpath(e) : NULL, pa->tmp, kind)) {
+			i++;
+			continue;
+		}
+		bad_row(j, pa->path, "a cut transfer");
+		if ((rc = ph_state_partial_drop(j->state, pa->path)) != 0)
+			return rc;
+		/* out of the list: nothing after this sees it */
+		free(pa->path);
+		free(pa->tmp);
+		memmove(pa, pa + 1, (j->npartials - i - 1) * sizeof(*pa));
+		j->npartials--;
+	}
+	return 0;
 }
 
 /* The state's records as the planner needs them, read in one ordered pass
@@ -258,6 +320,8 @@ struct kmerge {
 	struct ph_known *v;
 	size_t n, cap;
 	uint64_t asrec;
+	char **bad;                /* rows with names phsync never writes */
+	size_t nbad, capbad;
 };
 
 static int
@@ -271,6 +335,22 @@ kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 	struct ph_known kn;
 	int c = 1;
 
+	if (!ph_staterow_path_ok(path, strlen(path))) {
+		/* Never merged with a tree nor planned: dropped after the walk. */
+		if (m->nbad == m->capbad) {
+			size_t nc = m->capbad ? m->capbad * 2 : 16;
+			char **nv = realloc(m->bad, nc * sizeof(*nv));
+
+			if (nv == NULL)
+				return PHSYNC_ENOMEM;
+			m->bad = nv;
+			m->capbad = nc;
+		}
+		if ((m->bad[m->nbad] = strdup(path)) == NULL)
+			return PHSYNC_ENOMEM;
+		m->nbad++;
+		return 0;
+	}
 	while (m->si < src->n && (c = ph_path_cmp(src->v[m->si].path, path)) < 0)
 		m->si++;
 	if (m->si < src->n && c == 0)
@@ -284,9 +364,25 @@ kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 	kn.smtime = m->pull ? f->rmtime : f->lmtime;
 	kn.dsize = m->pull ? f->lsize : f->rsize;
 	kn.dmtime = m->pull ? f->lmtime : f->rmtime;
+	kn.touched = 0;
+	/* The local side as recorded by size and time: its identity says
+	 * whether that can be trusted (ident.c), as git's index does. */
+	{
+		const struct ph_entry *l = m->pull ? d : s;
+		int rc;
+
+		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
+		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
+		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
+			if ((rc = ph_ident_changed(m->j, ph_entry_raw(l), path, f)) < 0)
+				return rc;
+			kn.touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
+		}
+	}
 	if (s != NULL) {
 		s->flags |= PH_E_KNOWN;
 		if (d != NULL && s->type == PH_T_FILE && d->type == PH_T_FILE && !s->nosize &&
+		    !kn.touched &&
 		    !d->nosize && s->size == kn.ssize && s->mtime == kn.smtime &&
 		    d->size == kn.dsize && d->mtime == kn.dmtime) {
 			s->flags |= PH_E_ASREC;
@@ -319,6 +415,7 @@ static int
 load_known(struct ph_job *j, int pull, struct ph_known_set *known)
 {
 	struct kmerge m;
+	size_t i;
 	int rc;
 
 	memset(&m, 0, sizeof(m));
@@ -328,6 +425,17 @@ load_known(struct ph_job *j, int pull, struct ph_known_set *known)
 	known->v = m.v;
 	known->n = m.n;
 	known->asrec = m.asrec;
+	for (i = 0; i < m.nbad; i++) {
+		if (rc == 0) {
+			bad_row(j, m.bad[i], "a file record");
+			rc = ph_state_file_forget(j->state, m.bad[i]);
+		}
+		free(m.bad[i]);
+	}
+	free(m.bad);
+	ph_ident_close(j);
+	if (rc == 0)
+		rc = ph_ident_renew(j);
 	return rc;
 }
 
@@ -390,8 +498,9 @@ renew_records(struct ph_job *j)
 			rc = 0;   /* first contact: nothing recorded */
 		else if ((rc = ph_state_file_get(j->state, s->path, &f, h)) < 0)
 			return rc;
-		ph_job_record(j, s->path, s->size, pull ? d->mtime : s->mtime,
-		              pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL, 0);
+		ph_job_record_as(j, s->path, s->size, pull ? d->mtime : s->mtime,
+		                 pull ? s->mtime : d->mtime, rc == 1 ? f.hash : NULL,
+		                 rc == 1 && f.hread);
 	}
 	return j->state_err;
 }
@@ -405,12 +514,17 @@ load_partials(struct ph_job *j)
 	size_t i, k;
 	int rc;
 
-	if ((rc = ph_state_partial_load(j->state, &j->partials, &j->npartials)) != 0)
+	if ((rc = ph_state_partial_load(j->state, &j->partials, &j->npartials)) != 0 ||
+	    (rc = check_partial_rows(j, PH_TEMP_PARTIAL)) != 0)
 		return rc;
 	for (i = 0; i < j->npartials; i++) {
 		struct ph_partial *pa = &j->partials[i];
-		const struct ph_entry *e = ph_tree_find(&j->src, pa->path);
+		const struct ph_entry *e;
 		int keep = 0;
+
+		if (pa->path == NULL)
+			continue;   /* dropped by check_partial_rows */
+		e = ph_tree_find(&j->src, pa->path);
 
 		for (k = 0; e != NULL && k < j->plan.n && !keep; k++) {
 			const struct ph_action *a = &j->plan.v[k];
@@ -772,7 +886,8 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if (rc != 0)
 		goto out;
 	block_unlisted(&j);
-	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL) {
+	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL ||
+	    (rc = ph_unreached_init(&j)) != 0) {
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
@@ -785,7 +900,13 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	report_skips(&j);
 	report_shift(&j, j.plan.src_shift, 1);
 	report_shift(&j, j.plan.dst_shift, 0);
+	/* A push's kept uploads, checked now their files' places are known. */
+	if (!pull && j.npartials > 0 && (rc = check_partial_rows(&j, PH_TEMP_NEW)) != 0)
+		goto out;
 	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
+	/* A run cut short names what it never got to (unreached.h). */
+	if (rc != 0 || ctx->interrupted)
+		ph_unreached_report(&j);
 	if (rc == 0 && !opts->dry_run)
 		rc = renew_records(&j);
 	if (rc == 0 && ctx->interrupted)
@@ -821,7 +942,10 @@ out:
 	ph_tree_free(&j.dst);
 	ph_strpool_free(&pool);
 	free(j.dirty);
+	ph_unreached_free(&j);
 	free(j.off);
+	ph_ident_renew_free(&j);
+	ph_ident_close(&j);
 	ph_state_partials_free(j.partials, j.npartials);
 	ph_tree_free(&j.found_partials);
 	ph_tree_free(&j.dst_failed);

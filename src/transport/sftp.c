@@ -15,6 +15,9 @@
 #define MAX_IO (256u * 1024)
 #define READ_CHUNK (1u << 20)
 #define MAX_EXTS 64
+/* After Ctrl-C, how long a send may wait on a server that takes nothing
+ * before the link is given up (the README promises a second or two). */
+#define STOP_SEND_MS 2000
 
 struct slot {
 	uint32_t id;
@@ -40,6 +43,7 @@ struct ph_sftp {
 	uint64_t last_rx_ms; /* when the server last sent bytes, or when a wait
 	                        for it began (the silence clock) */
 	int dead;          /* sticky link error */
+	uint64_t intr_ms;  /* when a send first saw the stop (0: not yet) */
 	unsigned offer;    /* helper protocol version offered in INIT (0: none) */
 	unsigned helper;   /* ... and agreed in VERSION (0: plain SFTP) */
 	unsigned helper_seen; /* the value the server announced, even if refused */
@@ -246,6 +250,74 @@ ph_sftp_abort(struct ph_sftp *s, int err)
 static int fill(struct ph_sftp *s, int timeout_ms, size_t *got);
 static int drain(struct ph_sftp *s);
 
+/* After a stop (Ctrl-C): takes back every WRITE queued behind the packet
+ * the channel is in the middle of (sent up to `sent`), so the requests that
+ * clean up (CLOSE, REMOVE of a temp) go out at once instead of behind
+ * megabytes of data a slow link would take seconds to carry. A request is
+ * never cut in two; every other request (a rename under way) still goes.
+ * The callbacks of the writes taken back get PHSYNC_EINTR. */
+static void
+cancel_writes(struct ph_sftp *s, size_t sent)
+{
+	struct ph_sftp_reply rep;
+	struct slot *gone;
+	size_t off = 0, start, put, n = 0, i;
+
+	/* Skip what went out, whole or in part. */
+	while (off < sent && off + 4 <= s->out.len)
+		off += 4 + (size_t)ph_be32_get(s->out.data + off);
+	start = off;
+	for (; off + 9 <= s->out.len; off += 4 + (size_t)ph_be32_get(s->out.data + off))
+		n += s->out.data[off + 4] == PH_FXP_WRITE;
+	if (n == 0 || (gone = malloc(n * sizeof(*gone))) == NULL)
+		return; /* (without memory they go out as they would have) */
+	n = 0;
+	for (off = put = start; off + 9 <= s->out.len;) {
+		size_t len = 4 + (size_t)ph_be32_get(s->out.data + off);
+		uint32_t id = ph_be32_get(s->out.data + off + 5);
+		struct slot *sl = &s->slots[id & (SLOTS - 1)];
+
+		if (s->out.data[off + 4] == PH_FXP_WRITE && sl->used && sl->id == id) {
+			gone[n++] = *sl;
+			sl->used = 0;
+			s->inflight--;
+		} else {
+			if (put != off)
+				memmove(s->out.data + put, s->out.data + off, len);
+			put += len;
+		}
+		off += len;
+	}
+	s->out.len = put;
+	memset(&rep, 0, sizeof(rep));
+	rep.type = PH_FXP_STATUS;
+	rep.status = PH_FX_FAILURE;
+	rep.err = PHSYNC_EINTR;
+	rep.msg = "interrupted";
+	/* Their callbacks may queue more (a CLOSE, a REMOVE): after the rest. */
+	for (i = 0; i < n; i++)
+		if (gone[i].cb != NULL)
+			gone[i].cb(s, &rep, gone[i].arg);
+	free(gone);
+}
+
+/* A send that goes on after a stop: the writes not yet sent are taken
+ * back, and a server that takes nothing for STOP_SEND_MS is given up. */
+static int
+send_stopping(struct ph_sftp *s, size_t sent)
+{
+	if (s->ctx == NULL || !s->ctx->interrupted)
+		return 0;
+	if (s->intr_ms == 0)
+		s->intr_ms = now_ms();
+	cancel_writes(s, sent);
+	if (now_ms() - s->intr_ms >= STOP_SEND_MS)
+		return kill_link(s, ph_err(s->ctx, PHSYNC_EINTR, "interrupted; the server took "
+		                           "nothing more for %d s: the link was given up",
+		                           STOP_SEND_MS / 1000));
+	return 0;
+}
+
 /* Sends what is queued. Over a channel that can say when the server's
  * window is shut (write_some), the replies are read meanwhile: a server
  * waits for us to take its replies before it takes more requests, and a
@@ -265,6 +337,10 @@ flush_out(struct ph_sftp *s)
 		return 0;
 	}
 	while (sent < s->out.len) {
+		if ((rc = send_stopping(s, sent)) != 0)
+			return rc;
+		if (sent >= s->out.len)
+			break;
 		if ((rc = s->chan.write_some(s->chan.arg, s->out.data + sent, s->out.len - sent,
 		                             &put)) != 0)
 			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
@@ -279,12 +355,11 @@ flush_out(struct ph_sftp *s)
 			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
 		if (got > 0)
 			continue;
-		/* (Ctrl-C does not cut a request in two: the send goes on, as a
-		 * blocking write did, until the window opens or --timeout.) */
 		if (now_ms() - s->last_rx_ms >= (uint64_t)s->timeout_ms)
 			return kill_link(s, ph_err(s->ctx, PHSYNC_ECONNECT,
 			                           "the server took nothing for %d s; gave up "
 			                           "(--timeout)", s->timeout_ms / 1000));
+		/* Wakes when the window opens or a reply comes (ssh.c). */
 		if ((rc = s->chan.wait(s->chan.arg, 100)) != 0)
 			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
 	}

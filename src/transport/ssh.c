@@ -4,7 +4,11 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libssh/callbacks.h>
@@ -22,6 +26,22 @@
 	"aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com," \
 	"aes128-ctr,aes192-ctr,aes256-ctr"
 
+/* How long a channel's end may take: our EOF sent, the server's close
+ * awaited (its command ended; the helper and sftp-server end on EOF at
+ * once) before ours is sent and the next channel opened. */
+#define CLOSE_WAIT_MS 5000
+
+/* Pacing of what is sent: the channel takes at most PACE_CHUNK at a time,
+ * and only when libssh has written out all it held; the kernel keeps at
+ * most PACE_UNSENT bytes not yet sent (TCP_NOTSENT_LOWAT). What waits
+ * beyond that stays in the SFTP queue, where a stop can take it back: a
+ * window of 2 MiB (OpenSSH) handed over at once, and as much again taken
+ * by the kernel, held the temps' removal back longer than the 2 s a stop
+ * waits on an 8 Mbit/s link (issue 22). The bytes in flight on the
+ * network are TCP's, as before. */
+#define PACE_CHUNK (256u * 1024)
+#define PACE_UNSENT (128 * 1024)
+
 struct ph_ssh {
 	phsync_ctx *ctx;
 	ssh_session sess;
@@ -35,11 +55,17 @@ struct ph_ssh {
 	char errtext[256];       /* the start of what an exec'd command wrote on
 	                            its standard error (terminated) */
 	size_t errlen;
-	long timeout;            /* the session's timeout (s) */
+	int started;             /* chan runs a command or subsystem */
 };
 
-/* How long closing a channel waits for its program's exit (s). */
-#define CLOSE_WAIT_S 2L
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* Called through a volatile pointer, so a secret's wipe is never optimised
  * away (explicit_bzero is not everywhere). */
@@ -487,7 +513,6 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		ssh_options_set(ssh->sess, SSH_OPTIONS_ADD_IDENTITY, p->identity);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_NODELAY, &yes);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &timeout);
-	ssh->timeout = timeout;
 	if (ph_sshconf_get(p->config, p->host, "Ciphers", val, sizeof(val)) == 0 &&
 	    ph_cpu_has_aes()) {
 		ssh_options_set(ssh->sess, SSH_OPTIONS_CIPHERS_C_S, AES_FIRST_CIPHERS);
@@ -502,6 +527,15 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		            ssh_get_error(ssh->sess));
 		goto out;
 	}
+#ifdef TCP_NOTSENT_LOWAT
+	{
+		int lowat = PACE_UNSENT;
+
+		/* Not a TCP socket (a ProxyCommand's pipe): no pacing by the kernel. */
+		(void)setsockopt(ssh_get_fd(ssh->sess), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat,
+		                 sizeof(lowat));
+	}
+#endif
 	snprintf(ssh->info.banner, sizeof(ssh->info.banner), "%s",
 	         ssh_get_serverbanner(ssh->sess) ? ssh_get_serverbanner(ssh->sess) : "");
 	if ((rc = check_host_key(ssh, p->config)) != 0)
@@ -540,20 +574,27 @@ chan_write(void *arg, const void *p, size_t n)
 }
 
 /* As much of p as the server's window takes now, without waiting for it to
- * open (ssh_channel_write would, while the server waits for us to read). */
+ * open (ssh_channel_write would, while the server waits for us to read),
+ * paced (PACE_CHUNK). */
 static int
 chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 {
 	struct ph_ssh *ssh = arg;
-	uint32_t win = ssh_channel_window_size(ssh->chan), k;
+	uint32_t win, k;
 	int w;
 
 	*put = 0;
-	if (win == 0)
+	/* libssh still holds output the socket did not take: nothing more. */
+	if ((w = ssh_blocking_flush(ssh->sess, 0)) == SSH_AGAIN)
+		return 0;
+	if (w == SSH_ERROR)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	if ((win = ssh_channel_window_size(ssh->chan)) == 0)
 		return 0;
 	k = n < win ? (uint32_t)n : win;
-	if (k > (1u << 30))
-		k = 1u << 30;
+	if (k > PACE_CHUNK)
+		k = PACE_CHUNK;
 	if ((w = ssh_channel_write(ssh->chan, p, k)) <= 0)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
 		              ssh_get_error(ssh->sess));
@@ -561,21 +602,39 @@ chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 	return 0;
 }
 
-/* Waits for bytes from the server on the socket (a window adjustment or
- * data); libssh processes them on the next read. */
+/* Waits until the channel can take more (the server's window open, and
+ * libssh's output written: chan_write_some), or bytes for the channel are
+ * buffered (or its end came), or timeout_ms passed. What libssh already
+ * read from the socket is processed first: a WINDOW_ADJUST taken in by an
+ * earlier read leaves the socket quiet, and polling it then slept the whole
+ * timeout each time the window shut (Dropbear's 24 KiB window: 0.27 MB/s,
+ * issue 22). */
 static int
 chan_wait(void *arg, int timeout_ms)
 {
 	struct ph_ssh *ssh = arg;
 	struct pollfd pfd;
+	int r, held;
 
+	if (ssh_channel_poll(ssh->chan, 0) != 0)
+		return 0; /* data, end or error: the next read tells */
+	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	if (held == SSH_OK && ssh_channel_window_size(ssh->chan) > 0)
+		return 0;
 	pfd.fd = ssh_get_fd(ssh->sess);
 	pfd.events = POLLIN;
+	if (held == SSH_AGAIN)
+		pfd.events |= POLLOUT;
 	pfd.revents = 0;
 	if (pfd.fd < 0)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
-	if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+	if ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno != EINTR)
 		return ph_err_from_errno(errno);
+	/* Take in what came (a window adjustment among it). */
+	if (r > 0)
+		(void)ssh_channel_poll(ssh->chan, 0);
 	return 0;
 }
 
@@ -632,6 +691,71 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 	return 0;
 }
 
+/* Ends ch the way every server copes with, one channel after another:
+ * our EOF (the helper and sftp-server end on it), then the server's close
+ * awaited (up to CLOSE_WAIT_MS; what ch still holds is read and dropped,
+ * standard error kept for the session's channel), then our close, always
+ * sent: one never sent leaves the channel open in the server. Dropbear
+ * (2022.83) ends a channel opened while it still reaps the previous one's
+ * command, and asserts with several half-closed ones in one session
+ * (issue 22): the next channel opens only once this one is gone there.
+ * A channel on which nothing was started (the request refused: ProFTPD
+ * runs no commands) has nothing to end there: closed at once.
+ * Returns the exit status of ch's command, or -1 when none came. */
+static int
+end_channel(struct ph_ssh *ssh, ssh_channel ch, int started)
+{
+	uint64_t t0 = now_ms();
+	ssh_event ev = NULL;
+	char buf[4096];
+	int evok = 0, status = -1;
+
+	if (ch == NULL)
+		return -1;
+	if (started && ssh_channel_is_open(ch) && ssh_channel_send_eof(ch) == SSH_OK) {
+		while (now_ms() - t0 < CLOSE_WAIT_MS) {
+			while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 0) > 0)
+				;
+			if (ch == ssh->chan)
+				drain_stderr(ssh);
+			else
+				while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 1) > 0)
+					;
+			if (!ssh_channel_is_open(ch))
+				break; /* the server's close came (or the session died) */
+			if (ssh->ctx != NULL && ssh->ctx->interrupted)
+				break; /* a stop waits for no server */
+			/* libssh reads nothing for a channel at its end of file:
+			 * an event loop on the session takes in the close. */
+			if (ev == NULL) {
+				if ((ev = ssh_event_new()) == NULL)
+					break;
+				if (ssh_event_add_session(ev, ssh->sess) != SSH_OK)
+					break;
+				evok = 1;
+			}
+			if (ssh_event_dopoll(ev, 100) == SSH_ERROR)
+				break;
+		}
+	}
+	if (ev != NULL) {
+		if (evok)
+			ssh_event_remove_session(ev, ssh->sess);
+		ssh_event_free(ev);
+	}
+	/* The server's close came (it marks the end of file too; a channel
+	 * never opened has neither): its exit status is in, if one was sent
+	 * (libssh would wait for it otherwise). */
+	if (ssh_is_connected(ssh->sess) && !ssh_channel_is_open(ch) && ssh_channel_is_eof(ch)) {
+		status = ssh_channel_get_exit_status(ch);
+		ssh_channel_close(ch);
+	} else if (ssh_is_connected(ssh->sess) && ssh_channel_is_open(ch)) {
+		ssh_channel_close(ch);
+	}
+	ssh_channel_free(ch);
+	return status;
+}
+
 /* A new session channel in place of the one open, its end of the pipe in
  * chan (the subsystem or command is requested by the caller). */
 static int
@@ -641,10 +765,12 @@ new_channel(struct ph_ssh *ssh, struct ph_chan *chan)
 		ph_ssh_close_channel(ssh);
 	ssh->errlen = 0;
 	ssh->errtext[0] = '\0';
+	ssh->started = 0;
 	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
 	    ssh_channel_open_session(ssh->chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
-		              ssh->host, ssh_get_error(ssh->sess));
+		              ssh->host, ssh_is_connected(ssh->sess) ?
+		              ssh_get_error(ssh->sess) : "the connection was lost");
 	chan->write = chan_write;
 	chan->read = chan_read;
 	chan->write_some = chan_write_some;
@@ -658,11 +784,19 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 {
 	int rc = new_channel(ssh, chan);
 
-	if (rc == 0 && ssh_channel_request_subsystem(ssh->chan, "sftp") != SSH_OK)
-		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
-		            "%s: the server offers no SFTP subsystem: %s", ssh->host,
-		            ssh_get_error(ssh->sess));
-	return rc;
+	if (rc != 0)
+		return rc;
+	if (ssh_channel_request_subsystem(ssh->chan, "sftp") == SSH_OK) {
+		ssh->started = 1;
+		return 0;
+	}
+	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
+		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
+		              "%s: the server offers no SFTP subsystem: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel before "
+	              "starting SFTP%s", ssh->host,
+	              ssh_is_connected(ssh->sess) ? "" : " (the connection was lost)");
 }
 
 int
@@ -670,10 +804,20 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 {
 	int rc = new_channel(ssh, chan);
 
-	if (rc == 0 && ssh_channel_request_exec(ssh->chan, cmd) != SSH_OK)
-		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
-		            ssh->host, ssh_get_error(ssh->sess));
-	return rc;
+	if (rc != 0)
+		return rc;
+	if (ssh_channel_request_exec(ssh->chan, cmd) == SSH_OK) {
+		ssh->started = 1;
+		return 0;
+	}
+	/* A refusal (CHANNEL_FAILURE) is the server's answer; a channel the
+	 * server ended, or a session gone, is not (issue 22). */
+	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
+		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
+		              ssh->host, ssh_get_error(ssh->sess));
+	return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel before "
+	              "running the command%s", ssh->host,
+	              ssh_is_connected(ssh->sess) ? "" : " (the connection was lost)");
 }
 
 uint32_t
@@ -693,27 +837,26 @@ ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 	return strlen(out);
 }
 
-void
+int
 ph_ssh_close_channel(struct ph_ssh *ssh)
 {
-	if (ssh->chan == NULL)
-		return;
-	if (ssh_channel_is_open(ssh->chan)) {
-		long wait = CLOSE_WAIT_S;
+	int st = end_channel(ssh, ssh->chan, ssh->started);
 
-		/* Its program told to end (EOF) and its exit awaited, briefly:
-		 * Dropbear (2022.83) closes a session channel opened while the
-		 * previous one's program is still exiting, so the next open or exec
-		 * would fail now and then. */
-		ssh_channel_send_eof(ssh->chan);
-		ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &wait);
-		(void)ssh_channel_get_exit_status(ssh->chan);
-		ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &ssh->timeout);
-		if (ssh_channel_is_open(ssh->chan))
-			ssh_channel_close(ssh->chan);
-	}
-	ssh_channel_free(ssh->chan);
 	ssh->chan = NULL;
+	return st;
+}
+
+int
+ph_ssh_host_key(const struct ph_ssh *ssh, char *out, size_t len)
+{
+	/* Filled by check_host_key, which every connection passes before
+	 * ph_ssh_connect returns. */
+	if (ssh->info.fp[0] == '\0' || strcmp(ssh->info.fp, "?") == 0 ||
+	    strcmp(ssh->info.key_type, "?") == 0)
+		return -1;
+	if ((size_t)snprintf(out, len, "%s %s", ssh->info.key_type, ssh->info.fp) >= len)
+		return -1;
+	return 0;
 }
 
 void
@@ -745,6 +888,7 @@ ph_ssh_free(struct ph_ssh *ssh)
 	if (ssh == NULL)
 		return;
 	if (ssh->chan != NULL) {
+		/* No wait for the server here: the session ends anyway. */
 		if (ssh_channel_is_open(ssh->chan)) {
 			ssh_channel_send_eof(ssh->chan);
 			ssh_channel_close(ssh->chan);
@@ -770,24 +914,31 @@ ph_ssh_record_host_key(struct ph_ssh *ssh)
 int
 ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *status)
 {
-	ssh_channel ch = ssh_channel_new(ssh->sess);
+	ssh_channel ch;
 	size_t n = 0;
 	char buf[4096];
-	int rc = 0, r;
+	int rc = 0, r, started = 0;
 
 	*status = -1;
 	if (outlen > 0)
 		out[0] = '\0';
+	/* Beside the session's channel at most (doctor): two at once. */
+	ch = ssh_channel_new(ssh->sess);
 	if (ch == NULL || ssh_channel_open_session(ch) != SSH_OK) {
 		rc = ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s", ssh->host,
-		            ssh_get_error(ssh->sess));
+		            ssh_is_connected(ssh->sess) ? ssh_get_error(ssh->sess) :
+		            "the connection was lost");
 		goto out;
 	}
 	if (ssh_channel_request_exec(ch, cmd) != SSH_OK) {
-		rc = ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
-		            ssh->host, ssh_get_error(ssh->sess));
+		rc = ssh_channel_is_open(ch) && ssh_is_connected(ssh->sess) ?
+		     ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
+		            ssh->host, ssh_get_error(ssh->sess)) :
+		     ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel before "
+		            "running `%s`", ssh->host, cmd);
 		goto out;
 	}
+	started = 1;
 	/* Bounded by the session's timeout per read; output past outlen is
 	 * read and dropped so the command can finish. */
 	while ((r = ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 30000)) > 0) {
@@ -806,13 +957,12 @@ ph_ssh_exec(struct ph_ssh *ssh, const char *cmd, char *out, size_t outlen, int *
 		            ssh_get_error(ssh->sess));
 		goto out;
 	}
-	ssh_channel_send_eof(ch);
-	*status = ssh_channel_get_exit_status(ch);
 out:
 	if (ch != NULL) {
-		if (ssh_channel_is_open(ch))
-			ssh_channel_close(ch);
-		ssh_channel_free(ch);
+		int st = end_channel(ssh, ch, started);
+
+		if (rc == 0)
+			*status = st;
 	}
 	return rc;
 }

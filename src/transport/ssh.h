@@ -50,7 +50,9 @@ int ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh
 int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
 
 /* Runs cmd on the server (an exec channel) and fills chan with its standard
- * input and output, as the session's channel (it replaces one open). */
+ * input and output, as the session's channel (it replaces one open).
+ * PHSYNC_EUNSUPPORTED when the server refuses commands; PHSYNC_ECONNECT
+ * when the channel cannot be opened or the server ends it first. */
 int ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan);
 
 /* The bytes the server lets us send on the session's channel now, without
@@ -62,12 +64,22 @@ uint32_t ph_ssh_window(const struct ph_ssh *ssh);
  * so far (terminated), without waiting. Returns the count. */
 size_t ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen);
 
-/* Closes the session's channel (the session stays). */
-void ph_ssh_close_channel(struct ph_ssh *ssh);
+/* Ends the session's channel (the session stays): EOF, the server's close
+ * awaited (bounded), then ours, so the next channel never meets this one
+ * in the server. Returns the exit status of the channel's command, or -1
+ * when none came (a channel with no command, or a close not seen). */
+int ph_ssh_close_channel(struct ph_ssh *ssh);
 
 /* Who we are connected to, after ssh_config: user, host name, port. */
 void ph_ssh_identity(const struct ph_ssh *ssh, char *user, size_t ulen, char *host,
                      size_t hlen, unsigned *port);
+
+/* The server's host key as this connection verified it against
+ * known_hosts: "TYPE SHA256:BASE64" (e.g. "ssh-ed25519 SHA256:..."), the
+ * phone's identity for its sync pairs (state.h). Returns 0, or -1 when it
+ * could not be read (out is then unusable). */
+#define PH_SSH_HOST_KEY_MAX 192
+int ph_ssh_host_key(const struct ph_ssh *ssh, char *out, size_t len);
 
 /* The host as the user named it, for messages. */
 const char *ph_ssh_host(const struct ph_ssh *ssh);

@@ -28,9 +28,10 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import unittest
 
-from harness import SyncTestCase, phsync_bin, random_bytes, skip_or_fail, tree, write_file
+from harness import SyncTestCase, check_sanitizers, phsync_bin, random_bytes, skip_or_fail, tree, write_file
 
 T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -183,6 +184,86 @@ class HelperSyncTest(SyncTestCase):
         with open(os.path.join(self.local, rel), "rb") as f:
             self.assertEqual(f.read(), changed)
 
+    def test_endless_delta_fails_the_file_within_bounded_memory(self):
+        """Issue 22, item 7: a helper whose delta never ends (one-byte COPY ops, each reply as
+        long as asked). The file fails the moment its output would pass the listed size; the
+        client's memory stays bounded (peak RSS from wait4, polled VmHWM as a guard that
+        kills a runaway run); the old copy and nothing else stays; exit 5."""
+        datas = self.make_photos(self.remote, n=1, size=600_000)
+        rel = "DCIM/Camera/IMG_0.jpg"
+        self.pull(*self.helper(), expect=0)
+        def files():
+            return {k: (v.size, v.mtime_ns, v.digest, v.ino) for k, v in tree(self.local).items()
+                    if v.type == "f"}
+
+        old = files()
+        changed = random_bytes(300_000, 56) + datas[rel][300_000:]
+        write_file(os.path.join(self.remote, rel), changed, mtime=T0 + 500)
+        limit_kb = 300 * 1024
+        out_path = os.path.join(self.tmp, "endless.out")
+        path = "python3 %s endless_delta %s" % (FAKE, phsync_bin())
+        argv = ["pull", "-F", self.srv.config, "--json", "--helper", "always", "--helper-path", path,
+                "phone:" + self.remote, self.local]
+        # ASan's quarantine keeps up to 256 MB of freed memory by default: kept small here, so
+        # the peak is phsync's own.
+        asan = "exitcode=86:detect_leaks=1:quarantine_size_mb=8"
+        with open(out_path, "wb") as out, open(out_path + ".err", "wb") as errf:
+            p = self.srv.popen(argv, env={"ASAN_OPTIONS": asan}, stdout=out, stderr=errf)
+            peak, status, ru = 0, None, None
+            deadline = time.monotonic() + 300
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid == p.pid:
+                    break
+                try:
+                    with open("/proc/%d/status" % p.pid) as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                peak = max(peak, int(line.split()[1]))
+                except OSError:
+                    pass
+                if peak > limit_kb or time.monotonic() > deadline:
+                    os.killpg(p.pid, 9)
+                    os.waitpid(p.pid, 0)
+                    p.returncode = -9
+                    self.fail("phsync's memory grew to %d kB (or it never ended): the endless "
+                              "delta was not stopped" % peak)
+                time.sleep(0.05)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        with open(out_path + ".err", errors="replace") as f:
+            err = f.read()
+        with open(out_path) as f:
+            outs = f.read()
+        check_sanitizers(p.returncode, err, argv)
+        self.assertEqual(p.returncode, 5, err + outs)
+        self.assertLess(ru.ru_maxrss, limit_kb, "peak RSS %d kB" % ru.ru_maxrss)
+        failed = [json.loads(l) for l in outs.splitlines()]
+        failed = [e for e in failed if e.get("event") == "file" and e.get("status") == "failed"]
+        self.assertEqual([e["path"] for e in failed], [rel], outs)
+        self.assertIn("past the 600000 bytes listed", failed[0]["error"])
+        self.assertEqual(files(), old, "the old copy changed")
+        self.assertNoLeftovers(self.local)
+        # The honest helper then brings it.
+        self.pull(*self.helper(), expect=0)
+        with open(os.path.join(self.local, rel), "rb") as f:
+            self.assertEqual(f.read(), changed)
+
+    def test_long_signature_on_push_is_not_kept(self):
+        """Issue 22, item 7: a signature reply of another length than the helper's for the old
+        file's size (here a valid one with 16-byte blocks) is not held nor planned against:
+        the file goes whole, right."""
+        os.makedirs(self.local)
+        datas = self.make_photos(self.local, n=1, size=600_000)
+        self.push(*self.helper(), expect=0)
+        rel = "DCIM/Camera/IMG_0.jpg"
+        write_file(os.path.join(self.local, rel), edits(datas[rel], 10), mtime=T0 + 300)
+        path = "python3 %s long_sig %s" % (FAKE, phsync_bin())
+        r = self.push("--json", "--reset-state", "--overwrite", "--helper", "always", "--helper-path", path,
+                      expect=0)
+        s = summary(r)
+        self.assertEqual((s["files_done"], s["bytes_matched"]), (1, 0), r)
+        self.assertTreesEqual(self.local, self.remote)
+
     def test_garbage_signature_on_push_sends_the_file_whole(self):
         os.makedirs(self.local)
         datas = self.make_photos(self.local, n=1, size=600_000)
@@ -270,7 +351,7 @@ class BootstrapTest(SyncTestCase):
         with open(os.path.join(sdir, memos[0])) as f:
             memo = f.read().splitlines()
         self.assertEqual(memo[0], "phsync 0.1.0", memo)
-        self.assertRegex(memo[1], r"^[^@]+@127\.0\.0\.1:\d+$")
+        self.assertEqual(memo[1], "%s ssh-ed25519 %s" % (self.srv.user, self.srv.host_fingerprint))
         here = {"PHSYNC_HELPER_DIR": helpers_dir()}
         r = self.pull("--json", "--helper", "auto", env=here, expect=0)
         self.assertEqual(summary(r)["helper"], 0, r)

@@ -21,12 +21,16 @@ ShrinkTest           the local file shrinks to 0 bytes while it is pushed: the r
                      no temp on the server, the remote file unchanged.
 SetstatTest          a server that refuses SETSTAT/FSETSTAT: files still land (exit 0), one
                      warning per file.
+UnreachedTest        a run cut by --timeout, SIGINT or a dead link names each file it never got
+                     to (JSON `not-reached`, stderr) and counts them: done + failed + not
+                     reached = files_todo, the exit never 0 (issue 22, item 12).
 
 Every wait is a bounded poll: a run that does not end in its bound is killed and the test fails.
 """
 
 import glob
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -353,6 +357,111 @@ class HangTest(RelayTestCase):
         self.assertNoSessionLeft()
 
 
+class UnreachedTest(RelayTestCase):
+    """Issue 22, item 12: a run cut short (--timeout, SIGINT, a dead link) names the files of
+    its plan it never got to: each in a `not-reached` JSON event (and on stderr), counted in
+    the summary (`files_not_reached`), so that done + failed + not reached = files_todo; the
+    exit is never 0. Those files are absent (no partial file, no temp)."""
+
+    N = 100  # more than the 64 files a pull opens at once: IMG_080 is reached only after
+    BOUND = 45  # at least 17 files were read whole
+
+    def setUp(self):
+        super().setUp()
+        self.datas = {}
+        for i in range(self.N):
+            rel = "DCIM/IMG_%03d.jpg" % i
+            self.datas[rel] = random_bytes(20_000 + i, 300 + i)
+            write_file(os.path.join(self.remote, rel), self.datas[rel], mtime=T0)
+
+    def assertAccounted(self, r, code, src_root, dst_root, named_on=None):
+        """Every file of the plan is done, failed or not reached, each once; the summary's
+        counts say the same and add up to files_todo; not-reached files are absent."""
+        self.assertEqual(r.code, code, r)
+        evs = r.json()
+        done = {e["path"] for e in evs if e["event"] == "file" and e.get("status") == "ok"}
+        failed = {e["path"] for e in evs if e["event"] == "file" and e.get("status") == "failed"}
+        unreached = [e["path"] for e in evs if e["event"] == "not-reached"]
+        summ = [e for e in evs if e["event"] == "summary"][-1]
+        self.assertEqual(len(unreached), len(set(unreached)), "a file named twice")
+        self.assertEqual(done | failed | set(unreached), set(self.datas), r)
+        self.assertEqual(len(done) + len(failed) + len(unreached), self.N, r)
+        self.assertTrue(unreached, "the cut run reached every file? %r" % (r,))
+        self.assertEqual((summ["files_done"], summ["files_failed"], summ["files_not_reached"],
+                          summ["files_todo"]), (len(done), len(failed), len(unreached), self.N), r)
+        self.assertEqual(summ["exit"], code)
+        # Not-reached events come before the summary.
+        self.assertEqual(evs[-1]["event"], "summary")
+        for rel in unreached:
+            self.assertFalse(os.path.lexists(os.path.join(dst_root, rel)), rel)
+        for rel in done:
+            self.assertEqual(read(os.path.join(dst_root, rel)), self.datas[rel], rel)
+        self.assertEqual(leftovers(self.local), [])
+        return unreached
+
+    def test_pull_timeout_names_unreached_files(self):
+        self.srv.relay_set(hang={"type": "READ", "name": "IMG_080.jpg"})
+        r = self.run_bounded(self.pull_args("--json", "--timeout", "3"), self.BOUND)
+        self.assertFired("hang")
+        unreached = self.assertAccounted(r, EXIT_CONNECT, self.remote, self.local)
+        self.assertIn("DCIM/IMG_080.jpg", unreached)
+        # What was read whole before the hang is in place and counted.
+        self.assertGreater(r.json()[-1]["files_done"], 0, r)
+        self.assertNoSessionLeft()
+
+    def test_pull_timeout_human_summary(self):
+        self.srv.relay_set(hang={"type": "READ", "name": "IMG_080.jpg"})
+        r = self.run_bounded(self.pull_args("--progress", "--timeout", "3"), self.BOUND)
+        self.assertFired("hang")
+        self.assertEqual(r.code, EXIT_CONNECT, r)
+        present = {rel for rel in self.datas if os.path.exists(os.path.join(self.local, rel))}
+        missing = sorted(set(self.datas) - present)
+        self.assertIn("DCIM/IMG_080.jpg", missing)
+        named = [l for l in r.err.splitlines() if l.endswith(": not reached (the run ended first)")]
+        # The first ten are named; the count says how many in all.
+        self.assertEqual(len(named), min(10, len(missing)), r)
+        self.assertIn("phsync: %d of %d files to copy not reached" % (len(missing), self.N), r.err)
+        self.assertRegex(r.err, r"%d of %d files copied .* 0 failed, %d not reached"
+                         % (len(present), self.N, len(missing)))
+
+    def test_pull_sigint_names_unreached_files(self):
+        self.srv.relay_set(hang={"type": "READ", "name": "IMG_080.jpg"})
+        p = self.srv.popen(self.pull_args("--json", "--timeout", "600"))
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+        self.wait_for(lambda: "hang" in [f.split()[0] for f in self.srv.relay_fired()] or p.poll() is not None,
+                      120, "the pull reached the hanging READ")
+        self.assertIsNone(p.poll(), "phsync ended before the signal")
+        p.send_signal(signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            self.fail("phsync did not stop within 30 s of SIGINT")
+        r = Result(p.returncode, out, err, p.args)
+        check_sanitizers(r.code, r.err, p.args)
+        self.assertAccounted(r, EXIT_INTERRUPTED, self.remote, self.local)
+
+    def test_pull_dead_link_names_unreached_files(self):
+        self.srv.relay_set(die_mid_data={"name": "IMG_080.jpg"})
+        r = self.run_bounded(self.pull_args("--json"), self.BOUND)
+        self.assertFired("die_mid_data")
+        self.assertIn(r.code, LINK_LOST, r)
+        self.assertAccounted(r, r.code, self.remote, self.local)
+
+    def test_push_timeout_names_unreached_files(self):
+        # The same tree, pushed: from a local folder to an empty remote one.
+        shutil.rmtree(self.local, ignore_errors=True)
+        os.rename(self.remote, self.local)
+        os.makedirs(self.remote)
+        self.srv.relay_set(hang={"type": "WRITE", "name": "*"})
+        r = self.run_bounded(self.push_args("--json", "--timeout", "3"), self.BOUND)
+        self.assertFired("hang")
+        evs = r.json()
+        unreached = self.assertAccounted(r, EXIT_CONNECT, self.local, self.remote)
+        self.assertEqual(len(unreached) + sum(1 for e in evs if e["event"] == "file"), self.N)
+
+
 class ShrinkTest(RelayTestCase):
 
     def test_file_shrinks_while_waiting_behind_a_big_one(self):
@@ -471,6 +580,9 @@ class ResumeTest(RelayTestCase):
         have, db = self._cut()
         r = self.pull("--state-dir", self.state, "--json", expect=EXIT_OK)
         self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, "more than the rest was read")
+        # Said as a resume, not as a whole new copy (issue 25, item 8).
+        self.assertEqual([(e["action"], e["path"]) for e in r.json() if e["event"] == "file"],
+                         [("resume", "VID.mp4")])
         self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(self.video))
         self.assertEqual(leftovers(self.local), [])
         with sqlite3.connect(db) as c:

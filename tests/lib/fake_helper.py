@@ -15,6 +15,13 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
   forge_delta   the first delta reply is replaced by a delta whose COPY lies far outside the
                 old copy
   bad_sig       the reply to a signature request is garbage of the same length
+  endless_delta every delta reply is replaced by the next slice of a delta that never ends:
+                the header, then one-byte COPY ops (`C 0 1`, 17 bytes each) forever; each
+                reply is exactly as long as asked (EOF and FAILURE replies too), so the
+                client keeps its window open and the bytes keep coming
+  long_sig      the reply to a signature request is a valid signature of the old file with
+                the smallest block length (16 bytes; `phsync delta signature -b 16`): longer
+                than the helper sends for that size
 """
 
 import os
@@ -50,6 +57,27 @@ def sstr(b, off):
     return b[off + 4:off + 4 + n], off + 4 + n
 
 
+ENDLESS_HEAD = b"PHSD\x01\0\0\0"
+ENDLESS_OP = b"C" + struct.pack(">QQ", 0, 1)
+
+
+def endless_slice(off, n):
+    """Bytes [off, off+n) of the endless delta: the header, then ENDLESS_OP forever."""
+    head = ENDLESS_HEAD[off:off + n] if off < len(ENDLESS_HEAD) else b""
+    off += len(head)
+    n -= len(head)
+    k = (off - len(ENDLESS_HEAD)) % len(ENDLESS_OP)
+    body = (ENDLESS_OP * ((n + k) // len(ENDLESS_OP) + 2))[k:k + n]
+    return head + body
+
+
+def small_block_sig(phsync, path):
+    """A valid signature of the file at path with the smallest block length (16 bytes), made
+    by `phsync delta signature`: far longer than the helper's own for that size."""
+    return subprocess.run([phsync, "delta", "signature", "-b", "16", path, "-"],
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
 def main():
     mode, phsync = sys.argv[1], sys.argv[2]
     root = sys.argv[4]
@@ -58,7 +86,8 @@ def main():
     child = subprocess.Popen([phsync, "serve", root], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out = sys.stdout.buffer
     inp = sys.stdin.buffer
-    kinds = {}  # request id -> "dread" (with the length asked) or "sig"
+    kinds = {}  # request id -> ("dread", length asked, offset), ("sig", path), ("open", path)
+    handles = {}  # handle -> the path it was opened with
     lock = threading.Lock()
     if mode == "banner":
         out.write(b"Welcome to Termux!\n")
@@ -69,16 +98,22 @@ def main():
             p = read_packet(inp)
             if p is None:
                 break
+            if p[0] == 3:  # OPEN: remember the path, for long_sig
+                (rid,) = struct.unpack(">I", p[1:5])
+                name, _ = sstr(p, 5)
+                with lock:
+                    kinds[rid] = ("open", name)
             if p[0] == 200:
                 (rid,) = struct.unpack(">I", p[1:5])
                 name, off = sstr(p, 5)
                 with lock:
                     if name == b"phsync-delta-read@phsync.org":
                         _, off2 = sstr(p, off)
-                        (asked,) = struct.unpack(">I", p[off2 + 8:off2 + 12])
-                        kinds[rid] = ("dread", asked)
+                        (doff, asked) = struct.unpack(">QI", p[off2:off2 + 12])
+                        kinds[rid] = ("dread", asked, doff)
                     elif name == b"phsync-sig@phsync.org":
-                        kinds[rid] = ("sig", 0)
+                        h, _ = sstr(p, off)
+                        kinds[rid] = ("sig", handles.get(h))
             child.stdin.write(struct.pack(">I", len(p)) + p)
             child.stdin.flush()
         child.stdin.close()
@@ -93,6 +128,29 @@ def main():
             want = mode.split("=", 1)[1].encode()
             p = p.replace(struct.pack(">I", 17) + b"phsync@phsync.org" + struct.pack(">I", 1) + b"1",
                           struct.pack(">I", 17) + b"phsync@phsync.org" + struct.pack(">I", len(want)) + want)
+        elif p[0] == 102:  # HANDLE: which path it names
+            (rid,) = struct.unpack(">I", p[1:5])
+            with lock:
+                kind = kinds.get(rid, (None, 0))
+                if kind[0] == "open":
+                    h, _ = sstr(p, 5)
+                    handles[h] = kind[1]
+        if mode == "endless_delta" and p[0] in (101, 103):
+            (rid,) = struct.unpack(">I", p[1:5])
+            with lock:
+                kind = kinds.get(rid, (None, 0))
+            if kind[0] == "dread":
+                data = endless_slice(kind[2], kind[1])
+                p = bytes([103]) + p[1:5] + struct.pack(">I", len(data)) + data
+        elif mode == "long_sig" and p[0] == 201:
+            (rid,) = struct.unpack(">I", p[1:5])
+            with lock:
+                kind = kinds.get(rid, (None, 0))
+            if kind[0] == "sig" and kind[1] is not None:
+                path = kind[1].decode()
+                if not path.startswith("/"):
+                    path = os.path.join(root, path)
+                p = p[:5] + small_block_sig(phsync, path)
         elif p[0] in (103, 201) and not spoiled:
             (rid,) = struct.unpack(">I", p[1:5])
             with lock:

@@ -100,9 +100,10 @@ class Unavailable(Exception):
 # gesftpserver, root (tests that need root: sftp_user, clean_home, tmpfs mounts), namespace
 # (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
 # private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers),
-# proftpd (ProFTPD's mod_sftp, run as root); "all" means every one of them.
+# proftpd (ProFTPD's mod_sftp, run as root), phone-shells (mksh, toybox and busybox: a phone's
+# shell and tools, for the bootstrap's start-up script); "all" means every one of them.
 REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
-              "password", "qemu", "proftpd")
+              "password", "qemu", "proftpd", "phone-shells")
 
 
 def required():
@@ -303,6 +304,8 @@ class SshServer:
                  folder bind-mounted over the login user's home, so the user's shell start-up
                  files (~/.bashrc, which Debian's bash reads for ssh commands) neither slow down
                  nor disturb the sessions; always on for Dropbear
+    port         listen on this port rather than a free one (a phone back at its old address
+                 with another host key: test_pairid.py)
     password     (OpenSSH, root only) also accept this password for the login user, like a
                  phone's server before pairing: sshd runs in a private mount namespace where a
                  copy of /etc/shadow giving the user this password is bind-mounted over the real
@@ -313,7 +316,7 @@ class SshServer:
 
     def __init__(self, kind="openssh", sftp_server=None, subsystem=None, sftp_user=None,
                  statedir=None, extra_sshd_config=(), log_level="VERBOSE", clean_home=False, relay=False,
-                 password=None):
+                 password=None, port=None):
         if kind not in ("openssh", "dropbear", "proftpd"):
             raise ValueError(kind)
         if kind == "proftpd" and (sftp_server or subsystem or sftp_user or relay or password):
@@ -331,6 +334,7 @@ class SshServer:
         self.dir = statedir
         self.proc = None
         self.port = None
+        self.fixed_port = port
         self.user = pwd.getpwuid(os.geteuid()).pw_name
         self._variant_n = 0
 
@@ -379,7 +383,7 @@ class SshServer:
             self.relay_set()
         last_err = None
         for _attempt in range(8):
-            self.port = free_port()
+            self.port = self.fixed_port or free_port()
             try:
                 self._spawn()
                 break

@@ -181,9 +181,9 @@ test_plan_known_sides_unchanged(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
 	struct ph_known kv[] = {
-		{ "a.jpg", 10, 10, 100, 555 },     /* as synced: unchanged */
-		{ "b.jpg", 10, 10, 100, 555 },     /* destination changed since */
-		{ "c.jpg", 10, 10, 100, 555 },     /* source changed since */
+		{ "a.jpg", 10, 10, 100, 555, 0 },     /* as synced: unchanged */
+		{ "b.jpg", 10, 10, 100, 555, 0 },     /* destination changed since */
+		{ "c.jpg", 10, 10, 100, 555, 0 },     /* source changed since */
 	};
 	struct ph_known_set known = { kv, 3, 0 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
@@ -208,6 +208,56 @@ test_plan_known_sides_unchanged(void **state)
 	assert_int_equal(k, PH_A_UPDATE);
 	assert_int_equal(p.v[1].how, PH_U_REPLACE);
 	assert_int_equal(p.files_todo, 1);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
+/* A side whose size and time are as recorded but whose content changed
+ * (its local identity said so, issue 22 item 13): the trees look equal,
+ * and still the source's change goes, the destination's is kept, both
+ * are a conflict, and a touched destination file is never deleted. */
+static void
+test_plan_touched_sides(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[] = {
+		{ "both.jpg", 10, 10, 100, 100, PH_KNOWN_SRC | PH_KNOWN_DST },
+		{ "dst.jpg", 10, 10, 100, 100, PH_KNOWN_DST },
+		{ "gone.jpg", 10, 10, 100, 100, PH_KNOWN_DST },
+		{ "same.jpg", 10, 10, 100, 100, 0 },
+		{ "src.jpg", 10, 10, 100, 100, PH_KNOWN_SRC },
+	};
+	struct ph_known_set known = { kv, 5, 0 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, NULL, 0 };
+	struct ph_plan p;
+	uint8_t k;
+
+	(void)state;
+	add(&src, "both.jpg", PH_T_FILE, 10, 100);
+	add(&src, "dst.jpg", PH_T_FILE, 10, 100);
+	add(&src, "same.jpg", PH_T_FILE, 10, 100);
+	add(&src, "src.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "both.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "dst.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "gone.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "same.jpg", PH_T_FILE, 10, 100);
+	add(&dst, "src.jpg", PH_T_FILE, 10, 100);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.n, 3);
+	assert_string_equal(kind_path(&p, &src, 0, &k), "both.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_int_equal(p.v[0].how, PH_U_CONFLICT);
+	assert_string_equal(kind_path(&p, &src, 1, &k), "dst.jpg");
+	assert_int_equal(k, PH_A_KEPT);
+	assert_string_equal(kind_path(&p, &src, 2, &k), "src.jpg");
+	assert_int_equal(k, PH_A_UPDATE);
+	assert_int_equal(p.v[2].how, PH_U_REPLACE);
+	assert_int_equal(p.ndel, 1);
+	assert_true(p.del[0].kept);
+	assert_int_equal(p.ndel_go, 0);
 	ph_plan_free(&p);
 	ph_tree_free(&src);
 	ph_tree_free(&dst);
@@ -254,9 +304,9 @@ test_plan_conflict_rules(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
 	struct ph_known kv[] = {
-		{ "both.jpg", 10, 10, 100, 100 },               /* both changed since */
-		{ "div.jpg", 10, PH_KNOWN_DIVERGED, 100, 100 }, /* after a conflict */
-		{ "src.jpg", 10, 10, 100, 100 },                /* only the source changed */
+		{ "both.jpg", 10, 10, 100, 100, 0 },               /* both changed since */
+		{ "div.jpg", 10, PH_KNOWN_DIVERGED, 100, 100, 0 }, /* after a conflict */
+		{ "src.jpg", 10, 10, 100, 100, 0 },                /* only the source changed */
 	};
 	struct ph_known_set known = { kv, 3, 0 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 0, NULL, 0 };
@@ -304,12 +354,12 @@ test_plan_gone(void **state)
 {
 	struct ph_tree src = { 0 }, dst = { 0 };
 	struct ph_known kv[] = {
-		{ "album/p.jpg", 5, 5, 10, 10 },   /* album is a symlink now */
-		{ "both-gone.jpg", 5, 5, 10, 10 },
-		{ "changed.jpg", 5, 5, 10, 10 },
-		{ "gone.jpg", 5, 5, 10, 10 },
-		{ "keep.jpg", 5, 5, 10, 10 },
-		{ "x.tmp", 5, 5, 10, 10 },         /* excluded now */
+		{ "album/p.jpg", 5, 5, 10, 10, 0 },   /* album is a symlink now */
+		{ "both-gone.jpg", 5, 5, 10, 10, 0 },
+		{ "changed.jpg", 5, 5, 10, 10, 0 },
+		{ "gone.jpg", 5, 5, 10, 10, 0 },
+		{ "keep.jpg", 5, 5, 10, 10, 0 },
+		{ "x.tmp", 5, 5, 10, 10, 0 },         /* excluded now */
 	};
 	struct ph_known_set known = { kv, 6, 0 };
 	const char *pat[] = { "*.tmp" };
@@ -367,7 +417,7 @@ test_plan_hour_shift(void **state)
 	(void)state;
 	for (i = 0; i < 10; i++) {
 		snprintf(names[i], sizeof(names[i]), "f%zu.jpg", i);
-		kv[i] = (struct ph_known){ names[i], 100 + i, 100 + i, 5000, 5000 };
+		kv[i] = (struct ph_known){ names[i], 100 + i, 100 + i, 5000, 5000, 0 };
 		/* f9 was edited for real (another size): still a shift of the rest */
 		add(&src, names[i], PH_T_FILE, i == 9 ? 1 : 100 + i, 5000 + 7200);
 		add(&dst, names[i], PH_T_FILE, 100 + i, 5000);
@@ -501,6 +551,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plan_records_flagged_not_kept),
 		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_plan_touched_sides),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -323,6 +323,146 @@ test_names_reply_bounds(void **state)
 	assert_int_equal(ph_sftp_names_next(&it, &n, &nl, &a), PHSYNC_EPROTO);
 }
 
+/* A channel in memory whose window the test sets: what is sent is kept,
+ * the server answers VERSION and then nothing. */
+struct fake {
+	struct ph_buf sent;
+	size_t window;          /* bytes write_some takes before it says "shut" */
+	int gave_version;
+	int waits;
+	phsync_ctx *ctx;
+	int stop_at_wait;       /* the wait that "receives" Ctrl-C (and opens the window) */
+};
+
+static int
+f_write(void *arg, const void *p, size_t n)
+{
+	struct fake *f = arg;
+
+	return ph_buf_put(&f->sent, p, n);
+}
+
+static int
+f_write_some(void *arg, const void *p, size_t n, size_t *put)
+{
+	struct fake *f = arg;
+
+	*put = n < f->window ? n : f->window;
+	f->window -= *put;
+	return ph_buf_put(&f->sent, p, *put);
+}
+
+static int
+f_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
+{
+	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
+	struct fake *f = arg;
+
+	(void)timeout_ms;
+	*got = 0;
+	if (!f->gave_version && n >= sizeof(version)) {
+		memcpy(p, version, sizeof(version));
+		*got = sizeof(version);
+		f->gave_version = 1;
+	}
+	return 0;
+}
+
+static int
+f_wait(void *arg, int timeout_ms)
+{
+	struct fake *f = arg;
+
+	(void)timeout_ms;
+	if (++f->waits == f->stop_at_wait) {
+		f->ctx->interrupted = 1;
+		f->window = 1u << 20;
+	}
+	poll(NULL, 0, 5);
+	return 0;
+}
+
+static void
+count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	int *n = arg;
+
+	(void)s;
+	if (r->err == PHSYNC_EINTR)
+		(*n)++;
+}
+
+/* The types of the packets in b from off on. */
+static size_t
+packet_types(const struct ph_buf *b, size_t off, uint8_t *types, size_t max)
+{
+	size_t n = 0;
+
+	while (off + 5 <= b->len && n < max) {
+		types[n++] = b->data[off + 4];
+		off += 4 + ((size_t)b->data[off] << 24 | (size_t)b->data[off + 1] << 16 |
+		            (size_t)b->data[off + 2] << 8 | b->data[off + 3]);
+	}
+	assert_int_equal(off, b->len); /* whole packets only */
+	return n;
+}
+
+/* After Ctrl-C the WRITEs queued behind the one being sent are taken back
+ * (their callbacks get PHSYNC_EINTR) and the CLOSE behind them goes out at
+ * once; the WRITE the channel is in the middle of is sent whole (issue 22,
+ * item 11). */
+static void
+test_stop_takes_back_unsent_writes(void **state)
+{
+	static const uint8_t h[4] = { 'h', 'a', 'n', 'd' };
+	uint8_t data[1000], types[16];
+	struct fake f;
+	struct ph_chan ch = { f_write, f_read, &f, 0, f_write_some, f_wait };
+	struct ph_sftp *s;
+	size_t init, k;
+	int eintr = 0, closed = 0, i;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	memset(data, 7, sizeof(data));
+	assert_int_equal(phsync_ctx_new(&f.ctx), 0);
+	f.window = 1u << 20;
+	assert_int_equal(ph_sftp_new(f.ctx, &ch, &s), 0);
+	init = f.sent.len;
+
+	/* The stop comes while the window is shut half-way into the first WRITE. */
+	f.window = 300;
+	f.stop_at_wait = 1;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(ph_sftp_write(s, h, sizeof(h), (uint64_t)i * 1000, data, 1000,
+		                               count_cb, &eintr), 0);
+	assert_int_equal(ph_sftp_close(s, h, sizeof(h), count_cb, &closed), 0);
+	assert_int_equal(ph_sftp_flush(s), 0);
+	assert_int_equal(eintr, 2);
+	k = packet_types(&f.sent, init, types, 16);
+	assert_int_equal(k, 2);
+	assert_int_equal(types[0], PH_FXP_WRITE);
+	assert_int_equal(types[1], PH_FXP_CLOSE);
+	assert_int_equal(ph_sftp_inflight(s), 2); /* the first WRITE and the CLOSE */
+
+	/* A server that takes nothing more after the stop is given up (2 s). */
+	f.window = 0;
+	f.stop_at_wait = -1;
+	f.ctx->interrupted = 1;
+	eintr = 0;
+	assert_int_equal(ph_sftp_close(s, h, sizeof(h), count_cb, &closed), 0);
+	assert_int_equal(ph_sftp_flush(s), PHSYNC_EINTR);
+	assert_int_equal(ph_sftp_inflight(s), 0);
+	/* Every pending callback ran, with the stop: the WRITE sent, both CLOSEs. */
+	assert_int_equal(eintr, 1);
+	assert_int_equal(closed, 2);
+	assert_non_null(strstr(phsync_ctx_error(f.ctx), "given up"));
+
+	ph_sftp_free(s);
+	ph_buf_free(&f.sent);
+	phsync_ctx_free(f.ctx);
+}
+
 int
 main(void)
 {
@@ -330,6 +470,7 @@ main(void)
 		cmocka_unit_test(test_real_server_roundtrip),
 		cmocka_unit_test(test_hostile_replies),
 		cmocka_unit_test(test_names_reply_bounds),
+		cmocka_unit_test(test_stop_takes_back_unsent_writes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

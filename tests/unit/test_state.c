@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -36,9 +37,11 @@ teardown(void **state)
 	return system(cmd);
 }
 
-static const struct ph_state_key key = { "bob", "192.0.2.7", 8022, "/sdcard/DCIM", "/home/b/Pictures" };
+static const struct ph_state_key key = { "ssh-ed25519 SHA256:unitTestPhoneKey", "bob", "192.0.2.7",
+                                         8022, "/sdcard/DCIM", "/home/b/Pictures" };
 
-/* The one database file of the folder. */
+/* The database file of key's pair (test_one_run_per_pair leaves another
+ * pair's beside it): the one whose meta names key's local folder. */
 static void
 db_path(char *out, size_t len)
 {
@@ -47,9 +50,24 @@ db_path(char *out, size_t len)
 
 	out[0] = '\0';
 	assert_non_null(d);
-	while ((de = readdir(d)) != NULL)
-		if (strlen(de->d_name) == 19 && strcmp(de->d_name + 16, ".db") == 0)
-			snprintf(out, len, "%s/%s", dir, de->d_name);
+	while ((de = readdir(d)) != NULL) {
+		char p[256];
+		sqlite3 *h = NULL;
+		sqlite3_stmt *s = NULL;
+		int mine = 0;
+
+		if (strlen(de->d_name) != 19 || strcmp(de->d_name + 16, ".db") != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (sqlite3_open_v2(p, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+		    sqlite3_prepare_v2(h, "SELECT v FROM meta WHERE k = 'local'", -1, &s,
+		                       NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+			mine = strcmp((const char *)sqlite3_column_text(s, 0), key.lpath) == 0;
+		sqlite3_finalize(s);
+		sqlite3_close(h);
+		if (mine)
+			snprintf(out, len, "%s", p);
+	}
 	closedir(d);
 	assert_true(out[0] != '\0');
 }
@@ -77,7 +95,8 @@ test_records_survive(void **state)
 {
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 100, 100, 1700000000, 1700000000, NULL, NULL, 0 }, g;
+	struct ph_state_file f = { .lsize = 100, .rsize = 100, .lmtime = 1700000000,
+	                             .rmtime = 1700000000 }, g;
 	uint8_t hash[16], buf[16];
 	struct phsync_stats stats = { 0 };
 
@@ -144,7 +163,7 @@ test_kill_mid_batch(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct ph_state_file f = { 1, 1, 2, 2, NULL, NULL, 0 };
+		struct ph_state_file f = { .lsize = 1, .rsize = 1, .lmtime = 2, .rmtime = 2 };
 		char path[32];
 
 		if (ph_state_open(ctx, dir, &key, 1, &st) != 0)
@@ -201,7 +220,8 @@ test_damaged_foreign_and_newer_refused(void **state)
 	 * the trees' order. */
 	for (int v = 1; v <= 2; v++) {
 		static const uint8_t sig[3] = { 1, 2, 3 };
-		struct ph_state_file f = { 1, 1, 2, 2, NULL, sig, 3 };
+		struct ph_state_file f = { .lsize = 1, .rsize = 1, .lmtime = 2, .rmtime = 2,
+		                           .sig = sig, .siglen = 3 };
 		sqlite3_stmt *q;
 		char sql[1024];
 		struct order o = { { NULL }, 0 };
@@ -347,7 +367,7 @@ test_schema4_backup_series(void **state)
 	static const uint8_t h16[16] = { 9 };
 	phsync_ctx *ctx;
 	struct ph_state *st;
-	struct ph_state_file f = { 5, 5, 6, 6, NULL, NULL, 0 };
+	struct ph_state_file f = { .lsize = 5, .rsize = 5, .lmtime = 6, .rmtime = 6 };
 	struct ph_backup_file bf = { 1, 10, 1700000000, 5, 0644, h16, 1 };
 	struct ph_backup_rec rec = { 1, (char *)"/b/a-1.tar.zst", 1, 0, 1700000000, 2, 20, 0, 0 };
 	struct ph_backup_rec *recs;
@@ -440,9 +460,96 @@ test_schema4_backup_series(void **state)
 	assert_int_equal(sqlite3_prepare_v2(h, "SELECT user_version FROM pragma_user_version", -1,
 	                                    &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(q, 0), 4);
+	assert_int_equal(sqlite3_column_int(q, 0), PH_STATE_SCHEMA);
 	sqlite3_finalize(q);
 	sqlite3_close(h);
+	phsync_ctx_free(ctx);
+}
+
+/* Schema 4 (no hread, no local identity) is upgraded to 5 in place: old
+ * rows keep their hash, which is then not known to be the remote's (an
+ * offload reads that file whole first), and have no identity; new rows
+ * carry both, and the identity comes back with the end of the run that
+ * recorded it (the racy-clean reference). */
+static int
+collect_lid(void *arg, const char *path, const struct ph_state_file *f)
+{
+	struct ph_state_file *out = arg;
+
+	if (strcmp(path, "new") == 0)
+		out[0] = *f;
+	else
+		out[1] = *f;
+	return 0;
+}
+
+static void
+test_schema5_hread_and_identity(void **state)
+{
+	static const uint8_t h16[16] = { 7 };
+	phsync_ctx *ctx;
+	struct ph_state *st;
+	struct ph_state_file f = { .lsize = 5, .rsize = 5, .lmtime = 6, .rmtime = 6,
+	                             .hash = h16, .hread = 1 }, seen[2];
+	char path[256];
+	uint8_t hb[16];
+	sqlite3 *h;
+	time_t t0 = time(NULL);
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_state_open(ctx, dir, &key, PH_STATE_RESET, &st), 0);
+	ph_state_close(st, 0, NULL);
+	db_path(path, sizeof(path));
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "DROP TABLE files; CREATE TABLE files (k TEXT PRIMARY "
+	                              "KEY, path TEXT AS (replace(k, char(1), '/')) VIRTUAL, "
+	                              "lsize INTEGER NOT NULL, lmtime INTEGER NOT NULL, rsize "
+	                              "INTEGER NOT NULL, rmtime INTEGER NOT NULL, hash BLOB, sig "
+	                              "BLOB) WITHOUT ROWID; INSERT INTO files (k, lsize, lmtime, "
+	                              "rsize, rmtime, hash) VALUES ('old', 1, 2, 1, 2, "
+	                              "zeroblob(16)); PRAGMA user_version = 4", NULL, NULL, NULL),
+	                 SQLITE_OK);
+	sqlite3_close(h);
+	/* A dry run reads schema 4 as it is. */
+	assert_int_equal(ph_state_open(ctx, dir, &key, PH_STATE_READONLY, &st), 0);
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(ph_state_each(st, collect_lid, seen), 0);
+	assert_int_equal(seen[1].lsize, 1);
+	assert_int_equal(seen[1].has_lid, 0);
+	ph_state_close(st, 0, NULL);
+
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_file_get(st, "old", &f, hb), 1);
+	assert_non_null(f.hash);
+	assert_int_equal(f.hread, 0);
+	f.hash = h16;
+	f.hread = 1;
+	f.has_lid = 1;
+	f.lctime = 123456789012345678LL;
+	f.lino = 42;
+	f.ldev = 7;
+	assert_int_equal(ph_state_file_done(st, "new", &f), 0);
+	/* Read back in this run: the run has not ended (racy). */
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(ph_state_each(st, collect_lid, seen), 0);
+	assert_int_equal(seen[0].has_lid, 1);
+	assert_int_equal(seen[0].lref, 0);
+	assert_int_equal(seen[1].has_lid, 0);
+	ph_state_close(st, 0, NULL);
+
+	assert_int_equal(ph_state_open(ctx, dir, &key, 0, &st), 0);
+	assert_int_equal(ph_state_file_get(st, "new", &f, hb), 1);
+	assert_int_equal(f.hread, 1);
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(ph_state_each(st, collect_lid, seen), 0);
+	assert_int_equal(seen[0].has_lid, 1);
+	assert_true(seen[0].lctime == 123456789012345678LL);
+	assert_int_equal(seen[0].lino, 42);
+	assert_int_equal(seen[0].ldev, 7);
+	assert_true(seen[0].lref >= (int64_t)t0 * 1000000000);
+	assert_true(seen[0].lref <= (int64_t)time(NULL) * 1000000000);
+	ph_state_close(st, 0, NULL);
 	phsync_ctx_free(ctx);
 }
 
@@ -456,6 +563,7 @@ main(void)
 		cmocka_unit_test(test_damaged_foreign_and_newer_refused),
 		cmocka_unit_test(test_pairs_listed),
 		cmocka_unit_test(test_schema4_backup_series),
+		cmocka_unit_test(test_schema5_hread_and_identity),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,52 @@
+/* The checked start of a bootstrapped helper (docs/PROTOCOL.md,
+ * "Bootstrap"): the POSIX sh script that opens the cached helper once,
+ * reports its folders and that open file, sends its bytes and runs that
+ * same open file; and the judging of its report. No I/O here. */
+#ifndef PH_BOOTCHECK_H
+#define PH_BOOTCHECK_H
+
+#include <stddef.h>
+
+#include "phsync/phsync.h"
+
+/* The report's first line: "phsync-boot UID" (the login user's uid). */
+#define PH_BOOT_HELLO "phsync-boot "
+/* The folders reported, in order, before the file; as shown to the user. */
+#define PH_BOOT_NDIRS 3
+extern const char *const ph_boot_dir_names[PH_BOOT_NDIRS];
+
+/* One line of the report: `ls -lnd` of a path (or, for the open file,
+ * `ls -lnLd /proc/PID/fd/3`), or "-" when there is none. */
+struct ph_boot_ent {
+	int present;
+	char type;               /* mode string's first letter: 'd', '-', 'l' ... */
+	char mode[12];           /* the mode string, e.g. "drwx------" */
+	unsigned long long uid;
+	unsigned long long size;
+};
+
+/* The remote command for the cached helper at path (relative to the login
+ * folder; letters, digits, '.', '-', '_', '/' only) serving root: `sh -c
+ * SCRIPT phsync-boot PATH ROOT`, quoted for any login shell (sh, bash,
+ * mksh, zsh, fish, csh). NULL when out of memory or path is not plain. */
+char *ph_boot_command(const char *path, const char *root);
+
+/* Parses the first line: 0 with *uid set, or -1. */
+int ph_boot_parse_hello(const char *line, unsigned long long *uid);
+
+/* Parses one `ls -lnd` line (or "-") into e: 0, or -1 when it is neither. */
+int ph_boot_parse_ls(const char *line, struct ph_boot_ent *e);
+
+/* May a helper be run from the folder e, shown as name, for the user uid?
+ * 0 when it is a real folder (no symlink) owned by uid and not writable by
+ * its group or others, or when it is missing (phsync makes it); else
+ * PHSYNC_EUNSAFE with the reason and the fix in ctx. */
+int ph_boot_check_dir(phsync_ctx *ctx, const char *name, const struct ph_boot_ent *e,
+                      unsigned long long uid);
+
+/* Is e a copy phsync may check and run: a regular file owned by uid,
+ * executable by it, writable by nobody else (and, size_want nonzero, of
+ * that size)? 1 or 0 (0: it is replaced). */
+int ph_boot_file_ok(const struct ph_boot_ent *e, unsigned long long uid, size_t size_want);
+
+#endif

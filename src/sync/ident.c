@@ -1,0 +1,227 @@
+/* The local file's identity and git's racy-clean rule; see ident.h and
+ * docs/ARCHITECTURE.md ("What a run trusts"). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "ident.h"
+#include "job.h"
+#include "local.h"
+#include "whole.h"
+
+/* A record renewed with a fresh identity (its content checked). */
+struct ph_renew {
+	char *path;
+	struct ph_ident id;
+};
+
+/* The folder of rel, open beneath the root: kept open from one call to
+ * the next (files come in tree order, a folder's files together), so a
+ * run over a million unchanged files opens each folder once. */
+static int
+dir_of(struct ph_job *j, const char *rel, const char **base)
+{
+	char *dir;
+	int dfd, rc;
+
+	if ((rc = ph_local_split(rel, &dir, base)) != 0)
+		return rc;
+	if (j->idir != NULL && j->idfd >= 0 && strcmp(j->idir, dir) == 0) {
+		free(dir);
+		return j->idfd;
+	}
+	if ((rc = ph_local_opendir(j->lroot, dir, &dfd)) != 0) {
+		free(dir);
+		return rc;
+	}
+	ph_ident_close(j);
+	j->idir = dir;
+	j->idfd = dfd;
+	return dfd;
+}
+
+void
+ph_ident_close(struct ph_job *j)
+{
+	if (j->idir != NULL && j->idfd >= 0)
+		close(j->idfd);
+	free(j->idir);
+	j->idir = NULL;
+	j->idfd = -1;
+}
+
+int
+ph_ident_stat(struct ph_job *j, const char *rel, struct ph_ident *id)
+{
+	const char *base;
+	struct stat st;
+	int dfd, rc;
+
+	if (j->lroot < 0)
+		return PHSYNC_ENOENT;
+	if ((dfd = dir_of(j, rel, &base)) < 0)
+		return dfd;
+	rc = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ? ph_err_from_errno(errno) :
+	     !S_ISREG(st.st_mode) ? PHSYNC_ENOENT : 0;
+	if (rc != 0)
+		return rc;
+	id->size = (uint64_t)st.st_size;
+	id->ino = (uint64_t)st.st_ino;
+	id->dev = (uint64_t)st.st_dev;
+	id->mtime = ph_mtime_fit((int64_t)st.st_mtime);
+	id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	id->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	return 0;
+}
+
+int
+ph_ident_suspect(const struct ph_state_file *f, const struct ph_ident *id)
+{
+	if (!f->has_lid)
+		return 0;
+	if (id->ino != f->lino || id->dev != f->ldev || id->ctime_ns != f->lctime)
+		return 1;
+	/* Racy clean: a change right after the record, within the same clock
+	 * step, leaves every time as recorded. */
+	return f->lref == 0 || f->lctime >= f->lref - PH_IDENT_RACY_NS ||
+	       id->mtime_ns >= f->lref - PH_IDENT_RACY_NS;
+}
+
+/* The local side's name of source entry e. */
+static const char *
+local_rel(const struct ph_job *j, const struct ph_entry *e)
+{
+	return j->dir == PHSYNC_PULL ? ph_entry_dpath(e) : ph_entry_raw(e);
+}
+
+void
+ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f)
+{
+	const struct ph_entry *e;
+	struct ph_ident id;
+	int rc;
+
+	f->has_lid = 0;
+	if (f->hash == NULL || (e = ph_tree_find(&j->src, path)) == NULL)
+		return;
+	/* Folders change while a run carries out its plan: none kept open. */
+	ph_ident_close(j);
+	rc = ph_ident_stat(j, local_rel(j, e), &id);
+	ph_ident_close(j);
+	if (rc != 0)
+		return;
+	f->has_lid = 1;
+	f->lino = id.ino;
+	f->ldev = id.dev;
+	f->lctime = id.ctime_ns;
+	/* Changed already (not as recorded): an identity that never matches. */
+	if (id.size != f->lsize || id.mtime != f->lmtime)
+		f->lctime = -1;
+	/* A push read the file during the run: a change then (not its own)
+	 * may hide behind the ctime seen now. Checked next run. */
+	if (j->dir == PHSYNC_PUSH && id.ctime_ns > (int64_t)j->started * 1000000000 -
+	                                          PH_IDENT_RACY_NS)
+		f->lctime = -1;
+}
+
+static int
+same_id(const struct ph_ident *a, const struct ph_ident *b)
+{
+	return a->size == b->size && a->ino == b->ino && a->dev == b->dev &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+/* Renewals one run keeps (about 100 bytes each): a state upgraded from
+ * schema 4 gives every row an identity over a few runs, not all at once. */
+#define MAX_RENEW 65536
+
+/* Queues path's record to be renewed with identity id. Returns 0 (a
+ * renewal that cannot be kept is only done again next run). */
+static int
+queue_renew(struct ph_job *j, const char *path, const struct ph_ident *id)
+{
+	if (j->nrenew >= MAX_RENEW)
+		return 0;
+	if (j->nrenew == j->caprenew) {
+		size_t nc = j->caprenew ? j->caprenew * 2 : 16;
+		struct ph_renew *nv = realloc(j->renew, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return 0;
+		j->renew = nv;
+		j->caprenew = nc;
+	}
+	if ((j->renew[j->nrenew].path = strdup(path)) == NULL)
+		return 0;
+	j->renew[j->nrenew++].id = *id;
+	return 0;
+}
+
+int
+ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
+                 const struct ph_state_file *f)
+{
+	struct ph_state_file r;
+	struct ph_ident id, id2;
+	uint8_t rh[16], h[16];
+	uint64_t n = 0;
+	int rc;
+
+	if (j->state == NULL || (!f->has_lid && !f->has_hash) || ph_ident_stat(j, rel, &id) != 0)
+		return 0;
+	/* A record from before identities were kept (schema 4): trusted by
+	 * size and time as then, and given the identity seen now. */
+	if (!f->has_lid)
+		return queue_renew(j, path, &id);
+	if (!ph_ident_suspect(f, &id))
+		return 0;
+	if ((rc = ph_state_file_get(j->state, path, &r, rh)) < 0)
+		return rc;
+	if (rc == 0 || r.hash == NULL)
+		return 1;
+	/* The bytes decide; the identity must hold still around the read. */
+	if (ph_whole_local(j, rel, h, &n) != 0 || n != r.lsize || memcmp(h, r.hash, 16) != 0 ||
+	    ph_ident_stat(j, rel, &id2) != 0 || !same_id(&id, &id2))
+		return 1;
+	return queue_renew(j, path, &id);
+}
+
+int
+ph_ident_renew(struct ph_job *j)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < j->nrenew && rc == 0; i++) {
+		struct ph_renew *w = &j->renew[i];
+		struct ph_state_file f;
+		uint8_t h[16], *sig = NULL;
+
+		if ((rc = ph_state_file_get_sig(j->state, w->path, &f, h, &sig)) == 1) {
+			f.has_lid = 1;
+			f.lino = w->id.ino;
+			f.ldev = w->id.dev;
+			f.lctime = w->id.ctime_ns;
+			rc = ph_state_file_done(j->state, w->path, &f);
+		}
+		free(sig);
+	}
+	ph_ident_renew_free(j);
+	return rc < 0 ? rc : 0;
+}
+
+void
+ph_ident_renew_free(struct ph_job *j)
+{
+	size_t i;
+
+	for (i = 0; i < j->nrenew; i++)
+		free(j->renew[i].path);
+	free(j->renew);
+	j->renew = NULL;
+	j->nrenew = j->caprenew = 0;
+}

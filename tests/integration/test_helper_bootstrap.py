@@ -1,0 +1,324 @@
+"""What phsync runs on a phone without phsync (issue 22 item 6, DESIGN rule 11, docs/PROTOCOL.md
+"Bootstrap"): exactly the bytes it checked, owned by the login user, reached through no folder
+another user can write.
+
+The test sshd runs every command through tests/lib/phone_shell.py (ForceCommand), which can play
+the other user on the phone: it replaces the cached helper by a planted program (a rename over
+it, as anyone who can write the folder can) at the last moment before the helper is executed,
+after phsync checked it. The planted program writes a marker file and then runs the real helper,
+so a pull through it exits 0 as if nothing happened: the marker is the proof that it ran.
+Proves:
+- the race: the cached copy replaced after the check and before the exec (a copy left by an
+  earlier run, and one uploaded in the same run): the replaced bytes never run (no marker),
+  the pull goes through the checked helper; the next run replaces the planted copy;
+- folders: ~, ~/.cache or ~/.cache/phsync writable by group or others, ~/.cache/phsync owned by
+  another user, ~/.cache/phsync or ~/.cache a symlink: --helper always exits 3 naming the
+  folder and what is wrong, --helper auto syncs over plain SFTP; either way nothing is run (no
+  marker, the swap never fired) and nothing in the folder changed;
+- a cached file owned by another user, or a symlink, is replaced by the user's own copy;
+- a phone whose /proc cannot be read: no helper (always: exit 3 saying so; auto: plain SFTP);
+- Android's shell and tools (mksh + toybox) and busybox's run the start-up script: the helper
+  starts, deltas flow, and the race is lost there too.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from harness import SyncTestCase, phsync_bin, random_bytes, skip_or_fail, write_file
+
+T0 = 1700000000
+HERE = os.path.dirname(os.path.abspath(__file__))
+PHONE_SHELL = os.path.abspath(os.path.join(HERE, "..", "lib", "phone_shell.py"))
+NOBODY = 65534
+
+
+def summary(r):
+    for line in r.out.splitlines():
+        ev = json.loads(line)
+        if ev.get("event") == "summary":
+            return ev
+    raise AssertionError("no summary in %r" % (r,))
+
+
+def helpers_dir():
+    return os.path.join(os.path.dirname(phsync_bin()), "helpers")
+
+
+def host_arch():
+    m = os.uname().machine
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def version():
+    out = subprocess.run([phsync_bin(), "--version"], stdout=subprocess.PIPE, check=True).stdout
+    return out.decode().split()[1]
+
+
+def listing(d):
+    """name -> (inode, mode, uid, size) of what d holds (not following symlinks)."""
+    out = {}
+    for n in os.listdir(d):
+        st = os.lstat(os.path.join(d, n))
+        out[n] = (st.st_ino, st.st_mode, st.st_uid, st.st_size)
+    return out
+
+
+class BootstrapTrustTest(SyncTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ctl_dir = tempfile.mkdtemp(prefix="phsync-phone-shell-")
+        cls.addClassCleanup(shutil.rmtree, cls.ctl_dir, True)
+        os.chmod(cls.ctl_dir, 0o755)
+        cls.control = os.path.join(cls.ctl_dir, "control.json")
+        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        cls.server_kwargs = {"clean_home": True, "extra_sshd_config": [
+            "ForceCommand %s %s %s" % (py, PHONE_SHELL, cls.control)]}
+        super().setUpClass()
+
+    def setUp(self):
+        super().setUp()
+        self.set_control()
+        home = self.srv.login_home
+        os.chmod(home, 0o755)
+        self.addCleanup(os.chmod, home, 0o755)
+        self.clear_cache()
+        self.env = {"PHSYNC_HELPER_DIR": helpers_dir()}
+        self.local_helper = os.path.join(helpers_dir(), "phsync-helper-" + host_arch())
+        with open(self.local_helper, "rb") as f:
+            self.helper_bytes = f.read()
+        # What the other user plants: it leaves a marker, then runs the real helper.
+        self.marker = os.path.join(self.tmp, "planted-code-ran")
+        self.planted = os.path.join(self.tmp, "planted.sh")
+        with open(self.planted, "w") as f:
+            f.write('#!/bin/sh\necho "$0 $*" >> %s\nexec %s "$@"\n' % (self.marker, self.local_helper))
+
+    def clear_cache(self):
+        home = self.srv.login_home
+        for p in (os.path.join(home, ".cache", "phsync"), os.path.join(home, ".cache")):
+            if os.path.islink(p):
+                os.unlink(p)
+        shutil.rmtree(os.path.join(home, ".cache"), ignore_errors=True)
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        if os.path.isdir(sdir):
+            for n in os.listdir(sdir):
+                if n.startswith("nohelper-"):
+                    os.unlink(os.path.join(sdir, n))
+
+    def set_control(self, **modes):
+        tmp = self.control + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(modes, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, self.control)
+        with open(self.control + ".log", "w"):
+            pass
+
+    def fired(self):
+        with open(self.control + ".log") as f:
+            return [l.split(None, 1)[1].rstrip("\n") for l in f if l.startswith("FIRED ")]
+
+    def cache_dir(self):
+        return os.path.join(self.srv.login_home, ".cache", "phsync")
+
+    def cached(self):
+        return os.path.join(self.cache_dir(), "phsync-helper-%s-%s" % (version(), host_arch()))
+
+    def seed(self):
+        """A good cached copy, as an earlier run left it."""
+        os.makedirs(self.cache_dir(), mode=0o700)
+        os.chmod(os.path.dirname(self.cache_dir()), 0o700)
+        shutil.copyfile(self.local_helper, self.cached())
+        os.chmod(self.cached(), 0o700)
+
+    def arm_swap(self, **extra):
+        self.set_control(swap={"file": self.cached(), "planted": self.planted}, **extra)
+
+    def assertNothingPlantedRan(self):
+        self.assertFalse(os.path.exists(self.marker), "the planted program ran: %s"
+                         % (open(self.marker).read() if os.path.exists(self.marker) else ""))
+
+    def photos(self, n=2, size=200_000):
+        datas = {}
+        for i in range(n):
+            rel = "DCIM/Camera/IMG_%d.jpg" % i
+            datas[rel] = random_bytes(size + i * 7, 300 + i)
+            write_file(os.path.join(self.remote, rel), datas[rel], mtime=T0)
+        return datas
+
+    # -- the race ----------------------------------------------------------------------------
+
+    def test_copy_replaced_after_the_check_never_runs(self):
+        self.photos()
+        for how in ("left by an earlier run", "uploaded in this run"):
+            with self.subTest(how):
+                self.clear_cache()
+                shutil.rmtree(self.local, ignore_errors=True)
+                if how == "left by an earlier run":
+                    self.seed()
+                self.arm_swap()
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                # The swap happened, after the check ...
+                self.assertEqual(self.fired(), ["swap " + self.cached()], r)
+                with open(self.cached(), "rb") as f:
+                    self.assertNotEqual(f.read(), self.helper_bytes)
+                # ... and what ran is what was checked, never what lies at the name now.
+                self.assertNothingPlantedRan()
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertTreesEqual(self.remote, self.local)
+                # The next run finds the planted copy, replaces it and runs only its own.
+                self.set_control()
+                write_file(os.path.join(self.remote, "new.txt"), b"new\n", mtime=T0)
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertNothingPlantedRan()
+                with open(self.cached(), "rb") as f:
+                    self.assertEqual(f.read(), self.helper_bytes)
+                self.assertEqual(sorted(os.listdir(self.cache_dir())), [os.path.basename(self.cached())])
+                self.assertTreesEqual(self.remote, self.local)
+                os.unlink(os.path.join(self.remote, "new.txt"))
+
+    # -- folders another user can write ------------------------------------------------------
+
+    def test_unsafe_folders_refused_and_nothing_run(self):
+        self.photos(n=1, size=50_000)
+        home = self.srv.login_home
+        dotcache = os.path.join(home, ".cache")
+        evil = os.path.join(self.tmp, "evil")
+
+        def link_cache():  # ~/.cache/phsync -> a folder of another user's, a good copy in it
+            os.makedirs(evil)
+            shutil.copy2(self.cached(), os.path.join(evil, os.path.basename(self.cached())))
+            os.chown(evil, NOBODY, NOBODY)
+            os.chmod(evil, 0o777)
+            shutil.rmtree(self.cache_dir())
+            os.symlink(evil, self.cache_dir())
+
+        def link_dotcache():  # ~/.cache -> elsewhere (the same folders below it)
+            shutil.rmtree(evil, ignore_errors=True)
+            os.rename(dotcache, evil)
+            os.symlink(evil, dotcache)
+
+        cases = (
+            ("~/.cache/phsync writable by others", lambda: os.chmod(self.cache_dir(), 0o777),
+             "~/.cache/phsync on the phone is writable by other users (drwxrwxrwx)"),
+            ("~/.cache/phsync writable by its group", lambda: os.chmod(self.cache_dir(), 0o770),
+             "~/.cache/phsync on the phone is writable by other users (drwxrwx---)"),
+            ("~/.cache writable by its group", lambda: os.chmod(dotcache, 0o775),
+             "~/.cache on the phone is writable by other users"),
+            ("~ writable by others", lambda: os.chmod(home, 0o757),
+             "~ on the phone is writable by other users"),
+            ("~/.cache/phsync owned by another user",
+             lambda: os.chown(self.cache_dir(), NOBODY, NOBODY),
+             "~/.cache/phsync on the phone belongs to uid %d, not to the login user (uid %d)"
+             % (NOBODY, os.geteuid())),
+            ("~/.cache/phsync a symlink", link_cache, "~/.cache/phsync on the phone is a symlink"),
+            ("~/.cache a symlink", link_dotcache, "~/.cache on the phone is a symlink"),
+        )
+        for i, (name, make, says) in enumerate(cases):
+            with self.subTest(name):
+                self.clear_cache()
+                shutil.rmtree(evil, ignore_errors=True)
+                os.chmod(home, 0o755)
+                self.seed()
+                make()
+                self.arm_swap()
+                before = listing(self.cache_dir())
+                dst = os.path.join(self.tmp, "x%d" % i)
+                r = self.pull("--helper", "always", dst=dst, env=self.env, expect=3)
+                self.assertIn(says, r.err)
+                self.assertFalse(os.path.exists(dst))
+                self.assertEqual(self.fired(), [])
+                self.assertNothingPlantedRan()
+                self.assertEqual(listing(self.cache_dir()), before)
+                # auto: plain SFTP, quietly; still nothing run or written there.
+                r = self.pull("--json", "--helper", "auto", dst=dst, env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 0, r)
+                self.assertTreesEqual(self.remote, dst)
+                self.assertEqual(self.fired(), [])
+                self.assertNothingPlantedRan()
+                self.assertEqual(listing(self.cache_dir()), before)
+
+    def test_foreign_or_symlinked_cached_file_replaced(self):
+        self.photos(n=1, size=50_000)
+        other = os.path.join(self.tmp, "other-copy")
+        for name in ("owned by another user", "a symlink"):
+            with self.subTest(name):
+                self.clear_cache()
+                shutil.rmtree(self.local, ignore_errors=True)
+                self.seed()
+                if name == "a symlink":
+                    shutil.copy2(self.cached(), other)
+                    os.unlink(self.cached())
+                    os.symlink(other, self.cached())
+                else:
+                    os.chown(self.cached(), NOBODY, NOBODY)
+                old = os.lstat(self.cached())
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                st = os.lstat(self.cached())
+                self.assertNotEqual(st.st_ino, old.st_ino)
+                self.assertEqual((st.st_uid, st.st_mode & 0o7777, os.path.islink(self.cached())),
+                                 (os.geteuid(), 0o700, False))
+                with open(self.cached(), "rb") as f:
+                    self.assertEqual(f.read(), self.helper_bytes)
+                self.assertTreesEqual(self.remote, self.local)
+
+    def test_no_proc_no_helper(self):
+        """A phone whose /proc cannot be read: the open file cannot be shown nor executed
+        through its descriptor, so no helper runs; said clearly, plain SFTP with auto."""
+        self.photos(n=1, size=50_000)
+        self.seed()
+        self.arm_swap(noproc=True)
+        before = listing(self.cache_dir())
+        dst = os.path.join(self.tmp, "x")
+        r = self.pull("--helper", "always", dst=dst, env=self.env, expect=3)
+        self.assertIn("the phone cannot show the helper it opened (/proc/PID/fd)", r.err)
+        self.assertFalse(os.path.exists(dst))
+        r = self.pull("--json", "--helper", "auto", dst=dst, env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 0, r)
+        self.assertTreesEqual(self.remote, dst)
+        self.assertEqual(self.fired(), [])
+        self.assertNothingPlantedRan()
+        self.assertEqual(listing(self.cache_dir()), before)
+
+    # -- a phone's own shell and tools -----------------------------------------------------------
+
+    def test_android_and_busybox_shells_run_it_checked(self):
+        datas = self.photos(n=2, size=300_000)
+        toybox, mksh, busybox = shutil.which("toybox"), shutil.which("mksh"), shutil.which("busybox")
+        if not (toybox and mksh and busybox):
+            skip_or_fail("phone-shells", "mksh, toybox or busybox missing (apt-get install mksh "
+                         "toybox busybox; scripts/install-deps.sh does)")
+        for name, shell, tool in (("mksh + toybox (Android)", [mksh], toybox),
+                                  ("busybox sh + applets", [busybox, "sh"], busybox)):
+            with self.subTest(name):
+                self.clear_cache()
+                shutil.rmtree(self.local, ignore_errors=True)
+                bindir = os.path.join(self.tmp, "bin-" + os.path.basename(tool))
+                os.makedirs(bindir)
+                os.chmod(bindir, 0o755)
+                for t in ("ls", "cat", "id", "uname"):
+                    os.symlink(tool, os.path.join(bindir, t))
+                os.symlink(shell[0] if len(shell) == 1 else busybox, os.path.join(bindir, "sh"))
+                self.set_control(shell=shell, path=[bindir])
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                with open(self.cached(), "rb") as f:
+                    self.assertEqual(f.read(), self.helper_bytes)
+                # Reused, and the race lost here too; an edit travels as a delta.
+                rel = "DCIM/Camera/IMG_0.jpg"
+                data = datas[rel][:1000] + b"edited" + datas[rel][1000:]
+                write_file(os.path.join(self.remote, rel), data, mtime=T0 + 10)
+                self.arm_swap(shell=shell, path=[bindir])
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                s = summary(r)
+                self.assertEqual((s["helper"], s["files_done"]), (1, 1), r)
+                self.assertGreater(s["bytes_matched"], 250_000, s)
+                self.assertEqual(self.fired(), ["swap " + self.cached()])
+                self.assertNothingPlantedRan()
+                self.assertTreesEqual(self.remote, self.local)
+                write_file(os.path.join(self.remote, rel), datas[rel], mtime=T0)

@@ -1,0 +1,174 @@
+/* The bootstrap's start-up script and the judging of its report
+ * (src/sync/bootcheck.c): `ls -lnd` lines of GNU ls, busybox and toybox,
+ * the folder rules (owner, symlink, group/other write, ACL mask), the
+ * cached file's rules, the command's quoting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bootcheck.h"
+
+static void
+test_ls_lines(void **state)
+{
+	struct ph_boot_ent e;
+
+	(void)state;
+	/* GNU ls (a SELinux dot), busybox (padded), toybox (ISO dates). */
+	assert_int_equal(ph_boot_parse_ls("drwx------. 2 10123 10123 4096 Nov 25 14:22 .cache", &e), 0);
+	assert_true(e.present);
+	assert_int_equal(e.type, 'd');
+	assert_string_equal(e.mode, "drwx------");
+	assert_int_equal(e.uid, 10123);
+	assert_int_equal(ph_boot_parse_ls("-rwx------    1 0        0           812345 Nov 25 14:22 "
+	                                  ".cache/phsync/phsync-helper-0.1.0-aarch64", &e), 0);
+	assert_int_equal(e.type, '-');
+	assert_int_equal(e.size, 812345);
+	assert_int_equal(ph_boot_parse_ls("lrwxrwxrwx 1 0 0 9 2026-11-25 14:22 .cache/phsync -> /tmp/evil",
+	                                  &e), 0);
+	assert_int_equal(e.type, 'l');
+	assert_int_equal(ph_boot_parse_ls("drwxrwx---+ 2 0 0 4096 Nov 25 14:22 .", &e), 0);
+	assert_string_equal(e.mode, "drwxrwx---");
+	assert_int_equal(ph_boot_parse_ls("-", &e), 0);
+	assert_false(e.present);
+	/* Not ls: refused, never half read. */
+	assert_int_equal(ph_boot_parse_ls("", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("ls: .cache: No such file or directory", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("drwx------ 2 root root 4096 Nov 25 .", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("drwx------ 2 0 0", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("drwx--?--- 2 0 0 4096 Nov 25 .", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("drwx------ 2 99999999999999999999 0 4096 Nov 25 .", &e), -1);
+	assert_int_equal(ph_boot_parse_ls("drwx------ 2 -1 0 4096 Nov 25 .", &e), -1);
+}
+
+static void
+test_hello(void **state)
+{
+	unsigned long long uid = 7;
+
+	(void)state;
+	assert_int_equal(ph_boot_parse_hello("phsync-boot 10123", &uid), 0);
+	assert_int_equal(uid, 10123);
+	assert_int_equal(ph_boot_parse_hello("phsync-boot ", &uid), -1);
+	assert_int_equal(ph_boot_parse_hello("phsync-boot 1 2", &uid), -1);
+	assert_int_equal(ph_boot_parse_hello("Welcome to Termux!", &uid), -1);
+}
+
+static int
+dir_rc(phsync_ctx *ctx, const char *line, unsigned long long uid)
+{
+	struct ph_boot_ent e;
+
+	assert_int_equal(ph_boot_parse_ls(line, &e), 0);
+	return ph_boot_check_dir(ctx, "~/.cache/phsync", &e, uid);
+}
+
+static void
+test_folders(void **state)
+{
+	phsync_ctx *ctx = NULL;
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(dir_rc(ctx, "drwx------ 2 1000 1000 4096 Nov 25 14:22 x", 1000), 0);
+	assert_int_equal(dir_rc(ctx, "drwxr-xr-x 2 1000 1000 4096 Nov 25 14:22 x", 1000), 0);
+	assert_int_equal(dir_rc(ctx, "-", 1000), 0); /* missing: phsync makes it */
+	assert_int_equal(dir_rc(ctx, "drwxrwxrwx 2 1000 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "writable by other users (drwxrwxrwx)"));
+	assert_non_null(strstr(phsync_ctx_error(ctx), "chmod go-w ~/.cache/phsync"));
+	assert_int_equal(dir_rc(ctx, "drwxrwxr-x 2 1000 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	assert_int_equal(dir_rc(ctx, "drwx---rwx 2 1000 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	/* /tmp's sticky bit keeps other users' files apart, not their new ones out. */
+	assert_int_equal(dir_rc(ctx, "drwxrwxrwt 2 1000 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	/* An ACL granting someone write shows as the group's w (its mask). */
+	assert_int_equal(dir_rc(ctx, "drwxrwx---+ 2 1000 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	assert_int_equal(dir_rc(ctx, "drwx------ 2 65534 1000 4096 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "belongs to uid 65534, not to the login user "
+	                                              "(uid 1000)"));
+	assert_int_equal(dir_rc(ctx, "lrwxrwxrwx 1 1000 1000 9 Nov 25 14:22 x -> /tmp/e", 1000),
+	                 PHSYNC_EUNSAFE);
+	assert_non_null(strstr(phsync_ctx_error(ctx), "is a symlink"));
+	assert_int_equal(dir_rc(ctx, "-rwx------ 1 1000 1000 9 Nov 25 14:22 x", 1000),
+	                 PHSYNC_EUNSAFE);
+	phsync_ctx_free(ctx);
+}
+
+static int
+file_ok(const char *line, size_t size)
+{
+	struct ph_boot_ent e;
+
+	assert_int_equal(ph_boot_parse_ls(line, &e), 0);
+	return ph_boot_file_ok(&e, 1000, size);
+}
+
+static void
+test_cached_file(void **state)
+{
+	(void)state;
+	assert_true(file_ok("-rwx------ 1 1000 1000 5000 Nov 25 14:22 h", 5000));
+	assert_true(file_ok("-rwxr-xr-x 1 1000 1000 5000 Nov 25 14:22 h", 0));
+	/* Anything else is replaced: */
+	assert_false(file_ok("-rwx------ 1 1000 1000 4999 Nov 25 14:22 h", 5000)); /* cut */
+	assert_false(file_ok("-rwx---rwx 1 1000 1000 5000 Nov 25 14:22 h", 5000));
+	assert_false(file_ok("-rwxrwx--- 1 1000 1000 5000 Nov 25 14:22 h", 5000));
+	assert_false(file_ok("-rwx------ 1 0 1000 5000 Nov 25 14:22 h", 5000));
+	assert_false(file_ok("-rw------- 1 1000 1000 5000 Nov 25 14:22 h", 5000));
+	assert_false(file_ok("lrwxrwxrwx 1 1000 1000 5 Nov 25 14:22 h -> /x", 0));
+	assert_false(file_ok("prwx------ 1 1000 1000 0 Nov 25 14:22 h", 0));
+	assert_false(file_ok("-", 0));
+}
+
+static void
+test_command(void **state)
+{
+	char *c;
+
+	(void)state;
+	c = ph_boot_command(".cache/phsync/phsync-helper-0.1.0-aarch64", "/sdcard/DCIM/it's");
+	assert_non_null(c);
+	assert_int_equal(strncmp(c, "sh -c '", 7), 0);
+	/* The script itself holds no quote, no '!' and no newline (csh, fish). */
+	{
+		const char *end = strchr(c + 7, '\'');
+
+		assert_non_null(end);
+		assert_null(memchr(c + 7, '!', (size_t)(end - c - 7)));
+		assert_null(memchr(c + 7, '\n', (size_t)(end - c - 7)));
+		assert_string_equal(end, "' phsync-boot '.cache/phsync/phsync-helper-0.1.0-aarch64' "
+		                         "'/sdcard/DCIM/it'\\''s'");
+	}
+	free(c);
+	c = ph_boot_command(".cache/phsync/h", "");
+	assert_non_null(c);
+	assert_non_null(strstr(c, "' phsync-boot '.cache/phsync/h' '/'"));
+	free(c);
+	assert_null(ph_boot_command(".cache/phsync/h x", "/"));
+	assert_null(ph_boot_command(".cache/phsync/h'", "/"));
+	assert_null(ph_boot_command("/abs/h", "/"));
+	assert_null(ph_boot_command("-h", "/"));
+	assert_null(ph_boot_command("", "/"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ls_lines),
+		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_folders),
+		cmocka_unit_test(test_cached_file),
+		cmocka_unit_test(test_command),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
