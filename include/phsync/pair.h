@@ -98,19 +98,26 @@ enum phsync_check_status {
 /* One line of a doctor's report. */
 struct phsync_check {
 	const char *name;            /* reachable, host_key, key_login, sftp,
-	                                extensions, exec, folder, times, case,
-	                                free_space (in this order) */
+	                                window, exec, helper, extensions,
+	                                folder, times, case, free_space,
+	                                pull_deltas, push_deltas (in this
+	                                order) */
 	enum phsync_check_status status;
 	const char *detail;          /* one line for people (raw server text
 	                                escaped) */
 	const char *value;           /* the finding in machine form, or "":
 	                                reachable the host as named, host_key the
 	                                fingerprint, key_login the user,
-	                                extensions "posix-rename,fsync,...",
+	                                window the channel window in bytes,
 	                                exec the remote phsync's path or "",
+	                                helper "remote"/"brought"/"none",
+	                                extensions "posix-rename,fsync,...",
 	                                times "exact"/"2s"/"refused"/"ignored",
 	                                case "sensitive"/"insensitive",
-	                                free_space bytes available */
+	                                free_space bytes available,
+	                                pull_deltas "helper"/"check-file"/
+	                                "whole", push_deltas "helper"/"saved"/
+	                                "whole" */
 };
 typedef void (*phsync_check_fn)(const struct phsync_check *c, void *arg);
 
@@ -126,7 +133,8 @@ struct phsync_doctor_options {
  * times, case and free space are checked; default the login folder) as a
  * sync would use it, without asking anything (a sync from cron cannot):
  * an unknown host key or a key that needs a password fail. Writes only a
- * temp file in DIR, removed before it returns. Returns 0 when a sync can
+ * temp file in DIR, removed before it returns, and the static helper a
+ * sync would bring when the remote runs none. Returns 0 when a sync can
  * run (warnings included), else the error of the first failed check. */
 int phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_options *o);
 

@@ -11,18 +11,30 @@
 #include <libssh/libssh.h>
 
 #include "phsync/pair.h"
+#include "cfdelta.h"
+#include "conn.h"
 #include "ctx.h"
 #include "home.h"
 #include "sftp.h"
 #include "ssh.h"
+#include "state.h"
 
 /* An odd second: a FAT file system, which keeps 2 s steps, cannot keep it. */
 #define PROBE_MTIME 1500000001u
+/* A channel window below this makes a push wait on the server's window
+ * adjustments (Dropbear grants 24 KiB; OpenSSH 2 MiB, ProFTPD more). */
+#define SMALL_WINDOW (256u << 10)
 
 struct doctor {
 	const struct phsync_doctor_options *o;
 	int skipping;            /* a check failed: the rest are skipped */
 	const char *why;         /* which one */
+	int cf;                  /* check-file on the probe file: 1 answered, 0 not, -1 unknown */
+	char cf_why[256];        /* why not */
+	int helper;              /* the helper runs: 0 no, 1 the phone's phsync, 2 ours brought */
+	char helper_why[1024];   /* why no helper */
+	struct ph_ssh *hssh;     /* the helper's connection, while it runs */
+	struct ph_sftp *hsftp;
 };
 
 static void
@@ -59,10 +71,12 @@ skip(struct doctor *d, const char *name)
 	report(d, name, PHSYNC_CHECK_SKIP, "", "not checked (%s failed)", d->why);
 }
 
-/* The SFTP extensions a sync uses, and what it does without each. */
+/* The SFTP extensions a sync uses (the helper's when it runs, else the
+ * server's), and what it does without each. */
 static void
 check_extensions(struct doctor *d, struct ph_sftp *s)
 {
+	const char *via = d->hsftp != NULL ? "the helper's: " : "";
 	static const struct {
 		uint32_t bit;
 		const char *name, *without;
@@ -91,12 +105,12 @@ check_extensions(struct doctor *d, struct ph_sftp *s)
 	}
 	if (have & PH_EXT_LIMITS)
 		report(d, "extensions", missing[0] ? PHSYNC_CHECK_WARN : PHSYNC_CHECK_OK, list,
-		       "%s; reads %" PRIu32 " and writes %" PRIu32 " bytes a request%s%s",
-		       list, ph_sftp_max_read(s), ph_sftp_max_write(s), missing[0] ? "; missing: " : "",
+		       "%s%s; reads %" PRIu32 " and writes %" PRIu32 " bytes a request%s%s",
+		       via, list, ph_sftp_max_read(s), ph_sftp_max_write(s), missing[0] ? "; missing: " : "",
 		       missing);
 	else
 		report(d, "extensions", missing[0] ? PHSYNC_CHECK_WARN : PHSYNC_CHECK_OK, list,
-		       "%s%s%s", list[0] ? list : "none", missing[0] ? "; missing: " : "", missing);
+		       "%s%s%s%s", via, list[0] ? list : "none", missing[0] ? "; missing: " : "", missing);
 }
 
 static void
@@ -107,20 +121,206 @@ check_exec(struct doctor *d, struct ph_ssh *ssh)
 
 	rc = ph_ssh_exec(ssh, "echo phsync-doctor-exec; command -v phsync", out, sizeof(out), &status);
 	if (rc != 0 || strncmp(out, "phsync-doctor-exec\n", 19) != 0) {
-		report(d, "exec", PHSYNC_CHECK_WARN, "", "the server runs no commands (%s): SFTP only, "
-		       "no helper; syncs work, deltas only on push",
-		       rc != 0 ? phsync_strerror(rc) : "no answer");
+		report(d, "exec", PHSYNC_CHECK_WARN, "", "the server runs no commands (%s): SFTP only",
+		       rc != 0 ? phsync_strerror(rc) : "a command gave no answer");
 		return;
 	}
 	snprintf(path, sizeof(path), "%s", out + 19);
 	if ((nl = strchr(path, '\n')) != NULL)
 		*nl = '\0';
 	if (path[0] == '/')
-		report(d, "exec", PHSYNC_CHECK_OK, path, "commands run; phsync is there (%s): the "
-		       "helper is possible", path);
+		report(d, "exec", PHSYNC_CHECK_OK, path, "commands run; phsync is on the remote's "
+		       "PATH (%s)", path);
 	else
-		report(d, "exec", PHSYNC_CHECK_OK, "", "commands run; no phsync on the remote's PATH "
-		       "(install it there for the helper)");
+		report(d, "exec", PHSYNC_CHECK_OK, "", "commands run; no phsync on the remote's PATH");
+}
+
+/* The helper as a sync's --helper auto gets it, by the sync's own
+ * ph_conn_connect on a second connection: first the remote's `phsync
+ * serve` (helper_path "phsync": nothing brought), then, as auto does when
+ * that fails, this phsync's static helper for the remote's CPU, uploaded to
+ * .cache/phsync in the login folder (ph_helper_bootstrap) and run. Keeps
+ * the helper's connection (d->hssh, d->hsftp) for the extensions. A
+ * helper that runs does not count while auto's memo of a host without one
+ * (state.h, made by an earlier sync for this login and host key) says a
+ * sync will not try it. */
+static void
+check_helper(struct doctor *d, const char *user, const char *host, const char *dir,
+             const char *config, const char *who, const char *where, unsigned port)
+{
+	struct phsync_options opts;
+	struct ph_ssh *ssh = NULL;
+	struct ph_sftp *sftp = NULL;
+	phsync_ctx *hctx = NULL;
+	char *rroot = ph_remote_root(dir);
+	char mk[PH_SSH_HOST_KEY_MAX];
+	int rc;
+
+	if (rroot == NULL || phsync_ctx_new(&hctx) != 0) {
+		report(d, "helper", PHSYNC_CHECK_WARN, "none", "cannot tell (out of memory)");
+		snprintf(d->helper_why, sizeof(d->helper_why), "out of memory");
+		goto out;
+	}
+	phsync_options_init(&opts);
+	opts.ssh_config = config;
+	opts.ssh_verbosity = d->o->ssh_verbosity;
+	opts.timeout_s = d->o->timeout_s;
+	opts.helper = PHSYNC_HELPER_ALWAYS;
+	opts.helper_path = "phsync";
+	rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp);
+	if (rc == 0) {
+		d->helper = 1;
+	} else {
+		/* Its error says the first try's failure too. */
+		opts.helper_path = NULL;
+		rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp);
+		if (rc == 0)
+			d->helper = 2;
+	}
+	/* The memo is keyed by the login and the phone's host key, as the
+	 * sync's own (src/sync/conn.c). */
+	if (rc == 0 && ph_sftp_helper(sftp) >= 1 && ph_ssh_host_key(ssh, mk, sizeof(mk)) == 0 &&
+	    ph_state_nohelper_get(NULL, who, mk)) {
+		d->helper = 0;
+		snprintf(d->helper_why, sizeof(d->helper_why), "remembered");
+		report(d, "helper", PHSYNC_CHECK_WARN, "none", "the helper runs now, but an earlier "
+		       "sync found none here and phsync remembers that for a day (nohelper-* in the "
+		       "state folder): until then syncs use the server's SFTP (remove that file to "
+		       "use the helper at once)");
+		goto out;
+	}
+	if (rc == 0 && ph_sftp_helper(sftp) >= 1) {
+		d->hssh = ssh;
+		d->hsftp = sftp;
+		ssh = NULL;
+		sftp = NULL;
+		if (d->helper == 1)
+			report(d, "helper", PHSYNC_CHECK_OK, "remote", "the remote's phsync runs as the "
+			       "helper (phsync serve)");
+		else
+			report(d, "helper", PHSYNC_CHECK_OK, "brought", "phsync brings its own static "
+			       "helper for the remote's CPU (kept in .cache/phsync in the login folder) "
+			       "and runs it");
+		goto out;
+	}
+	d->helper = 0;
+	snprintf(d->helper_why, sizeof(d->helper_why), "%s",
+	         rc != 0 ? phsync_ctx_error(hctx) : "the helper did not answer");
+	report(d, "helper", PHSYNC_CHECK_WARN, "none", "no helper: %s; syncs use the server's "
+	       "SFTP", d->helper_why);
+out:
+	ph_sftp_free(sftp);
+	ph_ssh_free(ssh);
+	phsync_ctx_free(hctx);
+	free(rroot);
+}
+
+struct cfprobe {
+	struct ph_cf *cf;
+	int done, ok;
+	uint32_t status;
+	uint8_t type;
+};
+
+static void
+cfprobe_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct cfprobe *p = arg;
+
+	(void)s;
+	p->type = r->type;
+	p->status = r->status;
+	p->ok = r->type != 0 && ph_cf_take(p->cf, r) == 0;
+	p->done = 1;
+}
+
+/* Does the server answer check-file-handle as a pull asks it (cfdelta.h:
+ * the same request, the same reply parser), on the probe file of size
+ * bytes at name? Sets d->cf and d->cf_why. */
+static void
+probe_check_file(struct doctor *d, struct ph_sftp *s, const char *name, uint64_t size)
+{
+	struct cfprobe p;
+	uint8_t h[PH_SFTP_MAX_HANDLE];
+	uint32_t hlen = 0, block;
+	uint64_t len;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (!ph_cf_available()) {
+		d->cf = 0;
+		snprintf(d->cf_why, sizeof(d->cf_why), "this phsync was built without libcrypto, "
+		         "so it never asks for check-file");
+		return;
+	}
+	if ((rc = ph_cf_new(size, &p.cf)) != 0 ||
+	    (rc = ph_sftp_open_sync(s, name, PH_FXF_READ, NULL, h, &hlen)) != 0) {
+		snprintf(d->cf_why, sizeof(d->cf_why), "cannot tell (%s)", phsync_strerror(rc));
+		ph_cf_free(p.cf);
+		return;
+	}
+	ph_cf_request(p.cf, &len, &block);
+	rc = ph_sftp_check_file(s, h, hlen, PH_CF_ALGS, 0, len, block, cfprobe_cb, &p);
+	if (rc == 0 && (rc = ph_sftp_wait(s, &p.done)) != 0 && !p.done)
+		ph_sftp_abort(s, rc);      /* the callback must not run later */
+	if (rc == 0)
+		(void)ph_sftp_close_sync(s, h, hlen);
+	ph_cf_free(p.cf);
+	if (rc != 0) {
+		snprintf(d->cf_why, sizeof(d->cf_why), "cannot tell (%s)", phsync_strerror(rc));
+		return;
+	}
+	d->cf = p.ok;
+	if (!p.ok && p.type == PH_FXP_STATUS && p.status == PH_FX_OP_UNSUPPORTED)
+		snprintf(d->cf_why, sizeof(d->cf_why), "the server does not offer check-file");
+	else if (!p.ok)
+		snprintf(d->cf_why, sizeof(d->cf_why), "the server answers check-file in a form "
+		         "phsync does not take");
+}
+
+/* What a pull and a push will move for a changed file, from the helper
+ * check, the check-file probe and the copy-data extension of the SFTP the
+ * sync uses: pull.c's delta_wanted/cf_wanted and push.c's delta_prepare. */
+static void
+check_deltas(struct doctor *d, uint32_t exts)
+{
+	if (d->helper)
+		report(d, "pull_deltas", PHSYNC_CHECK_OK, "helper", "a pull moves only the changed "
+		       "blocks of a file (the helper compares them on the remote)");
+	else if (d->cf == 1)
+		report(d, "pull_deltas", PHSYNC_CHECK_OK, "check-file", "a pull moves only the changed "
+		       "blocks of files up to %llu MB (from the server's block digests, check-file); "
+		       "larger files come whole", (unsigned long long)(PH_CF_MAX_SIZE >> 20));
+	else
+		report(d, "pull_deltas", PHSYNC_CHECK_WARN, "whole", "a pull copies a changed file "
+		       "whole: no helper, and %s", d->cf_why[0] ? d->cf_why : "no check-file");
+	if (!(exts & PH_EXT_COPY_DATA))
+		report(d, "push_deltas", PHSYNC_CHECK_WARN, "whole", "a push copies a changed file "
+		       "whole: the %s offers no copy-data", d->helper ? "helper" : "server");
+	else if (d->helper)
+		report(d, "push_deltas", PHSYNC_CHECK_OK, "helper", "a push sends only the changed "
+		       "blocks of a file (the helper signs the remote copy; copy-data reuses the rest)");
+	else
+		report(d, "push_deltas", PHSYNC_CHECK_OK, "saved", "a push sends only the changed "
+		       "blocks of a file phsync pushed there before and nobody changed since (from "
+		       "the signature it kept; copy-data reuses the rest); other files go whole");
+}
+
+/* The SSH channel window the server granted (measured as the SFTP channel
+ * opened). */
+static void
+check_window(struct doctor *d, uint32_t win)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%" PRIu32, win);
+	if (win < SMALL_WINDOW)
+		report(d, "window", PHSYNC_CHECK_WARN, v, "the server's SSH channel window is small "
+		       "(%" PRIu32 " KiB): a push waits for it to reopen, so pushes can be slower than "
+		       "the link", win >> 10);
+	else
+		report(d, "window", PHSYNC_CHECK_OK, v, "the server's SSH channel window is %" PRIu32
+		       " KiB", win >> 10);
 }
 
 /* Times, case and a file written: one temp file in dir, removed after. */
@@ -155,6 +355,7 @@ check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
 			ph_sftp_remove_sync(s, name);
 		return;
 	}
+	probe_check_file(d, s, name, 14);
 	a.flags = PH_ATTR_ACMODTIME;
 	a.atime = a.mtime = PROBE_MTIME;
 	rc = ph_sftp_setstat_sync(s, name, &a);
@@ -223,7 +424,7 @@ check_space(struct doctor *d, struct ph_sftp *s, const char *dir)
 int
 phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_options *o)
 {
-	struct doctor d = { o, 0, "" };
+	struct doctor d;
 	struct ph_ssh_params sp;
 	struct ph_ssh_info info;
 	struct ph_ssh *ssh = NULL;
@@ -234,8 +435,13 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	char defconf[1100];
 	char uname[256], hname[256];
 	unsigned port = 0;
+	uint32_t win = 0;
 	int rc;
 
+	memset(&d, 0, sizeof(d));
+	d.o = o;
+	d.why = "";
+	d.cf = -1;
 	ctx->err[0] = '\0';
 	if (strchr(remote, ':') != NULL && remote[0] != '[') {
 		if (phsync_parse_remote(remote, &user, &host, &dir) != 0)
@@ -296,6 +502,7 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	if (rc == 0) {
 		rc = ph_ssh_open_sftp(ssh, &chan);
 		if (rc == 0) {
+			win = ph_ssh_window(ssh);
 			chan.silence_ms = (int)sp.timeout_s * 1000;
 			rc = ph_sftp_new(ctx, &chan, &sftp);
 		}
@@ -305,16 +512,19 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 			report(&d, "sftp", PHSYNC_CHECK_OK, "3", "SFTP version 3");
 	}
 	if (rc != 0) {
-		static const char *const rest[] = { "sftp", "extensions", "exec", "folder", "times",
-		                                    "case", "free_space" };
+		static const char *const rest[] = { "sftp", "window", "exec", "helper", "extensions",
+		                                    "folder", "times", "case", "free_space",
+		                                    "pull_deltas", "push_deltas" };
 		size_t i = ssh != NULL ? 1 : 0; /* sftp itself was reported */
 
 		for (; i < sizeof(rest) / sizeof(rest[0]); i++)
 			skip(&d, rest[i]);
 		goto out;
 	}
-	check_extensions(&d, sftp);
+	check_window(&d, win);
 	check_exec(&d, ssh);
+	check_helper(&d, user, host, dir, sp.config, uname, hname, port);
+	check_extensions(&d, d.hsftp != NULL ? d.hsftp : sftp);
 	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
 	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)
 		rc = PHSYNC_ENOTDIR;
@@ -323,14 +533,19 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 		skip(&d, "times");
 		skip(&d, "case");
 		skip(&d, "free_space");
+		skip(&d, "pull_deltas");
+		skip(&d, "push_deltas");
 		rc = ph_err(ctx, rc, "%s: %s", dir, phsync_strerror(rc));
 		goto out;
 	}
 	report(&d, "folder", PHSYNC_CHECK_OK, dir, "%s is a folder", dir);
 	check_folder_probe(&d, sftp, dir);
 	check_space(&d, sftp, dir);
+	check_deltas(&d, ph_sftp_exts(d.hsftp != NULL ? d.hsftp : sftp));
 	rc = 0;
 out:
+	ph_sftp_free(d.hsftp);
+	ph_ssh_free(d.hssh);
 	ph_sftp_free(sftp);
 	ph_ssh_free(ssh);
 	free(user);

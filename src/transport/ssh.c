@@ -820,6 +820,12 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 	              ssh_is_connected(ssh->sess) ? "" : " (the connection was lost)");
 }
 
+uint32_t
+ph_ssh_window(const struct ph_ssh *ssh)
+{
+	return ssh->chan != NULL ? ssh_channel_window_size(ssh->chan) : 0;
+}
+
 size_t
 ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 {

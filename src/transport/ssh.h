@@ -55,6 +55,11 @@ int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
  * when the channel cannot be opened or the server ends it first. */
 int ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan);
 
+/* The bytes the server lets us send on the session's channel now, without
+ * waiting for it to open its window (0: no channel). Right after the channel
+ * opens: the window the server grants (OpenSSH 2 MiB, Dropbear 24 KiB). */
+uint32_t ph_ssh_window(const struct ph_ssh *ssh);
+
 /* Up to outlen-1 bytes the channel's command wrote on its standard error
  * so far (terminated), without waiting. Returns the count. */
 size_t ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen);

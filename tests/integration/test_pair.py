@@ -6,6 +6,7 @@ key leaves nothing behind; a pull by the new name just works, and so does OpenSS
 
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -15,8 +16,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (SshServer, Unavailable, check_sanitizers, phsync_bin, sanitizer_env,
-                     skip_or_fail, write_file)
+from harness import (REPO, SshServer, Unavailable, check_sanitizers, phsync_bin, sanitizer_env,
+                     sample_tree, skip_or_fail, tree, write_file)
 
 PASSWORD = "correct horse 42"
 
@@ -558,6 +559,107 @@ class PairRefusesPasswordsTest(unittest.TestCase):
         self.assertIn("accepts no password", text)
         self.assertIn("passwd", text)
         self.assertEqual(sorted(os.listdir(home)), ["config"])
+
+
+def readme_walkthrough():
+    """The shell block under README's "pairing walk-through" marker."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"<!-- pairing walk-through[^>]*-->\n```sh\n(.*?)```", text, re.S)
+    assert m, "README.md has no pairing walk-through block"
+    return m.group(1)
+
+
+class ReadmeWalkthroughTest(unittest.TestCase):
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            skip_or_fail("password", "the sample phone's password logins need root")
+        self.tmp = tempfile.mkdtemp(prefix="phsync-walk-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def test_readme_walkthrough(self):
+        block = readme_walkthrough()
+        self.assertIn("harness.py serve --password", block)
+        self.assertIn("build/phsync pair", block)
+        # The only change: the phsync under test for the demo's build/phsync.
+        script = block.replace("build/phsync", phsync_bin())
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(home)
+        env = sanitizer_env({"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home,
+                             "TMPDIR": self.tmp, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+                             "TERM": "dumb", "USER": "root", "LOGNAME": "root"})
+        argv = ["/bin/bash", "-e", "-c", script]
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(REPO)
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        out, said_yes, password, typed = b"", False, None, 0
+        deadline = time.monotonic() + 240
+        status = None
+        try:
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        break
+                    out += chunk
+                if password is None:
+                    m = re.search(rb"a fresh phone at \S+, password: (\S+)\r?\n", out)
+                    if m:
+                        password = m.group(1)
+                        seen = m.end()
+                if not said_yes and b"(yes/no)" in out:
+                    os.write(fd, b"yes\n")
+                    said_yes = True
+                # pair's prompt after the harness's line: the password it printed, once.
+                if password is not None and said_yes and not typed and \
+                        re.search(rb"[Pp]assword: *$", out[seen:]):
+                    os.write(fd, password + b"\n")
+                    typed = 1
+                wpid, st = os.waitpid(pid, os.WNOHANG)
+                if wpid:
+                    status = st
+                    break
+        finally:
+            if status is None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        code = os.waitstatus_to_exitcode(status)
+        text = out.decode("utf-8", "replace")
+        check_sanitizers(code, text, argv)
+        self.assertEqual(code, 0, text)
+        self.assertIsNotNone(password, text)
+        self.assertTrue(said_yes and typed, text)
+        (t,) = [os.path.join(self.tmp, n) for n in os.listdir(self.tmp) if n.startswith("tmp.")]
+        # Paired: the Host block and the key made in $t; doctor passed (bash -e).
+        with open(os.path.join(t, "ssh_config")) as f:
+            cfg = f.read()
+        self.assertIn("Host myphone", cfg)
+        self.assertIn(os.path.join(t, "key"), cfg)
+        self.assertTrue(os.path.exists(os.path.join(t, "known_hosts")))
+        self.assertNotIn(".ssh", os.listdir(home))   # the user's ~/.ssh is left alone
+        # The pull after pairing, by key alone (the password was typed once, for pair):
+        # the sample phone's DCIM, every byte and time.
+        want = sample_tree(os.path.join(self.tmp, "want"))
+        got = tree(os.path.join(t, "Pictures"))
+        exp = tree(os.path.join(want, "DCIM"))
+        self.assertEqual(sorted(got), sorted(exp))
+        for k, e in exp.items():
+            self.assertEqual((got[k].type, got[k].digest, got[k].mtime),
+                             (e.type, e.digest, e.mtime), k)
+        self.assertEqual(text.count("a fresh phone at"), 1)
 
 
 if __name__ == "__main__":

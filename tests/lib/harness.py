@@ -21,10 +21,14 @@ Python 3 standard library only.  What it gives:
 
 Command line (used by scripts/demo.sh and bench/):
 
-    python3 tests/lib/harness.py serve [--dropbear] [--sftp-server PATH] STATEDIR
+    python3 tests/lib/harness.py serve [--dropbear] [--sftp-server PATH] [--password] STATEDIR
 
 starts a server whose keys and ssh_config live in STATEDIR, prints the ssh_config path on
 stdout once the port accepts connections, and keeps the server running until SIGTERM/SIGINT.
+With --password (OpenSSH, root) it is a fresh phone to pair with (README, "Pairing"): it also
+takes a password login ($HARNESS_PASSWORD, else a throwaway one), printed on stderr;
+the login folder is an empty temp folder holding a sample phone tree (DCIM/...), and
+STATEDIR/address holds USER@127.0.0.1:PORT for `phsync pair`.
 
 Servers are stopped on stop(), at interpreter exit, on SIGTERM, and (through PR_SET_PDEATHSIG)
 when the Python process dies without cleaning up.
@@ -1211,15 +1215,30 @@ def _main(argv):
     s.add_argument("--gesftpserver", action="store_true", help="use %s" % GESFTPSERVER)
     s.add_argument("--clean-home", action="store_true",
                    help="(root) hide the login user's home and its shell start-up files from sessions")
+    s.add_argument("--password", action="store_true",
+                   help="(OpenSSH, root) a fresh phone to pair with: also take a password login "
+                        "($HARNESS_PASSWORD, else a throwaway one; printed on stderr)")
     a = ap.parse_args(argv)
     sftp = GESFTPSERVER if a.gesftpserver else a.sftp_server
+    password = None
+    if a.password:
+        import secrets
+        password = os.environ.get("HARNESS_PASSWORD") or secrets.token_urlsafe(9)
     srv = SshServer(kind="dropbear" if a.dropbear else "openssh", sftp_server=sftp,
-                    statedir=os.path.abspath(a.statedir), clean_home=a.clean_home)
+                    statedir=os.path.abspath(a.statedir), clean_home=a.clean_home,
+                    password=password)
     try:
         srv.start()
     except Unavailable as e:
         sys.stderr.write("harness: %s\n" % e)
         return 1
+    if password is not None:
+        # A phone with photos on it, and where to find it.
+        sample_tree(srv.login_home)
+        address = "%s@127.0.0.1:%d" % (srv.user, srv.port)
+        with open(os.path.join(srv.dir, "address"), "w") as f:
+            f.write(address + "\n")
+        sys.stderr.write("harness: a fresh phone at %s, password: %s\n" % (address, password))
     stop = []
     signal.signal(signal.SIGTERM, lambda *x: stop.append(1))
     signal.signal(signal.SIGINT, lambda *x: stop.append(1))
