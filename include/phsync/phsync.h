@@ -44,10 +44,12 @@ enum phsync_event_type {
 	                             the trash) because the source's is gone;
 	                             action "offload": a source file removed
 	                             after its copy was verified */
-	PHSYNC_EV_NOT_REACHED     /* the run ended (--timeout, a lost link, a
+	PHSYNC_EV_NOT_REACHED,    /* the run ended (--timeout, a lost link, a
 	                             signal, a fatal error) before this file of
 	                             the plan was copied or failed; action "new"
 	                             or "update"; sent before the summary */
+	PHSYNC_EV_INFO            /* a note for -v (message): e.g. why a run
+	                             with --helper auto uses plain SFTP */
 };
 
 struct phsync_stats {

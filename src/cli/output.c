@@ -148,6 +148,11 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		cli_json_string(f, ev->message);
 		fputs("}\n", f);
 		break;
+	case PHSYNC_EV_INFO:
+		fputs("{\"event\":\"info\",\"message\":", f);
+		cli_json_string(f, ev->message);
+		fputs("}\n", f);
+		break;
 	case PHSYNC_EV_PROGRESS:
 		fprintf(f, "{\"event\":\"progress\",\"files_done\":%" PRIu64 ",\"files_todo\":%" PRIu64
 		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64,
@@ -212,6 +217,12 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 			break;
 		cli_clear_line(o);
 		fprintf(o->err, "phsync: warning: %s: %s\n", ev->path ? shown : "?", msg);
+		break;
+	case PHSYNC_EV_INFO:
+		if (o->quiet || !o->verbose)
+			break;
+		cli_clear_line(o);
+		fprintf(o->err, "phsync: %s\n", msg);
 		break;
 	case PHSYNC_EV_CONFLICT:
 		cli_clear_line(o);

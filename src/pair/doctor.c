@@ -167,13 +167,13 @@ check_helper(struct doctor *d, const char *user, const char *host, const char *d
 	opts.timeout_s = d->o->timeout_s;
 	opts.helper = PHSYNC_HELPER_ALWAYS;
 	opts.helper_path = "phsync";
-	rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp);
+	rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
 	if (rc == 0) {
 		d->helper = 1;
 	} else {
 		/* Its error says the first try's failure too. */
 		opts.helper_path = NULL;
-		rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp);
+		rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
 		if (rc == 0)
 			d->helper = 2;
 	}

@@ -156,7 +156,7 @@ no_helper_answer(int rc)
 int
 ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
                 const char *host, const char *rroot, struct ph_ssh **ssh,
-                struct ph_sftp **sftp)
+                struct ph_sftp **sftp, char *why, size_t whylen)
 {
 	struct ph_ssh_params sp;
 	struct ph_chan chan;
@@ -168,6 +168,8 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 
 	*ssh = NULL;
 	*sftp = NULL;
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
 	memset(&sp, 0, sizeof(sp));
 	sp.user = user;
 	sp.host = host;
@@ -183,8 +185,13 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
 		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
 		memo = ph_ssh_host_key(*ssh, mk, sizeof(mk)) == 0;
-		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk))
+		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk)) {
+			if (why != NULL)
+				snprintf(why, whylen, "an earlier run found no helper on this phone and "
+				         "that is remembered for a day (nohelper-* in the state folder; "
+				         "--helper always tries again)");
 			goto plain;
+		}
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
 		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
@@ -193,17 +200,18 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
 			/* No phsync there (or another version): bring ours, the static
 			 * helper for the phone's architecture, and run that. */
-			char why[sizeof(ctx->err)], how[sizeof(ctx->err)];
+			char first[sizeof(ctx->err)], how[sizeof(ctx->err)];
 			struct ph_boot boot;
 
-			snprintf(why, sizeof(why), "%s", ctx->err);
+			snprintf(first, sizeof(first), "%s", ctx->err);
 			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
 			if (rc == 0)
 				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
 			ph_helper_boot_free(&boot);
 			if (rc != 0 && rc != PHSYNC_EINTR) {
 				snprintf(how, sizeof(how), "%s", ctx->err);
-				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", why, how);
+				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", first,
+				            how);
 			}
 			/* Both must be answers: a dropped first try says nothing of
 			 * the host, whatever the bootstrap then met. */
@@ -221,6 +229,8 @@ ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *
 			ph_state_nohelper_put(opts->state_dir, mu, mk, ctx->err);
 		if (!definite)
 			snprintf(hwhy, sizeof(hwhy), "%s", ctx->err);
+		if (why != NULL)
+			snprintf(why, whylen, "%s", ctx->err);
 	}
 plain:
 	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0) {
@@ -316,7 +326,7 @@ phsync_conn_open(phsync_ctx *ctx, const char *remote, const struct phsync_option
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	rc = ph_conn_connect(ctx, opts, c->user, c->host, c->rroot, &c->ssh, &c->sftp);
+	rc = ph_conn_connect(ctx, opts, c->user, c->host, c->rroot, &c->ssh, &c->sftp, NULL, 0);
 out:
 	free(path);
 	if (rc != 0)

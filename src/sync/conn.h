@@ -11,10 +11,11 @@
  * rroot`, opts->helper and helper_path) where it runs, else the server's
  * SFTP subsystem. rroot NULL: never the helper. Returns 0 with *ssh and
  * *sftp set, or a PHSYNC_E* with the message in ctx (whatever was made is
- * freed). */
+ * freed). why (NULL: not asked), when --helper auto ends on plain SFTP
+ * after all: the reason ("" otherwise). */
 int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
                     const char *host, const char *rroot, struct ph_ssh **ssh,
-                    struct ph_sftp **sftp);
+                    struct ph_sftp **sftp, char *why, size_t whylen);
 
 /* A helper phsync brings to a phone without phsync (docs/PROTOCOL.md,
  * "Bootstrap"). */

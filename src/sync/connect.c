@@ -2,6 +2,7 @@
  * session; and the include/exclude filter every scan applies. Shared by
  * phsync_sync and the backup (src/backup/), so both reach a phone the
  * same way. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,5 +68,16 @@ ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **ho
 int
 ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh)
 {
-	return ph_conn_connect(j->ctx, j->o, user, host, j->rroot, ssh, &j->sftp);
+	char why[600];
+	int rc = ph_conn_connect(j->ctx, j->o, user, host, j->rroot, ssh, &j->sftp, why,
+	                         sizeof(why));
+
+	/* auto on plain SFTP is the usual case, said only to -v: why. */
+	if (rc == 0 && why[0] != '\0') {
+		char msg[700];
+
+		snprintf(msg, sizeof(msg), "no helper, plain SFTP: %s", why);
+		ph_job_event(j, PHSYNC_EV_INFO, NULL, NULL, 0, 0, msg);
+	}
+	return rc;
 }

@@ -53,6 +53,25 @@ class WordsTest(SyncTestCase):
         self.assertIn("DCIM/VID_0001.mp4", named, prog)
         self.assertTrue(set(named) <= {"DCIM/VID_0001.mp4", "DCIM/small.jpg"}, named)
 
+    def test_verbose_says_why_there_is_no_helper(self):
+        # --helper auto on a phone without phsync and nothing to bring (the harness gives no
+        # static helpers): plain SFTP, quietly, but -v says why (issue 25, item 2).
+        write_file(os.path.join(self.remote, "a.txt"), b"a", mtime=T0)
+        state = ["--state-dir", os.path.join(self.tmp, "st")]
+        r = self.pull("--helper", "auto", *state, expect=0)
+        self.assertNotIn("helper", r.err)
+        r = self.pull("--helper", "auto", "-v", "--reset-state", *state, expect=0)
+        self.assertRegex(r.err, r"phsync: no helper, plain SFTP: an earlier run found no helper")
+        os.unlink(os.path.join(self.local, "a.txt"))
+        for f in os.listdir(os.path.join(self.tmp, "st")):
+            if f.startswith("nohelper-"):
+                os.unlink(os.path.join(self.tmp, "st", f))
+        r = self.pull("--helper", "auto", "-v", "--json", *state, expect=0)
+        infos = [e["message"] for e in r.json() if e["event"] == "info"]
+        self.assertEqual(len(infos), 1, infos)
+        self.assertIn("no helper, plain SFTP: ", infos[0])
+        self.assertIn("no static helpers to upload", infos[0])
+
     def test_no_count_line_after_a_failed_connection(self):
         r = self.srv.run(["pull", "-v", "-F", self.srv.config, "nosuchhost.invalid:/x",
                           os.path.join(self.tmp, "x")])
