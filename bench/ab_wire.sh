@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
 # A/B of two phsync builds on bench_wire.py's 60 gallery edits, through the helper, on
 # loopback: the two alternate, each run from a freshly synced copy, and the wall times of
 # the timed runs are printed per build (with their medians). For changes too small for

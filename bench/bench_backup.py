@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Backup benchmark (issue 10; not a test, not in CI): phsync backup of the phone corpus over
 SFTP into .tar.zst against the two ways people do it without phsync, on one loopback sshd
 (tests/lib/harness.py), the same ssh_config, AES-128-GCM:

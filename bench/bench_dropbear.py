@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """phsync push vs rsync -a over the same loopback Dropbear (issue 22, item 9).
 
 Dropbear (as SimpleSSHD runs it on phones) opens a small channel window (24 KiB by default) and

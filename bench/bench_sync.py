@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """phsync pull vs rsync -a over ssh vs OpenSSH sftp -r, on one loopback sshd, in one run.
 
 Run it through bench/bench_sync.sh (which builds a Release phsync first); see --help.

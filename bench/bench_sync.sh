@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
 # Benchmark: phsync pull vs rsync -a over ssh vs OpenSSH sftp -r, on one throwaway loopback
 # sshd, in one run with alternating repetitions; prints medians and ratios.
 #

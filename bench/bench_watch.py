@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """The watcher's targets of issue 9, measured against a loopback sshd (never a timed test).
 
     bench/bench_watch.py [--phsync build-rel/phsync] [--reps 20] [--files 50000] [--idle 60]

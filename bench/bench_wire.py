@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Bytes on the wire and wall time of syncing a gallery's edits, push and pull: phsync (plain
 SFTP and through its remote helper) vs rsync vs OpenSSH sftp, through one counting proxy
 (bench/linkproxy.py) in front of one loopback sshd.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """A TCP proxy on loopback that counts the bytes of every connection in both directions and,
 when asked, behaves like a phone's Wi-Fi link: a one-way delay and a bandwidth cap per
 direction, with a bounded amount in flight so TCP's back-pressure works as on a real link

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Deterministic phone-like folders for phsync's benchmark, demo and tests (stdlib only).
 
     mkcorpus.py DIR [--scale S] [--seed N] [--small N]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Runs a command and samples its memory and threads from /proc while it runs (stdlib only).
 
     proc_trace.py [--interval S] --out FILE -- CMD [ARG...]

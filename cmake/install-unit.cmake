@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # Run by `cmake --install` (and cpack): writes the daemon's unit for the prefix of
 # this install and puts it where that prefix's service manager looks. Set by the
 # install(CODE) rule in CMakeLists.txt: PH_UNIT_IN, PH_UNIT_OUT, PH_UNIT_DEST.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # Cross compiling the static remote helper for aarch64 phones (Debian's
 # gcc-aarch64-linux-gnu and its libc6-dev cross package; scripts/install-deps.sh).
 set(CMAKE_SYSTEM_NAME Linux)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 # Cross compiling the static remote helper for armv7 phones (Debian's
 # gcc-arm-linux-gnueabihf and its libc6-dev cross package; scripts/install-deps.sh).
 set(CMAKE_SYSTEM_NAME Linux)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The smallest program on libphsync's public API: pull a phone folder and
  * print one line per file. Build: part of the CMake build (examples/), or
  * against an installed libphsync:

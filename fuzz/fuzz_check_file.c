@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: a hostile server's check-file reply and samples against an old
  * copy (src/sync/cfdelta.c over src/transport/sftp.c's reply parser).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Shared by the delta fuzzers: drive an engine step over a byte string in
  * chunk sizes taken from the input, so chunk boundaries are fuzzed too. */
 #ifndef FUZZ_DELTA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: an archive's manifest (src/backup/manifest.c) as a stranger's
  * archive carries it. ph_mf_parse must refuse or accept without reading
  * past the buffer; ph_mf_check must give a reason when it refuses; and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: apply arbitrary bytes as a delta to a small basis, in fuzzed
  * chunks and output sizes. Must never crash, read outside the basis or
  * loop; when it succeeds, the op reader must agree on the length. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: split the input into old and new files, run signature, diff
  * and patch in fuzzed chunk sizes, and abort unless patch rebuilds new
  * exactly. Finds logic bugs that the format fuzzers cannot. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: the remote helper's request handling (src/helper/serve.c) on
  * arbitrary packets, as a hostile client would send them. Each input is a
  * sequence of packets ([u16 length][bytes], after a fixed INIT offering

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: arbitrary bytes as everything an SFTP server sends to the
  * client (src/transport/sftp.c). The input's first byte sets the size of the chunks the
  * channel hands over (so packets are split everywhere); the rest is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: the body of an SFTP NAME reply (what READDIR returns) as the
  * client's entry iterator sees it: a u32 count, then entries (name,
  * longname, attributes). ph_sftp_names_next must stop at the end of the

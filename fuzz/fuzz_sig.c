@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: parse arbitrary bytes as a signature in fuzzed chunks; when
  * they load, read the block list and diff a buffer against them. */
 #include "fuzz_delta.h"

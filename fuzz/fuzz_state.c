@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libFuzzer: the names a sync state row holds (src/sync/staterow.c), as
  * whoever can write the state file would set them. Input: a kind byte,
  * then path, dpath, tmp and an archive name separated by NUL bytes (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Writes seed inputs for fuzz_serve into fuzz/corpus/fuzz_serve/: request sequences a real
 client sends (open, read, stat, listing, signature, a delta of the scratch file "a" against a
 signature of other bytes, writes and copy-data into a new file, renames). The format is the

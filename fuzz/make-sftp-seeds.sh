@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: ISC
 # Records the seed corpora of the SFTP fuzzers from real servers:
 #   fuzz/corpus/fuzz_sftp/*        a chunk byte, then every byte a server sent
 #                                  while the fuzz_sftp driver ran against it

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: ISC
 # Builds the libFuzzer targets (the delta engine's parsers, the SFTP client's
 # reply and NAME parsers, the remote helper's request handling, check-file
 # replies against an old copy, the archive manifest) in a separate clang build

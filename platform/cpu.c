@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* CPU feature probes. */
 #include "platform.h"
 

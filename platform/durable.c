@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Durability helpers: fsync/syncfs batching and early write-back. */
 #include <errno.h>
 #include <fcntl.h>

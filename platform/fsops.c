@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* File system operations whose best form differs by OS. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The few OS-specific pieces, chosen by feature tests (ph_config.h). */
 #ifndef PH_PLATFORM_H
 #define PH_PLATFORM_H

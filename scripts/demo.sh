@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
 # README's first command: on a fresh Debian 12 machine, install what phsync needs, build it
 # (Release, into build/), and show the main job with no phone at hand: a throwaway OpenSSH
 # server on 127.0.0.1 (tests/lib/harness.py) serves a generated sample phone folder

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
 # Installs every Debian package phsync needs to build, test and benchmark (Debian 12).
 # Works as root, or through sudo otherwise.  No prompts.
 #   scripts/install-deps.sh           everything (tests, fuzzers, benchmarks, cross compilers): .ci/run

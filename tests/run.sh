@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: ISC
 # The test command (README.md names it): a sanitizer build (ASan + UBSan) of phsync and all its
 # tests, then every unit and integration test through ctest.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: ISC
 # A/B timing of two phsync binaries on one delta command, alternating A and
 # B in each repetition (the machine is shared, so wall times drift); prints
 # the median and minimum wall, user and sys seconds of each.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: ISC
 # phsync delta vs librsync's rdiff on the same files, in one run, with
 # alternating repetitions; prints wall times (best and median of REPS), user
 # CPU, ratios, delta sizes, and throughput against XXH3's own speed on this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The delta engine alone, no file I/O in the timed part: reads BASIS and
  * NEW into memory, then times signature generation over BASIS and the
  * diff of NEW against it (CHUNK-byte input pieces, output discarded), and

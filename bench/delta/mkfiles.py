@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Makes the delta benchmark's files in DIR: old (SIZE random bytes), new
 (old with 25 scattered edits: inserts, deletes, 64-byte overwrites) and
 other (unrelated random bytes of the same size)."""

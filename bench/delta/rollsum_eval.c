@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Compares rolling weak sums on real data: how many windows share a weak
  * value with a window of different content (each costs a strong hash in
  * the diff), against the ideal for a 32-bit hash.

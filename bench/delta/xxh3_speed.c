@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Times XXH3_64bits over a buffer: the ceiling for phsync's signature and
  * matched-diff speed on this machine.
  *   xxh3_speed [MB]   (default 300; also reports a 1 MiB in-cache buffer) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libphsync backups: a folder (on a phone over SFTP, or local) streamed
  * into tar (pax) archives, full or incremental, restored and verified.
  *

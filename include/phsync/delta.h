@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync delta engine: rsync-style signatures, deltas and patches.
  *
  * Every object is a state machine over caller buffers (zstd style): input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync error codes: every library function returns 0 or one of these
  * negative values; the human message lives in the caller's context. */
 #ifndef PHSYNC_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libphsync: setting up a phone (pair) and checking a pair (doctor).
  *
  * phsync_pair() does what a person would otherwise do by hand with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* libphsync public API: one-shot pull/push of a folder over SSH/SFTP.
  *
  * Everything returns 0 or a negative PHSYNC_E* code (phsync/error.h); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Paths from an archive, checked (apath.h). */
 #include <stdint.h>
 #include <string.h>

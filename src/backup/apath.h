@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The one check of a path read from an archive: a tar member's name, or a
  * path its manifest names (a file, a folder, a deletion). Internal to
  * src/backup/. */

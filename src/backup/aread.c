@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Archive reading with checked names (aread.h). */
 #include <archive.h>
 #include <archive_entry.h>

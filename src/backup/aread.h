@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Reading an archive entry by entry through libarchive (any tar, any
  * compression it knows), with every name checked before anyone uses it,
  * and the phsync manifests picked out. Internal to src/backup/. */

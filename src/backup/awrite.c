@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The archive writer: libarchive's pax writer into a temp file, .tar.zst
  * through our own zstd frames so media is stored, not recompressed. */
 #include <archive.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The archive writer: tar (pax) entries through libarchive into a temp
  * file beside the archive's final name, published only complete and
  * durable. Internal to src/backup/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_backup: scan the source, choose what the archive holds (full, or
  * what changed since the series' last archive), stream it into a tar
  * archive with a manifest, publish it, advance the series, prune. */

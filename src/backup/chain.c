@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A restore's chain, read and ordered before anything is written
  * (chain.h). */
 #include <stdlib.h>

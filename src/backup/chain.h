@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The archives of a restore put in chain order before anything is written:
  * each archive's head manifest (its first entry) read, the phsync archives
  * sorted by their number in the series whatever order they were given in,

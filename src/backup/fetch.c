@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Backup reads: pipelined SFTP reads delivered in archive order, or local
  * reads beneath the root (fetch.h). */
 #include <errno.h>

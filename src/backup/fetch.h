@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The files of a backup, read in archive order and handed over in order:
  * from SFTP through many pipelined reads (several files at once, memory
  * bounded by a byte budget, whatever the files' sizes), or from a local

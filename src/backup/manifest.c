@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The archive manifest: format and parse (manifest.h). */
 #include <inttypes.h>
 #include <stdio.h>

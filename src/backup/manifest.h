@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The manifest of a phsync archive: what it holds (path, size, time,
  * XXH3-128 of each file; its folders), what was deleted since its base,
  * and which series and predecessor it belongs to. Written twice: a head

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The paths a restore put in place (pset.h): open addressing, linear
  * probing, grown at half full; records are never removed, only marked. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* What a restore put in place during this run: each path (a file renamed
  * into place, a folder it made) with the device and inode it put there, so
  * that a deletion removes only that, never a file that was there before.

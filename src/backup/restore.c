@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_restore: a chain of archives applied in order into a folder, with
  * a pull's safety: every file through a temp file beside its place,
  * renamed only once the whole archive read back right; nothing outside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_verify: every file of each archive read back and checked against
  * the archive's manifest (size and XXH3-128), and the archive whole; the
  * entries a restore would refuse and the deletions it would apply named. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* `phsync backup`, `phsync restore`, `phsync verify`: the command line
  * over include/phsync/backup.h. */
 #include <getopt.h>

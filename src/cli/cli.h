@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Internal to the phsync executable: subcommand entry points. */
 #ifndef PH_CLI_H
 #define PH_CLI_H

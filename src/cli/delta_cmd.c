@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* `phsync delta signature|diff|patch`: rdiff-style plumbing over the delta
  * engine (include/phsync/delta.h). Files are streamed through the engine's
  * state machines in 1 MiB chunks; "-" is stdin or stdout. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync command line. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* CLI output; see output.h. */
 #include <inttypes.h>
 #include <stdio.h>

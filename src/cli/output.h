@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* What the CLI prints: human lines, --json events, the progress line. */
 #ifndef PH_CLI_OUTPUT_H
 #define PH_CLI_OUTPUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* `phsync pair` and `phsync doctor`: the command lines around
  * phsync_pair() and phsync_doctor() (include/phsync/pair.h). */
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* rsync's habits on pull, push and status: the flags that mean what phsync
  * always does are taken out of the command line before getopt sees it, and
  * the rsync flags phsync has no use for are refused with a line naming what

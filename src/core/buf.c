@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Bounded byte buffers and big-endian cursors. */
 #include <stdlib.h>
 #include <string.h>

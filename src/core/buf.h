@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Bounded byte buffers and big-endian wire codecs shared by the SFTP
  * client and the helper protocol. Readers never read past the end: every
  * get returns -1 on a short buffer and leaves the cursor unchanged. */

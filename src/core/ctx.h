@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Internal context: the error buffer and the interrupt flag. */
 #ifndef PH_CTX_H
 #define PH_CTX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Error codes and the context's error buffer. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Escaping of untrusted text for terminals and logs; see escape.h. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Escaping of text that came from a peer (names, messages) before it is
  * shown: control bytes, backslashes and invalid UTF-8 become \\xNN, so a
  * hostile name cannot drive a terminal. Core: every part may use it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The reaper: closes, in a thread of its own, the last reference to files
  * a rename or remove unlinked, so freeing their blocks does not hold up the
  * thread that unlinked them (the helper's request loop, a pull's network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Letting go of files a rename or a remove replaced, off the thread that
  * replaced them (reap.c): the helper's request loop, a pull's network
  * thread. Internal. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Internal to the delta engine: the loaded signature and its match index,
  * shared by delta_sig.c (which builds it) and delta_diff.c (which searches
  * it), plus the byte-order helpers of the formats in docs/DELTA.md. */

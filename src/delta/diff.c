@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta generation: scan the new file against a signature's match index
  * and produce COPY/LITERAL ops. Algorithm: docs/DELTA.md. */
 #include <stdlib.h>

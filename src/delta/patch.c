@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Reading deltas op by op, and patch: basis + delta -> new file. Every
  * field is checked before use (docs/DELTA.md, "Bounds checks"). */
 #include <stdlib.h>

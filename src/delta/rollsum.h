@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The delta engine's rolling weak sum (see docs/DELTA.md, "Rolling sum").
  *
  * For a window x[0..n): a = sum x[i], b = sum (n - i) * x[i], both mod 2^32;

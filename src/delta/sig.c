@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Signatures: generation over a basis, streaming parse, and the match
  * index the diff searches. Format and design: docs/DELTA.md. */
 #include <stdlib.h>

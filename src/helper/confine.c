@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote helper's file operations beneath its root; see confine.h.
  *
  * The rule (issue 22, item 4): nothing is acted on by a name after a check

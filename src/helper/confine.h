@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote helper's file operations beneath its root (confine.c): a
  * request's path becomes a folder descriptor opened beneath the root
  * without following a symlink, plus one name in it; a change to an object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The helper protocol's names and versions (docs/PROTOCOL.md), shared by
  * the helper (serve.c) and the client (transport/sftp.c, sync/conn.c), so
  * the two ends spell them once. Internal. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote helper: an SFTP v3 server confined to one folder, plus block
  * signatures and deltas computed where the files are (docs/PROTOCOL.md).
  *

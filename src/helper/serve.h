@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote helper (`phsync serve ROOT`): an SFTP v3 server confined to
  * ROOT, with phsync's extensions (block signatures and deltas computed next
  * to the files). The protocol is in docs/PROTOCOL.md. Needs only libc, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The block signature of a file read through a descriptor (sigfd.h). */
 #include <errno.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The block signature of a file read through a descriptor: what the helper
  * answers phsync-sig with and what a pull sends with phsync-delta-start.
  * Internal. */

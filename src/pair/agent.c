@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* ph_agent_pick(): one request of the ssh-agent protocol
  * (draft-miller-ssh-agent: SSH_AGENTC_REQUEST_IDENTITIES, 11, answered by
  * SSH_AGENT_IDENTITIES_ANSWER, 12), read with a cap on every length. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The keys an ssh-agent holds, for pairing a user who keeps keys only in
  * the agent (docs/ARCHITECTURE.md, "Pairing"). */
 #ifndef PH_AGENT_H

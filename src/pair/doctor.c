@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_doctor(): what works on a pair, one check at a time; see
  * include/phsync/pair.h. */
 #include <inttypes.h>

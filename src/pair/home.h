@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Which ssh config pair and doctor read when no -F is given. */
 #ifndef PH_PAIR_HOME_H
 #define PH_PAIR_HOME_H

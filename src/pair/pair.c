@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_pair(): a phone set up for key login in one command; see
  * include/phsync/pair.h and docs/ARCHITECTURE.md ("Pairing"). */
 #include <errno.h>

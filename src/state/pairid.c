@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A pair's state file name, and the adoption of one an older phsync named
  * by address; see pairid.h and docs/ARCHITECTURE.md ("Which phone it is"). */
 #include <errno.h>

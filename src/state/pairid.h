@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Which state file is a pair's: its name from the pair's identity (the
  * phone's host key, the login user, the two folders), and the adoption of
  * a state an older phsync named by the address the phone was reached at.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The sync state: a SQLite store per sync pair, locked while a run uses it.
  * See state.h; docs/ARCHITECTURE.md says why WAL and synchronous=NORMAL. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The sync state: one SQLite database per sync pair, under
  * $XDG_STATE_HOME/phsync (default ~/.local/state/phsync), remembering what
  * each run left in place and how each run ended. A pair is the phone (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The checked start of a bootstrapped helper: the script and the judging of
  * what it reports (docs/PROTOCOL.md, "Bootstrap"). */
 #include <stdio.h>

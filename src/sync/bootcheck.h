@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The checked start of a bootstrapped helper (docs/PROTOCOL.md,
  * "Bootstrap"): the POSIX sh script that opens the cached helper once,
  * reports its folders and that open file, sends its bytes and runs that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Bootstrap of the remote helper on a phone without phsync: the static
  * helper this phsync ships for the phone's architecture is uploaded over
  * SFTP into a cache folder there, and run only through the descriptor its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Check-file deltas (cfdelta.h). The server's digests cover the new
  * file's blocks on a fixed grid; no rolling sum comes with them, so the
  * old copy cannot be searched at every offset as the delta engine does.

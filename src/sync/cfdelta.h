@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Check-file deltas: which blocks of a remote file a local old copy holds,
  * from block digests the SFTP server computes (check-file-handle), for
  * pulls from servers that cannot run the helper. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Kept connections and cheap remote polls (phsync_conn_*): a watcher's
  * link to a phone, which phsync_sync can run over. */
 #include <limits.h>

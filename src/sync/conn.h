@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Kept connections (phsync_conn_*): what phsync_sync shares with them. */
 #ifndef PH_CONN_H
 #define PH_CONN_H

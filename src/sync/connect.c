@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote side of a job: HOST:PATH parsed, the SSH login and the SFTP
  * session; and the include/exclude filter every scan applies. Shared by
  * phsync_sync and the backup (src/backup/), so both reach a phone the

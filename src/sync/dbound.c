@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Bounds on a peer's delta and signature; see dbound.h. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Bounds on the work a peer's delta or signature may make this side do
  * (issue 22, item 7). A delta names its output only at its END op, so a
  * hostile helper could otherwise make a pull write past the file's listed

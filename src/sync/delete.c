@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* --delete: removes (or moves to --trash) the destination files whose
  * source is gone since the last sync. sync.c decides whether the run may
  * delete at all (listings complete, source not empty, under --max-delete);

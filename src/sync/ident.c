@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The local file's identity and git's racy-clean rule; see ident.h and
  * docs/ARCHITECTURE.md ("What a run trusts"). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The local file's identity, as git's index keeps it: a content change
  * that keeps size and mtime (an edit whose time was set back, two edits
  * within one clock tick) still moves the ctime, or comes within the

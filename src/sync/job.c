@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The job helpers every executor and scanner shares: events, progress,
  * folders to touch, remote paths. Called by sync.c, pull.c, push.c and
  * remote.c; calls none of them (job.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* One pull or push run: what the executors share. Internal. */
 #ifndef PH_JOB_H
 #define PH_JOB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The local I/O thread; see lio.h. */
 #include <errno.h>
 #include <fcntl.h>

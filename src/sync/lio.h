@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Local output on a thread of its own: the network thread hands over the
  * bytes of each file (copied) and, at the end, a commit or an abort; the
  * I/O thread writes, sets mode and times, makes a batch durable (one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Local file system access beneath a root; see local.h. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The local side: every file and folder is reached beneath a root folder
  * fd without following symlinks (openat2 RESOLVE_BENEATH where the kernel
  * has it, else openat with O_NOFOLLOW per component). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Moves and renames: a new source file that the planner matched (size and
  * time) with a recorded file gone from the source whose copy is still at
  * the destination is confirmed by its whole content and then made from

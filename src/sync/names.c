@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Unicode forms, case folding and name collisions; see names.h. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Names across two file systems: one key per name whatever its Unicode
  * form, destinations that ignore case, and source names that would land on
  * one another there. Pure: no I/O (the caller probes the destination). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* --remove-source-files ("offload"): frees the phone of what is safely on
  * this computer. A phone file is removed only when its copy here is
  * durable (fsync'ed and renamed, which a commit means), reads back from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta uploads over plain SFTP: plans a changed file as copy-data pieces
  * of the remote old version plus literal bytes (the push executor sends
  * them). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta uploads over plain SFTP: the plan of a new file as pieces of the
  * remote old version (copied by the server, copy-data) and literal bytes,
  * made locally against the block signature the state kept of what phsync

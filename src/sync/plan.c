@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The planner; see plan.h. */
 #include <stdlib.h>
 #include <string.h>

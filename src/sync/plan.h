@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The planner: two sorted trees in, an ordered list of actions out. Pure:
  * no I/O, so every rule is unit-tested (tests/unit/test_plan.c). */
 #ifndef PH_PLAN_H

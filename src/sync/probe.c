@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Does the destination's file system ignore case in names (Android's
  * shared storage, FAT and exFAT cards, macOS by default)? Asked of the
  * destination itself, cheaply, and only when the answer matters. */

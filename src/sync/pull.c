@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Pull executor: remote files stream into local temp files through many
  * pipelined SFTP reads, several files at once. This thread drives the
  * network; the bytes go to the local I/O thread (lio.c), which writes,

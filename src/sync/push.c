@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Push executor: local files stream to remote temp files through many
  * pipelined SFTP writes, several files at once; each is then fsync'ed
  * (fsync@openssh.com), given its times, closed and renamed into place

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Pipelined listing of the remote tree: many folders are read at once so
  * a tree of thousands of folders does not pay one round trip each. */
 #include <stdio.h>

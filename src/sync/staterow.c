@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Checks of the names the sync state holds; see staterow.h. */
 #include <stdint.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Names read from the sync state, checked before any use. The state is a
  * file in the user's state folder: anything that can write it (another
  * program, a restored backup, a damaged disk) must not reach outside the

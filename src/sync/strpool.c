@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A pool of path strings, each kept once, shared by a run's two trees.
  *
  * Why: a no-change run over 1,000,000 files holds the source and the

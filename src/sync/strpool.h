@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Path strings shared by a run's two trees: the source and the
  * destination name mostly the same files, so each path is kept once. */
 #ifndef PH_STRPOOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync_sync: connect, scan both sides, plan, execute, report. */
 #include <errno.h>
 #include <limits.h>

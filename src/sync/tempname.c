@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Temp and aside names with owner and check value; see tempname.h. */
 #include <errno.h>
 #include <signal.h>

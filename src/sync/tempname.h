@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Names of the files phsync makes beside a destination file: the temp file
  * a new version is written to, and (on servers whose RENAME cannot replace)
  * the aside copy the old version is moved to while the new one takes its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Trees, name rules, escaping, filters. */
 #include <fcntl.h>
 #include <fnmatch.h>

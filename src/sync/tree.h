@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A scanned tree: a flat array of entries sorted so that every folder's
  * subtree directly follows it ('/' sorts before every other byte). Also
  * the name rules every side applies and the include/exclude filter. */

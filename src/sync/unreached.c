@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Files a cut run never got to; see unreached.h. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Files a cut run never got to (issue 22, item 12). A run ended by
  * --timeout, a lost link, a signal or a fatal error used to say only what
  * was copied and what failed ("310 of 415 copied ... 0 failed"): the files

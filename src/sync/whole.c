@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Whole-content hashes of a file on either side; see whole.h. */
 #include <fcntl.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Whole-content hashes (XXH3-128, canonical bytes) of a file on either
  * side, for the checks that must see every byte: a move's confirmation
  * and an offload's (DESIGN rule 8). Internal. */

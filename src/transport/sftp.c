@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Pipelined SFTP v3 client. See sftp.h. */
 #include <limits.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A pipelined SFTP v3 client over any byte channel (an SSH channel in
  * production, pipes to sftp-server in tests). Requests are asynchronous:
  * each takes a callback that runs from ph_sftp_pump() when the reply comes.

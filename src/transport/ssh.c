@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* SSH session over libssh; see ssh.h. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The SSH session: config, host key check, authentication, and channels.
  * The only module besides the CLI's nothing that talks to libssh. */
 #ifndef PH_SSH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Minimal ssh_config lookups; see sshconf.h. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A small ssh_config reader for the few keywords libssh 0.10 does not
  * expose or misreads (StrictHostKeyChecking accept-new, whether Ciphers is
  * set). libssh itself applies everything else. */

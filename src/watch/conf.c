@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The daemon's config file: INI sections, one per sync pair, parsed by
  * libinih (docs/phsync.conf.5 is the format's reference). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The daemon's config file (docs/phsync.conf.5): sync pairs, read with
  * libinih. */
 #ifndef PH_CONF_H

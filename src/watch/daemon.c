@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The watcher daemon: sync pairs kept in step on one libuv loop; local
  * changes (fswatch.c) and remote polls trigger phsync_sync runs on a
  * thread per running pair. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Local change watching: inotify under uv_poll_t (one watch per folder,
  * added as folders appear, each new folder scanned at once), or libuv's
  * recursive uv_fs_event where the OS has no inotify. */

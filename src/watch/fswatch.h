@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Local change watching for the daemon: every folder of a tree, on a libuv
  * loop. Linux: an inotify fd of our own under uv_poll_t; elsewhere
  * uv_fs_event (recursive). See docs/ARCHITECTURE.md, "The watcher". */

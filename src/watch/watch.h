@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The watcher: what the phsync command calls for `pull --watch`,
  * `push --watch` and `phsync daemon`. It drives libphsync only through
  * include/phsync/ (phsync_sync and its events, phsync_conn_*). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The watcher's status records (wstatus.h): one "key=value" file per
  * watched pair, replaced whole, with a lock file held while its watcher
  * lives. */

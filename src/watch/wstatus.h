@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The watcher's status records: what each watched pair is doing now,
  * written by the daemon / --watch process and read by `phsync status`.
  * One small file per pair in STATE/watch/ (STATE: --state-dir, else

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync backup / restore / verify (issue 10) against a real sshd + sftp-server on 127.0.0.1
 (through the faithful-unless-told relay), real SQLite state, real libarchive, and GNU tar and
 bsdtar reading every archive back.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Archive names beyond ASCII (issue 25, item 5): a backup of a phone folder whose names are
 NFC and NFD accents (both in one folder), CJK, emoji and spaces is read back by GNU tar and bsdtar with every name
 as it was and without a word on stderr (libarchive wrote `hdrcharset=BINARY` records, which GNU

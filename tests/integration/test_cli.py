@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The command line as a person meets it (issue 6): options before or after the paths, short
 usage errors, a missing -F file named as such, a ProxyJump that would inject an option refused
 before anything runs, the summary counting what is in place, and Ctrl-C at a prompt.  DocsTest and CompletionTest (issue 11): every command's --help, its

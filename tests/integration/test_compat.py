@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Other server implementations phones run: the same pull, push and no-change re-run against
 
 DropbearTest          Dropbear (SimpleSSHD and many phone apps) with OpenSSH's sftp-server

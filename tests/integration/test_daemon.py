@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync daemon (issue 9) against a real sshd on 127.0.0.1: a config of two pairs (a pull and a
 push) keeps both in step; a second daemon on the same config (also reached through a symlink)
 says so and exits 1; SIGHUP re-reads the config (an unchanged pair goes on, a new one starts, a

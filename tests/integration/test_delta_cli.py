@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """`phsync delta signature|diff|patch` on real files: bytes must round-trip,
 stdin/stdout must work, and bad input must fail with the documented exit
 codes (0 ok, 1 error, 2 usage) without leaving a partial output file."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Delta push over plain SFTP (issue 8): a changed file whose remote copy is still what phsync
 last wrote there moves as copy-data pieces of that copy plus the changed bytes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync doctor (issues 11, 25): one line per check, human and --json, against OpenSSH's
 sshd, Dropbear, ProFTPD (mod_sftp), sshd + gesftpserver, a phone-like relay (FAT times, a
 folder that ignores case) and a paramiko-style phone app (SFTP only: no commands, no

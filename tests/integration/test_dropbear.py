@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Dropbear (dropbear-bin), as SimpleSSHD runs it on phones, with OpenSSH's sftp-server (issue 22,
 items 10 and 11; test_compat.py has the plain pull and push, bench/bench_dropbear.py item 9's
 speed).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Clear errors and the right exit codes.
 
 ErrorsTest      a missing remote folder -> exit 1, the message names it, LOCALDIR not created;

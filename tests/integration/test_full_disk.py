@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """A full local disk: the run stops with exit 1 and a clear message, the partial temp file is
 removed, and the file it was replacing is intact. The destination is a small tmpfs (the test
 mounts it; CI runs as root)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The remote helper (issue 8): `phsync serve ROOT` on the other end of an ssh exec channel.
 
 The helper under test is the phsync binary under test, started by the test sshd's shell through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """What phsync runs on a phone without phsync (issue 22 item 6, DESIGN rule 11, docs/PROTOCOL.md
 "Bootstrap"): exactly the bytes it checked, owned by the login user, reached through no folder
 another user can write.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """A real server that misbehaves: tests/lib/sftp_relay.py in front of OpenSSH's sftp-server.
 
 One sshd per class; each test writes the relay's control file (self.srv.relay_set(...)) before

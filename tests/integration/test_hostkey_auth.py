@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Host key verification and authentication.
 
 HostKeyTest  a changed host key is refused with exit 4, a message naming the host and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Installing like any tool (issue 11): `cmake --install` into a staging prefix puts the command,
 the man pages, the bash/zsh/fish completions, libphsync with its headers and phsync.pc in the
 GNUInstallDirs places; examples/minipull.c builds against the installed pkg-config file alone and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Issue 6's promises about what phsync leaves and removes: only its own temp files of dead
 runs are removed (never a user's file that looks alike, never a live run's), a push that was
 cut between the two renames of a replace is repaired by the next push, local names on push

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """A file over 4 GiB, both ways: every offset and size is 64-bit clean.
 
 The source is sparse (truncate + a few markers, including ones straddling 2^31 and 2^32); the

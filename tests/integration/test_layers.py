@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The layering (issue 23): which part of src/ may use which is written once, in CMakeLists.txt
 (PH_PARTS, in an order where each part comes after every part it uses, and PH_USES_<part>), and
 the build compiles each part seeing only those parts' headers.  This test reads the same table

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Names across file systems (issue 7): a name in NFC on one side and in NFD on the other (Android
 writes composed, a Mac decomposed) is one file, not two; two source names that differ only by
 case on a destination that ignores case (Android's shared storage, FAT) are both kept, one

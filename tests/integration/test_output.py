@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """What phsync says: --help, --version, usage errors, -q, -v, --json, --progress, and the
 options that decide what moves: -n/--dry-run, --exclude/--include.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync pair (issue 11) against a real sshd that accepts a password, like a fresh phone: the
 first run shows the host key, logs in with the password typed on the terminal, makes the key,
 installs it in the phone's ~/.ssh/authorized_keys (700/600, existing lines kept), checks the key

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Which phone a pair is, and the state's rows as input (issue 22, items 8 and 3, and the minor
 item).
 

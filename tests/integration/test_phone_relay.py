@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Phone-like servers: tests/lib/sftp_relay.py's phone modes in front of OpenSSH's sftp-server.
 
 One sshd per class; each test sets the relay's modes (self.srv.relay_set(...)) before the runs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync pull against a real OpenSSH sshd + sftp-server on 127.0.0.1.
 
 Proves: a pull copies the tree (bytes, file and folder mtimes, permission bits & 0777, empty

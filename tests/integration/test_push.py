@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """phsync push against a real OpenSSH sshd + sftp-server on 127.0.0.1.
 
 Proves: a push copies the tree to the server (bytes, file and folder mtimes, permission bits &

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """An archive from elsewhere is input (issue 22 item 2): what restore deletes and what verify says.
 
 Real archives are made by `phsync backup` of a local folder (.tar, so Python's tarfile can rewrite

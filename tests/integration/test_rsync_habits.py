@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """rsync habits (issue 25, item 3), against a real sshd on 127.0.0.1.
 
 Proves: the rsync flags that mean what phsync always does (-a -r -t -z -P -h, bundled as -avzP,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The state's safety rules (issue 7), against the real sshd: a destination file changed since
 the last sync is never overwritten (conflict copies, exit 5, first contact included, --overwrite
 to let the source win), and --delete mirrors deletions at the source, only for files this pair

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Safety promises (DESIGN.md, "Safety rules"), proved against real and hostile servers.
 
 KillTest        kill -9 mid-pull (new file, and replacing an old version) and mid-push never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """ssh_config handling beyond the basics every other test uses (Host alias, HostName, Port,
 User, IdentityFile, UserKnownHostsFile, StrictHostKeyChecking).
 

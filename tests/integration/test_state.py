@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The sync state from the command line (issue 7, first part): each pair gets a state that
 records what was put in place and how the run ended, `phsync status` lists the pairs, a second
 run on a pair that is in progress is refused with a clear message, and a damaged state file is

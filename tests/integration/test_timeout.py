@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """A server that stops answering: --timeout gives up with a clear message and exit 3 (well
 before the default limit) and writes nothing.  (A server that stops in the middle of a listing
 or a transfer: test_hostile_relay.HangTest.)  The sftp subsystem here is a program that reads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Changes the size-and-time rule cannot see (issue 22, items 1 and 13), against the real sshd.
 
 Item 1: a move was confirmed by the first and last 64 KiB only and recorded with the old

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """pull --watch and push --watch (issue 9) against a real sshd on 127.0.0.1, with real inotify and
 libuv: a file made after the start arrives with its bytes and time; a new folder tree made after
 the start (its files written before its watch can exist) arrives; a file written slowly over 3 s

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The watcher's live state in `phsync status` (issue 9), its kept connections (keepalives while
 a link is held, closed after a long idle) and the inotify queue overflow, against a real sshd.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """What phsync says, word for word (issue 25, item 8), against a real sshd on 127.0.0.1.
 
 Proves: the summary line counts in words that agree ("1 of 1 file copied", "1 folder made",

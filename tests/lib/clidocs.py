@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """What each command's --help, man page, README and shell completions say about its options,
 read from the built program and the files themselves (nothing listed by hand here), for
 test_cli.py's comparisons.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """A small, scriptable, sometimes hostile SFTP version 3 server (Python 3 stdlib only).
 
 It speaks SFTP on stdin/stdout, so sshd runs it as its sftp subsystem:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """A misbehaving remote helper for tests/integration/test_helper.py.
 
 phsync starts the helper as `HELPER_PATH serve ROOT` through the remote shell, so a test passes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Throwaway SSH servers on 127.0.0.1 for phsync's integration tests, demo and benchmark.
 
 Python 3 standard library only.  What it gives:

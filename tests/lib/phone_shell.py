@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """The phone's shell, for the test sshd: `ForceCommand python3 phone_shell.py CONTROL`.
 
 sshd runs every exec and subsystem request through this (the client's command is in

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """Runs unittest modules the way ctest needs them: `python3 -m unittest -v` exits 0 when every
 test was skipped, so ctest would count a file whose server could not start as passed.
 

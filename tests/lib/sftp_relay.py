@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
 """A relay in front of OpenSSH's real sftp-server that misbehaves on purpose (stdlib only).
 
 sshd runs it as its sftp subsystem:

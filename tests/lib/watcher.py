@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """Helpers for the watcher's tests (test_watch.py, test_daemon.py): a phsync process running in
 the background whose stderr is read line by line, and waits on conditions (never on time alone).
 """

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* src/sync/dbound.c: the bounds a pull puts on a helper's delta and a push
  * on a helper's signature (issue 22, item 7). The signature length the
  * client expects must be exactly what the helper's own code (ph_sig_fd, as

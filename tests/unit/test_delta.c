@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta engine: round trips, chunking invariance, the op-by-op API and
  * pathological inputs. Malformed inputs are in test_delta_corrupt.c. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Helpers shared by the delta engine's tests: growable byte buffers,
  * deterministic data and edits, and the engine driven in given chunk
  * sizes. Everything is static inline so each test uses what it needs. */

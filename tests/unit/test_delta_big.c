@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta engine past 4 GiB: a synthetic 4 GiB + basis and an edited copy
  * are generated on the fly and streamed through signature, diff and patch,
  * never held in memory; the patched output is compared with the expected

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta engine: malformed signatures and deltas are rejected with
  * PHSYNC_ECORRUPT, and the whole-file hash catches what structure cannot. */
 #include <setjmp.h>

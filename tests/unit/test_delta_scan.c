@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Delta engine: the diff's scan loop. The CPU-specific loop (where there is
  * one) and the portable one must give byte-identical deltas; a block must
  * be found at every offset inside and after the loop's groups of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* ph_durable_sync: every file system of a batch is made durable, not only
  * the first file's. syncfs and fsync are wrapped at link time
  * (-Wl,--wrap, tests/CMakeLists.txt) to record which files they reached. */

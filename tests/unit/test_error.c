@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The local I/O thread's queue (src/sync/lio.c) is bounded by what its ops
  * cost, not only by the data bytes they carry: a COPY op holds no data,
  * and a hostile helper's delta of one-byte COPY ops (17 wire bytes each)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Names across file systems (names.c): Unicode forms, case-insensitive
  * destinations, collisions, destination paths. No I/O. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Which phone a pair is (issue 22, item 8): the state is found by the
  * phone's host key, not its address; a state an older phsync keyed by the
  * address is adopted only when it names no other host key. The names a

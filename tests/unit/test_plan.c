@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The planner and the tree/name rules, without any I/O. */
 #include <setjmp.h>
 #include <stdarg.h>

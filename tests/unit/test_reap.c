@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The helper's reaper (src/helper/reap.c): what it holds across an unlink,
  * and that every reference handed to it is closed by the end, queue full
  * or not. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The remote helper's SETSTAT against a symlink swapped in after its first
  * look at a name (issue 22, item 4), made deterministic: the test is linked
  * with -Wl,--wrap for fstatat and openat (tests/CMakeLists.txt), and the

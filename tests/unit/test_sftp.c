@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The SFTP client against OpenSSH's real sftp-server over pipes, and
  * against scripted hostile replies over a socketpair. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* ssh_config lookups (the keywords libssh 0.10 misreads) and HOST:PATH parsing. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The sync state store: creation, records, batches, the pair lock, a kill
  * in the middle of a batch, damaged, foreign and newer files. */
 #include <setjmp.h>

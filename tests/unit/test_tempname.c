@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* Temp and aside names: format, check value, truncation, owner liveness. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The watcher's status records (src/watch/wstatus.c): a record read back as
  * written (escaped values included), one keeper per pair, a killed keeper's
  * record told apart by its free lock, a clean close removing it, and files

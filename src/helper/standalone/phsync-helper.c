@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* phsync-helper: the remote helper alone (`phsync-helper serve ROOT`), a
  * static program that phsync uploads to a phone without phsync and runs
  * there over ssh (docs/PROTOCOL.md, "Bootstrap"). Needs only libc. */
