@@ -301,6 +301,7 @@ write_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	f->pending--;
 	f->p->writes--;
 	f->p->write_bytes -= w->len;
+	f->p->j->busy = f->e->path;   /* the progress line names it */
 	if (f->acked != NULL && status_ok(r)) {
 		uint64_t i = (w->off - f->have0) / f->p->chunk;
 
@@ -448,8 +449,8 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			ph_job_event(j, PHSYNC_EV_WARNING, f->e->path, NULL, 0, PHSYNC_EREMOTE,
 			             "the server would not set this file's time or mode");
 		ph_job_event(j, PHSYNC_EV_FILE_DONE, f->e->path,
-		             j->plan.v[f->ai].kind == PH_A_NEW ? "new" : "update", f->e->size, 0,
-		             NULL);
+		             f->resumed ? "resume" : j->plan.v[f->ai].kind == PH_A_NEW ? "new" :
+		             "update", f->e->size, 0, NULL);
 		if (f->raside != NULL)
 			pf_cleanup(f, ph_sftp_remove(s, f->raside, drop_aside_cb, f));
 	} else if (r->type == PH_FXP_STATUS && j->plan.v[f->ai].kind == PH_A_NEW &&

@@ -636,6 +636,8 @@ class PushResumeTest(RelayTestCase):
         have, tmp, db = self._cut()
         r = self.push("--state-dir", self.state, "--json", expect=EXIT_OK)
         self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, "more than the rest was sent")
+        self.assertEqual([(e["action"], e["path"]) for e in r.json() if e["event"] == "file"],
+                         [("resume", "VID.mp4")])
         self.assertEqual(read(os.path.join(self.remote, "VID.mp4")), read(self.video))
         self.assertEqual(os.stat(os.path.join(self.remote, "VID.mp4")).st_mtime, T0)
         self.assertEqual(leftovers(self.remote), [])

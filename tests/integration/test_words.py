@@ -53,6 +53,11 @@ class WordsTest(SyncTestCase):
         named = [e["file"] for e in prog if "file" in e]
         self.assertIn("DCIM/VID_0001.mp4", named, prog)
         self.assertTrue(set(named) <= {"DCIM/VID_0001.mp4", "DCIM/small.jpg"}, named)
+        # And a push.
+        write_file(os.path.join(self.local, "DCIM/VID_0002.mp4"), os.urandom(4 << 20), mtime=T0)
+        r = self.push("--json", "--progress", config=cfg, expect=0)
+        named = [e["file"] for e in r.json() if e["event"] == "progress" and "file" in e]
+        self.assertIn("DCIM/VID_0002.mp4", named)
 
     def test_verbose_says_why_there_is_no_helper(self):
         # --helper auto on a phone without phsync and nothing to bring (the harness gives no
