@@ -104,29 +104,29 @@ ph_confine_stat(const struct ph_loc *l, struct stat *st)
 }
 
 int
-ph_confine_check_mode(const struct ph_sattrs *a)
+ph_confine_check_mode(const struct ph_sftp_attrs *a)
 {
 	/* A setuid file of the phone's user would run as that user for whoever
 	 * starts it, a setgid folder hands its group on, a sticky one stops
 	 * others removing their files: none is anything a sync carries, and
 	 * the client masks its modes with 0777. */
-	if ((a->flags & PH_SA_PERMISSIONS) && (a->perm & 07000) != 0)
+	if ((a->flags & PH_ATTR_PERMISSIONS) && (a->perm & 07000) != 0)
 		return PH_CONFINE_ESETID;
 	return 0;
 }
 
 int
-ph_confine_set_fd(int fd, const struct ph_sattrs *a)
+ph_confine_set_fd(int fd, const struct ph_sftp_attrs *a)
 {
 	if (ph_confine_check_mode(a) != 0)
 		return PH_CONFINE_ESETID;
-	if ((a->flags & PH_SA_SIZE) && ftruncate(fd, (off_t)a->size) != 0)
+	if ((a->flags & PH_ATTR_SIZE) && ftruncate(fd, (off_t)a->size) != 0)
 		return errno;
-	if ((a->flags & PH_SA_PERMISSIONS) && fchmod(fd, (mode_t)(a->perm & 0777)) != 0)
+	if ((a->flags & PH_ATTR_PERMISSIONS) && fchmod(fd, (mode_t)(a->perm & 0777)) != 0)
 		return errno;
-	if ((a->flags & PH_SA_UIDGID) && fchown(fd, (uid_t)a->uid, (gid_t)a->gid) != 0)
+	if ((a->flags & PH_ATTR_UIDGID) && fchown(fd, (uid_t)a->uid, (gid_t)a->gid) != 0)
 		return errno;
-	if (a->flags & PH_SA_ACMODTIME) {
+	if (a->flags & PH_ATTR_ACMODTIME) {
 		struct timespec ts[2];
 
 		ts[0].tv_sec = a->atime;
@@ -171,13 +171,13 @@ open_target(const struct ph_loc *l, int for_size, int *fd)
 }
 
 int
-ph_confine_setstat(const struct ph_loc *l, const struct ph_sattrs *a)
+ph_confine_setstat(const struct ph_loc *l, const struct ph_sftp_attrs *a)
 {
 	int fd = -1, rc;
 
 	if ((rc = ph_confine_check_mode(a)) != 0)
 		return rc;
-	if ((rc = open_target(l, (a->flags & PH_SA_SIZE) != 0, &fd)) != 0)
+	if ((rc = open_target(l, (a->flags & PH_ATTR_SIZE) != 0, &fd)) != 0)
 		return rc;
 	rc = ph_confine_set_fd(fd, a);
 	close(fd);

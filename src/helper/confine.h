@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+/* struct ph_sftp_attrs: the attributes a SETSTAT, FSETSTAT, OPEN or MKDIR carries. */
+#include "sftpwire.h"
+
 #define PH_CONFINE_MAX_PATH 4096
 
-/* SFTP v3 attribute flags (the wire values). */
-enum { PH_SA_SIZE = 1, PH_SA_UIDGID = 2, PH_SA_PERMISSIONS = 4, PH_SA_ACMODTIME = 8,
-       PH_SA_EXTENDED = 0x80000000u };
 
 /* Errors beside the errno values the functions return. */
 enum {
@@ -35,13 +35,6 @@ struct ph_loc {
 	int is_root;
 };
 
-/* Attributes as a SETSTAT, FSETSTAT, OPEN or MKDIR carries them. */
-struct ph_sattrs {
-	uint32_t flags;
-	uint64_t size;
-	uint32_t uid, gid, perm, atime, mtime;
-};
-
 /* Resolves the request path p (n bytes, not NUL-terminated) against root
  * (rootlen bytes, "" for "/"): every folder below the root is opened with
  * O_NOFOLLOW from the one before. Returns 0 with l filled (ph_loc_close it),
@@ -57,17 +50,17 @@ int ph_confine_stat(const struct ph_loc *l, struct stat *st);
 
 /* 0 when a's permission bits may be set, PH_CONFINE_ESETID when they hold
  * setuid, setgid or sticky bits (refused, never dropped silently). */
-int ph_confine_check_mode(const struct ph_sattrs *a);
+int ph_confine_check_mode(const struct ph_sftp_attrs *a);
 /* Applies a's size, permissions, owner and times to fd, in that order.
  * Returns 0, PH_CONFINE_ESETID (nothing changed), or the errno value of the
  * first change that failed. */
-int ph_confine_set_fd(int fd, const struct ph_sattrs *a);
+int ph_confine_set_fd(int fd, const struct ph_sftp_attrs *a);
 /* SETSTAT by path: opens the object l names (a regular file or a folder;
  * a symlink is refused with ELOOP, anything else with PH_CONFINE_ENOTREG)
  * and applies a through that descriptor. An object the helper can neither
  * read nor write cannot be opened, and is refused with EACCES. Returns as
  * ph_confine_set_fd. */
-int ph_confine_setstat(const struct ph_loc *l, const struct ph_sattrs *a);
+int ph_confine_setstat(const struct ph_loc *l, const struct ph_sftp_attrs *a);
 /* Opens l for fstatvfs (read-only, not waiting on a FIFO, never taking a
  * terminal), never following a symlink below the root. Returns 0 with *fd
  * set, or an errno value. */

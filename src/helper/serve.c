@@ -35,24 +35,8 @@
 #include "confine.h"
 #include "reap.h"
 #include "serve.h"
+#include "sftpwire.h"
 #include "sigfd.h"
-
-/* Wire constants (the same numbers as transport/sftp.h, which this part
- * does not include: the helper builds without the transport). */
-enum {
-	FXP_INIT = 1, FXP_VERSION = 2, FXP_OPEN = 3, FXP_CLOSE = 4, FXP_READ = 5,
-	FXP_WRITE = 6, FXP_LSTAT = 7, FXP_FSTAT = 8, FXP_SETSTAT = 9, FXP_FSETSTAT = 10,
-	FXP_OPENDIR = 11, FXP_READDIR = 12, FXP_REMOVE = 13, FXP_MKDIR = 14,
-	FXP_RMDIR = 15, FXP_REALPATH = 16, FXP_STAT = 17, FXP_RENAME = 18,
-	FXP_STATUS = 101, FXP_HANDLE = 102, FXP_DATA = 103, FXP_NAME = 104,
-	FXP_ATTRS = 105, FXP_EXTENDED = 200, FXP_EXTENDED_REPLY = 201
-};
-enum { FXF_READ = 1, FXF_WRITE = 2, FXF_APPEND = 4, FXF_CREAT = 8, FXF_TRUNC = 16,
-       FXF_EXCL = 32 };
-enum { FX_OK = 0, FX_EOF = 1, FX_NO_SUCH_FILE = 2, FX_PERMISSION_DENIED = 3,
-       FX_FAILURE = 4, FX_BAD_MESSAGE = 5, FX_OP_UNSUPPORTED = 8 };
-enum { ATTR_SIZE = PH_SA_SIZE, ATTR_UIDGID = PH_SA_UIDGID, ATTR_PERMISSIONS = PH_SA_PERMISSIONS,
-       ATTR_ACMODTIME = PH_SA_ACMODTIME, ATTR_EXTENDED = PH_SA_EXTENDED };
 
 #define MAX_HANDLES 256
 #define MAX_DELTAS 64            /* deltas under way at once (memory bound) */
@@ -120,7 +104,7 @@ end_reply(struct ph_buf *out, size_t start, int rc)
 static int
 status(struct ph_buf *out, uint32_t id, uint32_t code, const char *msg)
 {
-	size_t st = begin_reply(out, FXP_STATUS, id);
+	size_t st = begin_reply(out, PH_FXP_STATUS, id);
 	int rc = 0;
 
 	if (st == SIZE_MAX)
@@ -137,13 +121,13 @@ errno_code(int e)
 	switch (e) {
 	case ENOENT:
 	case ENOTDIR:
-		return FX_NO_SUCH_FILE;
+		return PH_FX_NO_SUCH_FILE;
 	case EACCES:
 	case EPERM:
 	case ELOOP:
-		return FX_PERMISSION_DENIED;
+		return PH_FX_PERMISSION_DENIED;
 	default:
-		return FX_FAILURE;
+		return PH_FX_FAILURE;
 	}
 }
 
@@ -151,37 +135,39 @@ static int
 status_errno(struct ph_buf *out, uint32_t id, int e)
 {
 	if (e == ELOOP)
-		return status(out, id, FX_PERMISSION_DENIED,
+		return status(out, id, PH_FX_PERMISSION_DENIED,
 		              "a symlink on the way (the helper follows none)");
 	if (e == PH_CONFINE_ESETID)
-		return status(out, id, FX_PERMISSION_DENIED,
+		return status(out, id, PH_FX_PERMISSION_DENIED,
 		              "setuid, setgid and sticky bits are refused");
 	if (e == PH_CONFINE_ENOTREG)
-		return status(out, id, FX_FAILURE, "neither a regular file nor a folder");
+		return status(out, id, PH_FX_FAILURE, "neither a regular file nor a folder");
 	return status(out, id, errno_code(e), strerror(e));
 }
 
+/* A stat as the wire's attributes: times before 1970 as 0, after 2106 as
+ * the last second the field holds. */
 static int
 put_attrs(struct ph_buf *out, const struct stat *st)
 {
-	int rc = 0;
 	uint64_t mt = st->st_mtime < 0 ? 0 : (uint64_t)st->st_mtime;
 	uint64_t at = st->st_atime < 0 ? 0 : (uint64_t)st->st_atime;
+	struct ph_sftp_attrs a = {
+		.flags = PH_ATTR_SIZE | PH_ATTR_UIDGID | PH_ATTR_PERMISSIONS | PH_ATTR_ACMODTIME,
+		.size = (uint64_t)st->st_size,
+		.uid = (uint32_t)st->st_uid, .gid = (uint32_t)st->st_gid,
+		.perm = (uint32_t)st->st_mode,
+		.atime = at > UINT32_MAX ? UINT32_MAX : (uint32_t)at,
+		.mtime = mt > UINT32_MAX ? UINT32_MAX : (uint32_t)mt,
+	};
 
-	rc |= ph_buf_put_u32(out, ATTR_SIZE | ATTR_UIDGID | ATTR_PERMISSIONS | ATTR_ACMODTIME);
-	rc |= ph_buf_put_u64(out, (uint64_t)st->st_size);
-	rc |= ph_buf_put_u32(out, (uint32_t)st->st_uid);
-	rc |= ph_buf_put_u32(out, (uint32_t)st->st_gid);
-	rc |= ph_buf_put_u32(out, (uint32_t)st->st_mode);
-	rc |= ph_buf_put_u32(out, at > UINT32_MAX ? UINT32_MAX : (uint32_t)at);
-	rc |= ph_buf_put_u32(out, mt > UINT32_MAX ? UINT32_MAX : (uint32_t)mt);
-	return rc;
+	return ph_wire_put_attrs(out, &a);
 }
 
 static int
 attrs_reply(struct ph_buf *out, uint32_t id, const struct stat *st)
 {
-	size_t s = begin_reply(out, FXP_ATTRS, id);
+	size_t s = begin_reply(out, PH_FXP_ATTRS, id);
 
 	if (s == SIZE_MAX)
 		return -1;
@@ -189,34 +175,6 @@ attrs_reply(struct ph_buf *out, uint32_t id, const struct stat *st)
 }
 
 /* ---- requests: fields --------------------------------------------------- */
-
-static int
-rd_attrs(struct ph_rd *r, struct ph_sattrs *a)
-{
-	uint32_t n, i, l;
-	const uint8_t *x;
-
-	memset(a, 0, sizeof(*a));
-	if (ph_rd_u32(r, &a->flags) != 0)
-		return -1;
-	if ((a->flags & ATTR_SIZE) && ph_rd_u64(r, &a->size) != 0)
-		return -1;
-	if ((a->flags & ATTR_UIDGID) && (ph_rd_u32(r, &a->uid) != 0 || ph_rd_u32(r, &a->gid) != 0))
-		return -1;
-	if ((a->flags & ATTR_PERMISSIONS) && ph_rd_u32(r, &a->perm) != 0)
-		return -1;
-	if ((a->flags & ATTR_ACMODTIME) &&
-	    (ph_rd_u32(r, &a->atime) != 0 || ph_rd_u32(r, &a->mtime) != 0))
-		return -1;
-	if (a->flags & ATTR_EXTENDED) {
-		if (ph_rd_u32(r, &n) != 0)
-			return -1;
-		for (i = 0; i < n; i++)
-			if (ph_rd_str(r, &x, &l) != 0 || ph_rd_str(r, &x, &l) != 0)
-				return -1;
-	}
-	return 0;
-}
 
 static struct handle *
 get_handle(struct ph_serve *s, struct ph_rd *r)
@@ -255,7 +213,7 @@ static int
 handle_reply(struct ph_buf *out, uint32_t id, uint32_t idx, const struct handle *h)
 {
 	uint8_t b[8];
-	size_t st = begin_reply(out, FXP_HANDLE, id);
+	size_t st = begin_reply(out, PH_FXP_HANDLE, id);
 
 	if (st == SIZE_MAX)
 		return -1;
@@ -314,7 +272,7 @@ take_path(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
 
 	*replied = 1;
 	if (rd_loc(s, r, l, &err) != 0)
-		return status(out, id, FX_BAD_MESSAGE, what);
+		return status(out, id, PH_FX_BAD_MESSAGE, what);
 	if (err != 0)
 		return status_errno(out, id, err);
 	*replied = 0;
@@ -327,15 +285,15 @@ static int
 do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct ph_loc l;
-	struct ph_sattrs a;
+	struct ph_sftp_attrs a;
 	uint32_t pf, idx;
 	int err, flags = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, fd;
 	struct handle *h;
 	struct stat st;
 
-	if (rd_loc(s, r, &l, &err) != 0 || ph_rd_u32(r, &pf) != 0 || rd_attrs(r, &a) != 0) {
+	if (rd_loc(s, r, &l, &err) != 0 || ph_rd_u32(r, &pf) != 0 || ph_wire_get_attrs(r, &a) != 0) {
 		ph_loc_close(&l);
-		return status(out, id, FX_BAD_MESSAGE, "malformed OPEN");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed OPEN");
 	}
 	if (err == 0)
 		err = ph_confine_check_mode(&a);
@@ -343,22 +301,22 @@ do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		ph_loc_close(&l);
 		return status_errno(out, id, err);
 	}
-	if ((pf & (FXF_READ | FXF_WRITE)) == (FXF_READ | FXF_WRITE))
+	if ((pf & (PH_FXF_READ | PH_FXF_WRITE)) == (PH_FXF_READ | PH_FXF_WRITE))
 		flags |= O_RDWR;
-	else if (pf & FXF_WRITE)
+	else if (pf & PH_FXF_WRITE)
 		flags |= O_WRONLY;
 	else
 		flags |= O_RDONLY;
-	if (pf & FXF_CREAT)
+	if (pf & PH_FXF_CREAT)
 		flags |= O_CREAT;
-	if (pf & FXF_TRUNC)
+	if (pf & PH_FXF_TRUNC)
 		flags |= O_TRUNC;
-	if (pf & FXF_EXCL)
+	if (pf & PH_FXF_EXCL)
 		flags |= O_EXCL;
-	if (pf & FXF_APPEND)
+	if (pf & PH_FXF_APPEND)
 		flags |= O_APPEND;
 	fd = openat(l.dirfd, l.name, flags,
-	            (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : (mode_t)0666);
+	            (a.flags & PH_ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : (mode_t)0666);
 	err = errno;
 	ph_loc_close(&l);
 	if (fd < 0)
@@ -366,16 +324,16 @@ do_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	/* Regular files only: a FIFO or a device would hang or misbehave. */
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return status(out, id, FX_FAILURE, "not a regular file");
+		return status(out, id, PH_FX_FAILURE, "not a regular file");
 	}
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if ((h = new_handle(s, &idx)) == NULL) {
 		close(fd);
-		return status(out, id, FX_FAILURE, "too many open handles");
+		return status(out, id, PH_FX_FAILURE, "too many open handles");
 	}
 	h->fd = fd;
-	h->readable = !(pf & FXF_WRITE) || (pf & FXF_READ);
-	h->writable = (pf & FXF_WRITE) != 0;
+	h->readable = !(pf & PH_FXF_WRITE) || (pf & PH_FXF_READ);
+	h->writable = (pf & PH_FXF_WRITE) != 0;
 	return handle_reply(out, id, idx, h);
 }
 
@@ -397,7 +355,7 @@ do_opendir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		return status_errno(out, id, err);
 	if ((h = new_handle(s, &idx)) == NULL) {
 		close(fd);
-		return status(out, id, FX_FAILURE, "too many open handles");
+		return status(out, id, PH_FX_FAILURE, "too many open handles");
 	}
 	if ((h->dir = fdopendir(fd)) == NULL) {
 		err = errno;
@@ -418,8 +376,8 @@ do_readdir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	int rc = 0;
 
 	if (h == NULL || h->dir == NULL)
-		return status(out, id, FX_FAILURE, "not an open folder");
-	if ((st = begin_reply(out, FXP_NAME, id)) == SIZE_MAX)
+		return status(out, id, PH_FX_FAILURE, "not an open folder");
+	if ((st = begin_reply(out, PH_FXP_NAME, id)) == SIZE_MAX)
 		return -1;
 	countat = out->len;
 	rc |= ph_buf_put_u32(out, 0);
@@ -449,7 +407,7 @@ do_readdir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 		out->len = st;
 		if (e != 0)
 			return status_errno(out, id, e);
-		return status(out, id, FX_EOF, "end of folder");
+		return status(out, id, PH_FX_EOF, "end of folder");
 	}
 	ph_be32_put(out->data + countat, count);
 	return end_reply(out, st, 0);
@@ -466,14 +424,14 @@ do_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	size_t got = 0;
 
 	if (h == NULL || h->fd < 0 || ph_rd_u64(r, &off) != 0 || ph_rd_u32(r, &len) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed READ");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed READ");
 	if (!h->readable)
-		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+		return status(out, id, PH_FX_PERMISSION_DENIED, "not open for reading");
 	if (off > (uint64_t)INT64_MAX)
-		return status(out, id, FX_EOF, "end of file");
+		return status(out, id, PH_FX_EOF, "end of file");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
-	if ((st = begin_reply(out, FXP_DATA, id)) == SIZE_MAX ||
+	if ((st = begin_reply(out, PH_FXP_DATA, id)) == SIZE_MAX ||
 	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
 		if (st != SIZE_MAX)
 			out->len = st;
@@ -496,7 +454,7 @@ do_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	}
 	if (got == 0) {
 		out->len = st;
-		return status(out, id, FX_EOF, "end of file");
+		return status(out, id, PH_FX_EOF, "end of file");
 	}
 	ph_be32_put(out->data + out->len, (uint32_t)got);
 	out->len = at + got;
@@ -567,15 +525,15 @@ do_write(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	int e;
 
 	if (h == NULL || h->fd < 0 || ph_rd_u64(r, &off) != 0 || ph_rd_str(r, &data, &len) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed WRITE");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed WRITE");
 	if (!h->writable)
-		return status(out, id, FX_PERMISSION_DENIED, "not open for writing");
+		return status(out, id, PH_FX_PERMISSION_DENIED, "not open for writing");
 	if (off > (uint64_t)INT64_MAX - len)
-		return status(out, id, FX_FAILURE, "offset out of range");
+		return status(out, id, PH_FX_FAILURE, "offset out of range");
 	if ((e = write_all(h->fd, data, len, off)) != 0)
 		return status_errno(out, id, e);
 	wrote(h, off, len);
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 static int
@@ -603,7 +561,7 @@ do_fstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	struct stat st;
 
 	if (h == NULL || h->fd < 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed FSTAT");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed FSTAT");
 	if (fstat(h->fd, &st) != 0)
 		return status_errno(out, id, errno);
 	return attrs_reply(out, id, &st);
@@ -613,18 +571,18 @@ static int
 do_setstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, int byhandle)
 {
 	struct ph_loc l = { .dirfd = -1 };
-	struct ph_sattrs a;
+	struct ph_sftp_attrs a;
 	struct handle *h = NULL;
 	int err = 0;
 
 	if (byhandle) {
-		if ((h = get_handle(s, r)) == NULL || h->fd < 0 || rd_attrs(r, &a) != 0)
-			return status(out, id, FX_BAD_MESSAGE, "malformed FSETSTAT");
+		if ((h = get_handle(s, r)) == NULL || h->fd < 0 || ph_wire_get_attrs(r, &a) != 0)
+			return status(out, id, PH_FX_BAD_MESSAGE, "malformed FSETSTAT");
 		err = ph_confine_set_fd(h->fd, &a);
 	} else {
-		if (rd_loc(s, r, &l, &err) != 0 || rd_attrs(r, &a) != 0) {
+		if (rd_loc(s, r, &l, &err) != 0 || ph_wire_get_attrs(r, &a) != 0) {
 			ph_loc_close(&l);
-			return status(out, id, FX_BAD_MESSAGE, "malformed SETSTAT");
+			return status(out, id, PH_FX_BAD_MESSAGE, "malformed SETSTAT");
 		}
 		/* Through a descriptor of the object itself, opened with
 		 * O_NOFOLLOW: a symlink put in its place is refused, never
@@ -635,30 +593,30 @@ do_setstat(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out,
 	}
 	if (err != 0)
 		return status_errno(out, id, err);
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 static int
 do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
 	struct ph_loc l;
-	struct ph_sattrs a;
+	struct ph_sftp_attrs a;
 	int err, rc = 0;
 
-	if (rd_loc(s, r, &l, &err) != 0 || (type == FXP_MKDIR && rd_attrs(r, &a) != 0)) {
+	if (rd_loc(s, r, &l, &err) != 0 || (type == PH_FXP_MKDIR && ph_wire_get_attrs(r, &a) != 0)) {
 		ph_loc_close(&l);
-		return status(out, id, FX_BAD_MESSAGE, "malformed request");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed request");
 	}
-	if (err == 0 && type == FXP_MKDIR)
+	if (err == 0 && type == PH_FXP_MKDIR)
 		err = ph_confine_check_mode(&a);
 	if (err != 0) {
 		ph_loc_close(&l);
 		return status_errno(out, id, err);
 	}
-	if (l.is_root && type != FXP_MKDIR) {
+	if (l.is_root && type != PH_FXP_MKDIR) {
 		/* The root stays: a sync never removes the folder it syncs. */
 		rc = EACCES;
-	} else if (type == FXP_REMOVE) {
+	} else if (type == PH_FXP_REMOVE) {
 		struct stat st;
 
 		/* unlinkat(0) removes a symlink itself, never its target. The
@@ -674,11 +632,11 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 				rc = errno;
 			ph_reap_release(&s->reap, held);
 		}
-	} else if (type == FXP_RMDIR) {
+	} else if (type == PH_FXP_RMDIR) {
 		if (unlinkat(l.dirfd, l.name, AT_REMOVEDIR) != 0)
 			rc = errno;
 	} else {
-		mode_t m = (a.flags & ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : 0777;
+		mode_t m = (a.flags & PH_ATTR_PERMISSIONS) ? (mode_t)(a.perm & 0777) : 0777;
 
 		if (mkdirat(l.dirfd, l.name, m) != 0)
 			rc = errno;
@@ -686,7 +644,7 @@ do_path_op(struct ph_serve *s, uint8_t type, uint32_t id, struct ph_rd *r, struc
 	ph_loc_close(&l);
 	if (rc != 0)
 		return status_errno(out, id, rc);
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 static int
@@ -699,7 +657,7 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 	if (rd_loc(s, r, &a, &ea) != 0 || rd_loc(s, r, &b, &eb) != 0) {
 		ph_loc_close(&a);
 		ph_loc_close(&b);
-		return status(out, id, FX_BAD_MESSAGE, "malformed RENAME");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed RENAME");
 	}
 	if (ea != 0 || eb != 0)
 		rc = ea != 0 ? ea : eb;
@@ -737,10 +695,10 @@ do_rename(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out, 
 	ph_loc_close(&a);
 	ph_loc_close(&b);
 	if (rc == EEXIST)
-		return status(out, id, FX_FAILURE, "the target exists");
+		return status(out, id, PH_FX_FAILURE, "the target exists");
 	if (rc != 0)
 		return status_errno(out, id, rc);
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 /* ---- extensions --------------------------------------------------------- */
@@ -764,7 +722,7 @@ ext_statvfs(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out
 	close(fd);
 	if (rc != 0)
 		return status_errno(out, id, err);
-	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
+	if ((st = begin_reply(out, PH_FXP_EXTENDED_REPLY, id)) == SIZE_MAX)
 		return -1;
 	rc |= ph_buf_put_u64(out, v.f_bsize);
 	rc |= ph_buf_put_u64(out, v.f_frsize);
@@ -783,7 +741,7 @@ ext_statvfs(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out
 static int
 ext_limits(uint32_t id, struct ph_buf *out)
 {
-	size_t st = begin_reply(out, FXP_EXTENDED_REPLY, id);
+	size_t st = begin_reply(out, PH_FXP_EXTENDED_REPLY, id);
 	int rc = 0;
 
 	if (st == SIZE_MAX)
@@ -821,23 +779,23 @@ ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 	if ((rh = get_handle(s, r)) == NULL || ph_rd_u64(r, &roff) != 0 ||
 	    ph_rd_u64(r, &len) != 0 || (wh = get_handle(s, r)) == NULL ||
 	    ph_rd_u64(r, &woff) != 0 || rh->fd < 0 || wh->fd < 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed copy-data");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed copy-data");
 	if (!rh->readable || !wh->writable)
-		return status(out, id, FX_PERMISSION_DENIED, "handles not open for copying");
+		return status(out, id, PH_FX_PERMISSION_DENIED, "handles not open for copying");
 	if (roff > (uint64_t)INT64_MAX || woff > (uint64_t)INT64_MAX ||
 	    (len != 0 && (len > (uint64_t)INT64_MAX - roff || len > (uint64_t)INT64_MAX - woff)))
-		return status(out, id, FX_FAILURE, "offset out of range");
+		return status(out, id, PH_FX_FAILURE, "offset out of range");
 	if (fstat(rh->fd, &rs) != 0 || fstat(wh->fd, &ws) != 0)
 		return status_errno(out, id, errno);
 	if (rh == wh || (rs.st_dev == ws.st_dev && rs.st_ino == ws.st_ino))
-		return status(out, id, FX_FAILURE, "copy-data within one file is refused");
+		return status(out, id, PH_FX_FAILURE, "copy-data within one file is refused");
 	limit = (uint64_t)rs.st_size > roff ? (uint64_t)rs.st_size - roff : 0;
 	if (len != 0 && len < limit)
 		limit = len;
 	if (limit > (uint64_t)INT64_MAX - woff)
-		return status(out, id, FX_FAILURE, "offset out of range");
+		return status(out, id, PH_FX_FAILURE, "offset out of range");
 	if ((buf = malloc(PH_SERVE_MAX_IO)) == NULL)
-		return status(out, id, FX_FAILURE, "out of memory");
+		return status(out, id, PH_FX_FAILURE, "out of memory");
 	while (done < limit) {
 		size_t want = PH_SERVE_MAX_IO;
 		ssize_t n;
@@ -863,8 +821,8 @@ ext_copy_data(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		return status_errno(out, id, e);
 	/* OpenSSH answers a copy past the end of the source with EOF. */
 	if (len != 0 && done < len)
-		return status(out, id, FX_EOF, "the source ended before the length asked for");
-	return status(out, id, FX_OK, "");
+		return status(out, id, PH_FX_EOF, "the source ended before the length asked for");
+	return status(out, id, PH_FX_OK, "");
 }
 
 static int
@@ -873,11 +831,11 @@ ext_fsync(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	struct handle *h = get_handle(s, r);
 
 	if (h == NULL || h->fd < 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed fsync");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed fsync");
 	if (fsync(h->fd) != 0)
 		return status_errno(out, id, errno);
 	h->wb_lo = h->wb_hi = 0;
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 /* phsync-sig: the block signature of an open file, read from its start to
@@ -894,21 +852,21 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	int rc;
 
 	if (h == NULL || h->fd < 0 || ph_rd_u32(r, &block_len) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed signature request");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed signature request");
 	if (!h->readable)
-		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+		return status(out, id, PH_FX_PERMISSION_DENIED, "not open for reading");
 	if (fstat(h->fd, &sb) != 0)
 		return status_errno(out, id, errno);
 	if (block_len == 0)
 		block_len = phsync_delta_block_len((uint64_t)sb.st_size);
 	if (block_len < PHSYNC_SIG_MIN_BLOCK || block_len > PHSYNC_SIG_MAX_BLOCK)
-		return status(out, id, FX_FAILURE, "block length out of range");
+		return status(out, id, PH_FX_FAILURE, "block length out of range");
 	blocks = ((uint64_t)sb.st_size + block_len - 1) / block_len;
 	if (20 + blocks * 12 > PH_SERVE_MAX_SIG)
-		return status(out, id, FX_FAILURE, "the signature would be too large");
+		return status(out, id, PH_FX_FAILURE, "the signature would be too large");
 	if ((buf = malloc(PH_SERVE_MAX_IO)) == NULL)
-		return status(out, id, FX_FAILURE, "out of memory");
-	if ((st = begin_reply(out, FXP_EXTENDED_REPLY, id)) == SIZE_MAX) {
+		return status(out, id, PH_FX_FAILURE, "out of memory");
+	if ((st = begin_reply(out, PH_FXP_EXTENDED_REPLY, id)) == SIZE_MAX) {
 		free(buf);
 		return -1;
 	}
@@ -920,7 +878,7 @@ ext_sig(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 	if (rc == -ENOMEM)
 		return -1;
 	if (rc == -EIO)
-		return status(out, id, FX_FAILURE, "the file changed while it was read");
+		return status(out, id, PH_FX_FAILURE, "the file changed while it was read");
 	return status_errno(out, id, -rc);
 }
 
@@ -937,17 +895,17 @@ ext_delta_start(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf 
 	struct stat sb;
 
 	if (h == NULL || h->fd < 0 || ph_rd_str(r, &sig, &siglen) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed delta request");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed delta request");
 	if (!h->readable)
-		return status(out, id, FX_PERMISSION_DENIED, "not open for reading");
+		return status(out, id, PH_FX_PERMISSION_DENIED, "not open for reading");
 	if (h->delta != NULL)
-		return status(out, id, FX_FAILURE, "a delta of this handle is under way");
+		return status(out, id, PH_FX_FAILURE, "a delta of this handle is under way");
 	if (s->ndeltas >= MAX_DELTAS)
-		return status(out, id, FX_FAILURE, "too many deltas at once");
+		return status(out, id, PH_FX_FAILURE, "too many deltas at once");
 	if (fstat(h->fd, &sb) != 0)
 		return status_errno(out, id, errno);
 	if ((d = calloc(1, sizeof(*d))) == NULL)
-		return status(out, id, FX_FAILURE, "out of memory");
+		return status(out, id, PH_FX_FAILURE, "out of memory");
 	s->ndeltas++;
 	/* The delta covers the bytes the file held now: one read of a file that
 	 * matches the client's copy reads on until output fills, and a file
@@ -958,18 +916,18 @@ ext_delta_start(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf 
 	in.pos = 0;
 	if (phsync_sig_new(NULL, &d->sig) != 0) {
 		delta_free(s, d);
-		return status(out, id, FX_FAILURE, "out of memory");
+		return status(out, id, PH_FX_FAILURE, "out of memory");
 	}
 	if (phsync_sig_load(d->sig, &in, 1) != 0) {
 		delta_free(s, d);
-		return status(out, id, FX_BAD_MESSAGE, "malformed signature");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed signature");
 	}
 	/* The diff and its window (half a MiB) come with the first read and go
 	 * with the last: a client starts up to MAX_DELTAS deltas in a burst,
 	 * and a window each from the start faulted 36 MB of fresh pages in
 	 * for 60 photos (perf of a pull), where one reused window serves. */
 	h->delta = d;
-	return status(out, id, FX_OK, "");
+	return status(out, id, PH_FX_OK, "");
 }
 
 /* phsync-delta-read (handle, offset in the delta, length): the next bytes
@@ -986,21 +944,21 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 	int rc;
 
 	if (h == NULL || ph_rd_u64(r, &doff) != 0 || ph_rd_u32(r, &len) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed delta read");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed delta read");
 	if ((d = h->delta) == NULL)
-		return status(out, id, FX_FAILURE, "no delta under way on this handle");
+		return status(out, id, PH_FX_FAILURE, "no delta under way on this handle");
 	/* Reads asked ahead past the end meet EOF whatever their offset. */
 	if (d->done)
-		return status(out, id, FX_EOF, "end of delta");
+		return status(out, id, PH_FX_EOF, "end of delta");
 	if (doff != d->out_off)
-		return status(out, id, FX_FAILURE, "delta read out of order");
+		return status(out, id, PH_FX_FAILURE, "delta read out of order");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
 	if (len == 0)
-		return status(out, id, FX_BAD_MESSAGE, "empty delta read");
+		return status(out, id, PH_FX_BAD_MESSAGE, "empty delta read");
 	if (d->diff == NULL && phsync_diff_new(NULL, d->sig, &d->diff) != 0)
-		return status(out, id, FX_FAILURE, "out of memory");
-	if ((st = begin_reply(out, FXP_DATA, id)) == SIZE_MAX ||
+		return status(out, id, PH_FX_FAILURE, "out of memory");
+	if ((st = begin_reply(out, PH_FXP_DATA, id)) == SIZE_MAX ||
 	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
 		if (st != SIZE_MAX)
 			out->len = st;
@@ -1019,7 +977,7 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 		rc = phsync_diff_stream(d->diff, &o, &in, d->eof, &d->done);
 		if (rc != 0) {
 			out->len = st;
-			return status(out, id, FX_FAILURE, "the delta engine failed");
+			return status(out, id, PH_FX_FAILURE, "the delta engine failed");
 		}
 		if (o.pos == o.size || d->done || d->eof)
 			continue;
@@ -1028,7 +986,7 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 		 * helper CPU, perf on bench_wire's 60 photos). */
 		if ((want = phsync_diff_space(d->diff, &room)) == 0) {
 			out->len = st;
-			return status(out, id, FX_FAILURE, "the delta engine failed");
+			return status(out, id, PH_FX_FAILURE, "the delta engine failed");
 		}
 		if (want > PH_SERVE_MAX_IO)
 			want = PH_SERVE_MAX_IO;
@@ -1058,7 +1016,7 @@ ext_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *
 	}
 	if (o.pos == 0) {
 		out->len = st;
-		return status(out, id, FX_EOF, "end of delta");
+		return status(out, id, PH_FX_EOF, "end of delta");
 	}
 	d->out_off += o.pos;
 	ph_be32_put(out->data + out->len, (uint32_t)o.pos);
@@ -1073,17 +1031,17 @@ do_extended(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out
 	uint32_t n;
 
 	if (ph_rd_str(r, &name, &n) != 0)
-		return status(out, id, FX_BAD_MESSAGE, "malformed EXTENDED");
+		return status(out, id, PH_FX_BAD_MESSAGE, "malformed EXTENDED");
 #define IS(lit) (n == sizeof(lit) - 1 && memcmp(name, lit, n) == 0)
-	if (IS("posix-rename@openssh.com"))
+	if (IS(PH_XN_POSIX_RENAME))
 		return do_rename(s, id, r, out, 1);
-	if (IS("fsync@openssh.com"))
+	if (IS(PH_XN_FSYNC))
 		return ext_fsync(s, id, r, out);
-	if (IS("statvfs@openssh.com"))
+	if (IS(PH_XN_STATVFS))
 		return ext_statvfs(s, id, r, out);
-	if (IS("limits@openssh.com"))
+	if (IS(PH_XN_LIMITS))
 		return ext_limits(id, out);
-	if (IS("copy-data"))
+	if (IS(PH_XN_COPY_DATA))
 		return ext_copy_data(s, id, r, out);
 	if (s->version >= 1 && IS(PH_HELPER_SIG))
 		return ext_sig(s, id, r, out);
@@ -1092,7 +1050,7 @@ do_extended(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out
 	if (s->version >= 1 && IS(PH_HELPER_DREAD))
 		return ext_delta_read(s, id, r, out);
 #undef IS
-	return status(out, id, FX_OP_UNSUPPORTED, "unknown extension");
+	return status(out, id, PH_FX_OP_UNSUPPORTED, "unknown extension");
 }
 
 /* ---- the session -------------------------------------------------------- */
@@ -1104,9 +1062,9 @@ static int
 do_init(struct ph_serve *s, struct ph_rd *r, struct ph_buf *out)
 {
 	static const char *const exts[][2] = {
-		{ "posix-rename@openssh.com", "1" }, { "statvfs@openssh.com", "2" },
-		{ "fsync@openssh.com", "1" }, { "limits@openssh.com", "1" },
-		{ "copy-data", "1" },
+		{ PH_XN_POSIX_RENAME, "1" }, { PH_XN_STATVFS, "2" },
+		{ PH_XN_FSYNC, "1" }, { PH_XN_LIMITS, "1" },
+		{ PH_XN_COPY_DATA, "1" },
 	};
 	uint32_t version, nl, dl;
 	const uint8_t *name, *data;
@@ -1133,7 +1091,7 @@ do_init(struct ph_serve *s, struct ph_rd *r, struct ph_buf *out)
 				                                        : PH_HELPER_PROTO_MAX;
 		}
 	}
-	if ((st = out->len, ph_buf_put_u32(out, 0)) != 0 || ph_buf_put_u8(out, FXP_VERSION) != 0 ||
+	if ((st = out->len, ph_buf_put_u32(out, 0)) != 0 || ph_buf_put_u8(out, PH_FXP_VERSION) != 0 ||
 	    ph_buf_put_u32(out, 3) != 0)
 		return -1;
 	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
@@ -1162,45 +1120,45 @@ ph_serve_packet(struct ph_serve *s, const uint8_t *p, size_t len, struct ph_buf 
 
 	if (ph_rd_u8(&r, &type) != 0)
 		return -1;
-	if (type == FXP_INIT)
+	if (type == PH_FXP_INIT)
 		return s->inited ? -1 : do_init(s, &r, out);
 	if (!s->inited || ph_rd_u32(&r, &id) != 0)
 		return -1;
 	switch (type) {
-	case FXP_OPEN:
+	case PH_FXP_OPEN:
 		return do_open(s, id, &r, out);
-	case FXP_CLOSE:
+	case PH_FXP_CLOSE:
 		if ((h = get_handle(s, &r)) == NULL)
-			return status(out, id, FX_FAILURE, "not an open handle");
+			return status(out, id, PH_FX_FAILURE, "not an open handle");
 		close_handle(s, h);
-		return status(out, id, FX_OK, "");
-	case FXP_READ:
+		return status(out, id, PH_FX_OK, "");
+	case PH_FXP_READ:
 		return do_read(s, id, &r, out);
-	case FXP_WRITE:
+	case PH_FXP_WRITE:
 		return do_write(s, id, &r, out);
-	case FXP_LSTAT:
-	case FXP_STAT:
+	case PH_FXP_LSTAT:
+	case PH_FXP_STAT:
 		return do_stat(s, id, &r, out);
-	case FXP_FSTAT:
+	case PH_FXP_FSTAT:
 		return do_fstat(s, id, &r, out);
-	case FXP_SETSTAT:
+	case PH_FXP_SETSTAT:
 		return do_setstat(s, id, &r, out, 0);
-	case FXP_FSETSTAT:
+	case PH_FXP_FSETSTAT:
 		return do_setstat(s, id, &r, out, 1);
-	case FXP_OPENDIR:
+	case PH_FXP_OPENDIR:
 		return do_opendir(s, id, &r, out);
-	case FXP_READDIR:
+	case PH_FXP_READDIR:
 		return do_readdir(s, id, &r, out);
-	case FXP_REMOVE:
-	case FXP_MKDIR:
-	case FXP_RMDIR:
+	case PH_FXP_REMOVE:
+	case PH_FXP_MKDIR:
+	case PH_FXP_RMDIR:
 		return do_path_op(s, type, id, &r, out);
-	case FXP_RENAME:
+	case PH_FXP_RENAME:
 		return do_rename(s, id, &r, out, 0);
-	case FXP_EXTENDED:
+	case PH_FXP_EXTENDED:
 		return do_extended(s, id, &r, out);
 	default:
-		return status(out, id, FX_OP_UNSUPPORTED, "not supported by phsync serve");
+		return status(out, id, PH_FX_OP_UNSUPPORTED, "not supported by phsync serve");
 	}
 }
 

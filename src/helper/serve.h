@@ -11,8 +11,6 @@
 #include <stdint.h>
 
 #include "buf.h"
-#include "proto.h"
-
 
 #define PH_SERVE_MAX_PACKET ((4u << 20) + 1024) /* largest request taken */
 #define PH_SERVE_MAX_IO (256u << 10)            /* READ / delta bytes per reply */

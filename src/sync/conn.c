@@ -12,7 +12,7 @@
 
 #include "conn.h"
 #include "ctx.h"
-#include "proto.h"
+#include "sftpwire.h"
 #include "state.h"
 
 #define MAX_DIRS 1000000u

@@ -8,7 +8,6 @@
 
 #include "buf.h"
 #include "ctx.h"
-#include "proto.h"
 #include "sftp.h"
 
 #define SLOTS 4096 /* requests in flight at most; a power of two */
@@ -83,60 +82,6 @@ ph_sftp_status_err(uint32_t status)
 	}
 }
 
-static int
-parse_attrs(struct ph_rd *r, struct ph_sftp_attrs *a)
-{
-	uint32_t n, i;
-	const uint8_t *s;
-	uint32_t sl;
-
-	memset(a, 0, sizeof(*a));
-	if (ph_rd_u32(r, &a->flags) != 0)
-		return -1;
-	if ((a->flags & PH_ATTR_SIZE) && ph_rd_u64(r, &a->size) != 0)
-		return -1;
-	if ((a->flags & PH_ATTR_UIDGID) &&
-	    (ph_rd_u32(r, &a->uid) != 0 || ph_rd_u32(r, &a->gid) != 0))
-		return -1;
-	if ((a->flags & PH_ATTR_PERMISSIONS) && ph_rd_u32(r, &a->perm) != 0)
-		return -1;
-	if ((a->flags & PH_ATTR_ACMODTIME) &&
-	    (ph_rd_u32(r, &a->atime) != 0 || ph_rd_u32(r, &a->mtime) != 0))
-		return -1;
-	if (a->flags & PH_ATTR_EXTENDED) {
-		if (ph_rd_u32(r, &n) != 0)
-			return -1;
-		/* Each pair takes at least 8 bytes: a huge count cannot loop long. */
-		for (i = 0; i < n; i++)
-			if (ph_rd_str(r, &s, &sl) != 0 || ph_rd_str(r, &s, &sl) != 0)
-				return -1;
-	}
-	return 0;
-}
-
-static int
-put_attrs(struct ph_buf *b, const struct ph_sftp_attrs *a)
-{
-	uint32_t flags = a ? a->flags & ~PH_ATTR_EXTENDED : 0;
-	int rc = ph_buf_put_u32(b, flags);
-
-	if (rc == 0 && (flags & PH_ATTR_SIZE))
-		rc = ph_buf_put_u64(b, a->size);
-	if (rc == 0 && (flags & PH_ATTR_UIDGID)) {
-		rc = ph_buf_put_u32(b, a->uid);
-		if (rc == 0)
-			rc = ph_buf_put_u32(b, a->gid);
-	}
-	if (rc == 0 && (flags & PH_ATTR_PERMISSIONS))
-		rc = ph_buf_put_u32(b, a->perm);
-	if (rc == 0 && (flags & PH_ATTR_ACMODTIME)) {
-		rc = ph_buf_put_u32(b, a->atime);
-		if (rc == 0)
-			rc = ph_buf_put_u32(b, a->mtime);
-	}
-	return rc;
-}
-
 void
 ph_sftp_names_init(struct ph_sftp_names *it, const struct ph_sftp_reply *r)
 {
@@ -156,7 +101,7 @@ ph_sftp_names_next(struct ph_sftp_names *it, const uint8_t **name,
 	if (it->remaining == 0)
 		return 0;
 	if (ph_rd_str(&r, name, namelen) != 0 || ph_rd_str(&r, &lname, &llen) != 0 ||
-	    parse_attrs(&r, attrs) != 0)
+	    ph_wire_get_attrs(&r, attrs) != 0)
 		return PHSYNC_EPROTO;
 	it->p = r.p;
 	it->left = r.left;
@@ -438,7 +383,7 @@ dispatch(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 		rep.len = (uint32_t)r.left;
 		break;
 	case PH_FXP_ATTRS:
-		if (parse_attrs(&r, &rep.attrs) != 0)
+		if (ph_wire_get_attrs(&r, &rep.attrs) != 0)
 			goto bad;
 		break;
 	case PH_FXP_EXTENDED_REPLY:
@@ -586,7 +531,7 @@ simple_path(struct ph_sftp *s, uint8_t type, const char *path,
 		return rc;
 	rc = ph_buf_put_cstr(&s->out, path);
 	if (rc == 0 && with_attrs)
-		rc = put_attrs(&s->out, a);
+		rc = ph_wire_put_attrs(&s->out, a);
 	return end(s, start, rc);
 }
 
@@ -625,7 +570,7 @@ ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
 	if (rc == 0)
 		rc = ph_buf_put_u32(&s->out, pflags);
 	if (rc == 0)
-		rc = put_attrs(&s->out, a);
+		rc = ph_wire_put_attrs(&s->out, a);
 	return end(s, start, rc);
 }
 
@@ -723,7 +668,7 @@ ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, hlen, cb, arg, &start);
 
 	if (rc == 0)
-		rc = put_attrs(&s->out, a);
+		rc = ph_wire_put_attrs(&s->out, a);
 	return end(s, start, rc);
 }
 
@@ -757,7 +702,7 @@ ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
 		rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
 		if (rc != 0)
 			return rc;
-		rc = ph_buf_put_cstr(&s->out, "posix-rename@openssh.com");
+		rc = ph_buf_put_cstr(&s->out, PH_XN_POSIX_RENAME);
 	} else {
 		rc = begin(s, PH_FXP_RENAME, cb, arg, &start);
 		if (rc != 0)
@@ -782,7 +727,7 @@ ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
 	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
 	if (rc != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "fsync@openssh.com");
+	rc = ph_buf_put_cstr(&s->out, PH_XN_FSYNC);
 	if (rc == 0)
 		rc = ph_buf_put_str(&s->out, h, hlen);
 	return end(s, start, rc);
@@ -803,7 +748,7 @@ ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t
 	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
 	if (rc != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "copy-data");
+	rc = ph_buf_put_cstr(&s->out, PH_XN_COPY_DATA);
 	if (rc == 0)
 		rc = ph_buf_put_str(&s->out, rh, rhlen);
 	if (rc == 0)
@@ -828,7 +773,7 @@ ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const cha
 		return PHSYNC_EINVAL; /* 0 would mean "the whole file" on the wire */
 	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "check-file-handle");
+	rc = ph_buf_put_cstr(&s->out, PH_XN_CHECK_FILE_HANDLE);
 	if (rc == 0)
 		rc = ph_buf_put_str(&s->out, h, hlen);
 	if (rc == 0)
@@ -854,7 +799,7 @@ ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
 
 	if (r->type != PH_FXP_EXTENDED_REPLY || ph_rd_str(&rd, &a, &al) != 0)
 		return PHSYNC_EPROTO;
-	if (al == 10 && memcmp(a, "check-file", 10) == 0 && ph_rd_str(&rd, &a, &al) != 0)
+	if (al == 10 && memcmp(a, PH_XN_CHECK_FILE, 10) == 0 && ph_rd_str(&rd, &a, &al) != 0)
 		return PHSYNC_EPROTO;
 	if ((len = dlen_of(a, al)) == 0)
 		return PHSYNC_EPROTO;   /* not an algorithm we asked for */
@@ -1159,14 +1104,14 @@ parse_version(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 		const char *name;
 		uint32_t bit;
 	} known[] = {
-		{ "posix-rename@openssh.com", PH_EXT_POSIX_RENAME },
-		{ "fsync@openssh.com", PH_EXT_FSYNC },
-		{ "limits@openssh.com", PH_EXT_LIMITS },
-		{ "statvfs@openssh.com", PH_EXT_STATVFS },
-		{ "hardlink@openssh.com", PH_EXT_HARDLINK },
-		{ "copy-data", PH_EXT_COPY_DATA },
-		{ "lsetstat@openssh.com", PH_EXT_LSETSTAT },
-		{ "check-file", PH_EXT_CHECK_FILE },
+		{ PH_XN_POSIX_RENAME, PH_EXT_POSIX_RENAME },
+		{ PH_XN_FSYNC, PH_EXT_FSYNC },
+		{ PH_XN_LIMITS, PH_EXT_LIMITS },
+		{ PH_XN_STATVFS, PH_EXT_STATVFS },
+		{ PH_XN_HARDLINK, PH_EXT_HARDLINK },
+		{ PH_XN_COPY_DATA, PH_EXT_COPY_DATA },
+		{ PH_XN_LSETSTAT, PH_EXT_LSETSTAT },
+		{ PH_XN_CHECK_FILE, PH_EXT_CHECK_FILE },
 	};
 	struct ph_rd r = { p, len };
 	uint8_t type;
@@ -1282,7 +1227,7 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 	if (s->exts & PH_EXT_LIMITS) {
 		if ((rc = begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
 			goto out;
-		rc = end(s, start, ph_buf_put_cstr(&s->out, "limits@openssh.com"));
+		rc = end(s, start, ph_buf_put_cstr(&s->out, PH_XN_LIMITS));
 		if (rc == 0)
 			rc = ph_sftp_wait(s, &done);
 		if (rc != 0)
@@ -1481,7 +1426,7 @@ ph_sftp_statvfs_sync(struct ph_sftp *s, const char *path, struct ph_sftp_statvfs
 		return PHSYNC_EUNSUPPORTED;
 	if ((rc = begin(s, PH_FXP_EXTENDED, statvfs_cb, &w, &start)) != 0)
 		return rc;
-	rc = ph_buf_put_cstr(&s->out, "statvfs@openssh.com");
+	rc = ph_buf_put_cstr(&s->out, PH_XN_STATVFS);
 	if (rc == 0)
 		rc = ph_buf_put_cstr(&s->out, path);
 	if ((rc = wait_owed(s, end(s, start, rc), &w.done)) != 0)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "phsync/phsync.h"
+#include "sftpwire.h"   /* the wire's constants and struct ph_sftp_attrs */
 
 struct ph_sftp;
 
@@ -30,32 +31,6 @@ struct ph_chan {
 	int (*wait)(void *arg, int timeout_ms);
 };
 
-/* Wire constants (draft-ietf-secsh-filexfer-02, version 3). */
-enum {
-	PH_FXP_INIT = 1, PH_FXP_VERSION = 2, PH_FXP_OPEN = 3, PH_FXP_CLOSE = 4,
-	PH_FXP_READ = 5, PH_FXP_WRITE = 6, PH_FXP_LSTAT = 7, PH_FXP_FSTAT = 8,
-	PH_FXP_SETSTAT = 9, PH_FXP_FSETSTAT = 10, PH_FXP_OPENDIR = 11,
-	PH_FXP_READDIR = 12, PH_FXP_REMOVE = 13, PH_FXP_MKDIR = 14,
-	PH_FXP_RMDIR = 15, PH_FXP_REALPATH = 16, PH_FXP_STAT = 17,
-	PH_FXP_RENAME = 18, PH_FXP_READLINK = 19, PH_FXP_SYMLINK = 20,
-	PH_FXP_STATUS = 101, PH_FXP_HANDLE = 102, PH_FXP_DATA = 103,
-	PH_FXP_NAME = 104, PH_FXP_ATTRS = 105, PH_FXP_EXTENDED = 200,
-	PH_FXP_EXTENDED_REPLY = 201
-};
-enum {
-	PH_FXF_READ = 0x01, PH_FXF_WRITE = 0x02, PH_FXF_APPEND = 0x04,
-	PH_FXF_CREAT = 0x08, PH_FXF_TRUNC = 0x10, PH_FXF_EXCL = 0x20
-};
-enum {
-	PH_FX_OK = 0, PH_FX_EOF = 1, PH_FX_NO_SUCH_FILE = 2,
-	PH_FX_PERMISSION_DENIED = 3, PH_FX_FAILURE = 4, PH_FX_BAD_MESSAGE = 5,
-	PH_FX_NO_CONNECTION = 6, PH_FX_CONNECTION_LOST = 7,
-	PH_FX_OP_UNSUPPORTED = 8
-};
-enum {
-	PH_ATTR_SIZE = 0x1, PH_ATTR_UIDGID = 0x2, PH_ATTR_PERMISSIONS = 0x4,
-	PH_ATTR_ACMODTIME = 0x8, PH_ATTR_EXTENDED = 0x80000000u
-};
 /* Extensions the server offered (bits of ph_sftp_exts()). */
 enum {
 	PH_EXT_POSIX_RENAME = 1 << 0, PH_EXT_FSYNC = 1 << 1,
@@ -64,16 +39,7 @@ enum {
 	PH_EXT_LSETSTAT = 1 << 6, PH_EXT_CHECK_FILE = 1 << 7
 };
 
-#define PH_SFTP_MAX_HANDLE 256        /* the spec's bound on handle strings */
 #define PH_SFTP_MAX_PACKET (4u << 20) /* largest packet we accept */
-
-struct ph_sftp_attrs {
-	uint32_t flags;
-	uint64_t size;
-	uint32_t uid, gid;
-	uint32_t perm;
-	uint32_t atime, mtime;
-};
 
 struct ph_sftp_reply {
 	uint8_t type;          /* PH_FXP_*, or 0 when the request died with the link */
