@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The SFTP v3 attribute codec both ends use. See sftpwire.h. */
 #include <stddef.h>
 #include <string.h>

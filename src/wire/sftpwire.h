@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The SFTP v3 wire (draft-ietf-secsh-filexfer-02) and phsync's extensions
  * to it (docs/PROTOCOL.md), written once for both ends: the client
  * (transport/sftp.c) and the helper (helper/serve.c). Packet types, status

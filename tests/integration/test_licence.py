@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """The licence (issue 25, item 1): LICENSE is the ISC licence, and every source file the
 project carries (C, headers, Python, shell, CMake) says so on one of its first lines with an
 SPDX identifier, so a packager or a file copied alone knows its terms."""

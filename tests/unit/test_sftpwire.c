@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* The SFTP wire's attribute codec (src/wire/sftpwire.c), the one both the
  * client (transport/sftp.c) and the helper (helper/serve.c) use: the bytes
  * it writes, that what it writes reads back the same, that every cut of an
