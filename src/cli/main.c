@@ -184,7 +184,8 @@ static const char pull_head[] =
 "       phsync pull --watch [--interval SEC] [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "\n"
 "Copies what is new or changed in the phone's folder DIR into LOCALDIR (made\n"
-"when missing). A local file changed since the last sync is never\n"
+"when missing); a DIR that names one file puts that file into LOCALDIR, as\n"
+"scp does. A local file changed since the last sync is never\n"
 "overwritten: the phone's version lands beside it as a conflict copy\n"
 "(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
 "~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-pull.\n";
@@ -194,7 +195,8 @@ static const char push_head[] =
 "       phsync push --watch [--interval SEC] [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "\n"
 "Copies what is new or changed in LOCALDIR into the phone's folder DIR (made\n"
-"when missing). A phone file changed since the last sync is never\n"
+"when missing); a LOCALDIR that names one file puts that file into DIR, as\n"
+"scp does. A phone file changed since the last sync is never\n"
 "overwritten: the laptop's version lands beside it as a conflict copy\n"
 "(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
 "~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-push.\n";

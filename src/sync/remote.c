@@ -163,7 +163,9 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 		free(rel);
 		return;
 	}
-	if (e.type == PH_T_DIR) {
+	/* A single-file run lists one folder: what has its name is never
+	 * walked (a folder there is the destination's, left alone). */
+	if (e.type == PH_T_DIR && rs->j->filter.only == NULL) {
 		if (enqueue(rs, rel) != 0) {
 			rs->fatal = PHSYNC_ENOMEM;
 			free(rel);
@@ -326,8 +328,10 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (ph_temp_parse((const char *)name, nl, &ti)) {
 			/* Ours: never listed. A dead run's leftovers are cleared on the
 			 * destination side only. */
-			/* A cut upload the state keeps (push resume) stays. */
+			/* A cut upload the state keeps (push resume) stays; so do
+			 * the other files' temps in a single-file run. */
 			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now) &&
+			    ph_filter_temp(&rs->j->filter, (const char *)name, &ti) &&
 			    !ph_job_partial_tmp(rs->j, rel + strlen(rel) - nl)) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
