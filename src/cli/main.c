@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -658,7 +659,14 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	}
 	if (watch) {
 		struct ph_watch_pair wp;
+		struct stat lst;
 
+		/* The watcher watches a folder: a file's push is a plain run. */
+		if (dir == PHSYNC_PUSH && stat(local, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+			fprintf(stderr, "phsync: --watch watches a folder: %s is a file (a plain "
+			        "push sends one file)\nTry 'phsync --help'.\n", local);
+			return CLI_EXIT_USAGE;
+		}
 		memset(&wp, 0, sizeof(wp));
 		wp.name = remote;
 		wp.dir = dir;

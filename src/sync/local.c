@@ -183,6 +183,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 			continue;
+		if (!ph_filter_only_name(s->filter, name, nl))
+			continue;
 		if (plen + 1 + nl >= sizeof(s->path)) {
 			s->path[plen] = '\0';
 			scan_fail(s, plen ? s->path : ".", PHSYNC_EUNSAFE,

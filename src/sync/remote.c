@@ -295,6 +295,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 		if ((nl == 1 && name[0] == '.') || (nl == 2 && name[0] == '.' && name[1] == '.'))
 			continue;
+		if (!ph_filter_only_name(&rs->j->filter, (const char *)name, nl))
+			continue;
 		if (!ph_name_safe(name, nl)) {
 			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
 

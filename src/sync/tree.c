@@ -301,3 +301,15 @@ ph_filter_temp(const struct ph_filter *f, const char *name, const struct ph_temp
 		return ti->final_len <= ol && memcmp(f->only, name + ti->final_off, ti->final_len) == 0;
 	return ti->final_len == ol && memcmp(f->only, name + ti->final_off, ol) == 0;
 }
+
+int
+ph_filter_only_name(const struct ph_filter *f, const char *name, size_t nl)
+{
+	struct ph_temp_info ti;
+
+	if (f == NULL || f->only == NULL)
+		return 1;
+	if (nl == strlen(f->only) && memcmp(name, f->only, nl) == 0)
+		return 1;
+	return ph_temp_parse(name, nl, &ti) && ph_filter_temp(f, name, &ti);
+}

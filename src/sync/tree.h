@@ -133,6 +133,10 @@ int ph_filter_match(const struct ph_filter *f, const char *path, int is_dir);
  * (a shortened name: for a name it could be the start of). A single-file
  * run leaves the other files' temps and kept transfers alone. */
 struct ph_temp_info;
+/* May the scan of a root look at the entry name (nl bytes) at all? Always
+ * with no f->only; else only for that name or a temp made for it: a single
+ * file's run neither reports nor checks its folder's other entries. */
+int ph_filter_only_name(const struct ph_filter *f, const char *name, size_t nl);
 int ph_filter_temp(const struct ph_filter *f, const char *name,
                    const struct ph_temp_info *ti);
 

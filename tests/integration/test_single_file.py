@@ -64,6 +64,19 @@ class SingleFileTest(SyncTestCase):
                              (before[k].ino, before[k].ctime_ns, before[k].digest), k)
         self.assertSame(self.x, os.path.join(self.local, "x.jpg"))
 
+    def test_other_entries_not_looked_at(self):
+        # Names a folder run would refuse and report (a failure: exit 5) are not the single
+        # file's run's business on either side.
+        write_file(os.path.join(self.cam, "bad\\name.jpg"), b"b", mtime=T0)
+        write_file(os.path.join(self.cam, "ctl\x01.jpg"), b"c", mtime=T0)
+        self.pull_x(expect=0)
+        self.assertEqual(sorted(os.listdir(self.local)), ["x.jpg"])
+        write_file(os.path.join(self.local, "bad\\local.txt"), b"l", mtime=T0)
+        src = os.path.join(self.local, "x.jpg")
+        docs = os.path.join(self.remote, "Documents")
+        self.push("--state-dir", self.state, src=src, dst=docs, expect=0)
+        self.assertEqual(sorted(os.listdir(docs)), ["x.jpg"])
+
     def test_rerun_touches_nothing(self):
         self.pull_x(expect=0)
         b = os.stat(os.path.join(self.local, "x.jpg"))
@@ -190,6 +203,16 @@ class SingleFileTest(SyncTestCase):
         self.push("--state-dir", self.state, src=src, dst=docs, expect=0)
         self.assertSame(src, os.path.join(docs, "x.pdf"))
         self.assertNoLeftovers()
+
+    def test_push_watch_refused(self):
+        # The watcher watches a folder: a clear usage error, nothing sent.
+        os.makedirs(self.local)
+        src = os.path.join(self.local, "x.pdf")
+        write_file(src, b"pdf", mtime=T0)
+        docs = os.path.join(self.remote, "Documents")
+        r = self.push("--state-dir", self.state, "--watch", src=src, dst=docs, expect=2)
+        self.assertIn("--watch watches a folder", r.err)
+        self.assertFalse(os.path.exists(docs))
 
     def test_push_local_symlink_refused(self):
         os.makedirs(self.local)
