@@ -93,16 +93,15 @@ ph_single_remote(struct ph_job *j, struct ph_ssh *ssh, const char *host, const c
 	j->rroot = dir;
 	dir = NULL;
 	/* A helper serves the one root it was started for: the file's
-	 * folder needs its own. */
-	if (kept_conn) {
-		if (ph_sftp_helper(j->sftp) != 0) {
-			rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s:%s is a file: the kept connection "
-			            "serves it alone, not its folder", host, rpath);
-			goto out;
-		}
-	} else if ((rc = ph_conn_reroot(j->ctx, j->o, ssh, j->rroot, &j->sftp)) != 0) {
+	 * folder needs its own (the server's own SFTP serves every path). */
+	if (ph_sftp_helper(j->sftp) != 0 && kept_conn) {
+		rc = ph_err(j->ctx, PHSYNC_EINVAL, "%s:%s is a file: the kept connection's "
+		            "helper serves it alone, not its folder", host, rpath);
 		goto out;
 	}
+	if (ph_sftp_helper(j->sftp) != 0 &&
+	    (rc = ph_conn_reroot(j->ctx, j->o, ssh, j->rroot, &j->sftp)) != 0)
+		goto out;
 	/* Beneath its folder, not followed: a symlink is never the source. */
 	if ((p = ph_job_rpath(j, *name)) == NULL) {
 		rc = PHSYNC_ENOMEM;

@@ -23,9 +23,9 @@ int ph_single_local(struct ph_job *j, const char *path, char **dir, char **name)
 int ph_single_pull_dest(struct ph_job *j, const char *path);
 
 /* The remote root j->rroot, a regular file by its stat: j->rroot becomes
- * its folder and *name (malloc'ed) its name, SFTP is started again for
- * that folder (a helper serves one root) unless a kept connection is
- * used (kept_conn: then refused when its helper serves the file alone),
+ * its folder and *name (malloc'ed) its name, a helper (which serves one
+ * root) is started again for that folder on the same session (a kept
+ * connection's, kept_conn, cannot be: refused), plain SFTP is kept,
  * and the name is checked with LSTAT beneath its folder: a symlink or
  * anything but a regular file is refused (PHSYNC_EUNSAFE). Returns 0 or a
  * PHSYNC_E* with the message in ctx. */

@@ -225,5 +225,27 @@ class SingleFileTest(SyncTestCase):
         self.assertFalse(os.path.exists(docs))
 
 
+class SingleFileDropbearTest(SyncTestCase):
+    """The same on Dropbear, whose channels close one at a time: the helper started again for
+    the file's folder on the same session (plain SFTP needs no second channel)."""
+    server_kwargs = {"kind": "dropbear"}
+
+    def test_pull_and_push_one_file(self):
+        cam = os.path.join(self.remote, "DCIM", "Camera")
+        x = os.path.join(cam, "x.jpg")
+        write_file(x, random_bytes(200_000, 5), mtime=T0, mode=0o644)
+        write_file(os.path.join(cam, "y.jpg"), b"y", mtime=T0)
+        for helper in (("--helper", "never"), ("--helper", "always", "--helper-path", phsync_bin())):
+            dst = os.path.join(self.tmp, "L" + helper[1])
+            r = self.pull(*helper, "--json", src=x, dst=dst, expect=0)
+            self.assertEqual(sorted(os.listdir(dst)), ["x.jpg"], r)
+            self.assertEqual(sha(os.path.join(dst, "x.jpg")), sha(x))
+            self.assertEqual(int(os.stat(os.path.join(dst, "x.jpg")).st_mtime), T0)
+            docs = os.path.join(self.remote, "D" + helper[1])
+            self.push(*helper, src=os.path.join(dst, "x.jpg"), dst=docs, expect=0)
+            self.assertEqual(sorted(os.listdir(docs)), ["x.jpg"])
+            self.assertEqual(sha(os.path.join(docs, "x.jpg")), sha(x))
+
+
 if __name__ == "__main__":
     unittest.main()
