@@ -262,6 +262,7 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 	snprintf(lpath, sizeof(lpath), "backup:%s/%s", strcmp(absdir, "/") ? absdir : "", base);
 	key.user = user;
 	key.host = host;
+	key.single = NULL;
 	key.rpath = src_abs;
 	key.lpath = lpath;
 	return ph_state_open(j->ctx, j->o->state_dir, &key,

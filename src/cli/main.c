@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,7 +186,8 @@ static const char pull_head[] =
 "       phsync pull --watch [--interval SEC] [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "\n"
 "Copies what is new or changed in the phone's folder DIR into LOCALDIR (made\n"
-"when missing). A local file changed since the last sync is never\n"
+"when missing); a DIR that names one file puts that file into LOCALDIR, as\n"
+"scp does. A local file changed since the last sync is never\n"
 "overwritten: the phone's version lands beside it as a conflict copy\n"
 "(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
 "~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-pull.\n";
@@ -195,7 +197,8 @@ static const char push_head[] =
 "       phsync push --watch [--interval SEC] [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "\n"
 "Copies what is new or changed in LOCALDIR into the phone's folder DIR (made\n"
-"when missing). A phone file changed since the last sync is never\n"
+"when missing); a LOCALDIR that names one file puts that file into DIR, as\n"
+"scp does. A phone file changed since the last sync is never\n"
 "overwritten: the laptop's version lands beside it as a conflict copy\n"
 "(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
 "~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-push.\n";
@@ -657,7 +660,14 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	}
 	if (watch) {
 		struct ph_watch_pair wp;
+		struct stat lst;
 
+		/* The watcher watches a folder: a file's push is a plain run. */
+		if (dir == PHSYNC_PUSH && stat(local, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+			fprintf(stderr, "phsync: --watch watches a folder: %s is a file (a plain "
+			        "push sends one file)\nTry 'phsync --help'.\n", local);
+			return CLI_EXIT_USAGE;
+		}
 		memset(&wp, 0, sizeof(wp));
 		wp.name = remote;
 		wp.dir = dir;

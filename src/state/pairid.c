@@ -24,7 +24,9 @@ ph_pairid_make(const struct ph_state_key *key, char id[17], char legacy[17])
 {
 	const char *user = key->user ? key->user : "";
 	size_t n = strlen(user) + strlen(key->host ? key->host : "") + strlen(key->rpath) +
-	           strlen(key->lpath) + (key->hostkey ? strlen(key->hostkey) : 0) + 64;
+	           strlen(key->lpath) + (key->hostkey ? strlen(key->hostkey) : 0) +
+	           (key->single ? strlen(key->single) : 0) + 80;
+	size_t l;
 	char *desc = malloc(n);
 
 	if (desc == NULL)
@@ -32,6 +34,12 @@ ph_pairid_make(const struct ph_state_key *key, char id[17], char legacy[17])
 	/* Before: who was reached (user@host:port), the two folders. */
 	snprintf(desc, n, "%s@%s:%u:%s\n%s", user, key->host ? key->host : "", key->port,
 	         key->rpath, key->lpath);
+	/* A single file (`pull phone:/DCIM/x.jpg DIR`) is a pair of its own,
+	 * never its folders' pair: that one's records of the other files
+	 * would read as gone. No older phsync had one, so no legacy id is
+	 * ever one's either. */
+	if (key->single != NULL && (l = strlen(desc)) < n)
+		snprintf(desc + l, n - l, "\nsingle %s", key->single);
 	hex_id(desc, legacy);
 	if (key->hostkey == NULL) {
 		memcpy(id, legacy, 17);
@@ -42,6 +50,8 @@ ph_pairid_make(const struct ph_state_key *key, char id[17], char legacy[17])
 		 * the other's deletions. */
 		snprintf(desc, n, "hostkey %s\nuser %s\n%s\n%s", key->hostkey, user, key->rpath,
 		         key->lpath);
+		if (key->single != NULL && (l = strlen(desc)) < n)
+			snprintf(desc + l, n - l, "\nsingle %s", key->single);
 		hex_id(desc, id);
 	}
 	free(desc);

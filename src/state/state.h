@@ -35,6 +35,9 @@ struct ph_state_key {
 	                            state an older phsync keyed by the address */
 	const char *rpath;       /* the remote folder as given */
 	const char *lpath;       /* the local folder, absolute */
+	const char *single;      /* a single-file pair: the file's name in both
+	                            folders (its own pair, apart from the
+	                            folders' one), or NULL */
 };
 
 /* One synced file as seen on both sides after the run put it in place. */

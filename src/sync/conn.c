@@ -154,33 +154,23 @@ no_helper_answer(int rc)
 	       rc != PHSYNC_EIO;
 }
 
-int
-ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
-                const char *host, const char *rroot, struct ph_ssh **ssh,
-                struct ph_sftp **sftp, char *why, size_t whylen)
+/* SFTP on the logged-in session ssh: the helper serving rroot, or the
+ * server's subsystem (ph_conn_connect, and its why). *sftp is NULL on
+ * failure. */
+static int
+session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
+        const char *rroot, struct ph_sftp **sftp, char *why, size_t whylen)
 {
-	struct ph_ssh_params sp;
 	struct ph_chan chan;
 	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
 	char mk[PH_SSH_HOST_KEY_MAX];
 	char hwhy[sizeof(ctx->err)] = ""; /* a helper start that met no answer */
-	unsigned mport = 0;
-	int rc, memo = 0, definite = 0;
+	unsigned mport = 0, timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	int rc = 0, memo = 0, definite = 0;
 
-	*ssh = NULL;
 	*sftp = NULL;
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	memset(&sp, 0, sizeof(sp));
-	sp.user = user;
-	sp.host = host;
-	sp.config = opts->ssh_config;
-	sp.prompt = opts->prompt;
-	sp.prompt_arg = opts->prompt_arg;
-	sp.verbosity = opts->ssh_verbosity;
-	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) != 0)
-		goto out;
 	/* auto, on a host that ran no helper a moment ago: straight to SFTP
 	 * (state.h, "hosts without a helper"). */
 	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
@@ -244,16 +234,50 @@ plain:
 		}
 		goto out;
 	}
-	chan.silence_ms = (int)sp.timeout_s * 1000;
+	chan.silence_ms = (int)timeout_s * 1000;
 	rc = ph_sftp_new(ctx, &chan, sftp);
 out:
 	if (rc != 0) {
 		ph_sftp_free(*sftp);
-		ph_ssh_free(*ssh);
 		*sftp = NULL;
+	}
+	return rc;
+}
+
+int
+ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
+                const char *host, const char *rroot, struct ph_ssh **ssh,
+                struct ph_sftp **sftp, char *why, size_t whylen)
+{
+	struct ph_ssh_params sp;
+	int rc;
+
+	*ssh = NULL;
+	*sftp = NULL;
+	memset(&sp, 0, sizeof(sp));
+	sp.user = user;
+	sp.host = host;
+	sp.config = opts->ssh_config;
+	sp.prompt = opts->prompt;
+	sp.prompt_arg = opts->prompt_arg;
+	sp.verbosity = opts->ssh_verbosity;
+	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) == 0)
+		rc = session(ctx, opts, ssh, rroot, sftp, why, whylen);
+	if (rc != 0) {
+		ph_ssh_free(*ssh);
 		*ssh = NULL;
 	}
 	return rc;
+}
+
+int
+ph_conn_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+               const char *rroot, struct ph_sftp **sftp)
+{
+	ph_sftp_free(*sftp);
+	*sftp = NULL;
+	return session(ctx, opts, &ssh, rroot, sftp, NULL, 0);
 }
 
 char *

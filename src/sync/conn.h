@@ -18,6 +18,13 @@ int ph_conn_connect(phsync_ctx *ctx, const struct phsync_options *opts, const ch
                     const char *host, const char *rroot, struct ph_ssh **ssh,
                     struct ph_sftp **sftp, char *why, size_t whylen);
 
+/* Ends *sftp and starts SFTP again on the same session for another
+ * root (as ph_conn_connect would: the helper serving rroot, or the
+ * server's subsystem): a single file's run serves its folder. Returns 0
+ * or a PHSYNC_E* with the message in ctx (*sftp is then NULL). */
+int ph_conn_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+                   const char *rroot, struct ph_sftp **sftp);
+
 /* A helper phsync brings to a phone without phsync (docs/PROTOCOL.md,
  * "Bootstrap"). */
 struct ph_boot {

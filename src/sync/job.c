@@ -78,7 +78,10 @@ ph_job_touch_parent(struct ph_job *j, const char *path)
 	char *dir;
 
 	if (s == NULL) {
-		j->root_dirty = 1;
+		/* A single file's folder is the user's, not a synced one: its
+		 * times are left as the new file leaves them (as cp's). */
+		if (j->filter.only == NULL)
+			j->root_dirty = 1;
 		return;
 	}
 	if ((dir = strndup(path, (size_t)(s - path))) == NULL)

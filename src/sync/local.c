@@ -184,6 +184,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 			continue;
+		if (!ph_filter_only_name(s->filter, name, nl))
+			continue;
 		if (plen + 1 + nl >= sizeof(s->path)) {
 			s->path[plen] = '\0';
 			scan_fail(s, plen ? s->path : ".", PHSYNC_EUNSAFE,
@@ -196,6 +198,10 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		memcpy(s->path + plen + (plen > 0), name, nl + 1);
 		if (ph_temp_parse(name, nl, &ti)) {
 			struct ph_entry pe;
+
+			/* A single-file run: another file's temp is not its own. */
+			if (!ph_filter_temp(s->filter, name, &ti))
+				continue;
 
 			/* Ours: never listed; a dead run's leftover is removed; a
 			 * partial download is told to the caller (resumed, or removed
@@ -248,7 +254,9 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		e.mode = st.st_mode & 07777;
 		if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
 			break;
-		if (e.type == PH_T_DIR) {
+		/* A single-file run walks no folder (a folder with its name is
+		 * the destination's, left alone). */
+		if (e.type == PH_T_DIR && (s->filter == NULL || s->filter->only == NULL)) {
 			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (sub < 0) {

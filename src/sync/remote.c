@@ -164,7 +164,9 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 		free(rel);
 		return;
 	}
-	if (e.type == PH_T_DIR) {
+	/* A single-file run lists one folder: what has its name is never
+	 * walked (a folder there is the destination's, left alone). */
+	if (e.type == PH_T_DIR && rs->j->filter.only == NULL) {
 		if (enqueue(rs, rel) != 0) {
 			rs->fatal = PHSYNC_ENOMEM;
 			free(rel);
@@ -294,6 +296,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 		if ((nl == 1 && name[0] == '.') || (nl == 2 && name[0] == '.' && name[1] == '.'))
 			continue;
+		if (!ph_filter_only_name(&rs->j->filter, (const char *)name, nl))
+			continue;
 		if (!ph_name_safe(name, nl)) {
 			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
 
@@ -327,8 +331,10 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (ph_temp_parse((const char *)name, nl, &ti)) {
 			/* Ours: never listed. A dead run's leftovers are cleared on the
 			 * destination side only. */
-			/* A cut upload the state keeps (push resume) stays. */
+			/* A cut upload the state keeps (push resume) stays; so do
+			 * the other files' temps in a single-file run. */
 			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now) &&
+			    ph_filter_temp(&rs->j->filter, (const char *)name, &ti) &&
 			    !ph_job_partial_tmp(rs->j, rel + strlen(rel) - nl)) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);

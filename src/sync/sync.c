@@ -19,6 +19,7 @@
 #include "local.h"
 #include "platform.h"
 #include "reap.h"
+#include "single.h"
 #include "ssh.h"
 #include "staterow.h"
 #include "tempname.h"
@@ -230,10 +231,11 @@ lscan_free(struct lscan *ls)
 
 /* Opens the pair's state: keyed by the phone (its host key, as known_hosts
  * just checked it), the login user, the remote folder and the local folder
- * made absolute; the address we reached (user@host:port after ssh_config)
+ * made absolute (and a single file's name: its own pair); the address we reached (user@host:port after ssh_config)
  * is recorded, and a phone found at a new one is said so, once. */
 static int
-open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *local_dir)
+open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *local_dir,
+           const char *single)
 {
 	struct ph_state_key key;
 	char user[256], host[256], lpath[PATH_MAX], hk[PH_SSH_HOST_KEY_MAX], msg[1200];
@@ -252,6 +254,7 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	key.host = host;
 	key.rpath = rpath;
 	key.lpath = lpath;
+	key.single = single;
 	rc = ph_state_open(j->ctx, j->o->state_dir, &key,
 	                   (j->o->reset_state ? PH_STATE_RESET : 0) |
 	                   (j->o->dry_run ? PH_STATE_READONLY : 0), &j->state);
@@ -721,6 +724,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	struct lscan ls;
 	struct ph_strpool pool;
 	char *user = NULL, *host = NULL, *rpath = NULL;
+	char *ldir = NULL, *single = NULL;  /* a single file's folder here, its name */
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
 	struct ph_known_set known = { NULL, 0, 0 };
@@ -755,6 +759,17 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	if ((rc = ph_job_filter(&j, &pat, &incl)) != 0)
 		goto out;
 	ph_raise_nofile();
+	/* A single file as the source (single.h): a push's is seen here, a
+	 * pull's once the server says what its path is. */
+	if (pull)
+		rc = ph_single_pull_dest(&j, local_dir);
+	else if ((rc = ph_single_local(&j, local_dir, &ldir, &single)) == 0 && single != NULL) {
+		j.filter.only = single;
+		j.local_dir = local_dir = ldir;
+		rc = ph_single_options(&j, remote);
+	}
+	if (rc != 0)
+		goto out;
 
 	/* The local side first: a bad local path should not cost a login. A
 	 * pull's missing destination is made only once the source is known
@@ -794,11 +809,20 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		if (rc != 0) {
 			rc = ph_err(ctx, rc == PHSYNC_ENOENT ? PHSYNC_ENOENT : rc,
 			            "%s:%s: %s", host, rpath,
-			            rc == PHSYNC_ENOENT ? "no such folder on the server" :
-			            phsync_strerror(rc));
+			            rc == PHSYNC_ENOENT ? (pull ? "no such file or folder on the "
+			            "server" : "no such folder on the server") : phsync_strerror(rc));
 			goto out;
 		}
-		if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
+		/* A pull of one file: its folder is the root, its name the one
+		 * synced, the pair its own. */
+		if (pull && (ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) == 0100000) {
+			if ((rc = ph_single_remote(&j, ssh, host, rpath, opts->conn != NULL,
+			                           &single)) != 0)
+				goto out;
+			j.filter.only = single;
+			if ((rc = ph_single_options(&j, remote)) != 0)
+				goto out;
+		} else if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
 			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
 			goto out;
 		}
@@ -812,7 +836,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	/* The pair's state, locked for this run (a dry run only reads it, and
 	 * takes no lock). A dry pull into a folder not yet made has none. */
 	if ((!opts->dry_run || j.lroot >= 0) &&
-	    (rc = open_state(&j, ssh, j.rroot, local_dir)) != 0)
+	    (rc = open_state(&j, ssh, j.rroot, local_dir, single)) != 0)
 		goto out;
 
 	/* A push's uploads cut last time: their temps are kept by the scan. */
@@ -970,5 +994,7 @@ out:
 	free(user);
 	free(host);
 	free(rpath);
+	free(ldir);
+	free(single);
 	return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "phsync/phsync.h"
 #include "strpool.h"
+#include "tempname.h"
 #include "tree.h"
 
 #define BLOCK (256u * 1024)
@@ -281,8 +282,35 @@ ph_filter_match(const struct ph_filter *f, const char *path, int is_dir)
 
 	if (f == NULL)
 		return 1;
+	if (f->only != NULL && strcmp(path, f->only) != 0)
+		return 0;
 	for (i = 0; i < f->n; i++)
 		if (rule_match(f->pat[i], path, is_dir))
 			return f->incl[i];
 	return 1;
+}
+
+int
+ph_filter_temp(const struct ph_filter *f, const char *name, const struct ph_temp_info *ti)
+{
+	size_t ol;
+
+	if (f == NULL || f->only == NULL)
+		return 1;
+	ol = strlen(f->only);
+	if (ti->truncated)
+		return ti->final_len <= ol && memcmp(f->only, name + ti->final_off, ti->final_len) == 0;
+	return ti->final_len == ol && memcmp(f->only, name + ti->final_off, ol) == 0;
+}
+
+int
+ph_filter_only_name(const struct ph_filter *f, const char *name, size_t nl)
+{
+	struct ph_temp_info ti;
+
+	if (f == NULL || f->only == NULL)
+		return 1;
+	if (nl == strlen(f->only) && memcmp(name, f->only, nl) == 0)
+		return 1;
+	return ph_temp_parse(name, nl, &ti) && ph_filter_temp(f, name, &ti);
 }

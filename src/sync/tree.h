@@ -123,8 +123,22 @@ struct ph_filter {
 	const char *const *pat;
 	const uint8_t *incl;  /* per rule: 1 include, 0 exclude */
 	size_t n;
+	const char *only;     /* a single-file run: the one name at the root
+	                         that is synced (nothing else, nothing below
+	                         it), or NULL */
 };
 /* Returns 1 when path (is_dir tells the type) is to be synced. */
 int ph_filter_match(const struct ph_filter *f, const char *path, int is_dir);
+/* Is the temp file whose name ti describes (tempname.h) one made for a
+ * path f syncs? Always with no f->only; else only one made for that name
+ * (a shortened name: for a name it could be the start of). A single-file
+ * run leaves the other files' temps and kept transfers alone. */
+struct ph_temp_info;
+/* May the scan of a root look at the entry name (nl bytes) at all? Always
+ * with no f->only; else only for that name or a temp made for it: a single
+ * file's run neither reports nor checks its folder's other entries. */
+int ph_filter_only_name(const struct ph_filter *f, const char *name, size_t nl);
+int ph_filter_temp(const struct ph_filter *f, const char *name,
+                   const struct ph_temp_info *ti);
 
 #endif

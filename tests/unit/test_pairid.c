@@ -19,6 +19,7 @@
 
 #include "ctx.h"
 #include "staterow.h"
+#include "pairid.h"
 #include "state.h"
 #include "tempname.h"
 
@@ -66,7 +67,7 @@ count_dbs(void)
 }
 
 static const struct ph_state_key phone = { "ssh-ed25519 SHA256:phoneOne", "bob", "192.0.2.7",
-                                           8022, "/sdcard/DCIM", "/home/b/Pictures" };
+                                           8022, "/sdcard/DCIM", "/home/b/Pictures", NULL };
 
 static void
 put_one(phsync_ctx *ctx, const struct ph_state_key *k)
@@ -129,6 +130,34 @@ test_new_address_same_pair(void **state)
 	assert_int_equal(knows(ctx, &phone, was, sizeof(was)), 1);
 	assert_string_equal(was, "bob@192.0.2.99:2222");
 	phsync_ctx_free(ctx);
+}
+
+/* A single file is a pair of its own: never its folders' pair (whose
+ * records of the other files would read as gone), never another file's,
+ * and no older phsync's state is ever taken for one. */
+static void
+test_single_file_own_pair(void **state)
+{
+	struct ph_state_key one = phone, two = phone, bare = phone;
+	char id[17], legacy[17], fid[17], flegacy[17], id2[17], legacy2[17];
+
+	(void)state;
+	one.single = "x.jpg";
+	two.single = "y.jpg";
+	assert_int_equal(ph_pairid_make(&phone, fid, flegacy), 0);
+	assert_int_equal(ph_pairid_make(&one, id, legacy), 0);
+	assert_int_equal(ph_pairid_make(&two, id2, legacy2), 0);
+	assert_string_not_equal(id, fid);
+	assert_string_not_equal(legacy, flegacy);
+	assert_string_not_equal(id, id2);
+	/* The same run again is the same pair. */
+	assert_int_equal(ph_pairid_make(&one, id2, legacy2), 0);
+	assert_string_equal(id, id2);
+	/* Without a host key it is keyed by address, the name still in. */
+	bare.hostkey = NULL;
+	bare.single = "x.jpg";
+	assert_int_equal(ph_pairid_make(&bare, id2, legacy2), 0);
+	assert_string_equal(id2, legacy);
 }
 
 /* A state an older phsync wrote: named by the address, no host key. */
@@ -292,6 +321,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_new_address_same_pair),
+		cmocka_unit_test(test_single_file_own_pair),
 		cmocka_unit_test(test_legacy_state_adopted),
 		cmocka_unit_test(test_foreign_sqlite_one_line),
 		cmocka_unit_test(test_row_names),

@@ -365,7 +365,7 @@ test_plan_gone(void **state)
 	struct ph_known_set known = { kv, 6, 0 };
 	const char *pat[] = { "*.tmp" };
 	const uint8_t incl[] = { 0 };
-	struct ph_filter f = { pat, incl, 1 };
+	struct ph_filter f = { pat, incl, 1, NULL };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, &f, 0 };
 	struct ph_plan p;
 
@@ -521,7 +521,7 @@ test_filter(void **state)
 {
 	const char *pat[] = { "keep.tmp", "*.tmp", ".thumbnails/", "DCIM/*/raw", "/top.txt" };
 	const uint8_t incl[] = { 1, 0, 0, 0, 0 };
-	struct ph_filter f = { pat, incl, 5 };
+	struct ph_filter f = { pat, incl, 5, NULL };
 
 	(void)state;
 	assert_true(ph_filter_match(&f, "DCIM/a.jpg", 0));
@@ -534,6 +534,15 @@ test_filter(void **state)
 	assert_false(ph_filter_match(&f, "top.txt", 0));
 	assert_true(ph_filter_match(&f, "sub/top.txt", 0));
 	assert_true(ph_filter_match(NULL, "anything", 0));
+	/* A single file's run: its one name at the root, nothing else, and
+	 * the rules still apply to it. */
+	f.only = "x.jpg";
+	assert_true(ph_filter_match(&f, "x.jpg", 0));
+	assert_false(ph_filter_match(&f, "y.jpg", 0));
+	assert_false(ph_filter_match(&f, "x.jpg/a", 0));
+	assert_false(ph_filter_match(&f, "DCIM", 1));
+	f.only = "a.tmp";
+	assert_false(ph_filter_match(&f, "a.tmp", 0));
 }
 
 int

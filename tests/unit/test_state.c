@@ -39,7 +39,7 @@ teardown(void **state)
 }
 
 static const struct ph_state_key key = { "ssh-ed25519 SHA256:unitTestPhoneKey", "bob", "192.0.2.7",
-                                         8022, "/sdcard/DCIM", "/home/b/Pictures" };
+                                         8022, "/sdcard/DCIM", "/home/b/Pictures", NULL };
 
 /* The database file of key's pair (test_one_run_per_pair leaves another
  * pair's beside it): the one whose meta names key's local folder. */
