@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A single file as the source of a pull or push: see single.h. */
 #include <errno.h>
 #include <stdlib.h>

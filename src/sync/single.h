@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: ISC */
 /* A single file as the source (`pull phone:/DCIM/x.jpg DIR`, `push
  * ~/x.pdf phone:/Documents/`), as scp's: the file's folder becomes the
  * source root and the filter admits its one name (tree.h, ph_filter.only),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: ISC
 """A single file as the source, as scp's (issue 25 item 3): `phsync pull phone:/DCIM/x.jpg DIR`
 puts x.jpg into DIR (made when missing), `phsync push ~/x.pdf phone:/Documents/` puts it into
 the remote folder. Proves: bytes and mtime as a folder pull gives them; nothing else of either
