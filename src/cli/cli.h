@@ -39,8 +39,11 @@ int cli_backup_main(int argc, char **argv);
  * --partial...; -P sets *progress), leaving phsync's own options and the
  * paths in order; refuses the others naming phsync's way. takes_arg: the
  * short options that take an argument. Returns 0 with *argc updated, or
- * CLI_EXIT_USAGE after a message. */
-int cli_rsync_flags(int *argc, char **argv, const char *takes_arg, int *progress);
+ * CLI_EXIT_USAGE after a message. longopts: phsync's own, whose arguments
+ * (--exclude -abc) are passed over untouched. */
+struct option;
+int cli_rsync_flags(int *argc, char **argv, const char *takes_arg,
+                    const struct option *longopts, int *progress);
 
 struct phsync_options;
 struct cli_out;

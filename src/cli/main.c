@@ -510,7 +510,7 @@ sync_main(int argc, char **argv, enum phsync_direction dir, int status)
 	out.err = stderr;
 	opts.excludes = excludes;
 	opts.includes = includes;
-	if ((rc = cli_rsync_flags(&argc, argv, "F", &progress)) != 0)
+	if ((rc = cli_rsync_flags(&argc, argv, "F", longopts, &progress)) != 0)
 		return rc;
 	optind = 1;
 	opterr = 0; /* our own two-line message */

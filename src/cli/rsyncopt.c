@@ -4,6 +4,7 @@
  * the rsync flags phsync has no use for are refused with a line naming what
  * phsync does instead. Options phsync has itself (-n, -v, -q, -h, -F,
  * --delete, --exclude, --progress...) are left for getopt. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,8 +140,23 @@ bundle(const char *arg, const char *takes_arg, int help, char *out, int *progres
 	return 0;
 }
 
+/* Whether --name (n bytes) is one of phsync's options taking an argument
+ * in the next word. */
+static int
+takes_next(const struct option *longopts, const char *name, size_t n)
+{
+	const struct option *lo;
+
+	for (lo = longopts; lo != NULL && lo->name != NULL; lo++)
+		if (lo->has_arg == required_argument && strlen(lo->name) == n &&
+		    memcmp(lo->name, name, n) == 0)
+			return 1;
+	return 0;
+}
+
 int
-cli_rsync_flags(int *argcp, char **argv, const char *takes_arg, int *progress)
+cli_rsync_flags(int *argcp, char **argv, const char *takes_arg,
+                const struct option *longopts, int *progress)
 {
 	int argc = *argcp, i, o = 1, rc, next;
 
@@ -174,6 +190,9 @@ cli_rsync_flags(int *argcp, char **argv, const char *takes_arg, int *progress)
 				return refuse(flag, why);
 			}
 			argv[o++] = a;
+			/* Its argument, whatever it looks like (--exclude -avi). */
+			if (eq == NULL && takes_next(longopts, name, n) && i + 1 < argc)
+				argv[o++] = argv[++i];
 			continue;
 		}
 		{

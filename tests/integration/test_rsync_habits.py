@@ -48,6 +48,16 @@ class RsyncHabitsTest(SyncTestCase):
                 self.assertIn(hint, r.err)
                 self.assertFalse(os.path.exists(self.local))
 
+    def test_an_option_argument_is_never_taken_for_rsync_flags(self):
+        sample_tree(self.remote)
+        os.makedirs(os.path.join(self.remote, "-avz"), exist_ok=True)
+        with open(os.path.join(self.remote, "-avz", "x.txt"), "w") as f:
+            f.write("x")
+        # "-avz" is --exclude's argument here, not rsync's -a -v -z.
+        self.pull("--exclude", "-avz", "-a", expect=0)
+        self.assertFalse(os.path.exists(os.path.join(self.local, "-avz")))
+        self.assertTrue(os.path.exists(os.path.join(self.local, "top.txt")))
+
     def test_unknown_letter_in_a_bundle_is_named(self):
         r = self.srv.run(["pull", "-vk", "phone:" + self.remote, self.local])
         self.assertEqual(r.code, 2, r)
