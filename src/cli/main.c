@@ -280,13 +280,14 @@ tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
 	struct termios raw;
 	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
 	size_t n = 0;
-	int rc = -1;
+	int rc = -1, asked;
 
 	if (fd < 0)
 		return -1;
 	cli_clear_line(arg);
-	if (write(fd, question, strlen(question)) < 0)
-		goto out;
+	/* Echo off before the question shows, as OpenSSH's readpassphrase:
+	 * flushing what was typed ahead after it showed threw away an answer
+	 * typed at once (and echoed it). */
 	if (!echo && tcgetattr(fd, &tty_saved) == 0) {
 		raw = tty_saved;
 		raw.c_lflag &= ~(tcflag_t)ECHO;
@@ -294,7 +295,8 @@ tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
 		tty_changed = 1;
 		tcsetattr(fd, TCSAFLUSH, &raw);
 	}
-	while (n + 1 < len && stop_signals == 0) {
+	asked = write(fd, question, strlen(question)) >= 0;
+	while (asked && n + 1 < len && stop_signals == 0) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		ssize_t r;
 		char c;
@@ -316,11 +318,10 @@ tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg)
 		tty_changed = 0;
 		(void)!write(fd, "\n", 1);
 	}
-	if (stop_signals == 0)
+	if (asked && stop_signals == 0)
 		rc = 0;
 	else
 		wipe(buf, len);
-out:
 	close(fd);
 	return rc;
 }

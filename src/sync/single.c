@@ -68,7 +68,7 @@ ph_single_pull_dest(struct ph_job *j, const char *path)
 
 	if (stat(path, &st) != 0 || S_ISDIR(st.st_mode))
 		return 0;
-	return ph_err(j->ctx, PHSYNC_EINVAL, "%s is a file, not a folder: a pull's "
+	return ph_err(j->ctx, PHSYNC_ENOTDIR, "%s is a file, not a folder: a pull's "
 	              "destination is a folder the files land in (as `scp x DIR/`); a file "
 	              "named as the destination is never overwritten", path);
 }

@@ -643,6 +643,9 @@ class ReadmeWalkthroughTest(unittest.TestCase):
         self.assertEqual(code, 0, text)
         self.assertIsNotNone(password, text)
         self.assertTrue(said_yes and typed, text)
+        # Typed the moment the prompt showed: echo was already off (it used to be turned off,
+        # and what was typed flushed, after the prompt: the password showed and pair hung).
+        self.assertNotIn(password, out[seen:], text)
         (t,) = [os.path.join(self.tmp, n) for n in os.listdir(self.tmp) if n.startswith("tmp.")]
         # Paired: the Host block and the key made in $t; doctor passed (bash -e).
         with open(os.path.join(t, "ssh_config")) as f:
