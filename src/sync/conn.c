@@ -14,6 +14,7 @@
 #include "ctx.h"
 #include "sftpwire.h"
 #include "state.h"
+#include "tree.h"
 
 #define MAX_DIRS 1000000u
 #define MAX_DEPTH 256
@@ -394,19 +395,7 @@ phsync_conn_alive(const phsync_conn *c)
 static char *
 rpath(const phsync_conn *c, const char *rel)
 {
-	size_t a = strlen(c->rroot), b = strlen(rel);
-	char *p = malloc(a + b + 3);
-
-	if (p == NULL)
-		return NULL;
-	if (b == 0) {
-		memcpy(p, a ? c->rroot : "/", a ? a + 1 : 2);
-		return p;
-	}
-	memcpy(p, c->rroot, a);
-	p[a] = '/';
-	memcpy(p + a + 1, rel, b + 1);
-	return p;
+	return ph_rpath_join(c->rroot, rel);
 }
 
 /* -- listing one folder ------------------------------------------------ */
@@ -439,14 +428,6 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	}
 }
 
-static int
-safe_name(const uint8_t *n, uint32_t nl)
-{
-	if (nl == 0 || nl > 255 || (nl == 1 && n[0] == '.') || (nl == 2 && n[0] == '.' && n[1] == '.'))
-		return 0;
-	return memchr(n, '/', nl) == NULL && memchr(n, '\0', nl) == NULL;
-}
-
 static void
 readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -477,7 +458,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		uint64_t seed;
 		uint32_t type = (a.flags & PH_ATTR_PERMISSIONS) ? a.perm & 0170000 : 0;
 
-		if (!safe_name(name, nl))
+		/* The scanners' own rule: a name a sync refuses is no change. */
+		if (!ph_name_safe(name, nl))
 			continue;
 		memcpy(tmp, name, nl);
 		tmp[nl] = '\0';

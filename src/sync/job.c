@@ -174,19 +174,7 @@ ph_job_partial_tmp(const struct ph_job *j, const char *name)
 char *
 ph_job_rpath(const struct ph_job *j, const char *rel)
 {
-	size_t a = strlen(j->rroot), b = strlen(rel);
-	char *p = malloc(a + b + 3);
-
-	if (p == NULL)
-		return NULL;
-	if (b == 0) {
-		memcpy(p, a ? j->rroot : "/", a ? a + 1 : 2);
-		return p;
-	}
-	memcpy(p, j->rroot, a);
-	p[a] = '/';
-	memcpy(p + a + 1, rel, b + 1);
-	return p;
+	return ph_rpath_join(j->rroot, rel);
 }
 
 static void

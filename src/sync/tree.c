@@ -248,6 +248,24 @@ ph_name_safe(const uint8_t *name, size_t len)
 	return 1;
 }
 
+char *
+ph_rpath_join(const char *root, const char *rel)
+{
+	size_t a = strlen(root), b = strlen(rel);
+	char *p = malloc(a + b + 3);
+
+	if (p == NULL)
+		return NULL;
+	if (b == 0) {
+		memcpy(p, a ? root : "/", a ? a + 1 : 2);
+		return p;
+	}
+	memcpy(p, root, a);
+	p[a] = '/';
+	memcpy(p + a + 1, rel, b + 1);
+	return p;
+}
+
 static int
 rule_match(const char *pat, const char *path, int is_dir)
 {

@@ -117,6 +117,10 @@ void ph_tree_free(struct ph_tree *t);
  * Returns 1 when safe. */
 int ph_name_safe(const uint8_t *name, size_t len);
 
+/* The server's path of rel (a tree path, "" = the root) below root as
+ * ph_remote_root gives it ("" = the server's "/"): malloc'ed, or NULL. */
+char *ph_rpath_join(const char *root, const char *rel);
+
 
 /* --include/--exclude rules, first match wins; no match means include. */
 struct ph_filter {

@@ -234,6 +234,30 @@ test_fold_beyond_ascii(void **state)
 	ph_tree_free(&src);
 }
 
+/* The one builder of a server path from the root and a tree path (the
+ * job's and the watcher's poll both use it). */
+static void
+test_rpath_join(void **state)
+{
+	static const struct {
+		const char *root, *rel, *want;
+	} c[] = {
+		{ "", "", "/" }, { "", "DCIM/a.jpg", "/DCIM/a.jpg" }, { ".", "", "." },
+		{ ".", "x", "./x" }, { "/sdcard/DCIM", "", "/sdcard/DCIM" },
+		{ "/sdcard/DCIM", "Camera/b c.jpg", "/sdcard/DCIM/Camera/b c.jpg" },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char *p = ph_rpath_join(c[i].root, c[i].rel);
+
+		assert_non_null(p);
+		assert_string_equal(p, c[i].want);
+		free(p);
+	}
+}
+
 int
 main(void)
 {
@@ -244,6 +268,7 @@ main(void)
 		cmocka_unit_test(test_case_insensitive_destination),
 		cmocka_unit_test(test_case_sensitive_destination),
 		cmocka_unit_test(test_fold_beyond_ascii),
+		cmocka_unit_test(test_rpath_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
