@@ -40,7 +40,7 @@ ph_boot_command(const char *path, const char *root)
 {
 	size_t n = sizeof(script) + strlen(path) + 4 * strlen(root) + 64, k;
 	const char *p;
-	char *c, *q;
+	char *c;
 
 	for (p = path; *p != '\0'; p++)
 		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_/", *p) ==
@@ -48,8 +48,17 @@ ph_boot_command(const char *path, const char *root)
 			return NULL;
 	if (path[0] == '\0' || path[0] == '/' || path[0] == '-' || (c = malloc(n)) == NULL)
 		return NULL;
-	k = (size_t)snprintf(c, n, "sh -c '%s' phsync-boot '%s' '", script, path);
-	q = c + k;
+	k = (size_t)snprintf(c, n, "sh -c '%s' phsync-boot '%s' ", script, path);
+	ph_boot_quote_root(c + k, root);
+	return c;
+}
+
+size_t
+ph_boot_quote_root(char *out, const char *root)
+{
+	char *q = out;
+
+	*q++ = '\'';
 	for (; *root != '\0'; root++) {
 		if (*root == '\'') {
 			memcpy(q, "'\\''", 4);
@@ -59,11 +68,11 @@ ph_boot_command(const char *path, const char *root)
 		}
 	}
 	/* "" is the server's "/" (ph_remote_root). */
-	if (q == c + k)
+	if (q == out + 1)
 		*q++ = '/';
 	*q++ = '\'';
 	*q = '\0';
-	return c;
+	return (size_t)(q - out);
 }
 
 /* A decimal number of at most 19 digits ending at a space or the end. */

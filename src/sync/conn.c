@@ -10,6 +10,7 @@
 
 #include <xxhash.h>
 
+#include "bootcheck.h"
 #include "conn.h"
 #include "ctx.h"
 #include "sftpwire.h"
@@ -46,26 +47,13 @@ struct phsync_conn {
 static char *
 helper_cmd(const char *prog, const char *root)
 {
-	size_t n = strlen(prog) + 16 + 4 * strlen(root) + 3, k;
-	char *c = malloc(n), *q;
+	size_t n = strlen(prog) + 16 + 4 * strlen(root) + 4, k;
+	char *c = malloc(n);
 
 	if (c == NULL)
 		return NULL;
-	k = (size_t)snprintf(c, n, "%s serve '", prog);
-	q = c + k;
-	for (; *root != '\0'; root++) {
-		if (*root == '\'') {
-			memcpy(q, "'\\''", 4);
-			q += 4;
-		} else {
-			*q++ = *root;
-		}
-	}
-	/* "" is the server's "/" (ph_remote_root). */
-	if (q == c + k)
-		*q++ = '/';
-	*q++ = '\'';
-	*q = '\0';
+	k = (size_t)snprintf(c, n, "%s serve ", prog);
+	ph_boot_quote_root(c + k, root);
 	return c;
 }
 
