@@ -8,9 +8,11 @@
 extern "C" {
 #endif
 
+/* No code is -1: a bare -1 (a static helper's "no", a libc failure)
+ * that leaks out of a function is then never taken for one of these;
+ * phsync_strerror calls it "unknown error". */
 enum phsync_error {
 	PHSYNC_OK = 0,
-	PHSYNC_EINVAL = -1,      /* bad argument or usage */
 	PHSYNC_ENOMEM = -2,      /* out of memory, or a size cap was hit */
 	PHSYNC_EIO = -3,         /* local I/O error */
 	PHSYNC_ECONNECT = -4,    /* could not reach or lost the server */
@@ -30,7 +32,8 @@ enum phsync_error {
 	PHSYNC_EUNSUPPORTED = -18,/* the peer lacks a needed feature */
 	PHSYNC_ELOCKED = -19,     /* another run holds this sync pair */
 	PHSYNC_ECONFLICT = -20,   /* files changed on both sides: kept beside */
-	PHSYNC_EREFUSED = -21     /* refused for safety (e.g. deletes over the limit) */
+	PHSYNC_EREFUSED = -21,    /* refused for safety (e.g. deletes over the limit) */
+	PHSYNC_EINVAL = -22      /* bad argument or usage */
 };
 
 /* Returns a constant English description of a phsync error code. */

@@ -9,7 +9,6 @@
 
 static const char *const messages[] = {
 	[0] = "success",
-	[1] = "invalid argument",
 	[2] = "out of memory or over a size limit",
 	[3] = "local input/output error",
 	[4] = "connection failed",
@@ -30,6 +29,7 @@ static const char *const messages[] = {
 	[19] = "another run holds this sync pair",
 	[20] = "changed on both sides; the incoming version was kept beside",
 	[21] = "refused for safety",
+	[22] = "invalid argument",
 };
 
 const char *

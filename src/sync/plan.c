@@ -357,10 +357,14 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 				a.kind = PH_A_UPDATE;
 				a.how = PH_U_CONFLICT;
 			}
-		} else if (known != NULL && kn == NULL && !(s->flags & PH_E_KNOWN)) {
+		} else if ((known != NULL && kn == NULL && !(s->flags & PH_E_KNOWN)) ||
+		           (kn != NULL && (kn->ssize != s->size || kn->dsize != d->size ||
+		                           !same_time(kn->smtime, s->mtime, win) ||
+		                           !same_time(kn->dmtime, d->mtime, win)))) {
 			/* The same on both sides at first contact (a folder an earlier
-			 * tool synced): recorded, so that a later change on one side
-			 * is told from a change on both. */
+			 * tool synced), or since the record (both sides changed to
+			 * the same size and time): recorded as they are, so that a
+			 * later change on one side is told from a change on both. */
 			a.kind = PH_A_RECORD;
 			a.how = 1;
 		}

@@ -68,6 +68,8 @@ ph_temp_name(char *buf, size_t len, const char *final, int k, const struct ph_te
 		keep = PH_TEMP_NAME_ROOM;
 		while (keep > 0 && ((unsigned char)final[keep] & 0xc0) == 0x80)
 			keep--;
+		if (keep == 0)
+			keep = PH_TEMP_NAME_ROOM; /* not UTF-8: no boundary to keep */
 		truncated = 1;
 	}
 	n = snprintf(buf, len, ".%.*s" TAG "%c.%08x%08x.%06x%02x.", (int)keep, final,

@@ -6,18 +6,16 @@ man page, the README and the bash, zsh and fish completions name the same option
 from the built program and the files (tests/lib/clidocs.py)."""
 
 import os
-import pty
 import re
-import select
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import clidocs
-from harness import REPO, SyncTestCase, check_sanitizers, sample_tree, tree, write_file
+from harness import REPO, SyncTestCase, sample_tree, tree, write_file
+from ptyrun import run_on_pty
 
 T0 = 1700000000
 
@@ -143,39 +141,9 @@ class CliTest(SyncTestCase):
         kh = self.srv.known_hosts_of(cfg)
         before = open(kh).read()
         argv = self.srv.argv(["pull", "-F", cfg, "phone:" + self.remote, self.local])
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.chdir(self.srv.home)
-                os.execve(argv[0], argv, self.srv.env())
-            finally:
-                os._exit(127)
-        out, status, signalled = b"", None, False
-        deadline = time.monotonic() + 60
-        try:
-            while time.monotonic() < deadline:
-                r, _, _ = select.select([fd], [], [], 0.1)
-                if r:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except OSError:
-                        chunk = b""
-                    out += chunk
-                if not signalled and b"(yes/no)" in out:
-                    os.kill(pid, signal.SIGINT)
-                    signalled = True
-                wpid, st = os.waitpid(pid, os.WNOHANG)
-                if wpid:
-                    status = st
-                    break
-        finally:
-            if status is None:
-                os.kill(pid, signal.SIGKILL)
-                _, status = os.waitpid(pid, 0)
-            os.close(fd)
-        text = out.decode("utf-8", "replace")
-        code = os.waitstatus_to_exitcode(status)
-        check_sanitizers(code, text, argv)
+        r = run_on_pty(argv, self.srv.env(), [
+            (rb"\(yes/no\)", lambda pid, fd, m: os.kill(pid, signal.SIGINT))], cwd=self.srv.home)
+        code, text, signalled = r.code, r.text, len(r.matches) == 1
         self.assertTrue(signalled, "no host key question was shown:\n" + text)
         self.assertEqual(code, 6, text)
         self.assertIn("interrupted", text)

@@ -17,8 +17,7 @@ AuthTest     a key the server does not accept -> exit 3; a missing key file -> e
 """
 
 import os
-import pty
-import select
+import re
 import shutil
 import signal
 import subprocess
@@ -26,7 +25,8 @@ import tempfile
 import time
 import unittest
 
-from harness import SyncTestCase, check_sanitizers, free_port, sample_tree, skip_or_fail, tree, write_file
+from harness import SyncTestCase, free_port, sample_tree, skip_or_fail, tree, write_file
+from ptyrun import run_on_pty
 
 T0 = 1700000000
 
@@ -127,52 +127,16 @@ class TerminalPromptTest(SyncTestCase):
 
     def run_on_tty(self, cfg, answer, timeout=60):
         """Runs a pull with a pty as controlling terminal and stdin/stdout/stderr; once the
-        server key's fingerprint has been shown and output pauses, types `answer` (None: never
-        types anything).  Returns (exit code, all terminal output, whether it typed); a run still
-        going after `timeout` seconds is killed (exit -9)."""
+        server key's fingerprint has been shown, types `answer` (None: never types anything;
+        typed ahead of the question, it waits in the terminal until the question reads it).
+        Returns (exit code, all terminal output, whether it typed); a run still going after
+        `timeout` seconds is killed (exit -9)."""
         argv = self.srv.argv(["pull", "-F", cfg, "phone:" + self.remote, self.local])
         env = self.srv.env()
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.chdir(self.srv.home)
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        out, answered, last = b"", False, time.monotonic()
-        deadline = time.monotonic() + timeout
-        status = None
-        try:
-            while time.monotonic() < deadline:
-                r, _, _ = select.select([fd], [], [], 0.1)
-                if r:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        break
-                    out += chunk
-                    last = time.monotonic()
-                elif (answer is not None and not answered and self.srv.host_fingerprint.encode() in out
-                      and time.monotonic() - last > 0.3):
-                    os.write(fd, answer + b"\n")
-                    answered = True
-                wpid, st = os.waitpid(pid, os.WNOHANG)
-                if wpid:
-                    status = st
-                    break
-        finally:
-            if status is None:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                _, status = os.waitpid(pid, 0)
-            os.close(fd)
-        code = os.waitstatus_to_exitcode(status)
-        text = out.decode("utf-8", "replace")
-        check_sanitizers(code, text, argv)
+        steps = [] if answer is None else \
+            [(re.escape(self.srv.host_fingerprint.encode()), answer + b"\n")]
+        r = run_on_pty(argv, env, steps, timeout=timeout, cwd=self.srv.home)
+        code, text, answered = r.code, r.text, len(r.matches) == 1
         return code, text, answered
 
     def test_unknown_key_yes_on_terminal(self):

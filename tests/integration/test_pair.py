@@ -6,9 +6,7 @@ login and adds the Host block; a second run changes nothing; a wrong password or
 key leaves nothing behind; a pull by the new name just works, and so does OpenSSH's ssh."""
 
 import os
-import pty
 import re
-import select
 import shutil
 import signal
 import stat
@@ -17,8 +15,9 @@ import tempfile
 import time
 import unittest
 
-from harness import (REPO, SshServer, Unavailable, check_sanitizers, phsync_bin, sanitizer_env,
+from harness import (REPO, SshServer, Unavailable, phsync_bin, sanitizer_env,
                      sample_tree, skip_or_fail, tree, write_file)
+from ptyrun import run_on_pty
 
 PASSWORD = "correct horse 42"
 
@@ -74,47 +73,9 @@ class PairTest(unittest.TestCase):
                 (["--key", self.key] if key else []) + list(extra) + [name, address])
         env = self.srv.env(env)
         env["HOME"] = self.home
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.chdir(self.home)
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        out, todo, seen_upto = b"", list(answers), 0
-        deadline = time.monotonic() + timeout
-        status = None
-        try:
-            while time.monotonic() < deadline:
-                r, _, _ = select.select([fd], [], [], 0.1)
-                if r:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        break
-                    out += chunk
-                if todo and todo[0][0].encode() in out[seen_upto:]:
-                    seen_upto = out.index(todo[0][0].encode(), seen_upto) + len(todo[0][0])
-                    time.sleep(0.1)
-                    os.write(fd, todo.pop(0)[1].encode() + b"\n")
-                wpid, st = os.waitpid(pid, os.WNOHANG)
-                if wpid:
-                    status = st
-                    break
-        finally:
-            if status is None:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                _, status = os.waitpid(pid, 0)
-            os.close(fd)
-        code = os.waitstatus_to_exitcode(status)
-        text = out.decode("utf-8", "replace")
-        check_sanitizers(code, text, argv)
-        return code, text
+        steps = [(re.escape(seen.encode()), typed.encode() + b"\n") for seen, typed in answers]
+        r = run_on_pty(argv, env, steps, timeout=timeout, cwd=self.home)
+        return r.code, r.text
 
     def snapshot(self):
         """Every file pairing may touch, laptop and phone, with its bytes and mode."""
@@ -476,37 +437,9 @@ class PairPortsTest(unittest.TestCase):
         argv = [phsync_bin(), "pair", "-F", cfg, "--key", os.path.join(home, "k"), "p", "127.0.0.1"]
         env = srv.env()
         env["HOME"] = home
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        out, todo = b"", [(b"(yes/no)", b"yes\n"), (b"password:", PASSWORD.encode() + b"\n")]
-        deadline = time.monotonic() + 60
-        status = None
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.1)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    chunk = b""
-                out += chunk
-            if todo and todo[0][0] in out:
-                time.sleep(0.1)
-                os.write(fd, todo.pop(0)[1])
-            wpid, st = os.waitpid(pid, os.WNOHANG)
-            if wpid:
-                status = st
-                break
-        if status is None:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-        os.close(fd)
-        code = os.waitstatus_to_exitcode(status)
-        text = out.decode("utf-8", "replace")
-        check_sanitizers(code, text, argv)
+        r = run_on_pty(argv, env, [(rb"\(yes/no\)", b"yes\n"),
+                                   (rb"password:", PASSWORD.encode() + b"\n")])
+        code, text = r.code, r.text
         self.assertEqual(code, 0, text)
         self.assertIn("on port 2222", text)
         self.assertIn("  Port 2222\n", read(cfg).decode())
@@ -530,32 +463,8 @@ class PairRefusesPasswordsTest(unittest.TestCase):
                 "127.0.0.1:%d" % srv.port]
         env = srv.env()
         env["HOME"] = home
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        out, typed = b"", False
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([fd], [], [], 0.1)
-            if r:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            if not typed and b"(yes/no)" in out:
-                os.write(fd, b"yes\n")
-                typed = True
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-        code = os.waitstatus_to_exitcode(status)
-        text = out.decode("utf-8", "replace")
-        check_sanitizers(code, text, argv)
+        r = run_on_pty(argv, env, [(rb"\(yes/no\)", b"yes\n")])
+        code, text = r.code, r.text
         self.assertEqual(code, 3, text)
         self.assertIn("accepts no password", text)
         self.assertIn("passwd", text)
@@ -591,55 +500,19 @@ class ReadmeWalkthroughTest(unittest.TestCase):
                              "TMPDIR": self.tmp, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
                              "TERM": "dumb", "USER": "root", "LOGNAME": "root"})
         argv = ["/bin/bash", "-e", "-c", script]
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.chdir(REPO)
-                os.execve(argv[0], argv, env)
-            finally:
-                os._exit(127)
-        out, said_yes, password, typed = b"", False, None, 0
-        deadline = time.monotonic() + 240
-        status = None
-        try:
-            while time.monotonic() < deadline:
-                r, _, _ = select.select([fd], [], [], 0.1)
-                if r:
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        break
-                    out += chunk
-                if password is None:
-                    m = re.search(rb"a fresh phone at \S+, password: (\S+)\r?\n", out)
-                    if m:
-                        password = m.group(1)
-                        seen = m.end()
-                if not said_yes and b"(yes/no)" in out:
-                    os.write(fd, b"yes\n")
-                    said_yes = True
-                # pair's prompt after the harness's line: the password it printed, once.
-                if password is not None and said_yes and not typed and \
-                        re.search(rb"[Pp]assword: *$", out[seen:]):
-                    os.write(fd, password + b"\n")
-                    typed = 1
-                wpid, st = os.waitpid(pid, os.WNOHANG)
-                if wpid:
-                    status = st
-                    break
-        finally:
-            if status is None:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                _, status = os.waitpid(pid, 0)
-            os.close(fd)
-        code = os.waitstatus_to_exitcode(status)
-        text = out.decode("utf-8", "replace")
-        check_sanitizers(code, text, argv)
+        # The harness's line with the sample phone's password, the host key question, then
+        # pair's password prompt after that line: the password it printed, typed once.
+        password = []
+        r = run_on_pty(argv, env, [
+            (rb"a fresh phone at \S+, password: (\S+)\r?\n",
+             lambda pid, fd, m: password.append(m.group(1))),
+            (rb"\(yes/no\)", b"yes\n"),
+            (rb"[Pp]assword: *$", lambda pid, fd, m: os.write(fd, password[0] + b"\n")),
+        ], timeout=240, cwd=REPO)
+        code, text, out = r.code, r.text, r.out
+        said_yes = typed = len(r.matches) == 3
+        seen = r.matches[0].end() if r.matches else 0
+        password = password[0] if password else None
         self.assertEqual(code, 0, text)
         self.assertIsNotNone(password, text)
         self.assertTrue(said_yes and typed, text)

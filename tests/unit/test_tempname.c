@@ -107,6 +107,15 @@ test_long_names_truncated(void **state)
 	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
 	assert_int_equal(ti.truncated, 1);
 	assert_int_equal(ti.final_len, 209); /* not 210: that would split a character */
+	/* Not UTF-8 at all (a phone's name is bytes): no boundary to cut at
+	 * before the room runs out, so it is cut at the room; never to
+	 * nothing, which would make a temp its own parser refuses. */
+	memset(longname, 0x80, 255);
+	longname[255] = '\0';
+	assert_int_equal(ph_temp_name(a, sizeof(a), longname, PH_TEMP_PARTIAL, &me), 0);
+	assert_int_equal(ph_temp_parse(a, strlen(a), &ti), 1);
+	assert_int_equal(ti.kind, PH_TEMP_PARTIAL);
+	assert_int_equal(ti.final_len, PH_TEMP_NAME_ROOM);
 }
 
 static struct ph_temp_info
