@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* `phsync backup`, `phsync restore`, `phsync verify`: the command line
  * over include/phsync/backup.h. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,9 +11,9 @@
 #include "phsync/phsync.h"
 #include "phsync/backup.h"
 #include "cli.h"
+#include "opts.h"
 #include "output.h"
-
-#define MAX_RULES 256
+#include "tty.h"
 
 static const char backup_usage[] =
 "usage: phsync backup [OPTIONS] SRC ARCHIVE\n"
@@ -123,13 +122,6 @@ verify_event(const struct phsync_event *ev, void *arg)
 	fflush(o->out);
 }
 
-static int
-usage_error(const char *cmd, const char *msg)
-{
-	fprintf(stderr, "phsync: %s\nTry 'phsync %s --help'.\n", msg, cmd);
-	return CLI_EXIT_USAGE;
-}
-
 static void
 summary(struct cli_out *o, const char *cmd, const struct phsync_stats *st, int code,
         const char *err, const char *archive)
@@ -181,169 +173,146 @@ summary(struct cli_out *o, const char *cmd, const struct phsync_stats *st, int c
 	}
 }
 
-int
-cli_backup_main(int argc, char **argv)
-{
-	enum { O_JSON = 256, O_PROGRESS, O_NO_PROGRESS, O_EXCLUDE, O_INCLUDE, O_NO_FSYNC,
-	       O_TIMEOUT, O_NO_DEFAULT_EXCLUDES, O_STATE_DIR, O_INCREMENTAL, O_FULL, O_KEEP };
-	static const struct option longopts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "progress", no_argument, NULL, O_PROGRESS },
-		{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
-		{ "exclude", required_argument, NULL, O_EXCLUDE },
-		{ "include", required_argument, NULL, O_INCLUDE },
-		{ "no-default-excludes", no_argument, NULL, O_NO_DEFAULT_EXCLUDES },
-		{ "no-fsync", no_argument, NULL, O_NO_FSYNC },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "state-dir", required_argument, NULL, O_STATE_DIR },
-		{ "incremental", no_argument, NULL, O_INCREMENTAL },
-		{ "full", no_argument, NULL, O_FULL },
-		{ "keep", required_argument, NULL, O_KEEP },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *cmd = argv[0], *excludes[MAX_RULES], *includes[MAX_RULES];
-	struct phsync_options opts;
+/* backup's own options, and what the command line asks beyond the shared
+ * ones. */
+enum { O_INCREMENTAL = CLI_O_OWN, O_FULL, O_KEEP };
+
+struct backup_args {
+	const char *cmd;                 /* "backup", "restore" or "verify" */
 	struct phsync_backup_options bo;
-	struct phsync_stats st;
-	struct cli_out out;
-	phsync_ctx *ctx = NULL;
-	char published[PATH_MAX * 2] = "";
-	int c, rc, code, progress = -1, is_backup = strcmp(cmd, "backup") == 0;
-	int npos;
+	const char *backup_only;         /* the last option given that restore
+	                                    and verify would ignore */
+};
+
+static int
+backup_opt(int key, const char *arg, void *p)
+{
+	struct backup_args *b = p;
 	char *end;
-	const char *backup_only = NULL; /* an option restore/verify would ignore */
+	unsigned long v;
 
-	phsync_options_init(&opts);
-	phsync_backup_options_init(&bo);
-	memset(&out, 0, sizeof(out));
-	memset(&st, 0, sizeof(st));
-	out.out = stdout;
-	out.err = stderr;
-	opts.excludes = excludes;
-	opts.includes = includes;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "F:vqh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			backup_only = "-F";
-			opts.ssh_config = optarg;
-			break;
-		case 'v':
-			out.verbose++;
-			break;
-		case 'q':
-			out.quiet = 1;
-			break;
-		case O_JSON:
-			out.json = 1;
-			break;
-		case O_PROGRESS:
-			progress = 1;
-			break;
-		case O_NO_PROGRESS:
-			progress = 0;
-			break;
-		case O_EXCLUDE:
-		case O_INCLUDE:
-			backup_only = "--exclude and --include";
-			if (opts.n_excludes + opts.n_includes >= MAX_RULES)
-				return usage_error(cmd, "too many --include/--exclude rules");
-			if (c == O_EXCLUDE)
-				excludes[opts.n_excludes++] = optarg;
-			else
-				includes[opts.n_includes++] = optarg;
-			break;
-		case O_NO_DEFAULT_EXCLUDES:
-			backup_only = "--no-default-excludes";
-			opts.no_default_excludes = 1;
-			break;
-		case O_NO_FSYNC:
-			if (strcmp(cmd, "verify") == 0)
-				backup_only = "--no-fsync";
-			opts.fsync = 0;
-			break;
-		case O_TIMEOUT: {
-			backup_only = "--timeout";
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v < 1 || v > 86400)
-				return usage_error(cmd, "--timeout takes 1 to 86400 seconds");
-			opts.timeout_s = (unsigned)v;
-			break;
-		}
-		case O_STATE_DIR:
-			backup_only = "--state-dir";
-			opts.state_dir = optarg;
-			break;
-		case O_INCREMENTAL:
-			bo.mode = PHSYNC_BACKUP_INCREMENTAL;
-			break;
-		case O_FULL:
-			bo.mode = PHSYNC_BACKUP_FULL;
-			break;
-		case O_KEEP: {
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*optarg < '1' || *optarg > '9' || *end != '\0' || v > 100000)
-				return usage_error(cmd, "--keep takes a number of chains, 1 or more");
-			bo.keep = (unsigned)v;
-			break;
-		}
-		case 'h':
-			fputs(is_backup ? backup_usage : strcmp(cmd, "restore") == 0 ? restore_usage :
-			      verify_usage, stdout);
-			return CLI_EXIT_OK;
-		default:
-			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
-			        "Try 'phsync %s --help'.\n", argv[optind - 1], cmd);
-			return CLI_EXIT_USAGE;
-		}
+	switch (key) {
+	case 'F':
+		b->backup_only = "-F";
+		break;
+	case CLI_O_EXCLUDE:
+	case CLI_O_INCLUDE:
+		b->backup_only = "--exclude and --include";
+		break;
+	case CLI_O_NO_DEFAULT_EXCLUDES:
+		b->backup_only = "--no-default-excludes";
+		break;
+	case CLI_O_NO_FSYNC:
+		if (strcmp(b->cmd, "verify") == 0)
+			b->backup_only = "--no-fsync";
+		break;
+	case CLI_O_TIMEOUT:
+		b->backup_only = "--timeout";
+		break;
+	case CLI_O_STATE_DIR:
+		b->backup_only = "--state-dir";
+		break;
+	case O_INCREMENTAL:
+		b->bo.mode = PHSYNC_BACKUP_INCREMENTAL;
+		break;
+	case O_FULL:
+		b->bo.mode = PHSYNC_BACKUP_FULL;
+		break;
+	case O_KEEP:
+		v = strtoul(arg, &end, 10);
+		if (*arg < '1' || *arg > '9' || *end != '\0' || v > 100000)
+			return cli_usage_error(b->cmd, "--keep takes a number of chains, 1 or more");
+		b->bo.keep = (unsigned)v;
+		break;
 	}
-	npos = argc - optind;
+	return CLI_GO_ON;
+}
+
+/* The paths each command needs, and the options only backup takes refused
+ * (rather than ignored: --help lists only what applies). */
+static int
+backup_check(const struct backup_args *b, int npos)
+{
+	int is_backup = strcmp(b->cmd, "backup") == 0;
+
 	if (is_backup && npos != 2)
-		return usage_error(cmd, "backup needs a source and an archive name");
-	if (strcmp(cmd, "restore") == 0 && npos < 2)
-		return usage_error(cmd, "restore needs one or more archives and a folder");
-	if (strcmp(cmd, "verify") == 0 && npos < 1)
-		return usage_error(cmd, "verify needs one or more archives");
-	if (!is_backup && (bo.keep || bo.mode))
-		return usage_error(cmd, "--incremental, --full and --keep are for backup");
-	if (!is_backup && backup_only != NULL) {
-		char msg[128];
+		return cli_usage_error(b->cmd, "backup needs a source and an archive name");
+	if (strcmp(b->cmd, "restore") == 0 && npos < 2)
+		return cli_usage_error(b->cmd, "restore needs one or more archives and a folder");
+	if (strcmp(b->cmd, "verify") == 0 && npos < 1)
+		return cli_usage_error(b->cmd, "verify needs one or more archives");
+	if (!is_backup && (b->bo.keep || b->bo.mode))
+		return cli_usage_error(b->cmd, "--incremental, --full and --keep are for backup");
+	if (!is_backup && b->backup_only != NULL)
+		return cli_usage_error(b->cmd, "%s %s not for %s", b->backup_only,
+		                       strchr(b->backup_only, ' ') ? "are" : "is", b->cmd);
+	return CLI_GO_ON;
+}
 
-		/* Refused rather than ignored: --help lists only what applies. */
-		snprintf(msg, sizeof(msg), "%s %s not for %s", backup_only,
-		         strchr(backup_only, ' ') ? "are" : "is", cmd);
-		return usage_error(cmd, msg);
-	}
-	if (out.json)
-		out.progress = 0;
-	else
-		out.progress = progress >= 0 ? progress : isatty(STDERR_FILENO);
-	opts.on_event = strcmp(cmd, "verify") == 0 ? verify_event : cli_on_event;
-	opts.event_arg = &out;
-	opts.progress_ms = out.progress ? 250 : out.json && progress == 1 ? 1000 : 0;
-	bo.sync = &opts;
+/* Runs the command over the paths (argv, npos of them). */
+static int
+backup_run(struct backup_args *b, struct cli_args *a, char **argv, int npos)
+{
+	char published[PATH_MAX * 2] = "";
+	struct phsync_stats st;
+	phsync_ctx *ctx = NULL;
+	int rc, code;
+
+	memset(&st, 0, sizeof(st));
+	cli_progress_line(a);
+	a->opts.on_event = strcmp(b->cmd, "verify") == 0 ? verify_event : cli_on_event;
+	a->opts.event_arg = &a->out;
+	a->opts.progress_ms = a->out.progress ? 250 : a->out.json && a->progress == 1 ? 1000 : 0;
+	b->bo.sync = &a->opts;
 	if (phsync_ctx_new(&ctx) != 0) {
 		fputs("phsync: out of memory\n", stderr);
 		return CLI_EXIT_ERROR;
 	}
-	cli_guard(ctx, &opts, &out);
-	if (is_backup)
-		rc = phsync_backup(ctx, argv[optind], argv[optind + 1], &bo, &st, published,
-		                   sizeof(published));
-	else if (strcmp(cmd, "restore") == 0)
-		rc = phsync_restore(ctx, (const char *const *)argv + optind, (size_t)npos - 1,
-		                    argv[argc - 1], &opts, &st);
+	cli_guard(ctx, &a->opts, &a->out);
+	if (strcmp(b->cmd, "backup") == 0)
+		rc = phsync_backup(ctx, argv[0], argv[1], &b->bo, &st, published, sizeof(published));
+	else if (strcmp(b->cmd, "restore") == 0)
+		rc = phsync_restore(ctx, (const char *const *)argv, (size_t)npos - 1, argv[npos - 1],
+		                    &a->opts, &st);
 	else
-		rc = phsync_verify(ctx, (const char *const *)argv + optind, (size_t)npos, &opts, &st);
+		rc = phsync_verify(ctx, (const char *const *)argv, (size_t)npos, &a->opts, &st);
 	code = cli_exit_code(rc);
-	summary(&out, cmd, &st, code, rc != 0 ? phsync_ctx_error(ctx) : NULL, published);
-	cli_guard(NULL, &opts, &out);
+	summary(&a->out, b->cmd, &st, code, rc != 0 ? phsync_ctx_error(ctx) : NULL, published);
+	cli_guard(NULL, &a->opts, &a->out);
 	phsync_ctx_free(ctx);
 	return code;
+}
+
+int
+cli_backup_main(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{ "incremental", no_argument, NULL, O_INCREMENTAL },
+		{ "full", no_argument, NULL, O_FULL },
+		{ "keep", required_argument, NULL, O_KEEP },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const backup_help[] = { backup_usage, NULL };
+	static const char *const restore_help[] = { restore_usage, NULL };
+	static const char *const verify_help[] = { verify_usage, NULL };
+	struct backup_args b;
+	struct cli_cmd cmd = { argv[0], CLI_SSH_CONFIG | CLI_VERBOSE | CLI_QUIET | CLI_JSON |
+	                       CLI_PROGRESS | CLI_RULES | CLI_NO_FSYNC | CLI_TIMEOUT |
+	                       CLI_STATE_DIR, "", own, backup_help, 0, backup_opt, &b };
+	struct cli_args a;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.cmd = argv[0];
+	phsync_backup_options_init(&b.bo);
+	if (strcmp(b.cmd, "restore") == 0)
+		cmd.help = restore_help;
+	else if (strcmp(b.cmd, "verify") == 0)
+		cmd.help = verify_help;
+	cli_args_init(&a);
+	if ((rc = cli_parse(&cmd, &argc, argv, &a)) != CLI_GO_ON)
+		return rc;
+	if ((rc = backup_check(&b, argc - optind)) != CLI_GO_ON)
+		return rc;
+	return backup_run(&b, &a, argv + optind, argc - optind);
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: ISC */
-/* Internal to the phsync executable: subcommand entry points. */
+/* Internal to the phsync executable: the exit codes and the commands'
+ * entry points, which main.c dispatches to. Each takes argv from the
+ * command's own name on (argv[0]: "pull", "backup", ...) and returns the
+ * exit code. */
 #ifndef PH_CLI_H
 #define PH_CLI_H
 
@@ -14,41 +17,23 @@ enum cli_exit {
 	CLI_EXIT_INTERRUPTED = 6  /* stopped by a signal; re-run to finish */
 };
 
+/* The exit code of a PHSYNC_E* (exit.c). */
+int cli_exit_code(int rc);
+
+/* `phsync pull ...`, `phsync push ...` (sync_cmd.c). */
+int cli_pull_main(int argc, char **argv);
+int cli_push_main(int argc, char **argv);
+/* `phsync status ...` (status_cmd.c). */
+int cli_status_main(int argc, char **argv);
 /* `phsync delta ...`: rdiff-style plumbing over the delta engine. */
 int cli_delta_main(int argc, char **argv);
-
 /* `phsync pair ...` and `phsync doctor ...` (pair_cmd.c). */
 int cli_pair_main(int argc, char **argv);
 int cli_doctor_main(int argc, char **argv);
-
-/* Shared with main.c: the terminal prompt (arg: a struct cli_out), whether
- * there is a terminal, the exit code of a PHSYNC_E*, and the stop signals
- * (SIGINT/SIGTERM/SIGHUP interrupt ctx; NULL: nothing to interrupt). */
-#include <stddef.h>
-struct phsync_ctx;
-int cli_tty_prompt(const char *question, int echo, char *buf, size_t len, void *arg);
-int cli_has_tty(void);
-int cli_exit_code(int rc);
-void cli_catch_signals(struct phsync_ctx *ctx);
-
 /* `phsync backup|restore|verify ...` (argv[0] names which). */
 int cli_backup_main(int argc, char **argv);
-
-/* rsync's habits (rsyncopt.c): takes the rsync flags that mean what phsync
- * always does out of argv (-a -r -t -z -P, -h unless alone, --archive,
- * --partial...; -P sets *progress), leaving phsync's own options and the
- * paths in order; refuses the others naming phsync's way. takes_arg: the
- * short options that take an argument. Returns 0 with *argc updated, or
- * CLI_EXIT_USAGE after a message. longopts: phsync's own, whose arguments
- * (--exclude -abc) are passed over untouched. */
-struct option;
-int cli_rsync_flags(int *argc, char **argv, const char *takes_arg,
-                    const struct option *longopts, int *progress);
-
-struct phsync_options;
-struct cli_out;
-/* Tty prompts into opts, and Ctrl-C/SIGTERM/SIGHUP asking ctx to stop (a
- * second one exits at once), as for pull and push (main.c). */
-void cli_guard(struct phsync_ctx *ctx, struct phsync_options *opts, struct cli_out *out);
+/* `phsync daemon ...` (daemon_cmd.c), `phsync serve ROOT` (serve_cmd.c). */
+int cli_daemon_main(int argc, char **argv);
+int cli_serve_main(int argc, char **argv);
 
 #endif

@@ -46,6 +46,12 @@ cli_clear_line(struct cli_out *o)
 	}
 }
 
+const char *
+cli_plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 static void
 human_bytes(char *buf, size_t len, double b)
 {

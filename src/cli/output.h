@@ -3,6 +3,7 @@
 #ifndef PH_CLI_OUTPUT_H
 #define PH_CLI_OUTPUT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "phsync/phsync.h"
@@ -27,5 +28,7 @@ void cli_json_string(FILE *f, const char *s);
 #define CLI_UNREACHED_SHOWN 10
 /* Clears the progress line, if drawn. */
 void cli_clear_line(struct cli_out *o);
+/* "s" unless n is one: "1 folder", "2 folders". */
+const char *cli_plural(uint64_t n);
 
 #endif

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* `phsync pair` and `phsync doctor`: the command lines around
  * phsync_pair() and phsync_doctor() (include/phsync/pair.h). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +8,9 @@
 #include "phsync/pair.h"
 #include "phsync/phsync.h"
 #include "cli.h"
+#include "opts.h"
 #include "output.h"
+#include "tty.h"
 
 static const char pair_usage[] =
 "usage: phsync pair [OPTIONS] NAME [USER@]ADDRESS[:PORT]\n"
@@ -55,18 +56,6 @@ static const char doctor_usage[] =
 "Exit codes: 0 a sync can run (warnings are limits it copes with), 1 the\n"
 "folder or SFTP fails, 3 unreachable or no key login, 4 host key unknown or\n"
 "changed.\n";
-
-static int
-parse_timeout(const char *arg, unsigned *out)
-{
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
-
-	if (*arg == '\0' || *end != '\0' || v < 1 || v > 86400)
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
 
 static void
 pair_note(const char *msg, void *arg)
@@ -141,74 +130,76 @@ pair_advice(int rc, const struct phsync_pair_result *res, const char *name)
 		        "works.\n", name);
 }
 
+/* What pair says at its end: the error and advice, or what it did. */
+static void
+pair_said(phsync_ctx *ctx, int rc, const struct phsync_pair_options *po,
+          const struct phsync_pair_result *res)
+{
+	char shown[2048];
+
+	if (rc != 0) {
+		phsync_escape(shown, sizeof(shown), phsync_ctx_error(ctx));
+		fprintf(stderr, "phsync: %s\n", shown);
+		pair_advice(rc, res, po->name);
+	} else if (!res->host_key_added && !res->key_created && !res->key_installed &&
+	           !res->config_added) {
+		printf("'%s' was already paired; nothing changed.\n", po->name);
+	} else {
+		printf("Paired. Try: phsync pull %s:/sdcard/DCIM ~/Pictures/%s\n"
+		       "(ssh %s, scp and rsync know the name too%s)\n", po->name, po->name, po->name,
+		       po->ssh_config ? " with -F" : "");
+	}
+}
+
+/* pair's own options. */
+enum { O_KEY = CLI_O_OWN, O_AUTH_KEYS };
+
+static int
+pair_opt(int key, const char *arg, void *p)
+{
+	struct phsync_pair_options *po = p;
+
+	if (key == O_KEY)
+		po->key_file = arg;
+	else if (key == O_AUTH_KEYS)
+		po->authorized_keys = arg;
+	return CLI_GO_ON;
+}
+
 int
 cli_pair_main(int argc, char **argv)
 {
-	enum { O_KEY = 256, O_AUTH_KEYS, O_TIMEOUT };
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 		{ "key", required_argument, NULL, O_KEY },
 		{ "authorized-keys", required_argument, NULL, O_AUTH_KEYS },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char *const help[] = { pair_usage, NULL };
 	struct phsync_pair_options po;
+	const struct cli_cmd cmd = { "pair", CLI_SSH_CONFIG | CLI_TIMEOUT | CLI_VERBOSE, "", own,
+	                             help, 0, pair_opt, &po };
 	struct phsync_pair_result res;
-	struct cli_out out;
+	struct cli_args a;
 	phsync_ctx *ctx = NULL;
-	char *addr = NULL, shown[2048];
-	int c, rc, code;
+	char *addr = NULL;
+	int rc, code;
 
 	memset(&po, 0, sizeof(po));
-	memset(&out, 0, sizeof(out));
-	out.out = stdout;
-	out.err = stderr;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			po.ssh_config = optarg;
-			break;
-		case O_KEY:
-			po.key_file = optarg;
-			break;
-		case O_AUTH_KEYS:
-			po.authorized_keys = optarg;
-			break;
-		case O_TIMEOUT:
-			if (parse_timeout(optarg, &po.timeout_s) != 0) {
-				fputs("phsync: --timeout takes 1 to 86400 seconds\n"
-				      "Try 'phsync pair --help'.\n", stderr);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'v':
-			po.ssh_verbosity = 3;
-			break;
-		case 'h':
-			fputs(pair_usage, stdout);
-			return CLI_EXIT_OK;
-		default:
-			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
-			        "Try 'phsync pair --help'.\n", argv[optind - 1]);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		fprintf(stderr, "phsync: pair needs a NAME and an ADDRESS (%d given)\n"
-		        "Try 'phsync pair --help'.\n", argc - optind);
-		return CLI_EXIT_USAGE;
-	}
+	cli_args_init(&a);
+	if ((rc = cli_parse(&cmd, &argc, argv, &a)) != CLI_GO_ON)
+		return rc;
+	po.ssh_config = a.opts.ssh_config;
+	po.timeout_s = a.opts.timeout_s;
+	po.ssh_verbosity = a.out.verbose ? 3 : 0;
+	if (argc - optind != 2)
+		return cli_usage_error("pair", "pair needs a NAME and an ADDRESS (%d given)",
+		                       argc - optind);
 	po.name = argv[optind];
 	if ((addr = strdup(argv[optind + 1])) == NULL)
 		return CLI_EXIT_ERROR;
 	if (split_address(addr, &po.user, &po.address, &po.port) != 0) {
-		fprintf(stderr, "phsync: '%s' is not [USER@]ADDRESS[:PORT]\n"
-		        "Try 'phsync pair --help'.\n", argv[optind + 1]);
 		free(addr);
-		return CLI_EXIT_USAGE;
+		return cli_usage_error("pair", "'%s' is not [USER@]ADDRESS[:PORT]", argv[optind + 1]);
 	}
 	if (!cli_has_tty()) {
 		fputs("phsync: pair asks for the phone's password and host key: run it on a "
@@ -217,7 +208,7 @@ cli_pair_main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	po.prompt = cli_tty_prompt;
-	po.prompt_arg = &out;
+	po.prompt_arg = &a.out;
 	po.on_note = pair_note;
 	if (phsync_ctx_new(&ctx) != 0) {
 		free(addr);
@@ -227,18 +218,7 @@ cli_pair_main(int argc, char **argv)
 	rc = phsync_pair(ctx, &po, &res);
 	cli_catch_signals(NULL);
 	code = cli_exit_code(rc);
-	if (rc != 0) {
-		phsync_escape(shown, sizeof(shown), phsync_ctx_error(ctx));
-		fprintf(stderr, "phsync: %s\n", shown);
-		pair_advice(rc, &res, po.name);
-	} else if (!res.host_key_added && !res.key_created && !res.key_installed &&
-	           !res.config_added) {
-		printf("'%s' was already paired; nothing changed.\n", po.name);
-	} else {
-		printf("Paired. Try: phsync pull %s:/sdcard/DCIM ~/Pictures/%s\n"
-		       "(ssh %s, scp and rsync know the name too%s)\n", po.name, po.name, po.name,
-		       po.ssh_config ? " with -F" : "");
-	}
+	pair_said(ctx, rc, &po, &res);
 	phsync_ctx_free(ctx);
 	free(addr);
 	return code;
@@ -278,54 +258,26 @@ doctor_line(const struct phsync_check *c, void *arg)
 int
 cli_doctor_main(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_TIMEOUT };
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, O_JSON },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static const char *const help[] = { doctor_usage, NULL };
+	const struct cli_cmd cmd = { "doctor", CLI_SSH_CONFIG | CLI_JSON | CLI_TIMEOUT |
+	                             CLI_VERBOSE, "", NULL, help, 0, NULL, NULL };
 	struct phsync_doctor_options dopt;
 	struct doctor_out d = { 0, 0, 0 };
+	struct cli_args a;
 	phsync_ctx *ctx = NULL;
-	int c, rc, code;
+	int rc, code;
 
 	memset(&dopt, 0, sizeof(dopt));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "F:vh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			dopt.ssh_config = optarg;
-			break;
-		case O_JSON:
-			d.json = 1;
-			break;
-		case O_TIMEOUT:
-			if (parse_timeout(optarg, &dopt.timeout_s) != 0) {
-				fputs("phsync: --timeout takes 1 to 86400 seconds\n"
-				      "Try 'phsync doctor --help'.\n", stderr);
-				return CLI_EXIT_USAGE;
-			}
-			break;
-		case 'v':
-			dopt.ssh_verbosity = 3;
-			break;
-		case 'h':
-			fputs(doctor_usage, stdout);
-			return CLI_EXIT_OK;
-		default:
-			fprintf(stderr, "phsync: unknown option or missing argument: '%s'\n"
-			        "Try 'phsync doctor --help'.\n", argv[optind - 1]);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 1) {
-		fprintf(stderr, "phsync: doctor needs one HOST or HOST:DIR (%d given)\n"
-		        "Try 'phsync doctor --help'.\n", argc - optind);
-		return CLI_EXIT_USAGE;
-	}
+	cli_args_init(&a);
+	if ((rc = cli_parse(&cmd, &argc, argv, &a)) != CLI_GO_ON)
+		return rc;
+	dopt.ssh_config = a.opts.ssh_config;
+	dopt.timeout_s = a.opts.timeout_s;
+	dopt.ssh_verbosity = a.out.verbose ? 3 : 0;
+	d.json = a.out.json;
+	if (argc - optind != 1)
+		return cli_usage_error("doctor", "doctor needs one HOST or HOST:DIR (%d given)",
+		                       argc - optind);
 	dopt.on_check = doctor_line;
 	dopt.check_arg = &d;
 	if (phsync_ctx_new(&ctx) != 0)

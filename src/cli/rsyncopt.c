@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 
 /* rsync flags phsync always honours: a file's contents, times and rw bits,
  * whole trees, keeping a cut transfer's prefix. -z is taken as a wish for
