@@ -62,6 +62,19 @@ struct wrec {
 	char err[1024], note[1024];
 };
 
+/* A pair's job on the worker thread (wjob.c): set by the loop before it
+ * starts, the result read by the loop when it ended (wdone.c). */
+struct job {
+	int ka;                  /* a keepalive, not a poll or sync */
+	int poll, full;          /* a pull polls first (full: a full listing) */
+	char **hold;             /* a push's files still being written: left */
+	size_t nhold;            /* for a later run */
+	int rc, synced;          /* its result; a sync ran (stats in st) */
+	int64_t t0;              /* unix seconds the sync began */
+	struct phsync_stats st;
+	char err[1024];          /* the message of a failure */
+};
+
 struct daemon;
 
 struct pair {
@@ -87,16 +100,9 @@ struct pair {
 	struct pend *pend;
 	size_t npend, cappend;
 	unsigned polls, backoff_s;
-	/* the worker's job and result */
-	int job_poll, job_full;
-	char **hold;
-	size_t nhold;
-	int job_rc, job_synced, job_ka;
+	struct job job;          /* the worker's, while busy */
 	int timer_due;           /* the timer fired during a keepalive */
 	uint64_t last_use_ms;    /* loop time the last poll or run ended */
-	int64_t job_t0;          /* unix seconds the job's sync began */
-	struct phsync_stats job_st;
-	char job_err[1024];
 	struct own *wrote;
 	size_t nwrote, capwrote;
 	uv_mutex_t wrote_lock;
@@ -138,7 +144,7 @@ void ph_wreport_connected(struct pair *p, int alive);
 void ph_wreport_keepalive(struct pair *p);
 /* "waiting" with err, until retry_s seconds from now. */
 void ph_wreport_waiting(struct pair *p, const char *err, unsigned retry_s);
-/* The record after a job (rc, p->job_*): its state word, the sync's
+/* The record after a job (rc, p->job): its state word, the sync's
  * result, the link; retry_s: when the next try comes (0: none). */
 void ph_wreport_done(struct pair *p, int rc, const char *word, unsigned retry_s);
 

@@ -94,14 +94,14 @@ ka_done(struct pair *p, int rc)
 {
 	struct daemon *d = p->d;
 
-	p->job_ka = 0;
+	p->job.ka = 0;
 	if (rc == 0) {
 		ph_wreport_keepalive(p);
 	} else if (rc != PHSYNC_EINTR) {
 		/* The phone left: no retries now; the next change or poll
 		 * connects again (and backs off if it must). */
 		if (d->verbose > 0)
-			ph_wreport_say(p, "the kept connection is gone: %s", p->job_err);
+			ph_wreport_say(p, "the kept connection is gone: %s", p->job.err);
 		phsync_conn_free(p->conn);
 		p->conn = NULL;
 		ph_wreport_connected(p, 0);
@@ -129,7 +129,7 @@ job_hostkey(struct pair *p, int rc)
 
 	ph_wreport_say(p, "STOPPED: %s. This pair is not retried: check the phone's key (a new "
 	               "phone or a reinstalled SSH server?), fix known_hosts, then restart "
-	               "phsync (or send the daemon SIGHUP)", p->job_err);
+	               "phsync (or send the daemon SIGHUP)", p->job.err);
 	p->state = ST_STOPPED;
 	ph_fsw_close(p->fsw);
 	p->fsw = NULL;
@@ -151,13 +151,13 @@ job_failed(struct pair *p, int rc, int first)
 
 	if (first && d->single && !transient(rc) && rc != PHSYNC_EAUTH) {
 		/* A typo in a path should not be retried quietly forever. */
-		ph_wreport_say(p, "%s", p->job_err);
+		ph_wreport_say(p, "%s", p->job.err);
 		d->exit_code = rc == PHSYNC_EINVAL ? WX_USAGE : WX_ERROR;
 		d->stopping = 1;
 		return;
 	}
 	if (!p->unreachable || d->verbose > 0)
-		ph_wreport_say(p, "%s%s; retrying (backing off up to %d s)", p->job_err,
+		ph_wreport_say(p, "%s%s; retrying (backing off up to %d s)", p->job.err,
 		               transient(rc) ? "" : "", BACKOFF_MAX_S);
 	p->unreachable = 1;
 	p->state = ST_WAITING_HOST;
@@ -171,7 +171,7 @@ static void
 job_ok(struct pair *p, int rc, int first)
 {
 	struct daemon *d = p->d;
-	const struct phsync_stats *s = &p->job_st;
+	const struct phsync_stats *s = &p->job.st;
 
 	if (p->unreachable)
 		ph_wreport_say(p, "reachable again");
@@ -179,8 +179,8 @@ job_ok(struct pair *p, int rc, int first)
 	p->backoff_s = 0;
 	p->state = ST_IDLE;
 	if (rc != 0)
-		ph_wreport_say(p, "%s", p->job_err);
-	if (p->job_synced && d->verbose >= 0 &&
+		ph_wreport_say(p, "%s", p->job.err);
+	if (p->job.synced && d->verbose >= 0 &&
 	    (s->files_done || s->files_deleted || s->files_failed))
 		ph_wreport_say(p, "%s: %llu file(s) copied (%.1f MB), %llu deleted, %llu failed, "
 		               "%.1f s", ph_wreport_dir(p), (unsigned long long)s->files_done,
@@ -213,8 +213,8 @@ ph_wdone_on_done(uv_async_t *a)
 		return;
 	uv_thread_join(&p->th);
 	p->busy = 0;
-	rc = p->job_rc;
-	if (p->job_ka) {
+	rc = p->job.rc;
+	if (p->job.ka) {
 		ka_done(p, rc);
 		return;
 	}

@@ -69,21 +69,21 @@ run_sync(struct pair *p, int fresh)
 	struct phsync_options o = p->def.opts;
 	int rc;
 
-	p->job_t0 = (int64_t)time(NULL);
+	p->job.t0 = (int64_t)time(NULL);
 	ph_wreport_syncing(p);
 	o.on_event = on_event;
 	o.event_arg = p;
 	o.prompt = NULL;
-	o.hold_paths = (const char *const *)p->hold;
-	o.n_hold = p->nhold;
+	o.hold_paths = (const char *const *)p->job.hold;
+	o.n_hold = p->job.nhold;
 	o.conn = p->conn;
-	rc = phsync_sync(p->ctx, p->def.dir, p->def.remote, p->def.local, &o, &p->job_st);
+	rc = phsync_sync(p->ctx, p->def.dir, p->def.remote, p->def.local, &o, &p->job.st);
 	if (rc == PHSYNC_ECONNECT && !fresh && !phsync_conn_alive(p->conn) &&
-	    p->job_st.files_done == 0 && (rc = connect_pair(p)) == 0) {
+	    p->job.st.files_done == 0 && (rc = connect_pair(p)) == 0) {
 		o.conn = p->conn;
-		rc = phsync_sync(p->ctx, p->def.dir, p->def.remote, p->def.local, &o, &p->job_st);
+		rc = phsync_sync(p->ctx, p->def.dir, p->def.remote, p->def.local, &o, &p->job.st);
 	}
-	p->job_synced = 1;
+	p->job.synced = 1;
 	return rc;
 }
 
@@ -93,18 +93,18 @@ ph_wjob_run(void *arg)
 	struct pair *p = arg;
 	int rc = 0, changed = 1, fresh = 0;
 
-	p->job_synced = 0;
-	memset(&p->job_st, 0, sizeof(p->job_st));
+	p->job.synced = 0;
+	memset(&p->job.st, 0, sizeof(p->job.st));
 	if (!phsync_conn_alive(p->conn)) {
 		rc = connect_pair(p);
 		fresh = 1;
 	}
-	if (rc == 0 && p->job_poll) {
-		rc = phsync_conn_poll(p->conn, p->job_full);
+	if (rc == 0 && p->job.poll) {
+		rc = phsync_conn_poll(p->conn, p->job.full);
 		if (rc < 0 && !fresh && !phsync_conn_alive(p->conn) && rc != PHSYNC_EINTR) {
 			/* The kept link had died (the phone left): once more. */
 			if ((rc = connect_pair(p)) == 0)
-				rc = phsync_conn_poll(p->conn, p->job_full);
+				rc = phsync_conn_poll(p->conn, p->job.full);
 			fresh = 1;
 		}
 		if (rc >= 0) {
@@ -114,8 +114,8 @@ ph_wjob_run(void *arg)
 	}
 	if (rc == 0 && changed)
 		rc = run_sync(p, fresh);
-	p->job_rc = rc;
-	snprintf(p->job_err, sizeof(p->job_err), "%s", rc ? phsync_ctx_error(p->ctx) : "");
+	p->job.rc = rc;
+	snprintf(p->job.err, sizeof(p->job.err), "%s", rc ? phsync_ctx_error(p->ctx) : "");
 	uv_async_send(&p->done);
 }
 
@@ -124,7 +124,7 @@ ph_wjob_keepalive(void *arg)
 {
 	struct pair *p = arg;
 
-	p->job_rc = phsync_conn_keepalive(p->conn);
-	snprintf(p->job_err, sizeof(p->job_err), "%s", p->job_rc ? phsync_ctx_error(p->ctx) : "");
+	p->job.rc = phsync_conn_keepalive(p->conn);
+	snprintf(p->job.err, sizeof(p->job.err), "%s", p->job.rc ? phsync_ctx_error(p->ctx) : "");
 	uv_async_send(&p->done);
 }

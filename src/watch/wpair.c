@@ -21,11 +21,11 @@ ph_wpair_free_hold(struct pair *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->nhold; i++)
-		free(p->hold[i]);
-	free(p->hold);
-	p->hold = NULL;
-	p->nhold = 0;
+	for (i = 0; i < p->job.nhold; i++)
+		free(p->job.hold[i]);
+	free(p->job.hold);
+	p->job.hold = NULL;
+	p->job.nhold = 0;
 }
 
 /* Starts a job (poll: a pull polls first) on a worker thread, unless p
@@ -39,23 +39,23 @@ start_job(struct pair *p, int poll)
 		return;
 	uv_timer_stop(&p->timer);
 	uv_timer_stop(&p->ka);
-	p->job_ka = 0;
-	p->job_poll = poll && p->def.dir == PHSYNC_PULL;
-	p->job_full = 0;
-	if (p->job_poll) {
+	p->job.ka = 0;
+	p->job.poll = poll && p->def.dir == PHSYNC_PULL;
+	p->job.full = 0;
+	if (p->job.poll) {
 		p->polls++;
-		p->job_full = p->def.full_every > 0 && p->polls % p->def.full_every == 0;
+		p->job.full = p->def.full_every > 0 && p->polls % p->def.full_every == 0;
 	}
 	/* A push leaves the files still open for writing for a later run:
 	 * they are sent once closed and settled. */
 	ph_wpair_free_hold(p);
 	if (p->def.dir == PHSYNC_PUSH && p->npend > 0 &&
-	    (p->hold = calloc(p->npend, sizeof(*p->hold))) != NULL) {
+	    (p->job.hold = calloc(p->npend, sizeof(*p->job.hold))) != NULL) {
 		size_t i;
 
 		for (i = 0; i < p->npend; i++)
-			if (p->pend[i].writing && (p->hold[p->nhold] = strdup(p->pend[i].rel)) != NULL)
-				p->nhold++;
+			if (p->pend[i].writing && (p->job.hold[p->job.nhold] = strdup(p->pend[i].rel)) != NULL)
+				p->job.nhold++;
 	}
 	p->busy = 1;
 	if (p->state != ST_WAITING_HOST)
@@ -298,11 +298,11 @@ on_ka(uv_timer_t *t)
 	}
 	/* Off the loop: a phone that left without a word takes up to the
 	 * timeout to be found gone. */
-	p->job_ka = 1;
+	p->job.ka = 1;
 	p->busy = 1;
 	if ((rc = uv_thread_create(&p->th, ph_wjob_keepalive, p)) != 0) {
 		p->busy = 0;
-		p->job_ka = 0;
+		p->job.ka = 0;
 		ph_wreport_say(p, "cannot start a thread: %s", uv_strerror(rc));
 		ph_wpair_ka_arm(p);
 	}
@@ -332,7 +332,7 @@ ph_wpair_on_timer(uv_timer_t *t)
 {
 	struct pair *p = t->data;
 
-	if (p->busy && p->job_ka)
+	if (p->busy && p->job.ka)
 		p->timer_due = 1; /* its end runs this */
 	if (p->busy || p->closing || p->d->stopping)
 		return;

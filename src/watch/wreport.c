@@ -176,22 +176,22 @@ ph_wreport_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 	int alive = phsync_conn_alive(p->conn);
 
 	uv_mutex_lock(&p->rec.lock);
-	if (!p->job_synced && !retry_s && !rc && r->state != NULL && !strcmp(r->state, word) &&
+	if (!p->job.synced && !retry_s && !rc && r->state != NULL && !strcmp(r->state, word) &&
 	    r->connected == alive && p->rec.err[0] == '\0') {
 		/* A poll that found nothing: the record already says it all
 		 * (no file write every poll). */
 		uv_mutex_unlock(&p->rec.lock);
 		return;
 	}
-	if (p->job_synced) {
-		r->last_start = p->job_t0 ? p->job_t0 : now;
+	if (p->job.synced) {
+		r->last_start = p->job.t0 ? p->job.t0 : now;
 		r->last_end = now;
 		r->last_result = rc;
-		r->last_files = p->job_st.files_done;
-		r->last_failed = p->job_st.files_failed;
-		r->last_bytes = p->job_st.bytes_committed;
+		r->last_files = p->job.st.files_done;
+		r->last_failed = p->job.st.files_failed;
+		r->last_bytes = p->job.st.bytes_committed;
 	}
-	snprintf(p->rec.err, sizeof(p->rec.err), "%s", rc ? p->job_err : "");
+	snprintf(p->rec.err, sizeof(p->rec.err), "%s", rc ? p->job.err : "");
 	r->connected = alive;
 	uv_mutex_unlock(&p->rec.lock);
 	set_word(p, word);
