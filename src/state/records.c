@@ -36,7 +36,6 @@ ph_statedb_records_finalize(struct ph_state *st)
 	st->put = st->get = st->del = NULL;
 }
 
-
 /* Opens the batch's transaction if none is open. */
 static int
 batch_begin(struct ph_state *st)
