@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: ISC */
+/* A push pair's changed local files waiting for their settle period, and
+ * the files this daemon's pulls wrote (so a push pair watching the same
+ * folder does not send them back). The timers that use them are in
+ * wpair.c. See daemon.h. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon.h"
+
+#define MAX_PENDING 100000   /* changed files remembered one by one; beyond: all */
+#define MAX_OWN 100000       /* files pulls wrote, remembered against echoes */
+
+/* -- files pulls wrote ---------------------------------------------------- */
+
+void
+ph_wlocal_remember(struct pair *p, const char *rel)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	struct stat st;
+	struct own *o;
+
+	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
+	    realpath(path, abs) == NULL || lstat(abs, &st) != 0)
+		return;
+	uv_mutex_lock(&p->wrote_lock);
+	if (p->nwrote == p->capwrote && p->nwrote < MAX_OWN) {
+		size_t nc = p->capwrote ? p->capwrote * 2 : 64;
+		struct own *v = realloc(p->wrote, nc * sizeof(*v));
+
+		if (v != NULL) {
+			p->wrote = v;
+			p->capwrote = nc;
+		}
+	}
+	if (p->nwrote < p->capwrote && ((o = &p->wrote[p->nwrote])->path = strdup(abs)) != NULL) {
+		o->size = (uint64_t)st.st_size;
+		o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		p->nwrote++;
+	}
+	uv_mutex_unlock(&p->wrote_lock);
+}
+
+static void
+own_add(struct daemon *d, struct own *o)
+{
+	struct own *v;
+
+	if (d->nown >= MAX_OWN) {
+		free(o->path);
+		return;
+	}
+	if ((v = realloc(d->own, (d->nown + 1) * sizeof(*v))) == NULL) {
+		free(o->path);
+		return;
+	}
+	d->own = v;
+	d->own[d->nown++] = *o;
+}
+
+void
+ph_wlocal_take_writes(struct pair *p)
+{
+	size_t i;
+
+	uv_mutex_lock(&p->wrote_lock);
+	for (i = 0; i < p->nwrote; i++)
+		own_add(p->d, &p->wrote[i]);
+	p->nwrote = 0;
+	uv_mutex_unlock(&p->wrote_lock);
+}
+
+int
+ph_wlocal_own_match(struct daemon *d, const char *abs, uint64_t size, int64_t mtime_ns)
+{
+	size_t i;
+
+	for (i = 0; i < d->nown; i++) {
+		if (strcmp(d->own[i].path, abs) == 0) {
+			int same = d->own[i].size == size && d->own[i].mtime_ns == mtime_ns;
+
+			free(d->own[i].path);
+			d->own[i] = d->own[--d->nown];
+			return same;
+		}
+	}
+	return 0;
+}
+
+int
+ph_wlocal_pull_busy(const struct pair *p)
+{
+	size_t i, n = strlen(p->local_abs);
+
+	for (i = 0; i < p->d->npairs; i++) {
+		const struct pair *q = p->d->pairs[i];
+		char qa[PATH_MAX];
+		size_t m;
+
+		if (q == p || q->def.dir != PHSYNC_PULL || !q->busy ||
+		    realpath(q->def.local, qa) == NULL)
+			continue;
+		m = strlen(qa);
+		if ((m <= n && strncmp(qa, p->local_abs, m) == 0 && (m == n || p->local_abs[m] == '/')) ||
+		    (n < m && strncmp(qa, p->local_abs, n) == 0 && qa[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* -- pending local changes ------------------------------------------------ */
+
+int
+ph_wlocal_stat(const struct pair *p, const char *rel, uint64_t *size, int64_t *mtime_ns,
+               char *abs, size_t abslen)
+{
+	struct stat st;
+
+	if ((size_t)snprintf(abs, abslen, "%s/%s", p->local_abs, rel) >= abslen ||
+	    lstat(abs, &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
+	*size = (uint64_t)st.st_size;
+	*mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	return 0;
+}
+
+struct pend *
+ph_wlocal_pend_get(struct pair *p, const char *rel)
+{
+	struct pend *e;
+	size_t i;
+
+	for (i = p->npend; i-- > 0;)
+		if (strcmp(p->pend[i].rel, rel) == 0)
+			return &p->pend[i];
+	if (p->npend >= MAX_PENDING) {
+		p->dirty = 1; /* too many to follow one by one: a plain sync sees them */
+		return NULL;
+	}
+	if (p->npend == p->cappend) {
+		size_t nc = p->cappend ? p->cappend * 2 : 32;
+		struct pend *v = realloc(p->pend, nc * sizeof(*v));
+
+		if (v == NULL) {
+			p->dirty = 1;
+			return NULL;
+		}
+		p->pend = v;
+		p->cappend = nc;
+	}
+	e = &p->pend[p->npend];
+	memset(e, 0, sizeof(*e));
+	if ((e->rel = strdup(rel)) == NULL) {
+		p->dirty = 1;
+		return NULL;
+	}
+	p->npend++;
+	return e;
+}
+
+void
+ph_wlocal_pend_drop(struct pair *p, size_t i)
+{
+	free(p->pend[i].rel);
+	p->pend[i] = p->pend[--p->npend];
+}
+
+void
+ph_wlocal_free(struct pair *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->npend; i++)
+		free(p->pend[i].rel);
+	free(p->pend);
+	for (i = 0; i < p->nwrote; i++)
+		free(p->wrote[i].path);
+	free(p->wrote);
+}
