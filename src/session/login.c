@@ -14,6 +14,7 @@
 #include "bootcheck.h"
 #include "bootstrap.h"
 #include "ctx.h"
+#include "emit.h"
 #include "login.h"
 #include "sftpwire.h"
 #include "state.h"

@@ -5,9 +5,10 @@
 #define PH_LOGIN_H
 
 #include "phsync/phsync.h"
-#include "emit.h"
 #include "sftp.h"
 #include "ssh.h"
+
+struct ph_emit;   /* scan/emit.h */
 
 /* Connects to host as user (NULL: from ssh_config) with opts' ssh
  * settings and starts SFTP: through the remote helper (`phsync serve
