@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* libFuzzer: a hostile server's check-file reply and samples against an old
- * copy (src/sync/cfdelta.c over src/transport/sftp.c's reply parser).
+ * copy (src/rdelta/cfdelta.c over src/transport/sftp.c's reply parser).
  *
  * Input: 3 bytes of new size (1 .. 16 MiB), 2 bytes of old-copy length, the
  * old copy's bytes (as a memfd), 64 bytes offered as every sample, then the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* libFuzzer: the names a sync state row holds (src/sync/staterow.c), as
+/* libFuzzer: the names a sync state row holds (src/scan/staterow.c), as
  * whoever can write the state file would set them. Input: a kind byte,
  * then path, dpath, tmp and an archive name separated by NUL bytes (the
  * fields may hold any other byte). Whatever the bytes, a name the checks

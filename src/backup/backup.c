@@ -16,7 +16,10 @@
 #include "ctx.h"
 #include "fetch.h"
 #include "local.h"
+#include "login.h"
 #include "manifest.h"
+#include "remote.h"
+#include "spec.h"
 #include "ssh.h"
 #include "staterow.h"
 
@@ -38,7 +41,7 @@ struct held {
 };
 
 struct bk {
-	struct ph_job *j;
+	struct ph_brun *run;
 	struct ph_aw *aw;
 	struct ph_manifest mf;
 	struct ph_fetch_item *items;
@@ -119,11 +122,11 @@ bk_data(void *arg, size_t i, const uint8_t *p, size_t n)
 
 	(void)i;
 	if (n > b->left)
-		return ph_err(b->j->ctx, PHSYNC_EPROTO, "%s: more bytes than listed",
+		return ph_err(b->run->ctx, PHSYNC_EPROTO, "%s: more bytes than listed",
 		              ph_entry_raw(b->items[i].e));
 	XXH3_128bits_update(b->h, p, n);
 	b->left -= n;
-	b->j->st.bytes_done += n;
+	b->run->st.bytes_done += n;
 	return ph_aw_data(b->aw, p, n);
 }
 
@@ -137,7 +140,7 @@ bk_end(void *arg, size_t i)
 	int rc;
 
 	if (b->left != 0)
-		return ph_err(b->j->ctx, PHSYNC_EPROTO, "%s: fewer bytes than listed", ph_entry_raw(e));
+		return ph_err(b->run->ctx, PHSYNC_EPROTO, "%s: fewer bytes than listed", ph_entry_raw(e));
 	if ((rc = ph_aw_end(b->aw)) != 0)
 		return rc;
 	memset(&f, 0, sizeof(f));
@@ -152,9 +155,9 @@ bk_end(void *arg, size_t i)
 	if ((rc = ph_mf_add(&b->mf, &f)) != 0)
 		return rc;
 	if (!f.dir) {
-		b->j->st.files_done++;
-		b->j->st.bytes_committed += f.size;
-		ph_job_event(b->j, PHSYNC_EV_FILE_DONE, f.path, b->isnew[i] ? "new" : "update",
+		b->run->st.files_done++;
+		b->run->st.bytes_committed += f.size;
+		ph_emit(&b->run->ev, PHSYNC_EV_FILE_DONE, f.path, b->isnew[i] ? "new" : "update",
 		             f.size, 0, NULL);
 	}
 	return 0;
@@ -165,8 +168,8 @@ bk_failed(void *arg, size_t i, int err, const char *msg)
 {
 	struct bk *b = arg;
 
-	b->j->st.files_failed++;
-	ph_job_event(b->j, PHSYNC_EV_FILE_FAILED, ph_entry_raw(b->items[i].e), NULL,
+	b->run->st.files_failed++;
+	ph_emit(&b->run->ev, PHSYNC_EV_FILE_FAILED, ph_entry_raw(b->items[i].e), NULL,
 	             b->items[i].e->size, err, msg);
 }
 
@@ -177,7 +180,7 @@ held_row(void *arg, const char *path, const struct ph_backup_file *f)
 
 	if (!ph_staterow_path_ok(path, strlen(path))) {
 		/* never a deletion line; the next full archive drops the row */
-		ph_job_event(b->j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EUNSAFE, "the series' "
+		ph_emit(&b->run->ev, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EUNSAFE, "the series' "
 		             "state holds a name phsync never writes: ignored");
 		return 0;
 	}
@@ -237,7 +240,7 @@ expand_name(phsync_ctx *ctx, const char *tmpl, time_t now, char *out, size_t len
 /* The series' key in the state: who and what is backed up, and the
  * archive template made absolute (its folder must exist). */
 static int
-open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const char *tmpl,
+open_series(struct ph_brun *run, struct ph_ssh *ssh, const char *src_abs, const char *tmpl,
             char *absdir, size_t dlen)
 {
 	struct ph_state_key key;
@@ -250,7 +253,7 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 		snprintf(dir, sizeof(dir), "/");
 	base = base ? base + 1 : tmpl;
 	if (realpath(dir, absdir) == NULL)
-		return ph_err(j->ctx, ph_err_from_errno(errno), "%s: the archive's folder: %s", dir,
+		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: the archive's folder: %s", dir,
 		              strerror(errno));
 	(void)dlen;
 	key.port = 0;
@@ -265,8 +268,8 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 	key.single = NULL;
 	key.rpath = src_abs;
 	key.lpath = lpath;
-	return ph_state_open(j->ctx, j->o->state_dir, &key,
-	                     j->o->reset_state ? PH_STATE_RESET : 0, &j->state);
+	return ph_state_open(run->ctx, run->o->state_dir, &key,
+	                     run->o->reset_state ? PH_STATE_RESET : 0, &run->state);
 }
 
 /* What the archive holds: every file and folder (full), or what is new or
@@ -275,15 +278,15 @@ open_series(struct ph_job *j, struct ph_ssh *ssh, const char *src_abs, const cha
 static int
 choose(struct bk *b, int full)
 {
-	struct ph_job *j = b->j;
+	struct ph_brun *run = b->run;
 	size_t i, k = 0;
 	int rc;
 
-	if ((b->items = calloc(j->src.n ? j->src.n : 1, sizeof(*b->items))) == NULL ||
-	    (b->isnew = calloc(j->src.n ? j->src.n : 1, 1)) == NULL)
+	if ((b->items = calloc(run->src.n ? run->src.n : 1, sizeof(*b->items))) == NULL ||
+	    (b->isnew = calloc(run->src.n ? run->src.n : 1, 1)) == NULL)
 		return PHSYNC_ENOMEM;
-	for (i = 0; i < j->src.n; i++) {
-		const struct ph_entry *e = &j->src.v[i];
+	for (i = 0; i < run->src.n; i++) {
+		const struct ph_entry *e = &run->src.v[i];
 		const struct held *h = NULL;
 		int c = 1;
 
@@ -295,8 +298,8 @@ choose(struct bk *b, int full)
 		if (k < b->nheld && c == 0)
 			h = &b->held[k++];
 		if (e->type == PH_T_LINK || e->type == PH_T_OTHER) {
-			j->st.files_skipped++;
-			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, e->type == PH_T_LINK ? "symlink" :
+			run->st.files_skipped++;
+			ph_emit(&run->ev, PHSYNC_EV_SKIPPED, e->path, e->type == PH_T_LINK ? "symlink" :
 			             "special", 0, 0, e->type == PH_T_LINK ?
 			             "symlink (never followed nor archived)" :
 			             "not a regular file or folder");
@@ -305,16 +308,16 @@ choose(struct bk *b, int full)
 			continue;
 		}
 		if (strcmp(e->path, PH_MANIFEST_NAME) == 0) {
-			j->st.files_skipped++;
-			ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "reserved", 0, 0,
+			run->st.files_skipped++;
+			ph_emit(&run->ev, PHSYNC_EV_SKIPPED, e->path, "reserved", 0, 0,
 			             "this name holds the archive's manifest; not archived");
 			continue;
 		}
 		if (e->type == PH_T_FILE) {
-			j->st.files_total++;
+			run->st.files_total++;
 			if (e->nosize) {
-				j->st.files_failed++;
-				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EREMOTE,
+				run->st.files_failed++;
+				ph_emit(&run->ev, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, PHSYNC_EREMOTE,
 				             "the server does not tell its size; not archived");
 				continue;
 			}
@@ -327,8 +330,8 @@ choose(struct bk *b, int full)
 		b->isnew[b->nitems] = h == NULL || h->type != e->type;
 		b->items[b->nitems++].e = e;
 		if (e->type == PH_T_FILE) {
-			j->st.files_todo++;
-			j->st.bytes_todo += e->size;
+			run->st.files_todo++;
+			run->st.bytes_todo += e->size;
 		}
 	}
 	for (; k < b->nheld && !full; k++)
@@ -365,7 +368,7 @@ write_manifest(struct bk *b, int head)
 static int
 record(struct bk *b, const char *published, uint64_t size)
 {
-	struct ph_state *st = b->j->state;
+	struct ph_state *st = b->run->state;
 	struct ph_backup_rec rec;
 	size_t i;
 	int rc;
@@ -399,7 +402,7 @@ record(struct bk *b, const char *published, uint64_t size)
 	rec.full = b->mf.full;
 	rec.base = b->mf.base;
 	rec.created = b->mf.created;
-	rec.files = b->j->st.files_done;
+	rec.files = b->run->st.files_done;
 	rec.bytes = size;
 	rec.deleted = b->mf.ndel;
 	return ph_state_backup_end(st, &rec);
@@ -409,7 +412,7 @@ record(struct bk *b, const char *published, uint64_t size)
  * the newest N are removed. The newest chain, which the next incremental
  * builds on, is never one of them. */
 static int
-prune(struct ph_job *j, unsigned keep, const char *absdir)
+prune(struct ph_brun *run, unsigned keep, const char *absdir)
 {
 	struct ph_backup_rec *v;
 	size_t n, i, chains = 0, drop;
@@ -417,7 +420,7 @@ prune(struct ph_job *j, unsigned keep, const char *absdir)
 
 	if (keep == 0)
 		return 0;
-	if ((rc = ph_state_backup_list(j->state, &v, &n)) != 0)
+	if ((rc = ph_state_backup_list(run->state, &v, &n)) != 0)
 		return rc;
 	for (i = 0; i < n; i++)
 		if (!v[i].pruned && v[i].full)
@@ -433,18 +436,18 @@ prune(struct ph_job *j, unsigned keep, const char *absdir)
 		}
 		if (!ph_staterow_archive_ok(v[i].name, absdir)) {
 			/* only ever an archive in the series' folder */
-			ph_job_event(j, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EUNSAFE,
+			ph_emit(&run->ev, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EUNSAFE,
 			             "--keep: the series' state names an archive outside its "
 			             "folder: not removed");
 			continue;
 		}
 		if (unlink(v[i].name) != 0 && errno != ENOENT) {
-			ph_job_event(j, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
+			ph_emit(&run->ev, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
 			             "--keep: cannot remove this old archive");
 			continue;
 		}
-		rc = ph_state_backup_pruned(j->state, v[i].seq);
-		ph_job_event(j, PHSYNC_EV_DELETED, v[i].name, "pruned", v[i].bytes, 0, NULL);
+		rc = ph_state_backup_pruned(run->state, v[i].seq);
+		ph_emit(&run->ev, PHSYNC_EV_DELETED, v[i].name, "pruned", v[i].bytes, 0, NULL);
 	}
 	ph_state_backup_recs_free(v, n);
 	return rc;
@@ -453,9 +456,26 @@ prune(struct ph_job *j, unsigned keep, const char *absdir)
 static void
 lscan_event(const struct phsync_event *ev, void *arg)
 {
-	struct ph_job *j = arg;
+	struct ph_brun *run = arg;
 
-	ph_job_event(j, ev->type, ev->path, ev->action, ev->size, ev->err, ev->message);
+	ph_emit(&run->ev, ev->type, ev->path, ev->action, ev->size, ev->err, ev->message);
+}
+
+/* Lists a remote source's tree into run->src (its temp files, a sync's,
+ * are neither listed nor touched). */
+static int
+remote_scan(struct ph_brun *run)
+{
+	struct ph_rscan in;
+
+	memset(&in, 0, sizeof(in));
+	in.ctx = run->ctx;
+	in.sftp = run->sftp;
+	in.rroot = run->rroot;
+	in.filter = &run->filter;
+	in.ev = &run->ev;
+	in.dry_run = run->o->dry_run;
+	return ph_remote_scan(&in, &run->src);
 }
 
 int
@@ -465,7 +485,7 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 {
 	struct phsync_options defaults;
 	const struct phsync_options *opts;
-	struct ph_job j;
+	struct ph_brun run;
 	struct bk b;
 	struct ph_ssh *ssh = NULL;
 	struct ph_backup_rec *recs = NULL;
@@ -485,15 +505,9 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 		phsync_options_init(&defaults);
 		opts = &defaults;
 	}
-	memset(&j, 0, sizeof(j));
+	ph_brun_init(&run, ctx, opts);
 	memset(&b, 0, sizeof(b));
-	j.ctx = ctx;
-	j.o = opts;
-	j.dir = PHSYNC_PULL;
-	j.lroot = -1;
-	j.t0_ms = j.last_progress_ms = ph_now_ms();
-	j.started = (int64_t)now;
-	b.j = &j;
+	b.run = &run;
 	if ((b.h = XXH3_createState()) == NULL)
 		return PHSYNC_ENOMEM;
 	remote = phsync_parse_remote(src, &user, &host, &rpath) == 0;
@@ -513,17 +527,18 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 		}
 	}
 	if ((rc = expand_name(ctx, base, now, name, sizeof(name))) != 0 ||
-	    (rc = ph_job_filter(&j, &pat, &incl)) != 0)
+	    (rc = ph_filter_options(&run.filter, opts, &pat, &incl)) != 0)
 		goto out;
 	if (remote) {
 		struct ph_sftp_attrs ra;
 		char *rp;
 
-		if ((rc = ph_job_parse_remote(&j, src, &user, &host, &rpath)) != 0 ||
-		    (rc = ph_job_connect(&j, user, host, &ssh)) != 0)
+		if ((rc = ph_spec_remote(ctx, src, &user, &host, &rpath, &run.rroot)) != 0 ||
+		    (rc = ph_login_run(ctx, opts, user, host, run.rroot, &run.ev, &ssh,
+		                       &run.sftp)) != 0)
 			goto out;
-		rp = ph_job_rpath(&j, "");
-		rc = rp ? ph_sftp_stat_sync(j.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
+		rp = ph_rpath_join(run.rroot, "");
+		rc = rp ? ph_sftp_stat_sync(run.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
 		free(rp);
 		if (rc != 0) {
 			rc = ph_err(ctx, rc, "%s:%s: %s", host, rpath, rc == PHSYNC_ENOENT ?
@@ -534,33 +549,33 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
 			goto out;
 		}
-		snprintf(srcabs, sizeof(srcabs), "%s", j.rroot);
-		if ((rc = ph_remote_scan(&j, &j.src, 0)) != 0)
+		snprintf(srcabs, sizeof(srcabs), "%s", run.rroot);
+		if ((rc = remote_scan(&run)) != 0)
 			goto out;
 	} else {
 		uint64_t failed = 0;
 
-		if ((rc = ph_local_open_root(ctx, src, 0, &j.lroot)) != 0)
+		if ((rc = ph_local_open_root(ctx, src, 0, &run.lroot)) != 0)
 			goto out;
 		if (realpath(src, srcabs) == NULL) {
 			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));
 			goto out;
 		}
-		if ((rc = ph_local_scan(ctx, j.lroot, &j.filter, 0, 1, &j.src, NULL, lscan_event, &j,
-		                        &failed)) != 0)
+		if ((rc = ph_local_scan(ctx, run.lroot, &run.filter, 0, 1, &run.src, NULL,
+		                        lscan_event, &run, &failed)) != 0)
 			goto out;
-		j.st.files_failed += failed;
+		run.st.files_failed += failed;
 	}
-	ph_tree_sort(&j.src);
+	ph_tree_sort(&run.src);
 	/* The series (locked for this run: two backups of one series never
 	 * interleave) and what it held. */
-	if ((rc = open_series(&j, ssh, srcabs, tmpl, absdir, sizeof(absdir))) != 0 ||
-	    (rc = ph_state_series_id(j.state, b.mf.series)) != 0 ||
-	    (rc = ph_state_backup_list(j.state, &recs, &nrecs)) != 0)
+	if ((rc = open_series(&run, ssh, srcabs, tmpl, absdir, sizeof(absdir))) != 0 ||
+	    (rc = ph_state_series_id(run.state, b.mf.series)) != 0 ||
+	    (rc = ph_state_backup_list(run.state, &recs, &nrecs)) != 0)
 		goto out;
 	full = bo->mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
 	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
-		ph_job_event(&j, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
+		ph_emit(&run.ev, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
 		             "the series' last archive is gone: this one is a full backup");
 		full = 1;
 	}
@@ -572,7 +587,7 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	if (!full && (rc = ph_state_backup_each(j.state, held_row, &b)) != 0)
+	if (!full && (rc = ph_state_backup_each(run.state, held_row, &b)) != 0)
 		goto out;
 	if ((rc = choose(&b, full)) != 0)
 		goto out;
@@ -584,12 +599,12 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	{
 		struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, &b };
 
-		if ((rc = ph_fetch_run(&j, b.items, b.nitems, &ops)) != 0)
+		if ((rc = ph_fetch_run(&run, b.items, b.nitems, &ops)) != 0)
 			goto out;
 	}
 	for (i = 0; i < b.mf.ndel; i++) {
-		j.st.files_deleted++;
-		ph_job_event(&j, PHSYNC_EV_DELETED, b.mf.del[i], "recorded as deleted", 0, 0, NULL);
+		run.st.files_deleted++;
+		ph_emit(&run.ev, PHSYNC_EV_DELETED, b.mf.del[i], "recorded as deleted", 0, 0, NULL);
 	}
 	if (ctx->interrupted) {
 		rc = PHSYNC_EINTR;
@@ -609,21 +624,21 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	}
 	if (published != NULL)
 		snprintf(published, publen, "%s", pub);
-	rc = prune(&j, bo->keep, absdir);
-	if (rc == 0 && j.st.files_failed > 0)
+	rc = prune(&run, bo->keep, absdir);
+	if (rc == 0 && run.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) could not be read and are not in "
-		            "%s; the rest is", (unsigned long long)j.st.files_failed, pub);
+		            "%s; the rest is", (unsigned long long)run.st.files_failed, pub);
 out:
 	ph_aw_abort(b.aw);
 	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == PHSYNC_EINTR)
 		ph_err(ctx, rc, "interrupted; no archive was made (run again)");
-	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	ph_emit_elapsed(&run.ev);
 	if (stats != NULL)
-		*stats = j.st;
-	ph_job_event(&j, PHSYNC_EV_SUMMARY, pub[0] ? pub : NULL, NULL, 0, rc, rc ? ctx->err : NULL);
-	ph_state_close(j.state, rc, &j.st);
+		*stats = run.st;
+	ph_emit(&run.ev, PHSYNC_EV_SUMMARY, pub[0] ? pub : NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_state_close(run.state, rc, &run.st);
 	ph_state_backup_recs_free(recs, nrecs);
 	for (i = 0; i < b.nheld; i++)
 		free(b.held[i].path);
@@ -632,12 +647,12 @@ out:
 	free(b.isnew);
 	ph_mf_free(&b.mf);
 	XXH3_freeState(b.h);
-	ph_tree_free(&j.src);
-	ph_sftp_free(j.sftp);
+	ph_tree_free(&run.src);
+	ph_sftp_free(run.sftp);
 	ph_ssh_free(ssh);
-	if (j.lroot >= 0)
-		close(j.lroot);
-	free(j.rroot);
+	if (run.lroot >= 0)
+		close(run.lroot);
+	free(run.rroot);
 	free(pat);
 	free(incl);
 	free(user);

@@ -50,7 +50,7 @@ struct slot {
 };
 
 struct fetch {
-	struct ph_job *j;
+	struct ph_brun *run;
 	const struct ph_fetch_item *items;
 	size_t n;
 	const struct ph_fetch_ops *ops;
@@ -90,7 +90,7 @@ ffail(struct ffile *f, int err, const char *fmt, const char *detail)
 static char *
 rpath_of(struct fetch *fe, size_t i)
 {
-	return ph_job_rpath(fe->j, ph_entry_raw(fe->items[i].e));
+	return ph_rpath_join(fe->run->rroot, ph_entry_raw(fe->items[i].e));
 }
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
@@ -101,7 +101,7 @@ send_slot(struct fetch *fe, struct slot *sl)
 	struct ffile *f = sl->f;
 	int rc;
 
-	rc = ph_sftp_read(fe->j->sftp, f->h, f->hlen, sl->off + sl->have, sl->len - sl->have,
+	rc = ph_sftp_read(fe->run->sftp, f->h, f->hlen, sl->off + sl->have, sl->len - sl->have,
 	                  read_cb, sl);
 	if (rc != 0)
 		return rc;
@@ -204,13 +204,13 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	memcpy(f->h, r->data, r->len);
 	f->hlen = r->len;
 	if (f->state == F_FAILED || fe->fatal) {
-		ph_sftp_close(fe->j->sftp, f->h, f->hlen, NULL, NULL);
+		ph_sftp_close(fe->run->sftp, f->h, f->hlen, NULL, NULL);
 		f->hlen = 0;
 		ffile_unref(f);
 		return;
 	}
 	f->state = F_OPEN;
-	rc = ph_sftp_read(fe->j->sftp, f->h, f->hlen, f->size > 0 ? f->size - 1 : 0, 2, probe_cb, f);
+	rc = ph_sftp_read(fe->run->sftp, f->h, f->hlen, f->size > 0 ? f->size - 1 : 0, 2, probe_cb, f);
 	if (rc == 0)
 		f->refs++;
 	for (sl = fe->first; sl != NULL && rc == 0; sl = sl->next)
@@ -246,7 +246,7 @@ start_file(struct fetch *fe)
 	if ((rp = rpath_of(fe, i)) == NULL)
 		return PHSYNC_ENOMEM;
 	f->state = F_OPENING;
-	rc = ph_sftp_open(fe->j->sftp, rp, PH_FXF_READ, NULL, open_cb, f);
+	rc = ph_sftp_open(fe->run->sftp, rp, PH_FXF_READ, NULL, open_cb, f);
 	free(rp);
 	if (rc == 0)
 		f->refs++;
@@ -308,7 +308,7 @@ static void
 retire(struct fetch *fe, struct ffile *f)
 {
 	if (f->hlen > 0)
-		ph_sftp_close(fe->j->sftp, f->h, f->hlen, NULL, NULL);
+		ph_sftp_close(fe->run->sftp, f->h, f->hlen, NULL, NULL);
 	f->hlen = 0;
 	f->consumed = 1;
 	fe->win[f->item % MAX_OPEN] = NULL;
@@ -329,7 +329,7 @@ consume(struct fetch *fe)
 
 	if (f->state == F_FAILED) {
 		if (f->begun) {
-			return ph_err(fe->j->ctx, f->err ? f->err : PHSYNC_EREMOTE,
+			return ph_err(fe->run->ctx, f->err ? f->err : PHSYNC_EREMOTE,
 			              "%s: %s: its header already promised %llu bytes, so the "
 			              "archive was abandoned rather than hold wrong content; run "
 			              "again (or --exclude it)", ph_entry_raw(fe->items[f->item].e),
@@ -389,14 +389,14 @@ consume(struct fetch *fe)
 static int
 fetch_remote(struct fetch *fe)
 {
-	struct ph_job *j = fe->j;
+	struct ph_brun *run = fe->run;
 	int rc = 0;
 
-	fe->chunk = ph_sftp_max_read(j->sftp);
+	fe->chunk = ph_sftp_max_read(run->sftp);
 	if (fe->chunk == 0 || fe->chunk > (1u << 20))
 		fe->chunk = 32768;
 	while (fe->head < fe->n && rc >= 0) {
-		if (j->ctx->interrupted) {
+		if (run->ctx->interrupted) {
 			rc = PHSYNC_EINTR;
 			break;
 		}
@@ -424,18 +424,18 @@ fetch_remote(struct fetch *fe)
 		if (rc < 0)
 			break;
 		rc = 0;
-		if (fe->head < fe->n && (rc = ph_sftp_pump(j->sftp, 200)) != 0)
+		if (fe->head < fe->n && (rc = ph_sftp_pump(run->sftp, 200)) != 0)
 			break;
 		if (fe->fatal && (rc = fe->fatal) != 0)
 			break;
-		ph_job_progress(j);
+		ph_emit_progress(&run->ev, NULL);
 	}
 	return rc;
 }
 
 /* A local file, opened beneath the root without following symlinks. */
 static int
-local_open(struct ph_job *j, const char *rel, int *fd)
+local_open(struct ph_brun *run, const char *rel, int *fd)
 {
 	const char *base;
 	char *dir;
@@ -443,7 +443,7 @@ local_open(struct ph_job *j, const char *rel, int *fd)
 
 	if ((rc = ph_local_split(rel, &dir, &base)) != 0)
 		return rc;
-	rc = ph_local_opendir(j->lroot, dir, &dfd);
+	rc = ph_local_opendir(run->lroot, dir, &dfd);
 	free(dir);
 	if (rc != 0)
 		return rc;
@@ -488,7 +488,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 			return rc;
 		return ops->end(ops->arg, i);
 	}
-	if ((rc = local_open(fe->j, ph_entry_raw(e), &fd)) != 0 || fstat(fd, &st) != 0 ||
+	if ((rc = local_open(fe->run, ph_entry_raw(e), &fd)) != 0 || fstat(fd, &st) != 0 ||
 	    !S_ISREG(st.st_mode)) {
 		snprintf(msg, sizeof(msg), "cannot open: %s", rc ? phsync_strerror(rc) :
 		         "not a regular file any more");
@@ -530,7 +530,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 
 		r = read_full(fd, buf, want);
 		if (r != (ssize_t)want) {
-			rc = ph_err(fe->j->ctx, PHSYNC_EIO, "%s: %s after its header was written (it "
+			rc = ph_err(fe->run->ctx, PHSYNC_EIO, "%s: %s after its header was written (it "
 			            "promised %llu bytes), so the archive was abandoned rather than "
 			            "hold wrong content", ph_entry_raw(e),
 			            r < 0 ? strerror(errno) : "the file shrank",
@@ -539,8 +539,8 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 		}
 		rc = ops->data(ops->arg, i, buf, want);
 		left -= want;
-		ph_job_progress(fe->j);
-		if (fe->j->ctx->interrupted)
+		ph_emit_progress(&fe->run->ev, NULL);
+		if (fe->run->ctx->interrupted)
 			rc = PHSYNC_EINTR;
 	}
 	close(fd);
@@ -548,7 +548,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 }
 
 int
-ph_fetch_run(struct ph_job *j, const struct ph_fetch_item *items, size_t n,
+ph_fetch_run(struct ph_brun *run, const struct ph_fetch_item *items, size_t n,
              const struct ph_fetch_ops *ops)
 {
 	struct fetch fe;
@@ -556,18 +556,18 @@ ph_fetch_run(struct ph_job *j, const struct ph_fetch_item *items, size_t n,
 	int rc = 0;
 
 	memset(&fe, 0, sizeof(fe));
-	fe.j = j;
+	fe.run = run;
 	fe.items = items;
 	fe.n = n;
 	fe.ops = ops;
-	if (j->lroot >= 0) {
+	if (run->lroot >= 0) {
 		uint8_t *buf = malloc(LOCAL_CHUNK);
 
 		if (buf == NULL)
 			return PHSYNC_ENOMEM;
 		for (i = 0; i < n && rc == 0; i++) {
 			rc = fetch_local_one(&fe, i, buf);
-			if (rc == 0 && j->ctx->interrupted)
+			if (rc == 0 && run->ctx->interrupted)
 				rc = PHSYNC_EINTR;
 		}
 		free(buf);
@@ -578,12 +578,12 @@ ph_fetch_run(struct ph_job *j, const struct ph_fetch_item *items, size_t n,
 	rc = fetch_remote(&fe);
 	/* Requests of files left out may still be answered: wait for them
 	 * (their callbacks free what they point to). */
-	while (rc == 0 && ph_sftp_inflight(j->sftp) > 0)
-		rc = ph_sftp_pump(j->sftp, 1000);
+	while (rc == 0 && ph_sftp_inflight(run->sftp) > 0)
+		rc = ph_sftp_pump(run->sftp, 1000);
 	if (rc != 0) {
 		/* Replies still out would land in freed memory: end the link
 		 * (every callback runs now), then free what is left. */
-		ph_sftp_abort(j->sftp, rc);
+		ph_sftp_abort(run->sftp, rc);
 	}
 	while (fe.first != NULL)
 		drop_head_slot(&fe);

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "brun.h"
 
 /* Files up to this size are held until all their bytes, and the check
  * that the server has exactly the listed size, are in: a file that fails
@@ -37,12 +37,12 @@ struct ph_fetch_ops {
 	void *arg;
 };
 
-/* Reads items over j->sftp (paths under j->rroot) or, when j->lroot >= 0,
+/* Reads items over run->sftp (paths under run->rroot) or, when run->lroot >= 0,
  * beneath that local folder. Returns 0 (items that failed alone were
  * reported through failed), or a PHSYNC_E* that ends the archive: the
  * link died, a callback failed, or a file whose header was already
  * written came with another number of bytes than it had promised. */
-int ph_fetch_run(struct ph_job *j, const struct ph_fetch_item *items, size_t n,
+int ph_fetch_run(struct ph_brun *run, const struct ph_fetch_item *items, size_t n,
                  const struct ph_fetch_ops *ops);
 
 #endif

@@ -19,7 +19,7 @@
 #include "aread.h"
 #include "chain.h"
 #include "ctx.h"
-#include "job.h"
+#include "brun.h"
 #include "local.h"
 #include "pset.h"
 #include "tempname.h"
@@ -41,7 +41,7 @@ struct dtime {
 };
 
 struct rs {
-	struct ph_job *j;
+	struct ph_brun *run;
 	int root;
 	mode_t mask;
 	struct ph_temp_owner self;
@@ -125,8 +125,8 @@ mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 static void
 refuse(struct rs *r, const char *path, int err, const char *why)
 {
-	r->j->st.files_failed++;
-	ph_job_event(r->j, PHSYNC_EV_FILE_FAILED, path, NULL, 0, err, why);
+	r->run->st.files_failed++;
+	ph_emit(&r->run->ev, PHSYNC_EV_FILE_FAILED, path, NULL, 0, err, why);
 }
 
 static int
@@ -154,7 +154,7 @@ add_dtime(struct rs *r, const char *path, int64_t mtime, uint32_t nsec)
 static int
 stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 {
-	struct ph_job *j = r->j;
+	struct ph_brun *run = r->run;
 	struct staged sg;
 	struct statvfs vs;
 	struct stat st;
@@ -180,14 +180,14 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 			       "not followed");
 			return 1;
 		}
-		return ph_err(j->ctx, rc, "%s: cannot make its folder: %s", e->path,
+		return ph_err(run->ctx, rc, "%s: cannot make its folder: %s", e->path,
 		              phsync_strerror(rc));
 	}
 	free(dir);
 	/* A size that cannot fit is refused before a byte is written. */
 	if (fstatvfs(dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
 		close(dfd);
-		return ph_err(j->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
+		return ph_err(run->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
 		              "space left); the restore stopped, nothing of this archive was put "
 		              "in place", e->path, (unsigned long long)e->size);
 	}
@@ -198,7 +198,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 			break;
 	}
 	if (fd < 0) {
-		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: cannot create its temp file: %s",
+		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: cannot create its temp file: %s",
 		            e->path, strerror(errno));
 		close(dfd);
 		return rc;
@@ -210,7 +210,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	XXH3_128bits_reset(h);
 	while ((rc = ph_ar_data(ar, &p, &n, &off)) == 1) {
 		if (off < 0 || (uint64_t)off < pos || (uint64_t)off + n > e->size) {
-			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: data outside its size", e->path);
+			rc = ph_err(run->ctx, PHSYNC_ECORRUPT, "%s: data outside its size", e->path);
 			goto fail;
 		}
 		while (pos < (uint64_t)off) {   /* a hole (sparse entry) */
@@ -228,7 +228,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 			if (w <= 0) {
 				int e2 = w < 0 ? errno : EIO;
 
-				rc = ph_err(j->ctx, ph_err_from_errno(e2), "%s: %s%s", e->path,
+				rc = ph_err(run->ctx, ph_err_from_errno(e2), "%s: %s%s", e->path,
 				            strerror(e2), e2 == ENOSPC ? " (no space left); the restore "
 				            "stopped, nothing of this archive was put in place" : "");
 				goto fail;
@@ -250,13 +250,13 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
 	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
 	if (ftruncate(fd, (off_t)e->size) != 0 || fchmod(fd, (e->mode & 0666) & ~r->mask) != 0 ||
-	    futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0) || fstat(fd, &st) != 0) {
-		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+	    futimens(fd, ts) != 0 || (run->o->fsync && fsync(fd) != 0) || fstat(fd, &st) != 0) {
+		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
 		goto fail;
 	}
 	if (close(fd) != 0) {
 		fd = -1;
-		rc = ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
 		goto fail;
 	}
 	fd = -1;
@@ -332,7 +332,7 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 		qsort(r->sv, r->ns, sizeof(*r->sv), staged_cmp);
 	for (i = 0; i + 1 < r->ns; i++)
 		if (strcmp(r->sv[i].path, r->sv[i + 1].path) == 0)
-			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds %s twice; nothing of this "
+			return ph_err(r->run->ctx, PHSYNC_ECORRUPT, "%s: holds %s twice; nothing of this "
 			              "archive was put in place", name, r->sv[i].path);
 	for (i = 0; i < m->n; i++) {
 		const struct ph_mf_file *f = &m->v[i];
@@ -344,12 +344,12 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 		key.path = f->path;
 		s = r->ns ? bsearch(&key, r->sv, r->ns, sizeof(*r->sv), staged_cmp) : NULL;
 		if (s == NULL || s->size != f->size || memcmp(s->hash, f->hash, 16) != 0)
-			return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: %s does not match its manifest "
+			return ph_err(r->run->ctx, PHSYNC_ECORRUPT, "%s: %s does not match its manifest "
 			              "(damaged archive); nothing of this archive was put in place",
 			              name, f->path);
 	}
 	if (nfiles != r->ns)
-		return ph_err(r->j->ctx, PHSYNC_ECORRUPT, "%s: holds files its manifest does not "
+		return ph_err(r->run->ctx, PHSYNC_ECORRUPT, "%s: holds files its manifest does not "
 		              "name; nothing of this archive was put in place", name);
 	return 0;
 }
@@ -360,7 +360,7 @@ check_manifest(struct rs *r, const char *name, const struct ph_manifest *m)
 static void
 delete_one(struct rs *r, const char *path)
 {
-	struct ph_job *j = r->j;
+	struct ph_brun *run = r->run;
 	struct ph_pset_e *pe = ph_pset_get(&r->put, path);
 	const char *base;
 	struct stat st;
@@ -377,16 +377,16 @@ delete_one(struct rs *r, const char *path)
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		;   /* nothing there: nothing to do */
 	else if (pe == NULL || pe->dev != (uint64_t)st.st_dev || pe->ino != (uint64_t)st.st_ino)
-		ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, 0, "deleted at the source, but "
+		ph_emit(&run->ev, PHSYNC_EV_WARNING, path, NULL, 0, 0, "deleted at the source, but "
 		             "not put here by this restore: left alone");
 	else if (unlinkat(dfd, base, pe->dir ? AT_REMOVEDIR : 0) == 0) {
 		pe->live = 0;
-		j->st.files_deleted++;
-		ph_job_event(j, PHSYNC_EV_DELETED, path, "deleted", 0, 0, NULL);
-		if (j->o->fsync)
+		run->st.files_deleted++;
+		ph_emit(&run->ev, PHSYNC_EV_DELETED, path, "deleted", 0, 0, NULL);
+		if (run->o->fsync)
 			fsync(dfd);
 	} else
-		ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EIO, "deleted at the "
+		ph_emit(&run->ev, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EIO, "deleted at the "
 		             "source by then, but cannot be removed here (a folder not empty?)");
 	close(dfd);
 }
@@ -444,7 +444,7 @@ unmake(struct rs *r)
 static int
 apply(struct rs *r, const struct ph_manifest *m)
 {
-	struct ph_job *j = r->j;
+	struct ph_brun *run = r->run;
 	size_t i;
 	int lastfd = -1, rc = 0;
 	char lastdir[PATH_MAX] = "";
@@ -461,7 +461,7 @@ apply(struct rs *r, const struct ph_manifest *m)
 			dfd = lastfd;
 		else {
 			if (lastfd >= 0) {
-				if (j->o->fsync)
+				if (run->o->fsync)
 					fsync(lastfd);
 				close(lastfd);
 				lastfd = -1;
@@ -484,19 +484,19 @@ apply(struct rs *r, const struct ph_manifest *m)
 		}
 		if ((rc = ph_pset_put(&r->put, s->path, s->dev, s->ino, 0, r->gen)) != 0)
 			break;
-		j->st.files_done++;
-		j->st.bytes_committed += s->size;
-		j->st.bytes_done += s->size;
-		ph_job_event(j, PHSYNC_EV_FILE_DONE, s->path, "restored", s->size, 0, NULL);
+		run->st.files_done++;
+		run->st.bytes_committed += s->size;
+		run->st.bytes_done += s->size;
+		ph_emit(&run->ev, PHSYNC_EV_FILE_DONE, s->path, "restored", s->size, 0, NULL);
 	}
 	if (lastfd >= 0) {
-		if (j->o->fsync)
+		if (run->o->fsync)
 			fsync(lastfd);
 		close(lastfd);
 	}
 	if (rc != 0) {
 		unstage(r);
-		return ph_err(j->ctx, rc, "the restore stopped while putting files in place "
+		return ph_err(run->ctx, rc, "the restore stopped while putting files in place "
 		              "(a folder it cannot reach?): %s", phsync_strerror(rc));
 	}
 	for (i = 0; i < r->ns; i++)
@@ -514,7 +514,7 @@ apply(struct rs *r, const struct ph_manifest *m)
 static int
 restore_one(struct rs *r, const struct ph_chain_link *l)
 {
-	struct ph_job *j = r->j;
+	struct ph_brun *run = r->run;
 	struct ph_ar *ar = NULL;
 	struct ph_ar_entry e;
 	const struct ph_manifest *head;
@@ -522,11 +522,11 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 	size_t nd0 = r->nd;
 	int rc, n = 0;
 
-	if ((rc = ph_ar_open(j->ctx, name, &ar)) != 0)
+	if ((rc = ph_ar_open(run->ctx, name, &ar)) != 0)
 		return rc;
 	while ((rc = ph_ar_next(ar, &e)) == 1) {
 		rc = 0;
-		if (j->ctx->interrupted) {
+		if (run->ctx->interrupted) {
 			rc = PHSYNC_EINTR;
 			break;
 		}
@@ -535,7 +535,7 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 		                 (head != NULL && (strcmp(head->series, l->series) != 0 ||
 		                                   head->seq != l->seq || head->full != l->full ||
 		                                   head->base != l->base)))) {
-			rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read "
+			rc = ph_err(run->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read "
 			            "it; nothing of it was put in place", name);
 			break;
 		}
@@ -559,7 +559,7 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 				break;
 			}
 			if (rc != 0) {
-				rc = ph_err(j->ctx, rc, "%s: cannot make the folder: %s", e.path,
+				rc = ph_err(run->ctx, rc, "%s: cannot make the folder: %s", e.path,
 				            phsync_strerror(rc));
 				break;
 			}
@@ -577,15 +577,15 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 			break;
 	}
 	if (rc == 0 && l->phsync && n == 0)
-		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read it "
+		rc = ph_err(run->ctx, PHSYNC_ECORRUPT, "%s changed since the restore first read it "
 		            "(it is empty now); nothing of it was put in place", name);
 	if (rc == 0 && ph_ar_head(ar) != NULL && ph_ar_manifest(ar) == NULL)
-		rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "%s: cut short (its manifest, which ends a "
+		rc = ph_err(run->ctx, PHSYNC_ECORRUPT, "%s: cut short (its manifest, which ends a "
 		            "complete archive, is missing); nothing of it was put in place", name);
 	if (rc == 0 && ph_ar_manifest(ar) != NULL)
 		rc = check_manifest(r, name, ph_ar_manifest(ar));
 	if (rc == 0 && ph_ar_head(ar) == NULL)
-		ph_job_event(j, PHSYNC_EV_WARNING, name, NULL, 0, 0, "no phsync manifest: restored "
+		ph_emit(&run->ev, PHSYNC_EV_WARNING, name, NULL, 0, 0, "no phsync manifest: restored "
 		             "as a plain archive (its content cannot be checked)");
 	if (rc == 0)
 		rc = apply(r, ph_ar_manifest(ar));
@@ -615,7 +615,7 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 {
 	struct phsync_options defaults;
 	struct ph_chain_link *chain = NULL;
-	struct ph_job j;
+	struct ph_brun run;
 	struct rs r;
 	struct stat st;
 	size_t i;
@@ -627,13 +627,9 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 		phsync_options_init(&defaults);
 		opts = &defaults;
 	}
-	memset(&j, 0, sizeof(j));
+	ph_brun_init(&run, ctx, opts);
 	memset(&r, 0, sizeof(r));
-	j.ctx = ctx;
-	j.o = opts;
-	j.lroot = -1;
-	j.t0_ms = j.last_progress_ms = ph_now_ms();
-	r.j = &j;
+	r.run = &run;
 	r.root = -1;
 	r.mask = umask(022);
 	umask(r.mask);
@@ -675,17 +671,17 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 		futimens(dfd, ts);
 		close(dfd);
 	}
-	if (rc == 0 && j.st.files_failed > 0)
+	if (rc == 0 && run.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu entr%s refused or failed (named above); the "
-		            "rest was restored", (unsigned long long)j.st.files_failed,
-		            j.st.files_failed == 1 ? "y was" : "ies were");
+		            "rest was restored", (unsigned long long)run.st.files_failed,
+		            run.st.files_failed == 1 ? "y was" : "ies were");
 out:
 	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
 		rc = PHSYNC_EINTR;
-	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	ph_emit_elapsed(&run.ev);
 	if (stats != NULL)
-		*stats = j.st;
-	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+		*stats = run.st;
+	ph_emit(&run.ev, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
 	for (i = 0; i < r.nd; i++)
 		free(r.dv[i].path);
 	free(r.dv);

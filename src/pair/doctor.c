@@ -13,7 +13,8 @@
 
 #include "phsync/pair.h"
 #include "cfdelta.h"
-#include "conn.h"
+#include "login.h"
+#include "spec.h"
 #include "ctx.h"
 #include "home.h"
 #include "sftp.h"
@@ -137,7 +138,7 @@ check_exec(struct doctor *d, struct ph_ssh *ssh)
 }
 
 /* The helper as a sync's --helper auto gets it, by the sync's own
- * ph_conn_connect on a second connection: first the remote's `phsync
+ * ph_login_open on a second connection: first the remote's `phsync
  * serve` (helper_path "phsync": nothing brought), then, as auto does when
  * that fails, this phsync's static helper for the remote's CPU, uploaded to
  * .cache/phsync in the login folder (ph_helper_bootstrap) and run. Keeps
@@ -168,18 +169,18 @@ check_helper(struct doctor *d, const char *user, const char *host, const char *d
 	opts.timeout_s = d->o->timeout_s;
 	opts.helper = PHSYNC_HELPER_ALWAYS;
 	opts.helper_path = "phsync";
-	rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
+	rc = ph_login_open(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
 	if (rc == 0) {
 		d->helper = 1;
 	} else {
 		/* Its error says the first try's failure too. */
 		opts.helper_path = NULL;
-		rc = ph_conn_connect(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
+		rc = ph_login_open(hctx, &opts, user, host, rroot, &ssh, &sftp, NULL, 0);
 		if (rc == 0)
 			d->helper = 2;
 	}
 	/* The memo is keyed by the login and the phone's host key, as the
-	 * sync's own (src/sync/conn.c). */
+	 * sync's own (src/session/login.c). */
 	if (rc == 0 && ph_sftp_helper(sftp) >= 1 && ph_ssh_host_key(ssh, mk, sizeof(mk)) == 0 &&
 	    ph_state_nohelper_get(NULL, who, mk)) {
 		d->helper = 0;

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: ISC */
-/* The job helpers every executor and scanner shares: events, progress,
- * folders to touch, remote paths. Called by sync.c, pull.c, push.c and
- * remote.c; calls none of them (job.h). */
+/* The job helpers every executor shares: events, progress, folders to
+ * touch, records, the remote scan's hooks. Called by sync.c and the
+ * executors; calls none of them (job.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctx.h"
 #include "ident.h"
 #include "job.h"
+#include "remote.h"
 #include "unreached.h"
 
 void
@@ -24,50 +24,60 @@ ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
 		j->dst_unlisted = 1; /* the root, or no memory to say where */
 }
 
-uint64_t
-ph_now_ms(void)
-{
-	struct timespec ts;
+/* The remote scan's hooks: which side's tree, for its failed listings. */
+struct rscan_side {
+	struct ph_job *j;
+	const struct ph_tree *t;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+static void
+rscan_failed(void *arg, const char *path)
+{
+	struct rscan_side *sd = arg;
+
+	ph_job_scan_failed(sd->j, sd->t, path);
+}
+
+static int
+rscan_keep_temp(void *arg, const char *name)
+{
+	return ph_job_partial_tmp(((struct rscan_side *)arg)->j, name);
+}
+
+int
+ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
+{
+	struct rscan_side sd = { j, t };
+	struct ph_rscan in;
+
+	memset(&in, 0, sizeof(in));
+	in.ctx = j->ctx;
+	in.sftp = j->sftp;
+	in.rroot = j->rroot;
+	in.filter = &j->filter;
+	in.ev = &j->ev;
+	in.remove_temps = remove_temps;
+	in.dry_run = j->o->dry_run;
+	in.failed = rscan_failed;
+	in.keep_temp = rscan_keep_temp;
+	in.arg = &sd;
+	return ph_remote_scan(&in, t);
 }
 
 void
 ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
              const char *action, uint64_t size, int err, const char *msg)
 {
-	struct phsync_event ev;
-
 	if (type == PHSYNC_EV_FILE_DONE || type == PHSYNC_EV_FILE_FAILED ||
 	    type == PHSYNC_EV_CONFLICT)
 		ph_unreached_mark(j, path);
-	if (j->o->on_event == NULL)
-		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = type;
-	ev.path = path;
-	ev.action = action;
-	ev.size = size;
-	ev.err = err;
-	ev.message = msg;
-	j->st.elapsed_ms = ph_now_ms() - j->t0_ms;
-	ev.stats = &j->st;
-	j->o->on_event(&ev, j->o->event_arg);
+	ph_emit(&j->ev, type, path, action, size, err, msg);
 }
 
 void
 ph_job_progress(struct ph_job *j)
 {
-	uint64_t now;
-
-	if (j->o->progress_ms == 0)
-		return;
-	now = ph_now_ms();
-	if (now - j->last_progress_ms < j->o->progress_ms)
-		return;
-	j->last_progress_ms = now;
-	ph_job_event(j, PHSYNC_EV_PROGRESS, j->busy, NULL, 0, 0, NULL);
+	ph_emit_progress(&j->ev, j->busy);
 }
 
 void
@@ -169,12 +179,6 @@ ph_job_partial_tmp(const struct ph_job *j, const char *name)
 		if (j->partials[i].path != NULL && strcmp(j->partials[i].tmp, name) == 0)
 			return 1;
 	return 0;
-}
-
-char *
-ph_job_rpath(const struct ph_job *j, const char *rel)
-{
-	return ph_rpath_join(j->rroot, rel);
 }
 
 static void

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "phsync/phsync.h"
+#include "emit.h"
 #include "plan.h"
 #include "sftp.h"
 #include "state.h"
@@ -33,9 +34,9 @@ struct ph_job {
 	int root_dirty;            /* the root folder's times to set */
 	int64_t root_mtime, root_atime;
 	struct phsync_stats st;
+	struct ph_emit ev;         /* the run's events (emit.h), counting into st */
 	struct ph_state *state;    /* NULL on a dry run */
 	int state_err;             /* first failure to record in it */
-	uint64_t t0_ms, last_progress_ms;
 	const char *busy;          /* the file whose bytes moved last: the
 	                              progress event names it (a tree path) */
 	int64_t started;           /* wall clock at the start (conflict names) */
@@ -60,25 +61,11 @@ struct ph_job {
 	int idfd;
 };
 
-struct ph_ssh;
-
-/* Parses "[user@]host:path" (each part malloc'ed for the caller) and sets
- * j->rroot from path. Returns 0, or PHSYNC_EINVAL with the message in ctx. */
-int ph_job_parse_remote(struct ph_job *j, const char *remote, char **user, char **host,
-                        char **rpath);
-/* Logs in (j->o's ssh options) and starts SFTP into j->sftp; *ssh gets the
- * session (free with ph_ssh_free). Returns 0 or PHSYNC_E* (message in ctx). */
-int ph_job_connect(struct ph_job *j, const char *user, const char *host, struct ph_ssh **ssh);
-/* Sets j->filter from j->o (includes, excludes, the default excludes);
- * *pat and *incl hold its arrays, for the caller to free. */
-int ph_job_filter(struct ph_job *j, const char ***pat, uint8_t **incl);
-
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */
 void ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path);
 
-uint64_t ph_now_ms(void);
-
-/* Sends an event to the caller (stats are attached). */
+/* Sends an event to the caller (stats are attached); a file's outcome
+ * marks it reached (unreached.h). */
 void ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
                   const char *action, uint64_t size, int err, const char *msg);
 /* Emits a PROGRESS event when the interval has passed. */
@@ -122,17 +109,17 @@ struct ph_partial *ph_job_partial(struct ph_job *j, const char *path);
 int ph_job_partial_tmp(const struct ph_job *j, const char *name);
 
 /* Builds "root/rel" for the remote side; caller frees. NULL on ENOMEM. */
-char *ph_job_rpath(const struct ph_job *j, const char *rel);
+static inline char *
+ph_job_rpath(const struct ph_job *j, const char *rel)
+{
+	return ph_rpath_join(j->rroot, rel);
+}
 
-/* Lists the remote tree under j->rroot into t, pipelined. Unsafe names are
- * refused and reported; our temp files are removed when remove_temps. */
-int ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
-
-/* Does the destination ignore case in names (probe.c)? *fold gets 1 when
- * it does or cannot be told, 0 when it keeps case or it does not matter
- * (no source names differ by case alone and the destination has nothing
- * to ask). Returns 0 or PHSYNC_ENOMEM. */
-int ph_probe_fold(struct ph_job *j, int *fold);
+/* Lists the remote tree under j->rroot into t (j->src or j->dst),
+ * pipelined (remote.h); a folder it cannot list is noted on t's side
+ * (ph_job_scan_failed), the state's kept uploads are left. Our temp files
+ * are removed when remove_temps. */
+int ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
 
 /* Executors: carry out j->plan. They return 0 or a fatal PHSYNC_E*; per
  * file failures are counted in j->st.files_failed. */

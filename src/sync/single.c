@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "conn.h"
+#include "login.h"
 #include "ctx.h"
 #include "single.h"
 #include "ssh.h"
@@ -101,7 +101,7 @@ ph_single_remote(struct ph_job *j, struct ph_ssh *ssh, const char *host, const c
 		goto out;
 	}
 	if (ph_sftp_helper(j->sftp) != 0 &&
-	    (rc = ph_conn_reroot(j->ctx, j->o, ssh, j->rroot, &j->sftp)) != 0)
+	    (rc = ph_login_reroot(j->ctx, j->o, ssh, j->rroot, &j->sftp)) != 0)
 		goto out;
 	/* Beneath its folder, not followed: a symlink is never the source. */
 	if ((p = ph_job_rpath(j, *name)) == NULL) {

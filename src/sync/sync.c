@@ -9,89 +9,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "ctx.h"
 #include "ident.h"
 #include "job.h"
-#include "unreached.h"
-#include "names.h"
-#include "strpool.h"
+#include "kept.h"
 #include "local.h"
+#include "login.h"
+#include "names.h"
 #include "platform.h"
+#include "probe.h"
 #include "reap.h"
 #include "single.h"
+#include "spec.h"
 #include "ssh.h"
 #include "staterow.h"
+#include "strpool.h"
 #include "tempname.h"
-
-void
-phsync_options_init(struct phsync_options *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->fsync = 1;
-	o->max_delete = -1;
-}
-
-int
-phsync_parse_helper(const char *s, int *mode)
-{
-	if (strcmp(s, "auto") == 0)
-		*mode = PHSYNC_HELPER_AUTO;
-	else if (strcmp(s, "never") == 0)
-		*mode = PHSYNC_HELPER_NEVER;
-	else if (strcmp(s, "always") == 0)
-		*mode = PHSYNC_HELPER_ALWAYS;
-	else
-		return PHSYNC_EINVAL;
-	return 0;
-}
-
-int
-phsync_parse_remote(const char *spec, char **user, char **host, char **path)
-{
-	const char *at, *colon, *h = spec, *hend;
-
-	*user = *host = *path = NULL;
-	/* A local path with a '/' before any ':' is no remote spec (as rsync). */
-	colon = strchr(spec, ':');
-	if (colon == NULL || colon == spec)
-		return PHSYNC_EINVAL;
-	at = memchr(spec, '@', (size_t)(colon - spec));
-	if (spec[0] != '[' && memchr(spec, '/', (size_t)(colon - spec)) != NULL)
-		return PHSYNC_EINVAL;
-	if (at != NULL) {
-		if (at == spec)
-			return PHSYNC_EINVAL;
-		*user = strndup(spec, (size_t)(at - spec));
-		h = at + 1;
-	}
-	if (*h == '[') {
-		hend = strchr(h, ']');
-		if (hend == NULL || hend[1] != ':')
-			goto bad;
-		*host = strndup(h + 1, (size_t)(hend - h - 1));
-		colon = hend + 1;
-	} else {
-		colon = strchr(h, ':');
-		*host = strndup(h, (size_t)(colon - h));
-	}
-	if (*host == NULL || (*host)[0] == '\0')
-		goto bad;
-	/* phone:~/x is x in the login's home folder, as for scp and sftp: a
-	 * relative path already is (the server starts there), so ~ goes. */
-	if (colon[1] == '~' && (colon[2] == '/' || colon[2] == '\0'))
-		colon += colon[2] == '/' ? 2 : 1;
-	*path = strdup(colon + 1);
-	if (*path == NULL)
-		goto bad;
-	return 0;
-bad:
-	free(*user);
-	free(*host);
-	free(*path);
-	*user = *host = *path = NULL;
-	return PHSYNC_EINVAL;
-}
+#include "unreached.h"
 
 static void
 report_skips(struct ph_job *j)
@@ -648,10 +582,18 @@ block_unlisted(struct ph_job *j)
 static int
 match_names(struct ph_job *j)
 {
+	struct ph_probe pr;
 	int fold, rc;
 
+	pr.local = j->dir == PHSYNC_PULL;
+	pr.lroot = j->lroot;
+	pr.sftp = j->sftp;
+	pr.rroot = j->rroot;
+	pr.src = &j->src;
+	pr.dst = &j->dst;
+	pr.dry_run = j->o->dry_run;
 	if ((rc = ph_names_normalize(&j->src)) != 0 || (rc = ph_names_normalize(&j->dst)) != 0 ||
-	    (rc = ph_probe_fold(j, &fold)) != 0 ||
+	    (rc = ph_probe_fold(&pr, &fold)) != 0 ||
 	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0 ||
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
 	    (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0)
@@ -742,7 +684,7 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 	j.o = opts;
 	j.dir = dir;
 	j.lroot = -1;
-	j.t0_ms = j.last_progress_ms = ph_now_ms();
+	ph_emit_init(&j.ev, opts, &j.st);
 	j.started = (int64_t)time(NULL);
 	j.local_dir = local_dir;
 	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
@@ -751,12 +693,12 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		return ph_err(ctx, PHSYNC_EINVAL, "--remove-source-files works with pull, and "
 		              "needs fsync (not with --no-fsync): a phone's file goes only once "
 		              "its copy here is durable");
-	if ((rc = ph_job_parse_remote(&j, remote, &user, &host, &rpath)) != 0)
+	if ((rc = ph_spec_remote(ctx, remote, &user, &host, &rpath, &j.rroot)) != 0)
 		return rc;
 	/* Both trees keep their paths in one pool: mostly the same strings. */
 	ph_strpool_init(&pool);
 	j.src.pool = j.dst.pool = &pool;
-	if ((rc = ph_job_filter(&j, &pat, &incl)) != 0)
+	if ((rc = ph_filter_options(&j.filter, opts, &pat, &incl)) != 0)
 		goto out;
 	ph_raise_nofile();
 	/* A single file as the source (single.h): a push's is seen here, a
@@ -781,9 +723,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		goto out;
 
 	if (opts->conn != NULL)
-		rc = ph_conn_use(opts->conn, user, host, j.rroot, &ssh, &j.sftp);
+		rc = ph_kept_use(opts->conn, user, host, j.rroot, &ssh, &j.sftp);
 	else
-		rc = ph_job_connect(&j, user, host, &ssh);
+		rc = ph_login_run(ctx, opts, user, host, j.rroot, &j.ev, &ssh, &j.sftp);
 	if (rc != 0)
 		goto out;
 	j.st.helper = ph_sftp_helper(j.sftp);
@@ -872,9 +814,9 @@ phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
 		if (do_local && !started)
 			lscan_run(&ls);
 		if (pull)
-			rrc = ph_remote_scan(&j, &j.src, 0);
+			rrc = ph_job_remote_scan(&j, &j.src, 0);
 		else if (!remote_missing)
-			rrc = ph_remote_scan(&j, &j.dst, !opts->dry_run);
+			rrc = ph_job_remote_scan(&j, &j.dst, !opts->dry_run);
 		if (started)
 			pthread_join(ls.th, NULL);
 		lscan_report(&j, &ls);
@@ -956,7 +898,7 @@ out:
 		rc = PHSYNC_EINTR;
 	if (rc == PHSYNC_EINTR)
 		ph_err(ctx, rc, "interrupted; run again to finish");
-	j.st.elapsed_ms = ph_now_ms() - j.t0_ms;
+	ph_emit_elapsed(&j.ev);
 	if (stats != NULL)
 		*stats = j.st;
 	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
@@ -982,7 +924,7 @@ out:
 		/* Replies still awaited would call back into this run's
 		 * memory: the kept link ends here (the caller opens a new
 		 * one). Requests sent with no callback are harmless. */
-		ph_conn_drop(opts->conn);
+		ph_kept_drop(opts->conn);
 	}
 	/* Last: the old copies the reaper still frees overlap all of the above. */
 	ph_reap_end(&j.reap);

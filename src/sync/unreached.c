@@ -39,7 +39,7 @@ ph_unreached_report(struct ph_job *j)
 			continue;
 		j->reached[a->src] = 1;
 		j->st.files_unreached++;
-		ph_job_event(j, PHSYNC_EV_NOT_REACHED, e->path,
+		ph_emit(&j->ev, PHSYNC_EV_NOT_REACHED, e->path,
 		             a->kind == PH_A_UPDATE ? "update" : "new", e->size, 0,
 		             "not reached: the run ended first; run again to finish");
 	}

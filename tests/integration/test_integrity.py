@@ -15,7 +15,7 @@ import unittest
 from harness import SyncTestCase, write_file
 
 T0 = 1700000000
-# src/sync/tempname.c: the check value's seed.
+# src/scan/tempname.c: the check value's seed.
 CHECK_SEED = 0x70687379
 P1, P2, P3, P4, P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
 M = 0xffffffff

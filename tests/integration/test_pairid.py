@@ -68,7 +68,7 @@ def xxh32(data, seed):
 
 
 def partial_temp_name(final):
-    """A kept download's temp name for final, as src/sync/tempname.c makes it."""
+    """A kept download's temp name for final, as src/scan/tempname.c makes it."""
     head = ".%s.phsync-p.%08x%08x.%06x%02x." % (final, 0x1234, 99999, (int(time.time()) // 60) & 0xFFFFFF, 7)
     return head + "%08x" % xxh32(head.encode(), 0x70687379)
 

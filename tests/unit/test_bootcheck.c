@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* The bootstrap's start-up script and the judging of its report
- * (src/sync/bootcheck.c): `ls -lnd` lines of GNU ls, busybox and toybox,
+ * (src/session/bootcheck.c): `ls -lnd` lines of GNU ls, busybox and toybox,
  * the folder rules (owner, symlink, group/other write, ACL mask), the
  * cached file's rules, the command's quoting. */
 #include <setjmp.h>

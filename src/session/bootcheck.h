@@ -34,7 +34,7 @@ char *ph_boot_command(const char *path, const char *root);
 
 /* Writes root as one single-quoted shell word into out (room for
  * 4 * strlen(root) + 4 bytes), "" as the server's "/" (ph_remote_root), and
- * returns its length. The helper's command lines (this and conn.c's). */
+ * returns its length. The helper's command lines (this and login.c's). */
 size_t ph_boot_quote_root(char *out, const char *root);
 
 /* Parses the first line: 0 with *uid set, or -1. */

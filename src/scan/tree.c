@@ -332,3 +332,45 @@ ph_filter_only_name(const struct ph_filter *f, const char *name, size_t nl)
 		return 1;
 	return ph_temp_parse(name, nl, &ti) && ph_filter_temp(f, name, &ti);
 }
+
+const char *const phsync_default_excludes[] = {
+	".thumbnails/",   /* Android's thumbnail cache folder (DCIM/.thumbnails) */
+	".thumbdata*",    /* its cache files */
+	".trashed-*",     /* in the gallery's bin: deleted by the user */
+	".pending-*",     /* being written by the camera or a download */
+	NULL
+};
+
+int
+ph_filter_options(struct ph_filter *f, const struct phsync_options *o, const char ***pat,
+                  uint8_t **incl)
+{
+	size_t ndef = 0, n, k = 0, i;
+
+	if (!o->no_default_excludes)
+		while (phsync_default_excludes[ndef] != NULL)
+			ndef++;
+	n = o->n_excludes + o->n_includes + ndef;
+	*pat = NULL;
+	*incl = NULL;
+	if (n == 0)
+		return 0;
+	*pat = calloc(n, sizeof(**pat));
+	*incl = calloc(n, 1);
+	if (*pat == NULL || *incl == NULL)
+		return PHSYNC_ENOMEM;
+	/* Includes first: an include re-admits what an exclude would drop,
+	 * the default excludes included. */
+	for (i = 0; i < o->n_includes; i++, k++) {
+		(*pat)[k] = o->includes[i];
+		(*incl)[k] = 1;
+	}
+	for (i = 0; i < o->n_excludes; i++, k++)
+		(*pat)[k] = o->excludes[i];
+	for (i = 0; i < ndef; i++, k++)
+		(*pat)[k] = phsync_default_excludes[i];
+	f->pat = *pat;
+	f->incl = *incl;
+	f->n = n;
+	return 0;
+}

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bootcheck.h"
-#include "conn.h"
+#include "bootstrap.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"

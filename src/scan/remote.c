@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "ctx.h"
-#include "job.h"
+#include "remote.h"
 #include "tempname.h"
 
 #define MAX_LISTERS 32
@@ -45,7 +45,7 @@ struct aside {
 };
 
 struct rscan {
-	struct ph_job *j;
+	const struct ph_rscan *in;
 	struct ph_tree *t;
 	int remove_temps;
 	char **queue;      /* folders still to list (relative paths) */
@@ -82,9 +82,10 @@ enqueue(struct rscan *rs, char *rel)
 static void
 fail(struct rscan *rs, const char *rel, int err, const char *msg)
 {
-	rs->j->st.files_failed++;
-	ph_job_scan_failed(rs->j, rs->t, rel);
-	ph_job_event(rs->j, PHSYNC_EV_FILE_FAILED, rel[0] ? rel : ".", NULL, 0, err, msg);
+	rs->in->ev->st->files_failed++;
+	if (rs->in->failed != NULL)
+		rs->in->failed(rs->in->arg, rel);
+	ph_emit(rs->in->ev, PHSYNC_EV_FILE_FAILED, rel[0] ? rel : ".", NULL, 0, err, msg);
 }
 
 static uint8_t
@@ -118,6 +119,13 @@ join(const char *dir, const uint8_t *name, size_t nl)
 	return p;
 }
 
+/* The server's path of rel (a tree path, "" = the root). */
+static char *
+rpath(const struct rscan *rs, const char *rel)
+{
+	return ph_rpath_join(rs->in->rroot, rel);
+}
+
 static int
 depth_of(const char *rel)
 {
@@ -135,13 +143,13 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 	struct ph_entry e = { 0 };
 
 	e.type = type_of(a->perm);
-	if (!ph_filter_match(&rs->j->filter, rel, e.type == PH_T_DIR)) {
+	if (!ph_filter_match(rs->in->filter, rel, e.type == PH_T_DIR)) {
 		free(rel);
 		return;
 	}
 	rs->path_bytes += strlen(rel) + 1;
 	if (rs->t->n >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
-		rs->fatal = ph_err(rs->j->ctx, PHSYNC_ENOMEM,
+		rs->fatal = ph_err(rs->in->ctx, PHSYNC_ENOMEM,
 		                   "the remote tree has more than %u entries or 2 GiB of "
 		                   "names; stopped (does the server's tree loop back on "
 		                   "itself?)", MAX_ENTRIES);
@@ -149,7 +157,7 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 		return;
 	}
 	if (e.type == PH_T_DIR && depth_of(rel) > MAX_DEPTH) {
-		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EUNSAFE,
+		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EUNSAFE,
 		                   "the remote tree is nested deeper than %d folders; stopped "
 		                   "(does the server's tree loop back on itself?)", MAX_DEPTH);
 		free(rel);
@@ -166,7 +174,7 @@ add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
 	}
 	/* A single-file run lists one folder: what has its name is never
 	 * walked (a folder there is the destination's, left alone). */
-	if (e.type == PH_T_DIR && rs->j->filter.only == NULL) {
+	if (e.type == PH_T_DIR && rs->in->filter->only == NULL) {
 		if (enqueue(rs, rel) != 0) {
 			rs->fatal = PHSYNC_ENOMEM;
 			free(rel);
@@ -209,11 +217,11 @@ count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static void
 remove_temp(struct rscan *rs, const char *rel, int dir)
 {
-	char *full = ph_job_rpath(rs->j, rel);
+	char *full = rpath(rs, rel);
 
 	/* A folder: a killed run's case probe (probe.c), empty. */
-	if (full != NULL && (dir ? ph_sftp_rmdir(rs->j->sftp, full, count_cb, rs) :
-	                     ph_sftp_remove(rs->j->sftp, full, count_cb, rs)) == 0)
+	if (full != NULL && (dir ? ph_sftp_rmdir(rs->in->sftp, full, count_cb, rs) :
+	                     ph_sftp_remove(rs->in->sftp, full, count_cb, rs)) == 0)
 		rs->active++;
 	free(full);
 }
@@ -229,7 +237,7 @@ keep_aside(struct rscan *rs, const char *rel, const struct ph_temp_info *ti,
 
 	if (ti->truncated) {
 		/* The name it stands for was shortened: cannot be put back. */
-		ph_job_event(rs->j, PHSYNC_EV_WARNING, rel, NULL, 0, PHSYNC_EUNSAFE,
+		ph_emit(rs->in->ev, PHSYNC_EV_WARNING, rel, NULL, 0, PHSYNC_EUNSAFE,
 		             "an old copy an interrupted run set aside; its full name is "
 		             "unknown, so it is left for you to check");
 		return;
@@ -284,7 +292,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		return;
 	}
 	if (r->type != PH_FXP_NAME) {
-		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EPROTO,
+		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EPROTO,
 		                   "the server answered READDIR with packet type %u", r->type);
 		lister_done(l);
 		return;
@@ -296,7 +304,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 		if ((nl == 1 && name[0] == '.') || (nl == 2 && name[0] == '.' && name[1] == '.'))
 			continue;
-		if (!ph_filter_only_name(&rs->j->filter, (const char *)name, nl))
+		if (!ph_filter_only_name(rs->in->filter, (const char *)name, nl))
 			continue;
 		if (!ph_name_safe(name, nl)) {
 			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
@@ -312,8 +320,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 				break;
 			}
 			/* Reported as a skip, counted as a failure: the run is partial. */
-			rs->j->st.files_failed++;
-			ph_job_event(rs->j, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
+			rs->in->ev->st->files_failed++;
+			ph_emit(rs->in->ev, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
 			             "the server sent an unsafe name (empty, '.', '..', or with "
 			             "'/', '\\' or control characters); refused");
 			free(rel);
@@ -334,8 +342,9 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			/* A cut upload the state keeps (push resume) stays; so do
 			 * the other files' temps in a single-file run. */
 			if (rs->remove_temps && ph_temp_stale(&ti, &rs->self, rs->now) &&
-			    ph_filter_temp(&rs->j->filter, (const char *)name, &ti) &&
-			    !ph_job_partial_tmp(rs->j, rel + strlen(rel) - nl)) {
+			    ph_filter_temp(rs->in->filter, (const char *)name, &ti) &&
+			    (rs->in->keep_temp == NULL ||
+			     !rs->in->keep_temp(rs->in->arg, rel + strlen(rel) - nl))) {
 				if (ti.kind == PH_TEMP_OLD)
 					keep_aside(rs, rel, &ti, &a);
 				else
@@ -370,7 +379,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		add_entry(rs, rel, &a);
 	}
 	if (k < 0) {
-		rs->fatal = ph_err(rs->j->ctx, PHSYNC_EPROTO,
+		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EPROTO,
 		                   "the server sent a malformed folder listing");
 		lister_done(l);
 		return;
@@ -394,7 +403,7 @@ opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			return;
 	} else if (r->type != 0) {
 		if (l->rel[0] == '\0')
-			rs->fatal = ph_err(rs->j->ctx, r->err ? r->err : PHSYNC_EPROTO,
+			rs->fatal = ph_err(rs->in->ctx, r->err ? r->err : PHSYNC_EPROTO,
 			                   "cannot list the remote folder: %s",
 			                   r->msg[0] ? r->msg : phsync_strerror(r->err));
 		else
@@ -416,11 +425,11 @@ static int
 start_stat(struct rscan *rs, char *rel)
 {
 	struct pending_stat *ps = malloc(sizeof(*ps));
-	char *full = ph_job_rpath(rs->j, rel);
+	char *full = rpath(rs, rel);
 	int rc = PHSYNC_ENOMEM;
 
 	if (ps != NULL && full != NULL)
-		rc = ph_sftp_stat(rs->j->sftp, 1, full, stat_cb, ps);
+		rc = ph_sftp_stat(rs->in->sftp, 1, full, stat_cb, ps);
 	free(full);
 	if (rc != 0) {
 		free(ps);
@@ -437,7 +446,7 @@ static int
 start_lister(struct rscan *rs, char *rel)
 {
 	struct lister *l = calloc(1, sizeof(*l));
-	char *full = ph_job_rpath(rs->j, rel);
+	char *full = rpath(rs, rel);
 	int rc;
 
 	if (l == NULL || full == NULL) {
@@ -448,7 +457,7 @@ start_lister(struct rscan *rs, char *rel)
 	}
 	l->rs = rs;
 	l->rel = rel;
-	rc = ph_sftp_opendir(rs->j->sftp, full, opendir_cb, l);
+	rc = ph_sftp_opendir(rs->in->sftp, full, opendir_cb, l);
 	free(full);
 	if (rc != 0) {
 		free(l->rel);
@@ -465,7 +474,7 @@ start_lister(struct rscan *rs, char *rel)
 static int
 resolve_asides(struct rscan *rs)
 {
-	struct ph_job *j = rs->j;
+	const struct ph_rscan *in = rs->in;
 	size_t i;
 	int rc = 0;
 
@@ -474,14 +483,14 @@ resolve_asides(struct rscan *rs)
 	ph_tree_sort(rs->t);
 	for (i = 0; i < rs->nasides && rc == 0; i++) {
 		struct aside *as = &rs->asides[i];
-		char *from = ph_job_rpath(j, as->rel), *to = ph_job_rpath(j, as->final);
+		char *from = rpath(rs, as->rel), *to = rpath(rs, as->final);
 		struct ph_sftp_attrs cur;
 		int exists = ph_tree_find(rs->t, as->final) != NULL, r;
 
 		if (from == NULL || to == NULL) {
 			rc = PHSYNC_ENOMEM;
 		} else if (!exists &&
-		           (r = ph_sftp_stat_sync(j->sftp, 1, to, &cur)) != PHSYNC_ENOENT) {
+		           (r = ph_sftp_stat_sync(in->sftp, 1, to, &cur)) != PHSYNC_ENOENT) {
 			/* There after all (filtered out of the tree), or unknown. */
 			exists = r == 0;
 			if (r != 0 && r != PHSYNC_EREMOTE && r != PHSYNC_EPERM)
@@ -490,10 +499,10 @@ resolve_asides(struct rscan *rs)
 		if (rc != 0 || from == NULL || to == NULL) {
 			/* stop below */
 		} else if (exists) {
-			if ((r = ph_sftp_remove_sync(j->sftp, from)) != 0 && r != PHSYNC_ENOENT)
-				ph_job_event(j, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
+			if ((r = ph_sftp_remove_sync(in->sftp, from)) != 0 && r != PHSYNC_ENOENT)
+				ph_emit(in->ev, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
 				             "cannot remove an old copy an interrupted run set aside");
-		} else if ((r = ph_sftp_rename_sync(j->sftp, from, to)) == 0) {
+		} else if ((r = ph_sftp_rename_sync(in->sftp, from, to)) == 0) {
 			struct ph_entry e = { 0 };
 
 			e.type = PH_T_FILE;
@@ -501,15 +510,15 @@ resolve_asides(struct rscan *rs)
 			e.nosize = !(as->a.flags & PH_ATTR_SIZE);
 			e.mtime = as->a.mtime;
 			e.mode = as->a.perm & 07777;
-			ph_job_event(j, PHSYNC_EV_WARNING, as->final, NULL, 0, 0,
+			ph_emit(in->ev, PHSYNC_EV_WARNING, as->final, NULL, 0, 0,
 			             "put back the old version an interrupted run had set aside");
-			if (ph_filter_match(&j->filter, as->final, 0) &&
+			if (ph_filter_match(in->filter, as->final, 0) &&
 			    ph_tree_add(rs->t, as->final, strlen(as->final), &e) != 0)
 				rc = PHSYNC_ENOMEM;
 		} else if (r == PHSYNC_ECONNECT) {
 			rc = r;
 		} else {
-			ph_job_event(j, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
+			ph_emit(in->ev, PHSYNC_EV_WARNING, as->rel, NULL, 0, r,
 			             "cannot put back an old copy an interrupted run set aside");
 		}
 		free(from);
@@ -519,7 +528,7 @@ resolve_asides(struct rscan *rs)
 }
 
 int
-ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
+ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 {
 	struct rscan rs;
 	char *root = strdup("");
@@ -527,9 +536,9 @@ ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 	int rc = 0;
 
 	memset(&rs, 0, sizeof(rs));
-	rs.j = j;
+	rs.in = in;
 	rs.t = t;
-	rs.remove_temps = remove_temps;
+	rs.remove_temps = in->remove_temps;
 	ph_temp_owner_self(&rs.self);
 	rs.now = (int64_t)time(NULL);
 	if (root == NULL || enqueue(&rs, root) != 0) {
@@ -541,21 +550,21 @@ ph_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 			rc = start_lister(&rs, rs.queue[rs.qhead]);
 			rs.queue[rs.qhead++] = NULL;
 		}
-		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(j->sftp) < MAX_STATS)
+		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(in->sftp) < MAX_STATS)
 			rc = start_stat(&rs, rs.statq[--rs.nstatq]);
 		if (rc == 0)
-			rc = ph_sftp_pump(j->sftp, 250);
-		if (rc == 0 && j->ctx->interrupted)
+			rc = ph_sftp_pump(in->sftp, 250);
+		if (rc == 0 && in->ctx->interrupted)
 			rc = PHSYNC_EINTR;
 	}
 	if (rc == 0)
 		rc = rs.fatal;
-	if (rc == 0 && !j->o->dry_run)
+	if (rc == 0 && !in->dry_run)
 		rc = resolve_asides(&rs);
 	/* Leaving early: give up on what is in flight now, while rs lives, so
 	 * no callback outlives it (the run ends; the link is not reused). */
 	if (rs.active > 0)
-		ph_sftp_abort(j->sftp, rc ? rc : PHSYNC_EINTR);
+		ph_sftp_abort(in->sftp, rc ? rc : PHSYNC_EINTR);
 	while (rs.qhead < rs.qlen)
 		free(rs.queue[rs.qhead++]);
 	free(rs.queue);

@@ -131,6 +131,13 @@ struct ph_filter {
 	                         that is synced (nothing else, nothing below
 	                         it), or NULL */
 };
+/* Sets f's rules from o: its includes, its excludes, then the default
+ * excludes (phsync_default_excludes, unless o says none); *pat and *incl
+ * hold the arrays f points into, for the caller to free. Returns 0 or
+ * PHSYNC_ENOMEM. */
+struct phsync_options;
+int ph_filter_options(struct ph_filter *f, const struct phsync_options *o, const char ***pat,
+                      uint8_t **incl);
 /* Returns 1 when path (is_dir tells the type) is to be synced. */
 int ph_filter_match(const struct ph_filter *f, const char *path, int is_dir);
 /* Is the temp file whose name ti describes (tempname.h) one made for a

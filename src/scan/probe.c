@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job.h"
 #include "local.h"
 #include "names.h"
+#include "probe.h"
 #include "tempname.h"
 
 /* Swaps the case of s's ASCII letters; returns whether it had any. */
@@ -32,9 +32,9 @@ swap_case(char *s)
 /* Is other (path with its last name's case swapped) the same entry as path
  * at the destination? 1 yes, 0 no (other does not exist), -1 cannot tell. */
 static int
-same_entry(struct ph_job *j, const char *path, const char *other, const struct ph_entry *e)
+same_entry(const struct ph_probe *p, const char *path, const char *other, const struct ph_entry *e)
 {
-	if (j->dir == PHSYNC_PULL) {
+	if (p->local) {
 		struct stat a, b;
 		const char *base, *obase = strrchr(other, '/');
 		char *dir;
@@ -42,7 +42,7 @@ same_entry(struct ph_job *j, const char *path, const char *other, const struct p
 
 		if (ph_local_split(path, &dir, &base) != 0)
 			return -1;
-		r = ph_local_opendir(j->lroot, dir, &dfd);
+		r = ph_local_opendir(p->lroot, dir, &dfd);
 		free(dir);
 		if (r != 0)
 			return -1;
@@ -57,8 +57,8 @@ same_entry(struct ph_job *j, const char *path, const char *other, const struct p
 		return r;
 	} else {
 		struct ph_sftp_attrs a;
-		char *rp = ph_job_rpath(j, other);
-		int rc = rp ? ph_sftp_stat_sync(j->sftp, 1, rp, &a) : PHSYNC_ENOMEM;
+		char *rp = ph_rpath_join(p->rroot, other);
+		int rc = rp ? ph_sftp_stat_sync(p->sftp, 1, rp, &a) : PHSYNC_ENOMEM;
 
 		free(rp);
 		if (rc == PHSYNC_ENOENT)
@@ -77,7 +77,7 @@ same_entry(struct ph_job *j, const char *path, const char *other, const struct p
  * top and looks for it under its case-swapped name. A killed run's probe
  * is removed like any temp (its name says whose it is). */
 static int
-write_probe(struct ph_job *j)
+write_probe(const struct ph_probe *p)
 {
 	struct ph_temp_owner o;
 	char name[256], other[256];
@@ -88,27 +88,27 @@ write_probe(struct ph_job *j)
 		return -1;
 	memcpy(other, name, sizeof(name));
 	swap_case(other);
-	if (j->dir == PHSYNC_PULL) {
+	if (p->local) {
 		struct stat st;
 
-		if (mkdirat(j->lroot, name, 0700) != 0)
+		if (mkdirat(p->lroot, name, 0700) != 0)
 			return -1;
-		r = fstatat(j->lroot, other, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 :
+		r = fstatat(p->lroot, other, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 :
 		    errno == ENOENT ? 0 : -1;
-		unlinkat(j->lroot, name, AT_REMOVEDIR);
+		unlinkat(p->lroot, name, AT_REMOVEDIR);
 	} else {
 		struct ph_sftp_attrs a;
-		char *rp = ph_job_rpath(j, name), *ro = ph_job_rpath(j, other);
+		char *rp = ph_rpath_join(p->rroot, name), *ro = ph_rpath_join(p->rroot, other);
 		int rc;
 
-		if (rp == NULL || ro == NULL || ph_sftp_mkdir_sync(j->sftp, rp, 0700) != 0) {
+		if (rp == NULL || ro == NULL || ph_sftp_mkdir_sync(p->sftp, rp, 0700) != 0) {
 			free(rp);
 			free(ro);
 			return -1;
 		}
-		rc = ph_sftp_stat_sync(j->sftp, 1, ro, &a);
+		rc = ph_sftp_stat_sync(p->sftp, 1, ro, &a);
 		r = rc == 0 ? 1 : rc == PHSYNC_ENOENT ? 0 : -1;
-		ph_sftp_rmdir_sync(j->sftp, rp);
+		ph_sftp_rmdir_sync(p->sftp, rp);
 		free(rp);
 		free(ro);
 	}
@@ -116,9 +116,9 @@ write_probe(struct ph_job *j)
 }
 
 int
-ph_probe_fold(struct ph_job *j, int *fold)
+ph_probe_fold(const struct ph_probe *p, int *fold)
 {
-	const struct ph_tree *d = &j->dst;
+	const struct ph_tree *d = p->dst;
 	size_t i, tried = 0;
 	int r = -1, c;
 
@@ -138,19 +138,19 @@ ph_probe_fold(struct ph_job *j, int *fold)
 		    ph_tree_find(d, other) != NULL)
 			continue;
 		tried++;
-		if (j->dir == PHSYNC_PULL && j->lroot < 0)
+		if (p->local && p->lroot < 0)
 			break;
-		r = same_entry(j, raw, other, e);
+		r = same_entry(p, raw, other, e);
 	}
 	if (r < 0) {
 		/* Nothing there to ask: it matters only for source names that
 		 * differ by case alone. */
-		if ((c = ph_names_fold_collide(&j->src)) < 0)
+		if ((c = ph_names_fold_collide(p->src)) < 0)
 			return c;
 		if (c == 0)
 			return 0;
-		if (!j->o->dry_run && (j->dir == PHSYNC_PUSH || j->lroot >= 0))
-			r = write_probe(j);
+		if (!p->dry_run && (!p->local || p->lroot >= 0))
+			r = write_probe(p);
 	}
 	/* Unknown: take the safe side (names kept apart). */
 	*fold = r != 0;

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: ISC */
+/* The remote tree, listed through SFTP: what a scan needs, and nothing of
+ * the run that asks (a sync's job or a backup). Internal. */
+#ifndef PH_REMOTE_H
+#define PH_REMOTE_H
+
+#include "phsync/phsync.h"
+#include "emit.h"
+#include "sftp.h"
+#include "tree.h"
+
+struct ph_rscan {
+	phsync_ctx *ctx;
+	struct ph_sftp *sftp;
+	const char *rroot;              /* as ph_remote_root gives it ("" = "/") */
+	const struct ph_filter *filter;
+	struct ph_emit *ev;             /* failures and skips go there, and are
+	                                   counted in its stats' files_failed */
+	int remove_temps;               /* the destination side: a dead run's temp
+	                                   files are removed, its aside copies put
+	                                   back or removed */
+	int dry_run;                    /* ... the aside copies then left alone */
+	/* A folder ("" = the root) that could not be listed (NULL: nobody
+	 * asks). */
+	void (*failed)(void *arg, const char *path);
+	/* Is name (a stale temp file's last component) one to keep, a cut
+	 * transfer to go on from? NULL: none is. */
+	int (*keep_temp)(void *arg, const char *name);
+	void *arg;
+};
+
+/* Lists the remote tree under in->rroot into t, pipelined (unsorted but
+ * for the aside copies' check). Unsafe names are refused and reported.
+ * Returns 0 (failures of single entries or folders reported and counted)
+ * or a PHSYNC_E* that ends the scan, with the message in in->ctx. */
+int ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t);
+
+#endif

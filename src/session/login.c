@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: ISC */
+/* Logging in: the SSH session (ssh_config, host key, auth) and SFTP on it,
+ * through the remote helper (`phsync serve ROOT`: the phone's phsync, or
+ * the static helper phsync brings, bootstrap.c) where it runs, else the
+ * server's SFTP subsystem; the no-helper memo (state.h) keeps --helper
+ * auto from asking a host without one again within a day. What every
+ * sync, backup, kept connection and the doctor reach a phone through. */
+#include <limits.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bootcheck.h"
+#include "bootstrap.h"
+#include "ctx.h"
+#include "emit.h"
+#include "login.h"
+#include "sftpwire.h"
+#include "state.h"
+
+
+/* The remote command that starts the helper for root: the program as the
+ * user named it (a shell word: "~/bin/phsync" works), the root quoted. */
+static char *
+helper_cmd(const char *prog, const char *root)
+{
+	size_t n = strlen(prog) + 16 + 4 * strlen(root) + 4, k;
+	char *c = malloc(n);
+
+	if (c == NULL)
+		return NULL;
+	k = (size_t)snprintf(c, n, "%s serve ", prog);
+	ph_boot_quote_root(c + k, root);
+	return c;
+}
+
+/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it
+ * (boot non-NULL: prog is the helper phsync brought, run checked by
+ * ph_helper_boot_exec). Returns 0 with *sftp set, or an error with the
+ * message in ctx (the channel is then closed; the session stays for plain
+ * SFTP). */
+static int
+start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+             const char *prog, const char *rroot, const struct ph_boot *boot,
+             struct ph_sftp **sftp)
+{
+	char *cmd = helper_cmd(prog, rroot);
+	struct ph_chan chan;
+	char why[sizeof(ctx->err)], errout[256];
+	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	int rc;
+
+	if (cmd == NULL)
+		return PHSYNC_ENOMEM;
+	memset(&chan, 0, sizeof(chan));
+	if (boot != NULL)
+		rc = ph_helper_boot_exec(ctx, ssh, boot, rroot, &chan);
+	else
+		rc = ph_ssh_open_exec(ssh, cmd, &chan);
+	if (rc == 0) {
+		/* A helper that starts answers at once; one that hangs (a shell
+		 * waiting on something) must not cost the whole --timeout. */
+		chan.silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
+		rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_PROTO_MAX, sftp);
+	}
+	if (rc == 0 && ph_sftp_helper(*sftp) == 0) {
+		unsigned seen = ph_sftp_helper_seen(*sftp);
+
+		if (seen == 0)
+			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "%s: `%s` answers plain SFTP, not the "
+			            "phsync helper protocol", ph_ssh_host(ssh), cmd);
+		else
+			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "%s: the helper `%s` speaks another "
+			            "protocol version (%s%u); this phsync speaks %u: install the same "
+			            "phsync version on both sides", ph_ssh_host(ssh), cmd,
+			            seen == UINT_MAX ? "unreadable, " : "", seen == UINT_MAX ? 0 : seen,
+			            PH_HELPER_PROTO_MAX);
+		ph_sftp_free(*sftp);
+		*sftp = NULL;
+	} else if (rc != 0 && rc != PHSYNC_EINTR) {
+		int status;
+
+		snprintf(why, sizeof(why), "%s", ctx->err);
+		/* The channel's end brings the command's exit status and the rest
+		 * of what it wrote on standard error. */
+		status = ph_ssh_close_channel(ssh);
+		ph_ssh_channel_stderr(ssh, errout, sizeof(errout));
+		errout[strcspn(errout, "\r\n")] = '\0';
+		/* 127 and 126 are the shell's answers "no such command" and "cannot
+		 * run it": definite. Without an exit status the channel or the
+		 * session was dropped: transient (no_helper_answer). */
+		if (status == 127 || status == 126)
+			rc = PHSYNC_EUNSUPPORTED;
+		if (status >= 0)
+			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s (exit %d)",
+			            ph_ssh_host(ssh), cmd, errout[0] ? errout : why, status);
+		else
+			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s%s", ph_ssh_host(ssh),
+			            cmd, errout[0] ? errout : why, rc == PHSYNC_ECONNECT ?
+			            " (the channel ended with no exit status: dropped, not refused)" : "");
+	}
+	if (rc == 0)
+		ph_sftp_set_timeout(*sftp, (int)timeout_s * 1000);
+	else
+		ph_ssh_close_channel(ssh);
+	free(cmd);
+	return rc;
+}
+
+/* Whether a failure to start or bring the helper is the host's definite
+ * answer (no phsync there, no helper for its machine, another protocol,
+ * uploads refused), worth the no-helper memo, rather than a dropped
+ * channel or session, a stop or a local shortage, which the next run may
+ * not meet (issue 22: a memo written on Dropbear's dropped channels kept
+ * the helper off for a day). */
+static int
+no_helper_answer(int rc)
+{
+	return rc != PHSYNC_ECONNECT && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM &&
+	       rc != PHSYNC_EIO;
+}
+
+/* SFTP on the logged-in session ssh: the helper serving rroot, or the
+ * server's subsystem (ph_login_open, and its why). *sftp is NULL on
+ * failure. */
+static int
+session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
+        const char *rroot, struct ph_sftp **sftp, char *why, size_t whylen)
+{
+	struct ph_chan chan;
+	char mu[128], mh[256];    /* who we reached, for the no-helper memo */
+	char mk[PH_SSH_HOST_KEY_MAX];
+	char hwhy[sizeof(ctx->err)] = ""; /* a helper start that met no answer */
+	unsigned mport = 0, timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	int rc = 0, memo = 0, definite = 0;
+
+	*sftp = NULL;
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	/* auto, on a host that ran no helper a moment ago: straight to SFTP
+	 * (state.h, "hosts without a helper"). */
+	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
+		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
+		memo = ph_ssh_host_key(*ssh, mk, sizeof(mk)) == 0;
+		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk)) {
+			if (why != NULL)
+				snprintf(why, whylen, "an earlier run found no helper on this phone and "
+				         "that is remembered for a day (nohelper-* in the state folder; "
+				         "--helper always tries again)");
+			goto plain;
+		}
+	}
+	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
+		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
+		                  rroot, NULL, sftp);
+		definite = no_helper_answer(rc);
+		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
+			/* No phsync there (or another version): bring ours, the static
+			 * helper for the phone's architecture, and run that. */
+			char first[sizeof(ctx->err)], how[sizeof(ctx->err)];
+			struct ph_boot boot;
+
+			snprintf(first, sizeof(first), "%s", ctx->err);
+			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
+			if (rc == 0)
+				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
+			ph_helper_boot_free(&boot);
+			if (rc != 0 && rc != PHSYNC_EINTR) {
+				snprintf(how, sizeof(how), "%s", ctx->err);
+				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", first,
+				            how);
+			}
+			/* Both must be answers: a dropped first try says nothing of
+			 * the host, whatever the bootstrap then met. */
+			definite = definite && no_helper_answer(rc);
+		}
+		/* auto: a remote without the helper is the usual case; plain
+		 * SFTP then, quietly. */
+		if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
+			goto out;
+		if (opts->helper == PHSYNC_HELPER_ALWAYS) {
+			rc = PHSYNC_ECONNECT; /* the remote cannot be reached as asked: exit 3 */
+			goto out;
+		}
+		if (memo && definite)
+			ph_state_nohelper_put(opts->state_dir, mu, mk, ctx->err);
+		if (!definite)
+			snprintf(hwhy, sizeof(hwhy), "%s", ctx->err);
+		if (why != NULL)
+			snprintf(why, whylen, "%s", ctx->err);
+	}
+plain:
+	if ((rc = ph_ssh_open_sftp(*ssh, &chan)) != 0) {
+		/* A session dropped while the helper started: say so first. */
+		if (hwhy[0] != '\0') {
+			char sftp_why[sizeof(ctx->err)];
+
+			snprintf(sftp_why, sizeof(sftp_why), "%s", ctx->err);
+			rc = ph_err(ctx, rc, "%.500s; then plain SFTP: %.400s", hwhy, sftp_why);
+		}
+		goto out;
+	}
+	chan.silence_ms = (int)timeout_s * 1000;
+	rc = ph_sftp_new(ctx, &chan, sftp);
+out:
+	if (rc != 0) {
+		ph_sftp_free(*sftp);
+		*sftp = NULL;
+	}
+	return rc;
+}
+
+int
+ph_login_open(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
+              const char *host, const char *rroot, struct ph_ssh **ssh,
+              struct ph_sftp **sftp, char *why, size_t whylen)
+{
+	struct ph_ssh_params sp;
+	int rc;
+
+	*ssh = NULL;
+	*sftp = NULL;
+	memset(&sp, 0, sizeof(sp));
+	sp.user = user;
+	sp.host = host;
+	sp.config = opts->ssh_config;
+	sp.prompt = opts->prompt;
+	sp.prompt_arg = opts->prompt_arg;
+	sp.verbosity = opts->ssh_verbosity;
+	sp.timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	if ((rc = ph_ssh_connect(ctx, &sp, ssh)) == 0)
+		rc = session(ctx, opts, ssh, rroot, sftp, why, whylen);
+	if (rc != 0) {
+		ph_ssh_free(*ssh);
+		*ssh = NULL;
+	}
+	return rc;
+}
+
+int
+ph_login_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+                const char *rroot, struct ph_sftp **sftp)
+{
+	ph_sftp_free(*sftp);
+	*sftp = NULL;
+	return session(ctx, opts, &ssh, rroot, sftp, NULL, 0);
+}
+
+int
+ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char *user,
+             const char *host, const char *rroot, struct ph_emit *ev, struct ph_ssh **ssh,
+             struct ph_sftp **sftp)
+{
+	char why[600];
+	int rc = ph_login_open(ctx, opts, user, host, rroot, ssh, sftp, why, sizeof(why));
+
+	/* auto on plain SFTP is the usual case, said only to -v: why. */
+	if (rc == 0 && why[0] != '\0') {
+		char msg[700];
+
+		snprintf(msg, sizeof(msg), "no helper, plain SFTP: %s", why);
+		ph_emit(ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, msg);
+	}
+	return rc;
+}
