@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "pairid.h"
+#include "statedb.h"
 
 static void
 hex_id(const char *desc, char id[17])

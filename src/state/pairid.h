@@ -45,8 +45,4 @@ int ph_pairid_meta(phsync_ctx *ctx, sqlite3 *h, const char *path,
 int ph_pairid_adopt(phsync_ctx *ctx, const char *sdir, const char *legacy,
                     const char *hostkey, const char *db, int *adopted);
 
-/* Takes the flock of lockpath (state.c), writing our pid into it for the
- * message another run gives. Returns 0 or PHSYNC_ELOCKED / an errno code. */
-int ph_state_lock(phsync_ctx *ctx, const char *lockpath, int *fdp);
-
 #endif

@@ -67,106 +67,6 @@ static const char schema[] =
 	"  result INTEGER, files_done INTEGER, files_failed INTEGER, bytes INTEGER);"
 	BACKUP_TABLES;
 
-/* A path's key and a key's path: '/' and char(1) swapped, so the mapping
- * is its own inverse. A key holding a '/' (no phsync writes one) reads as a
- * path with a char(1) in it, which the callers' name check refuses, and
- * ph_state_file_forget of that path removes exactly that row. */
-void
-ph_statedb_swap_sep(char *out, const char *in, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		out[i] = in[i] == '/' ? '\1' : in[i] == '\1' ? '/' : in[i];
-	out[n] = '\0';
-}
-
-/* Binds path as a files key (each '/' as char(1)). */
-int
-ph_statedb_bind_key(sqlite3_stmt *s, int i, const char *path)
-{
-	size_t n = strlen(path);
-	char *k = malloc(n + 1);
-
-	if (k == NULL)
-		return SQLITE_NOMEM;
-	ph_statedb_swap_sep(k, path, n);
-	return sqlite3_bind_text(s, i, k, (int)n, free);
-}
-
-/* The state folder: dir, or $XDG_STATE_HOME/phsync, or ~/.local/state/phsync. */
-int
-ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create)
-{
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	char *p;
-
-	if (dir != NULL)
-		snprintf(out, len, "%s", dir);
-	else if (xdg != NULL && xdg[0] == '/')
-		snprintf(out, len, "%s/phsync", xdg);
-	else if (home != NULL && home[0] == '/')
-		snprintf(out, len, "%s/.local/state/phsync", home);
-	else
-		return ph_err(ctx, PHSYNC_EINVAL, "no place for the sync state: set HOME or "
-		              "XDG_STATE_HOME");
-	if (!create)
-		return 0;
-	/* mkdir -p, private: the state names your folders. */
-	for (p = out + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(out, 0700) != 0 && errno != EEXIST) {
-			int e = errno;
-
-			*p = c;
-			return ph_err(ctx, ph_err_from_errno(e), "cannot create the state folder %s: %s",
-			              out, strerror(e));
-		}
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	return 0;
-}
-
-int
-ph_statedb_err(struct ph_state *st, const char *what)
-{
-	const char *path = st->path;
-	int code = sqlite3_errcode(st->db);
-
-	if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-		return ph_err(st->ctx, PHSYNC_ECORRUPT,
-		              "the sync state %s is damaged (%s: %s); run again with "
-		              "--reset-state to start it over (nothing else is lost: the next "
-		              "run compares files by size and time)", path, what,
-		              sqlite3_errmsg(st->db));
-	if (code == SQLITE_FULL)
-		return ph_err(st->ctx, PHSYNC_ENOSPC, "no space left for the sync state %s", path);
-	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-		return ph_err(st->ctx, PHSYNC_ELOCKED, "the sync state %s is busy (%s)", path,
-		              sqlite3_errmsg(st->db));
-	return ph_err(st->ctx, PHSYNC_EIO, "the sync state %s: %s: %s", path, what,
-	              sqlite3_errmsg(st->db));
-}
-
-int
-ph_statedb_exec(struct ph_state *st, const char *sql)
-{
-	char what[48];
-	size_t n = strcspn(sql, "(;");
-
-	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) == SQLITE_OK)
-		return 0;
-	/* The statement's head only (never a whole schema in one line). */
-	snprintf(what, sizeof(what), "%.*s", (int)(n < 40 ? n : 40), sql);
-	return ph_statedb_err(st, what);
-}
-
 static int
 pragma_int(struct ph_state *st, const char *sql, int64_t *v)
 {
@@ -181,55 +81,11 @@ pragma_int(struct ph_state *st, const char *sql, int64_t *v)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* Takes the pair's lock (an flock on NAME.lock, which holds the owner's
- * pid for the message). */
-int
-ph_state_lock(phsync_ctx *ctx, const char *lockpath, int *fdp)
-{
-	char buf[32];
-	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		return ph_err(ctx, ph_err_from_errno(errno), "cannot open %s: %s", lockpath,
-		              strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		return ph_err(ctx, PHSYNC_ELOCKED, "another phsync run on this pair is in progress "
-		              "(pid %s); wait for it to end, or stop it", buf[0] ? buf : "?");
-	}
-	snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, strlen(buf), 0) < 0) {
-		/* the pid is only for the message */
-	}
-	*fdp = fd;
-	return 0;
-}
-
 static void
 key_paths(const char *dir, const char *id, char *db, char *lock, size_t len)
 {
 	snprintf(db, len, "%s/%s.db", dir, id);
 	snprintf(lock, len, "%s/%s.lock", dir, id);
-}
-
-int
-ph_statedb_meta_put(struct ph_state *st, const char *k, const char *v)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", -1, &s,
-	                       NULL) != SQLITE_OK ||
-	    sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC) != SQLITE_OK ||
-	    sqlite3_bind_text(s, 2, v, -1, SQLITE_STATIC) != SQLITE_OK ||
-	    sqlite3_step(s) != SQLITE_DONE)
-		rc = ph_statedb_err(st, "writing the pair's description");
-	sqlite3_finalize(s);
-	return rc;
 }
 
 /* 1 when the files table has schema 5's columns, 0 when not, or < 0. */
@@ -561,22 +417,6 @@ ph_state_open(phsync_ctx *ctx, const char *dir, const struct ph_state_key *key, 
 	st->readonly = ro;
 	snprintf(st->path, sizeof(st->path), "%s", w.db);
 	return ro ? open_ro(st, &w, key, reset, out) : open_rw(st, &w, key, reset, out);
-}
-
-int
-ph_state_flush(struct ph_state *st)
-{
-	if (!st->in_txn)
-		return 0;
-	st->in_txn = 0;
-	st->pending = 0;
-	if (sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		int rc = ph_statedb_err(st, "committing");
-
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
-	}
-	return 0;
 }
 
 void

@@ -66,4 +66,8 @@ int ph_statedb_bind_key(sqlite3_stmt *s, int i, const char *path);
 int ph_statedb_records_prepare(struct ph_state *st);
 void ph_statedb_records_finalize(struct ph_state *st);
 
+/* Takes the flock of lockpath, writing our pid into it for the message
+ * another run gives. Returns 0 or PHSYNC_ELOCKED / an errno code. */
+int ph_state_lock(phsync_ctx *ctx, const char *lockpath, int *fdp);
+
 #endif
