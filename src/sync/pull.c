@@ -37,18 +37,18 @@ ph_pull_state(struct xfer *x, int to)
 #endif
 		return;
 	}
-	snprintf(msg, sizeof(msg), "internal error: a transfer went from %s to %s; not copied",
+	snprintf(msg, sizeof(msg), "internal error: a transfer may not go from %s to %s; not copied",
 	         ph_xs_name(from), ph_xs_name(to));
 	ph_pull_fail(x, PHSYNC_EINVAL, msg);
 }
 
-/* The one place a request of x is counted out and back: read 1 for a read
- * (plain, delta, check-file, sample), which counts against the file's and
- * the run's windows; read 0 for the OPEN or delta-start request. */
+/* The one place a request of x is counted out and back: a PULL_REQ_READ
+ * (plain, delta, check-file, sample) counts against the file's and the
+ * run's read windows; a PULL_REQ_CTL is the OPEN or delta-start request. */
 void
-ph_pull_sent(struct xfer *x, int read)
+ph_pull_sent(struct xfer *x, int kind)
 {
-	if (read) {
+	if (kind == PULL_REQ_READ) {
 		x->reads++;
 		x->p->reads++;
 	} else {
@@ -57,9 +57,9 @@ ph_pull_sent(struct xfer *x, int read)
 }
 
 void
-ph_pull_back(struct xfer *x, int read)
+ph_pull_back(struct xfer *x, int kind)
 {
-	if (read) {
+	if (kind == PULL_REQ_READ) {
 		x->reads--;
 		x->p->reads--;
 	} else {
@@ -253,7 +253,7 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = arg;
 
 	(void)s;
-	ph_pull_back(x, 0);
+	ph_pull_back(x, PULL_REQ_CTL);
 	if (r->type != PH_FXP_HANDLE) {
 		if (r->type == 0)
 			x->quiet = 1;
@@ -366,7 +366,7 @@ start_file(struct pull *p, size_t ai)
 		free(x);
 		return rc;
 	}
-	ph_pull_sent(x, 0);
+	ph_pull_sent(x, PULL_REQ_CTL);
 	x->slot = p->nactive;
 	p->active[p->nactive++] = x;
 	return 0;

@@ -51,7 +51,7 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	int moot;
 
 	(void)s;
-	ph_pull_back(x, 1);
+	ph_pull_back(x, PULL_REQ_READ);
 	if ((moot = ph_pull_moot(x, r)) != 0) {
 		/* nothing more to do with it */
 	} else if (x->c.cf != NULL && ph_cf_take(x->c.cf, r) != 0) {
@@ -81,7 +81,7 @@ sample_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, 1);
+	ph_pull_back(x, PULL_REQ_READ);
 	if (r->type == 0 && x->state != PH_XS_FAILED) {
 		x->quiet = 1;
 		ph_pull_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
@@ -117,7 +117,7 @@ ph_pull_cf_start(struct xfer *x)
 	rq->x = x;
 	rq->off = 0;
 	rq->len = 0;
-	ph_pull_sent(x, 1);
+	ph_pull_sent(x, PULL_REQ_READ);
 	n = ph_cf_samples(x->c.cf, &slen);
 	for (i = 0; i < n; i++) {
 		if ((rq = malloc(sizeof(*rq))) == NULL ||
@@ -129,7 +129,7 @@ ph_pull_cf_start(struct xfer *x)
 		rq->x = x;
 		rq->off = i;
 		rq->len = slen;
-		ph_pull_sent(x, 1);
+		ph_pull_sent(x, PULL_REQ_READ);
 	}
 	ph_pull_state(x, PH_XS_CF_ASK);
 	if (p->cfs != PULL_CF_WORKS) {

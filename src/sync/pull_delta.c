@@ -88,7 +88,7 @@ ph_pull_delta_begin(struct xfer *x, const struct ph_entry *d)
 		x->d.dr = NULL;
 		goto out;
 	}
-	ph_pull_sent(x, 0);
+	ph_pull_sent(x, PULL_REQ_CTL);
 	ph_pull_state(x, PH_XS_DELTA_START);
 	/* One read first: the delta of an edited photo is a few KiB and comes
 	 * whole in it. Eight each (PULL_DELTA_READS_FILE) held slots of the
@@ -133,7 +133,7 @@ ph_pull_delta_issue(struct xfer *x)
 			return rc;
 		}
 		x->d.next += rq->len;
-		ph_pull_sent(x, 1);
+		ph_pull_sent(x, PULL_REQ_READ);
 	}
 	return 0;
 }
@@ -162,7 +162,7 @@ ph_pull_delta_complete(struct xfer *x)
 	x->wf->check_hash = 1;
 	memcpy(x->wf->want_hash, x->d.hash, 16);
 	x->wf->matched = x->matched;
-	ph_lio_finish(p->lio, x->wf, 1);
+	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
 	x->wf = NULL;
 	ph_pull_state(x, PH_XS_DONE);
 }
@@ -239,7 +239,7 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, 1);
+	ph_pull_back(x, PULL_REQ_READ);
 	x->p->j->busy = x->e->path;
 	if (x->state != PH_XS_DELTA_START && x->state != PH_XS_DELTA_READ &&
 	    x->state != PH_XS_FAILED) {
@@ -267,7 +267,7 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = arg;
 
 	(void)s;
-	ph_pull_back(x, 0);
+	ph_pull_back(x, PULL_REQ_CTL);
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_OK) {

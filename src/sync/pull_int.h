@@ -114,8 +114,9 @@ int ph_pull_reading(const struct xfer *x);
 void ph_pull_fail(struct xfer *x, int err, const char *msg);
 int ph_pull_maybe_done(struct xfer *x);
 int ph_pull_moot(struct xfer *x, const struct ph_sftp_reply *r);
-void ph_pull_sent(struct xfer *x, int read);
-void ph_pull_back(struct xfer *x, int read);
+enum { PULL_REQ_READ, PULL_REQ_CTL };   /* ph_pull_sent, ph_pull_back */
+void ph_pull_sent(struct xfer *x, int kind);
+void ph_pull_back(struct xfer *x, int kind);
 int ph_pull_issue(struct xfer *x);
 
 /* pull_whole.c: plain reads */

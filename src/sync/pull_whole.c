@@ -40,7 +40,7 @@ queue_read(struct xfer *x, uint64_t off, uint32_t len)
 		free(rq);
 		return rc;
 	}
-	ph_pull_sent(x, 1);
+	ph_pull_sent(x, PULL_REQ_READ);
 	return 0;
 }
 
@@ -123,7 +123,7 @@ ph_pull_whole_complete(struct xfer *x)
 	x->hlen = 0;
 	x->wf->expect = x->r.got;
 	x->wf->matched = x->matched;
-	ph_lio_finish(p->lio, x->wf, 1);
+	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
 	x->wf = NULL;
 	ph_pull_state(x, PH_XS_DONE);
 }
@@ -163,7 +163,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, 1);
+	ph_pull_back(x, PULL_REQ_READ);
 	x->p->j->busy = x->e->path;
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */
