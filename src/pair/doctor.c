@@ -282,7 +282,8 @@ probe_check_file(struct doctor *d, struct ph_sftp *s, const char *name, uint64_t
 
 /* What a pull and a push will move for a changed file, from the helper
  * check, the check-file probe and the copy-data extension of the SFTP the
- * sync uses: pull.c's delta_wanted/cf_wanted and push.c's delta_prepare. */
+ * sync uses: ph_pull_delta_wanted (pull_delta.c), ph_pull_cf_wanted (pull_cf.c)
+ * and push.c's delta_prepare. */
 static void
 check_deltas(struct doctor *d, uint32_t exts)
 {

@@ -10,7 +10,7 @@
 
 #include "sftp.h"
 
-/* What pull.c asks for: md5 first (every server that has check-file has
+/* What a pull asks for (pull_cf.c): md5 first (every server that has check-file has
  * it, and it is the cheapest to compute here and there), sha1 else. */
 #define PH_CF_ALGS "md5,sha1"
 /* Larger files come whole: the server hashes the whole file before it

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /* The block signature of a file read through a descriptor: what the helper
  * answers phsync-sig with and what a pull sends with phsync-delta-start.
+ * The engine's one adapter to a file (pread, nothing else): it lives with
+ * the engine because both ends use it, the helper (src/helper) and the
+ * client's pull (src/sync), and neither may use the other's folder.
  * Internal. */
 #ifndef PH_SIGFD_H
 #define PH_SIGFD_H

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: ISC */
+/* A pull's folders (pull_int.h): made first, parents first; made durable
+ * and given their source times last, deepest first. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "local.h"
+#include "pull_int.h"
+
+/* Makes the folders the plan needs, parents first. */
+void
+ph_pull_make_dirs(struct pull *p)
+{
+	struct ph_job *j = p->j;
+	size_t i;
+
+	for (i = 0; i < j->plan.n; i++) {
+		struct ph_action *a = &j->plan.v[i];
+		const struct ph_entry *e = &j->src.v[a->src];
+		char *dir;
+		const char *base;
+		int dfd, rc;
+
+		if (a->kind != PH_A_MKDIR)
+			continue;
+		if (j->o->dry_run) {
+			ph_job_dir_made(j, a->src);
+			continue;
+		}
+		if ((rc = ph_local_split(ph_entry_dpath(e), &dir, &base)) == 0) {
+			rc = ph_local_opendir(j->lroot, dir, &dfd);
+			free(dir);
+		}
+		if (rc == 0) {
+			/* The source's bits under the umask, as mkdir does; always
+			 * writable by us, or its contents could not be made. */
+			if (mkdirat(dfd, base, (e->mode & 0777) | 0700) != 0 && errno != EEXIST)
+				rc = ph_err_from_errno(errno);
+			close(dfd);
+		}
+		if (rc != 0) {
+			size_t blocked = ph_plan_block_subtree(&j->plan, &j->src, i);
+
+			j->st.files_failed++;
+			ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, "mkdir", 0, rc,
+			             rc == PHSYNC_EUNSAFE ? "a symlink is in the way; not followed" :
+			             "cannot create this folder");
+			(void)blocked;
+			continue;
+		}
+		ph_job_dir_made(j, a->src);
+	}
+}
+
+static void
+dir_failed(struct ph_job *j, const char *path, int err, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+	j->st.files_failed++;
+	ph_job_event(j, PHSYNC_EV_FILE_FAILED, path, NULL, 0, ph_err_from_errno(err), msg);
+}
+
+static void
+dir_warn(struct ph_job *j, const char *path, int err, const char *what)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(err));
+	ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, ph_err_from_errno(err), msg);
+}
+
+/* Makes the renames in touched folders durable and gives them their source
+ * times, deepest first. Their modes are left as made (or as they were). A
+ * folder that cannot be made durable is a failure (the files in it may not
+ * survive a power cut); one whose time cannot be set is a warning. */
+void
+ph_pull_finish_dirs(struct pull *p)
+{
+	struct ph_job *j = p->j;
+	size_t i = j->src.n;
+
+	while (i-- > 0) {
+		const struct ph_entry *e = &j->src.v[i];
+		struct timespec ts[2];
+		int dfd, rc;
+
+		if (e->type != PH_T_DIR || !j->dirty[i])
+			continue;
+		if ((rc = ph_local_opendir(j->lroot, ph_entry_dpath(e), &dfd)) != 0) {
+			if (rc != PHSYNC_ENOENT) {
+				j->st.files_failed++;
+				ph_job_event(j, PHSYNC_EV_FILE_FAILED, e->path, NULL, 0, rc,
+				             "cannot open this folder to make it durable");
+			}
+			continue;
+		}
+		if (j->o->fsync && fsync(dfd) != 0)
+			dir_failed(j, e->path, errno, "cannot make this folder durable (fsync)");
+		ts[0].tv_sec = e->mtime;
+		ts[0].tv_nsec = 0;
+		ts[1].tv_sec = e->mtime;
+		ts[1].tv_nsec = 0;
+		if (futimens(dfd, ts) != 0)
+			dir_warn(j, e->path, errno, "cannot set this folder's time");
+		close(dfd);
+	}
+	if (j->root_dirty) {
+		struct timespec ts[2] = { { j->root_atime ? j->root_atime : j->root_mtime, 0 },
+		                          { j->root_mtime, 0 } };
+
+		if (j->o->fsync && fsync(j->lroot) != 0)
+			dir_failed(j, ".", errno, "cannot make the destination folder durable (fsync)");
+		if (futimens(j->lroot, ts) != 0)
+			dir_warn(j, ".", errno, "cannot set the destination folder's time");
+	}
+}

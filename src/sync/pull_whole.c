@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: ISC */
+/* Plain reads of a pull (pull_int.h): a file read whole, from a kept
+ * prefix on (resume), or the blocks a check-file delta did not find in the
+ * old copy. Many reads of one file are in flight; each reply's bytes go to
+ * the I/O thread at their offset. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cfdelta.h"
+#include "pull_int.h"
+
+static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
+
+/* Is there more to ask for? The listed size is a hint, never trusted: a
+ * file of known size S is read up to S plus one read at S that must answer
+ * EOF (else the file grew); a file of unknown size is read until EOF. */
+int
+ph_pull_whole_want(const struct xfer *x)
+{
+	if (x->r.eof_at != UINT64_MAX)
+		return 0;
+	if (x->e->nosize)
+		return 1;
+	return x->r.next_off < x->e->size || !x->r.probed;
+}
+
+static int
+queue_read(struct xfer *x, uint64_t off, uint32_t len)
+{
+	struct pull *p = x->p;
+	struct rreq *rq = malloc(sizeof(*rq));
+	int rc;
+
+	if (rq == NULL)
+		return PHSYNC_ENOMEM;
+	rq->x = x;
+	rq->off = off;
+	rq->len = len;
+	if ((rc = ph_sftp_read(p->j->sftp, x->h, x->hlen, off, len, read_cb, rq)) != 0) {
+		free(rq);
+		return rc;
+	}
+	ph_pull_sent(x, PULL_REQ_READ);
+	return 0;
+}
+
+/* In CF_READ: the blocks the old copy holds at next_off go to the I/O
+ * thread to copy; returns 1 when it did, 0 when the bytes there are to be
+ * read (*len cut to them), or PHSYNC_ENOMEM. */
+static int
+copy_found(struct xfer *x, uint32_t *len)
+{
+	struct pull *p = x->p;
+	int64_t src;
+	uint64_t run;
+
+	ph_cf_at(x->c.cf, x->r.next_off, &src, &run);
+	if (src < 0) {
+		if (run < *len)
+			*len = (uint32_t)run;
+		return 0;
+	}
+	if (ph_lio_copy(p->lio, x->wf, x->r.next_off, (uint64_t)src, (size_t)run) != 0)
+		return PHSYNC_ENOMEM;
+	x->r.next_off += run;
+	x->r.got += run;
+	x->r.hi = x->r.next_off > x->r.hi ? x->r.next_off : x->r.hi;
+	x->matched += run;
+	p->j->st.bytes_done += run;
+	return 1;
+}
+
+int
+ph_pull_whole_issue(struct xfer *x)
+{
+	struct pull *p = x->p;
+	int rc;
+
+	while (ph_pull_whole_want(x) && x->reads < PULL_MAX_READS_FILE &&
+	       p->reads < PULL_MAX_READS) {
+		uint32_t len = p->chunk;
+
+		if (x->state == PH_XS_CF_READ && x->r.next_off < x->e->size) {
+			if ((rc = copy_found(x, &len)) < 0)
+				return rc;
+			if (rc > 0)
+				continue;
+		}
+		if (!x->e->nosize && x->r.next_off < x->e->size && x->e->size - x->r.next_off < len)
+			len = (uint32_t)(x->e->size - x->r.next_off);
+		if ((rc = queue_read(x, x->r.next_off, len)) != 0)
+			return rc;
+		if (!x->e->nosize && x->r.next_off >= x->e->size)
+			x->r.probed = 1;
+		x->r.next_off += len;
+	}
+	return 0;
+}
+
+/* Commits the file only when every byte from 0 to the EOF the server
+ * reported arrived in complete replies, and that EOF is the listed size
+ * (or the size was unknown). Anything else aborts the file: it is retried
+ * by the next run, never kept cut or padded. */
+void
+ph_pull_whole_complete(struct xfer *x)
+{
+	struct pull *p = x->p;
+	char msg[160];
+
+	if (x->r.eof_at == UINT64_MAX || x->r.got != x->r.eof_at || x->r.hi > x->r.eof_at) {
+		ph_pull_fail(x, PHSYNC_EREMOTE, "the server's replies did not cover the file; "
+		             "not copied (retried next run)");
+		return;
+	}
+	if (!x->e->nosize && x->r.eof_at != x->e->size) {
+		snprintf(msg, sizeof(msg), "the file ends at byte %llu, not at the %llu the "
+		         "server listed (changed while read?); not copied, retried next run",
+		         (unsigned long long)x->r.eof_at, (unsigned long long)x->e->size);
+		ph_pull_fail(x, PHSYNC_EREMOTE, msg);
+		return;
+	}
+	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
+	x->hlen = 0;
+	x->wf->expect = x->r.got;
+	x->wf->matched = x->matched;
+	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
+	x->wf = NULL;
+	ph_pull_state(x, PH_XS_DONE);
+}
+
+/* One DATA reply with bytes, or the reason it cannot be taken. */
+static void
+take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
+{
+	struct pull *p = x->p;
+	uint64_t end = rq->off + r->len;
+
+	if (r->len > rq->len) {
+		ph_pull_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
+	} else if (!x->e->nosize && end > x->e->size) {
+		ph_pull_fail(x, PHSYNC_EREMOTE, "the file grew on the server while it was read; "
+		             "not copied (retried next run)");
+	} else if (end > x->r.eof_at) {
+		ph_pull_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read "
+		             "(data past the end it reported); not copied, retried next run");
+	} else if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
+		ph_pull_fail(x, PHSYNC_ENOMEM, "out of memory");
+	} else {
+		x->r.got += r->len;
+		if (end > x->r.hi)
+			x->r.hi = end;
+		p->j->st.bytes_done += r->len;
+		/* A short read: ask for the rest of this range. */
+		if (r->len < rq->len && queue_read(x, end, rq->len - r->len) != 0)
+			ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	}
+}
+
+static void
+read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct rreq *rq = arg;
+	struct xfer *x = rq->x;
+
+	(void)s;
+	ph_pull_back(x, PULL_REQ_READ);
+	x->p->j->busy = x->e->path;
+	if (ph_pull_moot(x, r)) {
+		/* nothing more to do with it */
+	} else if (r->type == PH_FXP_DATA && r->len > 0) {
+		take_data(x, rq, r);
+	} else if (r->type == PH_FXP_DATA ||
+	           (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF)) {
+		/* EOF (an empty DATA reply counts as one). */
+		if (rq->off < x->r.eof_at)
+			x->r.eof_at = rq->off;
+		if (x->r.hi > x->r.eof_at)
+			ph_pull_fail(x, PHSYNC_EPROTO, "the server reported an end before data it "
+			             "had sent");
+	} else {
+		ph_pull_fail(x, r->err ? r->err : PHSYNC_EPROTO,
+		             r->msg[0] ? r->msg : "the server refused to read this file");
+	}
+	free(rq);
+	if (x->state != PH_XS_FAILED && ph_pull_issue(x) != 0)
+		ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+	ph_pull_maybe_done(x);
+}
