@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* SFTP request groups (sftp.h): the client counts a group's requests in
  * when queued and out once their callback has returned, however they end
- * (a reply, an abort, the link's death), runs the group's idle hook when
- * the count falls to 0, and lets a refused request's group go. Driven
- * against a scripted server over a socketpair. */
+ * (a reply, an abort, the link's death, a write taken back after a stop),
+ * runs the group's idle hook when the count falls to 0, and lets a
+ * refused request's group go. Driven against a scripted server over a
+ * socketpair, and a channel in memory for the stop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -270,6 +271,101 @@ test_group_abort_and_dead_link(void **state)
 	link_close(&l);
 }
 
+/* A channel in memory whose window is shut half-way into the first WRITE
+ * when Ctrl-C comes: the WRITEs behind it are taken back unsent. */
+struct shut {
+	size_t window;
+	int waits, version_given;
+	phsync_ctx *ctx;
+};
+
+static int
+m_write(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+static int
+m_write_some(void *arg, const void *p, size_t n, size_t *put)
+{
+	struct shut *m = arg;
+
+	(void)p;
+	*put = n < m->window ? n : m->window;
+	m->window -= *put;
+	return 0;
+}
+
+static int
+m_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
+{
+	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
+	struct shut *m = arg;
+
+	(void)timeout_ms;
+	*got = 0;
+	if (!m->version_given && n >= sizeof(version)) {
+		memcpy(p, version, sizeof(version));
+		*got = sizeof(version);
+		m->version_given = 1;
+	}
+	return 0;
+}
+
+static int
+m_wait(void *arg, int timeout_ms)
+{
+	struct shut *m = arg;
+
+	(void)timeout_ms;
+	if (++m->waits == 1) {
+		m->ctx->interrupted = 1;
+		m->window = 1u << 20;
+	}
+	return 0;
+}
+
+/* Writes taken back after a stop are settled in their group too: their
+ * callbacks run (PHSYNC_EINTR) and the count goes down; the one sent
+ * stays counted until its reply (here: the abort). */
+static void
+test_group_writes_taken_back(void **state)
+{
+	static const uint8_t h[4] = { 'h', 'a', 'n', 'd' };
+	uint8_t data[1000];
+	struct shut m;
+	struct ph_chan ch = { m_write, m_read, &m, 0, m_write_some, m_wait };
+	struct ph_sftp *s;
+	struct owner *o;
+	int idles = 0, calls = 0, i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	memset(data, 7, sizeof(data));
+	assert_int_equal(phsync_ctx_new(&m.ctx), 0);
+	m.window = 1u << 20;
+	assert_int_equal(ph_sftp_new(m.ctx, &ch, &s), 0);
+	o = owner_new(&idles, &calls);
+	m.window = 300;
+	for (i = 0; i < 3; i++)
+		assert_int_equal(ph_sftp_write(ph_sftp_in_group(s, &o->g), h, sizeof(h),
+		                               (uint64_t)i * 1000, data, 1000, owner_cb, o), 0);
+	assert_int_equal(o->g.inflight, 3);
+	assert_int_equal(ph_sftp_flush(s), 0);
+	assert_int_equal(calls, 2);                /* two taken back */
+	assert_int_equal(o->types[0], PH_FXP_STATUS);
+	assert_int_equal(o->g.inflight, 1);        /* the one on the wire */
+	assert_int_equal(idles, 0);
+	ph_sftp_abort(s, PHSYNC_EINTR);
+	assert_int_equal(calls, 3);
+	assert_int_equal(idles, 1);
+	ph_sftp_free(s);
+	phsync_ctx_free(m.ctx);
+}
+
 int
 main(void)
 {
@@ -277,6 +373,7 @@ main(void)
 		cmocka_unit_test(test_group_counts_replies),
 		cmocka_unit_test(test_group_refused_request),
 		cmocka_unit_test(test_group_abort_and_dead_link),
+		cmocka_unit_test(test_group_writes_taken_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
