@@ -9,8 +9,9 @@
 #include "buf.h"
 #include "ctx.h"
 #include "sftp.h"
+#include "sftp_int.h"
 
-#define SLOTS 4096 /* requests in flight at most; a power of two */
+#define SLOTS PH_SFTP_SLOTS
 #define DEFAULT_IO (32u * 1024)
 #define MAX_IO (256u * 1024)
 #define READ_CHUNK (1u << 20)
@@ -18,37 +19,6 @@
 /* After Ctrl-C, how long a send may wait on a server that takes nothing
  * before the link is given up (the README promises a second or two). */
 #define STOP_SEND_MS 2000
-
-struct slot {
-	uint32_t id;
-	uint8_t used;
-	ph_sftp_cb cb;
-	void *arg;
-};
-
-struct ph_sftp {
-	phsync_ctx *ctx;
-	struct ph_chan chan;
-	struct ph_buf out;
-	uint8_t *in;       /* receive buffer, inlen bytes valid from inoff */
-	size_t incap, inlen, inoff;
-	int flushing;      /* a flush is under way (its drain ran callbacks) */
-	struct slot *slots;
-	uint32_t next_id;
-	size_t inflight;
-	uint32_t exts;
-	uint32_t max_read, max_write;
-	uint64_t max_handles;
-	int timeout_ms;
-	uint64_t last_rx_ms; /* when the server last sent bytes, or when a wait
-	                        for it began (the silence clock) */
-	int dead;          /* sticky link error */
-	uint64_t intr_ms;  /* when a send first saw the stop (0: not yet) */
-	unsigned offer;    /* helper protocol version offered in INIT (0: none) */
-	unsigned helper;   /* ... and agreed in VERSION (0: plain SFTP) */
-	unsigned helper_seen; /* the value the server announced, even if refused */
-	char msg[256];     /* STATUS message of the reply being dispatched */
-};
 
 static uint64_t
 now_ms(void)
@@ -109,6 +79,21 @@ ph_sftp_names_next(struct ph_sftp_names *it, const uint8_t **name,
 	return 1;
 }
 
+/* Runs the callback of a request taken off the table (sl, a copy: the
+ * callback may queue a request into its slot), then counts it out of its
+ * group; a group left with nothing in flight is told so (its owner may
+ * free it then: nothing touches g afterwards). */
+static void
+settle(struct ph_sftp *s, struct ph_sftp_slot sl, const struct ph_sftp_reply *rep)
+{
+	struct ph_sftp_group *g = sl.group;
+
+	if (sl.cb != NULL)
+		sl.cb(s, rep, sl.arg);
+	if (g != NULL && --g->inflight == 0 && g->idle != NULL)
+		g->idle(g->arg);
+}
+
 /* Fails every pending request with err; the link is unusable afterwards. */
 static int
 kill_link(struct ph_sftp *s, int err)
@@ -122,27 +107,26 @@ kill_link(struct ph_sftp *s, int err)
 	rep.err = s->dead;
 	rep.msg = "";
 	for (i = 0; i < SLOTS && s->inflight > 0; i++) {
-		struct slot *sl = &s->slots[i];
+		struct ph_sftp_slot *sl = &s->slots[i];
 
 		if (!sl->used)
 			continue;
 		sl->used = 0;
 		s->inflight--;
-		if (sl->cb != NULL)
-			sl->cb(s, &rep, sl->arg);
+		settle(s, *sl, &rep);
 	}
 	return s->dead;
 }
 
-/* Starts a request packet: length placeholder, type, id. Returns the
- * packet's offset in the out buffer through *start. */
-static int
-begin(struct ph_sftp *s, uint8_t type, ph_sftp_cb cb, void *arg, size_t *start)
+int
+ph_sftp_req_begin(struct ph_sftp *s, uint8_t type, ph_sftp_cb cb, void *arg, size_t *start)
 {
-	struct slot *sl;
+	struct ph_sftp_group *g = s->next_group;
+	struct ph_sftp_slot *sl;
 	uint32_t id;
 	int rc;
 
+	s->next_group = NULL;
 	if (s->dead)
 		return s->dead;
 	if (s->inflight >= SLOTS)
@@ -160,13 +144,14 @@ begin(struct ph_sftp *s, uint8_t type, ph_sftp_cb cb, void *arg, size_t *start)
 	sl->id = id;
 	sl->cb = cb;
 	sl->arg = arg;
+	sl->group = g;
 	return 0;
 }
 
-/* Finishes the packet begun at start (rc from the field writes). */
-static int
-end(struct ph_sftp *s, size_t start, int rc)
+int
+ph_sftp_req_end(struct ph_sftp *s, size_t start, int rc)
 {
+	struct ph_sftp_slot *sl;
 	uint32_t id;
 
 	if (rc != 0) {
@@ -175,10 +160,27 @@ end(struct ph_sftp *s, size_t start, int rc)
 	}
 	ph_be32_put(s->out.data + start, (uint32_t)(s->out.len - start - 4));
 	id = ph_be32_get(s->out.data + start + 5);
-	s->slots[id & (SLOTS - 1)].used = 1;
+	sl = &s->slots[id & (SLOTS - 1)];
+	sl->used = 1;
+	if (sl->group != NULL)
+		sl->group->inflight++;
 	if (s->inflight++ == 0)
 		s->last_rx_ms = now_ms(); /* nothing was owed until now */
 	return 0;
+}
+
+int
+ph_sftp_req_refuse(struct ph_sftp *s, int rc)
+{
+	s->next_group = NULL;
+	return rc;
+}
+
+struct ph_sftp *
+ph_sftp_in_group(struct ph_sftp *s, struct ph_sftp_group *g)
+{
+	s->next_group = g;
+	return s;
 }
 
 int
@@ -206,7 +208,7 @@ static void
 cancel_writes(struct ph_sftp *s, size_t sent)
 {
 	struct ph_sftp_reply rep;
-	struct slot *gone;
+	struct ph_sftp_slot *gone;
 	size_t off = 0, start, put, n = 0, i;
 
 	/* Skip what went out, whole or in part. */
@@ -221,7 +223,7 @@ cancel_writes(struct ph_sftp *s, size_t sent)
 	for (off = put = start; off + 9 <= s->out.len;) {
 		size_t len = 4 + (size_t)ph_be32_get(s->out.data + off);
 		uint32_t id = ph_be32_get(s->out.data + off + 5);
-		struct slot *sl = &s->slots[id & (SLOTS - 1)];
+		struct ph_sftp_slot *sl = &s->slots[id & (SLOTS - 1)];
 
 		if (s->out.data[off + 4] == PH_FXP_WRITE && sl->used && sl->id == id) {
 			gone[n++] = *sl;
@@ -242,8 +244,7 @@ cancel_writes(struct ph_sftp *s, size_t sent)
 	rep.msg = "interrupted";
 	/* Their callbacks may queue more (a CLOSE, a REMOVE): after the rest. */
 	for (i = 0; i < n; i++)
-		if (gone[i].cb != NULL)
-			gone[i].cb(s, &rep, gone[i].arg);
+		settle(s, gone[i], &rep);
 	free(gone);
 }
 
@@ -336,7 +337,7 @@ dispatch(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 {
 	struct ph_rd r = { p, len };
 	struct ph_sftp_reply rep;
-	struct slot *sl;
+	struct ph_sftp_slot *sl;
 	uint8_t type;
 	uint32_t id, n;
 	const uint8_t *str;
@@ -395,8 +396,7 @@ dispatch(struct ph_sftp *s, const uint8_t *p, uint32_t len)
 	}
 	sl->used = 0;
 	s->inflight--;
-	if (sl->cb != NULL)
-		sl->cb(s, &rep, sl->arg);
+	settle(s, *sl, &rep);
 	return 0;
 bad:
 	return ph_err(s->ctx, PHSYNC_EPROTO, "server sent a malformed SFTP reply (type %u)",
@@ -518,549 +518,6 @@ ph_sftp_wait(struct ph_sftp *s, const int *flag)
 			return rc;
 	}
 	return 0;
-}
-
-static int
-simple_path(struct ph_sftp *s, uint8_t type, const char *path,
-            const struct ph_sftp_attrs *a, int with_attrs, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = begin(s, type, cb, arg, &start);
-
-	if (rc != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, path);
-	if (rc == 0 && with_attrs)
-		rc = ph_wire_put_attrs(&s->out, a);
-	return end(s, start, rc);
-}
-
-static int
-simple_handle(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen,
-              ph_sftp_cb cb, void *arg, size_t *start)
-{
-	int rc = begin(s, type, cb, arg, start);
-
-	if (rc != 0)
-		return rc;
-	return ph_buf_put_str(&s->out, h, hlen);
-}
-
-/* A request whose only field is the handle. */
-static int
-handle_only(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
-            void *arg)
-{
-	size_t start = 0;
-	int rc = simple_handle(s, type, h, hlen, cb, arg, &start);
-
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
-             const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = begin(s, PH_FXP_OPEN, cb, arg, &start);
-
-	if (rc != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, path);
-	if (rc == 0)
-		rc = ph_buf_put_u32(&s->out, pflags);
-	if (rc == 0)
-		rc = ph_wire_put_attrs(&s->out, a);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_opendir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_OPENDIR, path, NULL, 0, cb, arg);
-}
-
-int
-ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
-                void *arg)
-{
-	return handle_only(s, PH_FXP_READDIR, h, hlen, cb, arg);
-}
-
-int
-ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
-              void *arg)
-{
-	return handle_only(s, PH_FXP_CLOSE, h, hlen, cb, arg);
-}
-
-int
-ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
-             uint32_t len, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_READ, h, hlen, cb, arg, &start);
-
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, off);
-	if (rc == 0)
-		rc = ph_buf_put_u32(&s->out, len);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
-              const void *data, uint32_t len, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
-
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, off);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, data, len);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
-                   uint32_t len, ph_sftp_fill_fn fill_fn, void *fill_arg, ph_sftp_cb cb,
-                   void *arg)
-{
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
-
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, off);
-	if (rc == 0)
-		rc = ph_buf_put_u32(&s->out, len);
-	if (rc == 0)
-		rc = ph_buf_reserve(&s->out, len);
-	if (rc == 0 && (rc = fill_fn(fill_arg, s->out.data + s->out.len, len)) == 0)
-		s->out.len += len;
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, lstat ? PH_FXP_LSTAT : PH_FXP_STAT, path, NULL, 0, cb, arg);
-}
-
-int
-ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb, void *arg)
-{
-	return handle_only(s, PH_FXP_FSTAT, h, hlen, cb, arg);
-}
-
-int
-ph_sftp_setstat(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a,
-                ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_SETSTAT, path, a, 1, cb, arg);
-}
-
-int
-ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
-                 const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, hlen, cb, arg, &start);
-
-	if (rc == 0)
-		rc = ph_wire_put_attrs(&s->out, a);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_mkdir(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a,
-              ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_MKDIR, path, a, 1, cb, arg);
-}
-
-int
-ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_REMOVE, path, NULL, 0, cb, arg);
-}
-
-int
-ph_sftp_rmdir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
-{
-	return simple_path(s, PH_FXP_RMDIR, path, NULL, 0, cb, arg);
-}
-
-int
-ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
-               ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc;
-
-	if (posix && (s->exts & PH_EXT_POSIX_RENAME)) {
-		rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
-		if (rc != 0)
-			return rc;
-		rc = ph_buf_put_cstr(&s->out, PH_XN_POSIX_RENAME);
-	} else {
-		rc = begin(s, PH_FXP_RENAME, cb, arg, &start);
-		if (rc != 0)
-			return rc;
-	}
-	if (rc == 0)
-		rc = ph_buf_put_cstr(&s->out, from);
-	if (rc == 0)
-		rc = ph_buf_put_cstr(&s->out, to);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
-              void *arg)
-{
-	size_t start = 0;
-	int rc;
-
-	if (!(s->exts & PH_EXT_FSYNC))
-		return PHSYNC_EUNSUPPORTED;
-	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
-	if (rc != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, PH_XN_FSYNC);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
-                  uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
-                  ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc;
-
-	if (!(s->exts & PH_EXT_COPY_DATA))
-		return PHSYNC_EUNSUPPORTED;
-	if (len == 0)
-		return PHSYNC_EINVAL; /* 0 means "to the end of the file" on the wire */
-	rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start);
-	if (rc != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, PH_XN_COPY_DATA);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, rh, rhlen);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, roff);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, len);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, wh, whlen);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, woff);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const char *algs,
-                   uint64_t off, uint64_t len, uint32_t block, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc;
-
-	if (block < 256 || len == 0 || len % block != 0)
-		return PHSYNC_EINVAL; /* 0 would mean "the whole file" on the wire */
-	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, &start)) != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, PH_XN_CHECK_FILE_HANDLE);
-	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	if (rc == 0)
-		rc = ph_buf_put_cstr(&s->out, algs);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, off);
-	if (rc == 0)
-		rc = ph_buf_put_u64(&s->out, len);
-	if (rc == 0)
-		rc = ph_buf_put_u32(&s->out, block);
-	return end(s, start, rc);
-}
-
-int
-ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
-                         uint32_t *alglen, uint32_t (*dlen_of)(const uint8_t *alg,
-                                                                uint32_t alglen),
-                         uint32_t n, uint8_t *out)
-{
-	struct ph_rd rd = { r->data, r->len };
-	const uint8_t *a, *d;
-	uint32_t al, dl, len, i;
-
-	if (r->type != PH_FXP_EXTENDED_REPLY || ph_rd_str(&rd, &a, &al) != 0)
-		return PHSYNC_EPROTO;
-	if (al == 10 && memcmp(a, PH_XN_CHECK_FILE, 10) == 0 && ph_rd_str(&rd, &a, &al) != 0)
-		return PHSYNC_EPROTO;
-	if ((len = dlen_of(a, al)) == 0)
-		return PHSYNC_EPROTO;   /* not an algorithm we asked for */
-	*alg = a;
-	*alglen = al;
-	if (rd.left == (uint64_t)n * len) {
-		memcpy(out, rd.p, rd.left);
-		return 0;
-	}
-	if (rd.left != (uint64_t)n * (4 + len))
-		return PHSYNC_EPROTO;
-	for (i = 0; i < n; i++) {
-		if (ph_rd_str(&rd, &d, &dl) != 0 || dl != len)
-			return PHSYNC_EPROTO;
-		memcpy(out + (size_t)i * len, d, len);
-	}
-	return 0;
-}
-
-/* Starts a helper request: EXTENDED with its name and the handle. */
-static int
-begin_helper(struct ph_sftp *s, const char *name, const uint8_t *h, uint32_t hlen,
-             ph_sftp_cb cb, void *arg, size_t *start)
-{
-	int rc;
-
-	if (s->helper < 1)
-		return PHSYNC_EUNSUPPORTED;
-	if ((rc = begin(s, PH_FXP_EXTENDED, cb, arg, start)) != 0)
-		return rc;
-	if ((rc = ph_buf_put_cstr(&s->out, name)) == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
-	return rc == 0 ? 0 : end(s, *start, rc);   /* a failure leaves nothing queued */
-}
-
-int
-ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
-                   ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = begin_helper(s, PH_HELPER_SIG, h, hlen, cb, arg, &start);
-
-	if (rc != 0)
-		return rc;
-	return end(s, start, ph_buf_put_u32(&s->out, block_len));
-}
-
-int
-ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
-                           const void *sig, size_t siglen, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc;
-
-	if (siglen > PH_SFTP_MAX_PACKET - 1024)
-		return PHSYNC_EINVAL;
-	if ((rc = begin_helper(s, PH_HELPER_DSTART, h, hlen, cb, arg, &start)) != 0)
-		return rc;
-	return end(s, start, ph_buf_put_str(&s->out, sig, siglen));
-}
-
-int
-ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t doff,
-                          uint32_t len, ph_sftp_cb cb, void *arg)
-{
-	size_t start = 0;
-	int rc = begin_helper(s, PH_HELPER_DREAD, h, hlen, cb, arg, &start);
-
-	if (rc != 0)
-		return rc;
-	if ((rc = ph_buf_put_u64(&s->out, doff)) == 0)
-		rc = ph_buf_put_u32(&s->out, len);
-	return end(s, start, rc);
-}
-
-/* Synchronous wrappers: a reply is copied out before the buffer moves on.
- * They expect STATUS or ATTRS; any other reply type is a protocol error. */
-struct sync_wait {
-	int done;
-	int err;
-	uint8_t type;
-	struct ph_sftp_attrs attrs;
-};
-
-static void
-sync_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
-{
-	struct sync_wait *w = arg;
-
-	(void)s;
-	w->done = 1;
-	w->type = r->type;
-	w->err = r->err;
-	if (r->type == PH_FXP_STATUS && r->err == 0)
-		w->err = r->status == PH_FX_OK ? 0 : PHSYNC_EPROTO;
-	else if (r->type == PH_FXP_ATTRS)
-		w->attrs = r->attrs;
-	else if (r->type != PH_FXP_STATUS && r->err == 0)
-		w->err = PHSYNC_EPROTO;
-}
-
-/* Waits for a STATUS reply to a request queued with sync_cb. */
-static int
-sync_status(struct ph_sftp *s, int rc, struct sync_wait *w)
-{
-	if (rc != 0)
-		return rc; /* never queued: nothing owed to w */
-	rc = ph_sftp_wait(s, &w->done);
-	/* Interrupted: the reply is still owed to w, which lives on the
-	 * caller's stack; settle it now (the link is given up). */
-	if (rc != 0 && !w->done)
-		ph_sftp_abort(s, rc);
-	if (rc == 0 && w->err == 0 && w->type != PH_FXP_STATUS)
-		rc = PHSYNC_EPROTO;
-	return rc != 0 ? rc : w->err;
-}
-
-/* One READ of ph_sftp_read_ranges_sync. */
-struct range_wait {
-	int done, err;
-	uint8_t *buf;
-	uint32_t want, got;
-};
-
-static void
-range_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
-{
-	struct range_wait *w = arg;
-
-	(void)s;
-	w->done = 1;
-	if (r->type == PH_FXP_DATA && r->len <= w->want) {
-		memcpy(w->buf, r->data, r->len);
-		w->got = r->len;
-	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF) {
-		w->got = 0;
-	} else {
-		w->err = r->err ? r->err : PHSYNC_EPROTO;
-	}
-}
-
-static void
-open_cb_sync(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
-{
-	struct range_wait *w = arg;
-
-	(void)s;
-	w->done = 1;
-	if (r->type == PH_FXP_HANDLE && r->len <= PH_SFTP_MAX_HANDLE) {
-		memcpy(w->buf, r->data, r->len);
-		w->got = r->len;
-	} else {
-		w->err = r->err ? r->err : PHSYNC_EPROTO;
-	}
-}
-
-int
-ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *off,
-                         const uint32_t *len, uint8_t *const *buf, uint32_t *got, size_t n)
-{
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	struct range_wait ow = { 0, 0, h, 0, 0 }, w[4];
-	struct sync_wait cw = { 0 };
-	size_t i;
-	int rc;
-
-	if (n > 4)
-		return PHSYNC_EINVAL;
-	rc = ph_sftp_open(s, path, PH_FXF_READ, NULL, open_cb_sync, &ow);
-	if (rc == 0)
-		rc = ph_sftp_wait(s, &ow.done);
-	if (rc != 0) {
-		if (!ow.done)
-			ph_sftp_abort(s, rc);
-		return rc;
-	}
-	if (ow.err != 0)
-		return ow.err;
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < n && rc == 0; i++) {
-		w[i].buf = buf[i];
-		w[i].want = len[i];
-		if ((rc = ph_sftp_read(s, h, ow.got, off[i], len[i], range_cb, &w[i])) != 0)
-			w[i].done = 1; /* never queued */
-	}
-	for (i = 0; i < n && rc == 0; i++)
-		rc = ph_sftp_wait(s, &w[i].done);
-	for (i = 0; i < n && rc != 0; i++)
-		if (!w[i].done) {
-			ph_sftp_abort(s, rc);
-			return rc;
-		}
-	if (rc == 0) {
-		for (i = 0; i < n; i++) {
-			if (w[i].err != 0 && rc == 0)
-				rc = w[i].err;
-			got[i] = w[i].got;
-		}
-	}
-	{
-		int crc = sync_status(s, ph_sftp_close(s, h, ow.got, sync_cb, &cw), &cw);
-
-		if (rc == 0 && (crc == PHSYNC_ECONNECT || crc == PHSYNC_EINTR))
-			rc = crc; /* a refused CLOSE of a read handle is no loss */
-	}
-	return rc;
-}
-
-int
-ph_sftp_remove_sync(struct ph_sftp *s, const char *path)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_remove(s, path, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_rmdir_sync(struct ph_sftp *s, const char *path)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_rmdir(s, path, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_rename(s, from, to, 0, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_stat_sync(struct ph_sftp *s, int lstat, const char *path,
-                  struct ph_sftp_attrs *a)
-{
-	struct sync_wait w = { 0 };
-	int rc = ph_sftp_stat(s, lstat, path, sync_cb, &w);
-
-	if (rc != 0)
-		return rc; /* never queued */
-	if ((rc = ph_sftp_wait(s, &w.done)) != 0) {
-		if (!w.done)
-			ph_sftp_abort(s, rc); /* w must not outlive this call */
-		return rc;
-	}
-	if (w.err != 0)
-		return w.err;
-	if (w.type != PH_FXP_ATTRS)
-		return PHSYNC_EPROTO;
-	*a = w.attrs;
-	return 0;
-}
-
-int
-ph_sftp_mkdir_sync(struct ph_sftp *s, const char *path, uint32_t mode)
-{
-	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = mode };
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_mkdir(s, path, &a, sync_cb, &w), &w);
 }
 
 /* Reads exactly one packet outside the request table (VERSION). */
@@ -1225,9 +682,9 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 	if ((rc = read_packet(s, &p, &len)) != 0 || (rc = parse_version(s, p, len)) != 0)
 		goto out;
 	if (s->exts & PH_EXT_LIMITS) {
-		if ((rc = begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
+		if ((rc = ph_sftp_req_begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
 			goto out;
-		rc = end(s, start, ph_buf_put_cstr(&s->out, PH_XN_LIMITS));
+		rc = ph_sftp_req_end(s, start, ph_buf_put_cstr(&s->out, PH_XN_LIMITS));
 		if (rc == 0)
 			rc = ph_sftp_wait(s, &done);
 		if (rc != 0)
@@ -1298,140 +755,6 @@ size_t
 ph_sftp_inflight(const struct ph_sftp *s)
 {
 	return s->inflight;
-}
-
-/* Synchronous one-offs for pair and doctor: a handle, writes, statvfs. */
-
-/* Waits for a reply owed to a callback whose state lives on the caller's
- * stack; on a failed wait the link is given up, so nothing is owed. */
-static int
-wait_owed(struct ph_sftp *s, int rc, const int *done)
-{
-	if (rc != 0)
-		return rc; /* never queued */
-	rc = ph_sftp_wait(s, done);
-	if (rc != 0 && !*done)
-		ph_sftp_abort(s, rc);
-	return rc;
-}
-
-int
-ph_sftp_open_sync(struct ph_sftp *s, const char *path, uint32_t pflags,
-                  const struct ph_sftp_attrs *a, uint8_t *h, uint32_t *hlen)
-{
-	struct range_wait w = { 0, 0, h, 0, 0 };
-	int rc = wait_owed(s, ph_sftp_open(s, path, pflags, a, open_cb_sync, &w), &w.done);
-
-	if (rc != 0)
-		return rc;
-	if (w.err != 0)
-		return w.err;
-	*hlen = w.got;
-	return 0;
-}
-
-int
-ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
-                   const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	int rc = 0;
-
-	while (len > 0 && rc == 0) {
-		uint32_t k = len > s->max_write ? s->max_write : (uint32_t)len;
-		struct sync_wait w = { 0 };
-
-		rc = sync_status(s, ph_sftp_write(s, h, hlen, off, p, k, sync_cb, &w), &w);
-		p += k;
-		off += k;
-		len -= k;
-	}
-	return rc;
-}
-
-int
-ph_sftp_close_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_close(s, h, hlen, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_fsync_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_fsync(s, h, hlen, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_setstat_sync(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a)
-{
-	struct sync_wait w = { 0 };
-
-	return sync_status(s, ph_sftp_setstat(s, path, a, sync_cb, &w), &w);
-}
-
-int
-ph_sftp_posix_rename_sync(struct ph_sftp *s, const char *from, const char *to)
-{
-	struct sync_wait w = { 0 };
-
-	if (!(s->exts & PH_EXT_POSIX_RENAME))
-		return PHSYNC_EUNSUPPORTED;
-	return sync_status(s, ph_sftp_rename(s, from, to, 1, sync_cb, &w), &w);
-}
-
-struct statvfs_wait {
-	int done, err;
-	struct ph_sftp_statvfs *st;
-};
-
-static void
-statvfs_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
-{
-	struct statvfs_wait *w = arg;
-	struct ph_rd rd = { r->data, r->len };
-	uint64_t v[11];
-	size_t i;
-
-	(void)s;
-	w->done = 1;
-	if (r->type != PH_FXP_EXTENDED_REPLY) {
-		w->err = r->err ? r->err : PHSYNC_EPROTO;
-		return;
-	}
-	/* bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid,
-	 * flag, namemax: eleven u64 (PROTOCOL, statvfs@openssh.com). */
-	for (i = 0; i < 11; i++)
-		if (ph_rd_u64(&rd, &v[i]) != 0) {
-			w->err = PHSYNC_EPROTO;
-			return;
-		}
-	w->st->frsize = v[1] ? v[1] : v[0];
-	w->st->blocks = v[2];
-	w->st->bavail = v[4];
-	w->st->namemax = v[10];
-}
-
-int
-ph_sftp_statvfs_sync(struct ph_sftp *s, const char *path, struct ph_sftp_statvfs *st)
-{
-	struct statvfs_wait w = { 0, 0, st };
-	size_t start = 0;
-	int rc;
-
-	if (!(s->exts & PH_EXT_STATVFS))
-		return PHSYNC_EUNSUPPORTED;
-	if ((rc = begin(s, PH_FXP_EXTENDED, statvfs_cb, &w, &start)) != 0)
-		return rc;
-	rc = ph_buf_put_cstr(&s->out, PH_XN_STATVFS);
-	if (rc == 0)
-		rc = ph_buf_put_cstr(&s->out, path);
-	if ((rc = wait_owed(s, end(s, start, rc), &w.done)) != 0)
-		return rc;
-	return w.err;
 }
 
 size_t

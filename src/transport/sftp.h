@@ -108,6 +108,31 @@ int ph_sftp_flush(struct ph_sftp *s);
  * err, and later requests fail with err. For leaving a run early. */
 void ph_sftp_abort(struct ph_sftp *s, int err);
 
+/* Request groups: the requests one owner (a file being pushed) has in
+ * flight, counted by the client so the owner never counts by hand.
+ *
+ *   rc = ph_sftp_close(ph_sftp_in_group(s, &f->grp), h, hlen, close_cb, f);
+ *
+ * ph_sftp_in_group(s, g) gives g to the next request queued on s and
+ * returns s. When that request is queued (its function returns 0), g's
+ * inflight goes up by one; when it is refused (any other return) g is not
+ * counted and is let go of all the same: it never reaches a later request.
+ * inflight goes down once the request's callback has returned, however
+ * the request ended: a reply, the link's death or ph_sftp_abort (type 0),
+ * or a write taken back after a stop (PHSYNC_EINTR). So inside a callback
+ * its own request still counts, and the owner cannot be let go of there.
+ * When inflight falls to 0 this way, idle(arg) runs (when set): there the
+ * owner may free g, which the client does not touch afterwards. An owner
+ * whose requests may still be in flight must not be freed; ph_sftp_free
+ * runs no callbacks and settles no group. A group's requests are ordinary
+ * requests otherwise: the same wire bytes, order and callbacks. */
+struct ph_sftp_group {
+	unsigned inflight;         /* requests queued whose callback has not returned */
+	void (*idle)(void *arg);   /* optional: inflight fell to 0 after a callback */
+	void *arg;
+};
+struct ph_sftp *ph_sftp_in_group(struct ph_sftp *s, struct ph_sftp_group *g);
+
 /* Asynchronous requests: return 0 once queued, or a PHSYNC_E*. A NULL cb
  * means nobody needs the answer. Paths are NUL-terminated byte strings. */
 int ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
