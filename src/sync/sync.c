@@ -2,7 +2,6 @@
 /* phsync_sync: connect, scan both sides, plan, execute, report. */
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "kept.h"
 #include "local.h"
 #include "login.h"
+#include "lscan.h"
 #include "names.h"
 #include "platform.h"
 #include "probe.h"
@@ -72,95 +72,6 @@ report_skips(struct ph_job *j)
 			break;
 		}
 	}
-}
-
-/* The local walk on its own thread, with its own error buffer; the
- * failures it meets are kept and reported by the caller's thread. */
-struct lscan_fail {
-	char *path;
-	int err;
-	enum phsync_event_type type;
-	const char *action;     /* a constant string or NULL */
-	char *msg;
-};
-
-struct lscan {
-	pthread_t th;
-	phsync_ctx ctx;
-	int root, remove_temps, check_names, rc;
-	const struct ph_filter *filter;
-	struct ph_tree *t;
-	struct ph_tree *partials;  /* pull: the partial downloads found */
-	uint64_t failed;
-	struct lscan_fail *fails;
-	size_t nfails, capfails;
-};
-
-static void
-lscan_event(const struct phsync_event *ev, void *arg)
-{
-	struct lscan *ls = arg;
-	struct lscan_fail *f;
-
-	if (ls->nfails == ls->capfails) {
-		size_t cap = ls->capfails ? ls->capfails * 2 : 16;
-
-		if ((f = realloc(ls->fails, cap * sizeof(*f))) == NULL)
-			return;
-		ls->fails = f;
-		ls->capfails = cap;
-	}
-	f = &ls->fails[ls->nfails];
-	f->path = strdup(ev->path ? ev->path : "");
-	f->msg = strdup(ev->message ? ev->message : "");
-	f->err = ev->err;
-	f->type = ev->type;
-	f->action = ev->action;
-	if (f->path != NULL && f->msg != NULL)
-		ls->nfails++;
-	else {
-		free(f->path);
-		free(f->msg);
-	}
-}
-
-static void *
-lscan_run(void *arg)
-{
-	struct lscan *ls = arg;
-
-	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
-	                       ls->check_names, ls->t, ls->partials,
-	                       lscan_event, ls, &ls->failed);
-	if (ls->rc == 0)
-		ph_tree_sort(ls->t);
-	return NULL;
-}
-
-static void
-lscan_report(struct ph_job *j, struct lscan *ls)
-{
-	size_t i;
-
-	j->st.files_failed += ls->failed;
-	for (i = 0; i < ls->nfails; i++) {
-		if (ls->fails[i].type == PHSYNC_EV_FILE_FAILED)
-			ph_job_scan_failed(j, ls->t, ls->fails[i].path);
-		ph_job_event(j, ls->fails[i].type, ls->fails[i].path, ls->fails[i].action, 0,
-		             ls->fails[i].err, ls->fails[i].msg);
-	}
-}
-
-static void
-lscan_free(struct lscan *ls)
-{
-	size_t i;
-
-	for (i = 0; i < ls->nfails; i++) {
-		free(ls->fails[i].path);
-		free(ls->fails[i].msg);
-	}
-	free(ls->fails);
 }
 
 /* Opens the pair's state: keyed by the phone (its host key, as known_hosts
@@ -654,289 +565,361 @@ hold_paths(struct ph_job *j)
 	}
 }
 
-int
-phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
-            const char *local_dir, const struct phsync_options *opts,
-            struct phsync_stats *stats)
-{
-	struct phsync_options defaults;
+/* One pull or push: the job and what phsync_sync holds beside it. */
+struct run {
 	struct ph_job j;
-	struct ph_ssh *ssh = NULL;
-	struct ph_sftp_attrs ra;
-	struct lscan ls;
-	struct ph_strpool pool;
-	char *user = NULL, *host = NULL, *rpath = NULL;
-	char *ldir = NULL, *single = NULL;  /* a single file's folder here, its name */
-	const char **pat = NULL;
-	uint8_t *incl = NULL;
-	struct ph_known_set known = { NULL, 0, 0 };
-	int rc, pull = dir == PHSYNC_PULL, remote_missing = 0;
-	uint64_t scan_failed = 0;
+	struct phsync_options defaults;
+	struct ph_ssh *ssh;
+	struct ph_sftp_attrs ra;       /* the remote root's */
+	struct ph_strpool pool;        /* both trees' paths, once */
+	char *user, *host, *rpath;
+	char *ldir, *single;           /* a single file's folder here, its name */
+	const char **pat;              /* the filter's rules */
+	uint8_t *incl;
+	struct ph_known_set known;
+	uint64_t scan_failed;          /* files the scans could not read */
+	int pull, remote_missing;      /* a dry push to a folder not made yet */
+};
+
+/* The run's settings checked, the job set up, the remote spec read. On a
+ * failure nothing is held and no event was sent. */
+static int
+run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+          const struct phsync_options *opts, const char *local_dir)
+{
+	struct ph_job *j = &r->j;
+	int rc;
 
 	ctx->err[0] = '\0';
 	ctx->interrupted = 0;
 	if (opts == NULL) {
-		phsync_options_init(&defaults);
-		opts = &defaults;
+		phsync_options_init(&r->defaults);
+		opts = &r->defaults;
 	}
-	memset(&j, 0, sizeof(j));
-	j.ctx = ctx;
-	j.o = opts;
-	j.dir = dir;
-	j.lroot = -1;
-	ph_emit_init(&j.ev, opts, &j.st);
-	j.started = (int64_t)time(NULL);
-	j.local_dir = local_dir;
+	j->ctx = ctx;
+	j->o = opts;
+	j->dir = dir;
+	j->lroot = -1;
+	ph_emit_init(&j->ev, opts, &j->st);
+	j->started = (int64_t)time(NULL);
+	j->local_dir = local_dir;
+	r->pull = dir == PHSYNC_PULL;
 	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
 		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull or push");
-	if (opts->remove_source && (!pull || !opts->fsync))
+	if (opts->remove_source && (!r->pull || !opts->fsync))
 		return ph_err(ctx, PHSYNC_EINVAL, "--remove-source-files works with pull, and "
 		              "needs fsync (not with --no-fsync): a phone's file goes only once "
 		              "its copy here is durable");
-	if ((rc = ph_spec_remote(ctx, remote, &user, &host, &rpath, &j.rroot)) != 0)
+	if ((rc = ph_spec_remote(ctx, remote, &r->user, &r->host, &r->rpath, &j->rroot)) != 0)
 		return rc;
 	/* Both trees keep their paths in one pool: mostly the same strings. */
-	ph_strpool_init(&pool);
-	j.src.pool = j.dst.pool = &pool;
-	if ((rc = ph_filter_options(&j.filter, opts, &pat, &incl)) != 0)
-		goto out;
+	ph_strpool_init(&r->pool);
+	j->src.pool = j->dst.pool = &r->pool;
+	return 0;
+}
+
+/* The filter, a single file as the source (single.h: a
+ * push's is seen here, a pull's once the server says what its path is),
+ * and the local root. The local side first: a bad local path should not
+ * cost a login. A pull's missing destination is made only once the source
+ * is known good, so a refused host or a typo leaves nothing behind. */
+static int
+run_local(struct run *r, const char *remote)
+{
+	struct ph_job *j = &r->j;
+	int rc;
+
+	if ((rc = ph_filter_options(&j->filter, j->o, &r->pat, &r->incl)) != 0)
+		return rc;
 	ph_raise_nofile();
-	/* A single file as the source (single.h): a push's is seen here, a
-	 * pull's once the server says what its path is. */
-	if (pull)
-		rc = ph_single_pull_dest(&j, local_dir);
-	else if ((rc = ph_single_local(&j, local_dir, &ldir, &single)) == 0 && single != NULL) {
-		j.filter.only = single;
-		j.local_dir = local_dir = ldir;
-		rc = ph_single_options(&j, remote);
+	if (r->pull)
+		rc = ph_single_pull_dest(j, j->local_dir);
+	else if ((rc = ph_single_local(j, j->local_dir, &r->ldir, &r->single)) == 0 &&
+	         r->single != NULL) {
+		j->filter.only = r->single;
+		j->local_dir = r->ldir;
+		rc = ph_single_options(j, remote);
 	}
 	if (rc != 0)
-		goto out;
+		return rc;
+	rc = ph_local_open_root(j->ctx, j->local_dir, 0, &j->lroot);
+	if (rc == PHSYNC_ENOENT && r->pull)
+		rc = 0, j->lroot = -1;
+	return rc;
+}
 
-	/* The local side first: a bad local path should not cost a login. A
-	 * pull's missing destination is made only once the source is known
-	 * good, so a refused host or a typo leaves nothing behind. */
-	rc = ph_local_open_root(ctx, local_dir, 0, &j.lroot);
-	if (rc == PHSYNC_ENOENT && pull)
-		rc = 0, j.lroot = -1;
+/* The remote root must be a folder (the destination of a push may be
+ * created: one level, as mkdir would); a pull of one file makes its folder
+ * the root, its name the one synced, the pair its own. */
+static int
+run_remote_root(struct run *r, const char *remote)
+{
+	struct ph_job *j = &r->j;
+	char *rp = ph_job_rpath(j, "");
+	int rc = rp ? ph_sftp_stat_sync(j->sftp, 0, rp, &r->ra) : PHSYNC_ENOMEM;
+
+	if (rc == PHSYNC_ENOENT && !r->pull && !j->o->dry_run) {
+		rc = ph_sftp_mkdir_sync(j->sftp, rp, 0755);
+		if (rc == 0)
+			rc = ph_sftp_stat_sync(j->sftp, 0, rp, &r->ra);
+	}
+	free(rp);
+	if (rc == PHSYNC_ENOENT && !r->pull && j->o->dry_run) {
+		r->remote_missing = 1;
+		rc = 0;
+		r->ra.flags = PH_ATTR_PERMISSIONS;
+		r->ra.perm = 040755;
+	}
 	if (rc != 0)
-		goto out;
+		return ph_err(j->ctx, rc == PHSYNC_ENOENT ? PHSYNC_ENOENT : rc, "%s:%s: %s", r->host,
+		              r->rpath, rc == PHSYNC_ENOENT ? (r->pull ? "no such file or folder on "
+		              "the server" : "no such folder on the server") : phsync_strerror(rc));
+	if (r->pull && (r->ra.flags & PH_ATTR_PERMISSIONS) && (r->ra.perm & 0170000) == 0100000) {
+		if ((rc = ph_single_remote(j, r->ssh, r->host, r->rpath, j->o->conn != NULL,
+		                           &r->single)) != 0)
+			return rc;
+		j->filter.only = r->single;
+		return ph_single_options(j, remote);
+	}
+	if ((r->ra.flags & PH_ATTR_PERMISSIONS) && (r->ra.perm & 0170000) != 0040000)
+		return ph_err(j->ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", r->host, r->rpath);
+	return 0;
+}
 
-	if (opts->conn != NULL)
-		rc = ph_kept_use(opts->conn, user, host, j.rroot, &ssh, &j.sftp);
+/* Logged in (or on the caller's kept connection), the remote root known. */
+static int
+run_connect(struct run *r, const char *remote)
+{
+	struct ph_job *j = &r->j;
+	int rc;
+
+	if (j->o->conn != NULL)
+		rc = ph_kept_use(j->o->conn, r->user, r->host, j->rroot, &r->ssh, &j->sftp);
 	else
-		rc = ph_login_run(ctx, opts, user, host, j.rroot, &j.ev, &ssh, &j.sftp);
+		rc = ph_login_run(j->ctx, j->o, r->user, r->host, j->rroot, &j->ev, &r->ssh, &j->sftp);
 	if (rc != 0)
-		goto out;
-	j.st.helper = ph_sftp_helper(j.sftp);
+		return rc;
+	j->st.helper = ph_sftp_helper(j->sftp);
+	if ((rc = run_remote_root(r, remote)) != 0)
+		return rc;
+	j->root_mtime = r->ra.mtime;
+	j->root_atime = r->ra.atime;
+	return 0;
+}
 
-	/* The remote root must be a folder (the destination of a push may be
-	 * created: one level, as mkdir would). */
-	{
-		char *rp = ph_job_rpath(&j, "");
+/* A pull's destination made, the pair's state open and locked for this
+ * run (a dry run only reads it, and takes no lock; a dry pull into a
+ * folder not yet made has none), a push's uploads cut last time loaded
+ * (their temps are kept by the scan). */
+static int
+run_state(struct run *r)
+{
+	struct ph_job *j = &r->j;
+	int rc;
 
-		rc = rp ? ph_sftp_stat_sync(j.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
-		if (rc == PHSYNC_ENOENT && !pull && !opts->dry_run) {
-			rc = ph_sftp_mkdir_sync(j.sftp, rp, 0755);
-			if (rc == 0)
-				rc = ph_sftp_stat_sync(j.sftp, 0, rp, &ra);
-		}
-		free(rp);
-		if (rc == PHSYNC_ENOENT && !pull && opts->dry_run) {
-			remote_missing = 1;
-			rc = 0;
-			ra.flags = PH_ATTR_PERMISSIONS;
-			ra.perm = 040755;
-		}
-		if (rc != 0) {
-			rc = ph_err(ctx, rc == PHSYNC_ENOENT ? PHSYNC_ENOENT : rc,
-			            "%s:%s: %s", host, rpath,
-			            rc == PHSYNC_ENOENT ? (pull ? "no such file or folder on the "
-			            "server" : "no such folder on the server") : phsync_strerror(rc));
-			goto out;
-		}
-		/* A pull of one file: its folder is the root, its name the one
-		 * synced, the pair its own. */
-		if (pull && (ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) == 0100000) {
-			if ((rc = ph_single_remote(&j, ssh, host, rpath, opts->conn != NULL,
-			                           &single)) != 0)
-				goto out;
-			j.filter.only = single;
-			if ((rc = ph_single_options(&j, remote)) != 0)
-				goto out;
-		} else if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
-			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
-			goto out;
-		}
-	}
+	if (r->pull && j->lroot < 0 && !j->o->dry_run &&
+	    (rc = ph_local_open_root(j->ctx, j->local_dir, 1, &j->lroot)) != 0)
+		return rc;
+	if ((!j->o->dry_run || j->lroot >= 0) &&
+	    (rc = open_state(j, r->ssh, j->rroot, j->local_dir, r->single)) != 0)
+		return rc;
+	if (!r->pull && j->state != NULL && !j->o->dry_run)
+		return ph_state_partial_load(j->state, &j->partials, &j->npartials);
+	return 0;
+}
 
-	j.root_mtime = ra.mtime;
-	j.root_atime = ra.atime;
-	if (pull && j.lroot < 0 && !opts->dry_run &&
-	    (rc = ph_local_open_root(ctx, local_dir, 1, &j.lroot)) != 0)
-		goto out;
-	/* The pair's state, locked for this run (a dry run only reads it, and
-	 * takes no lock). A dry pull into a folder not yet made has none. */
-	if ((!opts->dry_run || j.lroot >= 0) &&
-	    (rc = open_state(&j, ssh, j.rroot, local_dir, single)) != 0)
-		goto out;
+/* Both sides scanned at once: the local walk runs on a thread while this
+ * one lists the server (rsync's sender and generator overlap the same
+ * way). Our own leftovers (a killed run's temp files) are removed on the
+ * destination side, never on the source. */
+static int
+run_scan(struct run *r)
+{
+	struct ph_job *j = &r->j;
+	struct ph_lscan ls;
+	int rc = 0;
 
-	/* A push's uploads cut last time: their temps are kept by the scan. */
-	if (!pull && j.state != NULL && !opts->dry_run &&
-	    (rc = ph_state_partial_load(j.state, &j.partials, &j.npartials)) != 0)
-		goto out;
+	memset(&ls, 0, sizeof(ls));
+	ls.root = j->lroot;
+	ls.filter = &j->filter;
+	ls.remove_temps = r->pull && !j->o->dry_run;
+	ls.check_names = !r->pull;
+	ls.t = r->pull ? &j->dst : &j->src;
+	ls.partials = r->pull && !j->o->dry_run ? &j->found_partials : NULL;
+	if (j->lroot >= 0)
+		ph_lscan_start(&ls);
+	if (r->pull)
+		rc = ph_job_remote_scan(j, &j->src, 0);
+	else if (!r->remote_missing)
+		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run);
+	ph_lscan_join(&ls);
+	ph_lscan_report(j, &ls);
+	if (rc == 0 && ls.rc != 0)
+		rc = ph_err(j->ctx, ls.rc, "%s: %s", j->local_dir, ls.ctx.err);
+	ph_lscan_free(&ls);
+	ph_strpool_seal(&r->pool); /* nothing more is looked up */
+	if (rc != 0)
+		return rc;
+	ph_tree_sort(r->pull ? &j->src : &j->dst);
+	r->scan_failed = j->st.files_failed;
+	return 0;
+}
 
-	/* Scan both sides at once: the local walk runs on a thread while this
-	 * one lists the server (rsync's sender and generator overlap the same
-	 * way). Our own leftovers (a killed run's temp files) are removed on
-	 * the destination side, never on the source. */
-	{
-		struct ph_tree *ltree = pull ? &j.dst : &j.src;
-		int do_local = j.lroot >= 0, started = 0, rrc = 0;
-
-		memset(&ls, 0, sizeof(ls));
-		ls.root = j.lroot;
-		ls.filter = &j.filter;
-		ls.remove_temps = pull && !opts->dry_run;
-		ls.check_names = !pull;
-		ls.t = ltree;
-		ls.partials = pull && !opts->dry_run ? &j.found_partials : NULL;
-		if (do_local) {
-			/* The walk recurses up to 256 levels: ask for a stack that
-			 * holds that everywhere (musl's default is 128 KiB). */
-			pthread_attr_t attr;
-
-			pthread_attr_init(&attr);
-			pthread_attr_setstacksize(&attr, 2u << 20);
-			started = pthread_create(&ls.th, &attr, lscan_run, &ls) == 0;
-			pthread_attr_destroy(&attr);
-		}
-		if (do_local && !started)
-			lscan_run(&ls);
-		if (pull)
-			rrc = ph_job_remote_scan(&j, &j.src, 0);
-		else if (!remote_missing)
-			rrc = ph_job_remote_scan(&j, &j.dst, !opts->dry_run);
-		if (started)
-			pthread_join(ls.th, NULL);
-		lscan_report(&j, &ls);
-		if (rrc == 0 && ls.rc != 0)
-			rrc = ph_err(ctx, ls.rc, "%s: %s", local_dir, ls.ctx.err);
-		lscan_free(&ls);
-		ph_strpool_seal(&pool); /* nothing more is looked up */
-		if ((rc = rrc) != 0)
-			goto out;
-		ph_tree_sort(pull ? &j.src : &j.dst);
-	}
-	scan_failed = j.st.files_failed;
-	if ((rc = match_names(&j)) != 0)
-		goto out;
-	if (!pull)
-		hold_paths(&j);
-	if (j.state != NULL && (rc = load_known(&j, pull, &known)) != 0)
-		goto out;
-	{
-		struct ph_plan_opts po;
+/* Names matched, the state's records merged in, the plan made. */
+static int
+run_plan(struct run *r)
+{
+	struct ph_job *j = &r->j;
+	struct ph_plan_opts po;
 	int64_t step;
+	int rc;
 
-		po.young_after = opts->min_age_s ? (int64_t)time(NULL) - opts->min_age_s : 0;
-		po.modify_window = opts->modify_window_s;
-		if (po.modify_window < 2 && (step = time_step(&j, pull)) > po.modify_window)
-			po.modify_window = step;
-		po.known = &known;
-		po.overwrite = opts->overwrite;
-		po.deletes = opts->delete_missing;
-		po.filter = &j.filter;
-		po.src_incomplete = j.src_failed > 0;
-		rc = ph_plan_make(&j.src, &j.dst, &po, &j.plan);
-	}
-	if (rc != 0)
-		goto out;
-	block_unlisted(&j);
-	if ((j.dirty = calloc(j.src.n ? j.src.n : 1, 1)) == NULL ||
-	    (rc = ph_unreached_init(&j)) != 0) {
-		rc = PHSYNC_ENOMEM;
-		goto out;
-	}
-	j.st.files_total = j.plan.files_total;
-	j.st.files_todo = j.plan.files_todo;
-	j.st.bytes_todo = j.plan.bytes_todo;
-	if (pull && j.state != NULL && !opts->dry_run && j.lroot >= 0 &&
-	    (rc = load_partials(&j)) != 0)
-		goto out;
-	report_skips(&j);
-	report_shift(&j, j.plan.src_shift, 1);
-	report_shift(&j, j.plan.dst_shift, 0);
+	if ((rc = match_names(j)) != 0)
+		return rc;
+	if (!r->pull)
+		hold_paths(j);
+	if (j->state != NULL && (rc = load_known(j, r->pull, &r->known)) != 0)
+		return rc;
+	po.young_after = j->o->min_age_s ? (int64_t)time(NULL) - j->o->min_age_s : 0;
+	po.modify_window = j->o->modify_window_s;
+	if (po.modify_window < 2 && (step = time_step(j, r->pull)) > po.modify_window)
+		po.modify_window = step;
+	po.known = &r->known;
+	po.overwrite = j->o->overwrite;
+	po.deletes = j->o->delete_missing;
+	po.filter = &j->filter;
+	po.src_incomplete = j->src_failed > 0;
+	if ((rc = ph_plan_make(&j->src, &j->dst, &po, &j->plan)) != 0)
+		return rc;
+	block_unlisted(j);
+	if ((j->dirty = calloc(j->src.n ? j->src.n : 1, 1)) == NULL ||
+	    ph_unreached_init(j) != 0)
+		return PHSYNC_ENOMEM;
+	j->st.files_total = j->plan.files_total;
+	j->st.files_todo = j->plan.files_todo;
+	j->st.bytes_todo = j->plan.bytes_todo;
+	return 0;
+}
+
+/* What the plan says carried out: the files, then the records renewed,
+ * the files gone from the source, --remove-source-files. */
+static int
+run_execute(struct run *r)
+{
+	struct ph_job *j = &r->j;
+	int rc;
+
+	if (r->pull && j->state != NULL && !j->o->dry_run && j->lroot >= 0 &&
+	    (rc = load_partials(j)) != 0)
+		return rc;
+	report_skips(j);
+	report_shift(j, j->plan.src_shift, 1);
+	report_shift(j, j->plan.dst_shift, 0);
 	/* A push's kept uploads, checked now their files' places are known. */
-	if (!pull && j.npartials > 0 && (rc = check_partial_rows(&j, PH_TEMP_NEW)) != 0)
-		goto out;
-	rc = pull ? ph_pull_run(&j) : ph_push_run(&j);
+	if (!r->pull && j->npartials > 0 && (rc = check_partial_rows(j, PH_TEMP_NEW)) != 0)
+		return rc;
+	rc = r->pull ? ph_pull_run(j) : ph_push_run(j);
 	/* A run cut short names what it never got to (unreached.h). */
-	if (rc != 0 || ctx->interrupted)
-		ph_unreached_report(&j);
-	if (rc == 0 && !opts->dry_run)
-		rc = renew_records(&j);
-	if (rc == 0 && ctx->interrupted)
+	if (rc != 0 || j->ctx->interrupted)
+		ph_unreached_report(j);
+	if (rc == 0 && !j->o->dry_run)
+		rc = renew_records(j);
+	if (rc == 0 && j->ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == 0)
-		rc = gone_files(&j, scan_failed);
-	if (rc == 0 && pull && opts->remove_source)
-		rc = ph_offload_run(&j);
-	if (rc == 0 && j.st.files_failed > 0)
-		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
-		            (unsigned long long)j.st.files_failed);
-	if (rc == 0 && j.st.conflicts > 0)
-		rc = ph_err(ctx, PHSYNC_ECONFLICT, "%llu file(s) changed on both sides: each kept "
-		            "as it is here, with the incoming version beside it "
+		rc = gone_files(j, r->scan_failed);
+	if (rc == 0 && r->pull && j->o->remove_source)
+		rc = ph_offload_run(j);
+	if (rc == 0 && j->st.files_failed > 0)
+		rc = ph_err(j->ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
+		            (unsigned long long)j->st.files_failed);
+	if (rc == 0 && j->st.conflicts > 0)
+		rc = ph_err(j->ctx, PHSYNC_ECONFLICT, "%llu file(s) changed on both sides: each "
+		            "kept as it is here, with the incoming version beside it "
 		            "(NAME.phsync-conflict-DATE-TIME.EXT)%s",
-		            (unsigned long long)j.st.conflicts, opts->dry_run ? " (dry run)" : "");
-out:
-	if (rc == 0 && j.state_err != 0)
-		rc = j.state_err;
+		            (unsigned long long)j->st.conflicts, j->o->dry_run ? " (dry run)" : "");
+	return rc;
+}
+
+/* The run's result said (the summary event, the state closed with it) and
+ * everything it held let go. Returns the result. */
+static int
+run_end(struct run *r, int rc, struct phsync_stats *stats)
+{
+	struct ph_job *j = &r->j;
+	phsync_ctx *ctx = j->ctx;
+
+	if (rc == 0 && j->state_err != 0)
+		rc = j->state_err;
 	/* A stop asked for during a prompt or the connection ends as such. */
 	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == PHSYNC_EINTR)
 		ph_err(ctx, rc, "interrupted; run again to finish");
-	ph_emit_elapsed(&j.ev);
+	ph_emit_elapsed(&j->ev);
 	if (stats != NULL)
-		*stats = j.st;
-	ph_job_event(&j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
-	ph_state_close(j.state, rc, &j.st);
-	ph_plan_free(&j.plan);
-	free((void *)known.v);
-	ph_tree_free(&j.src);
-	ph_tree_free(&j.dst);
-	ph_strpool_free(&pool);
-	free(j.dirty);
-	ph_unreached_free(&j);
-	free(j.off);
-	ph_ident_renew_free(&j);
-	ph_ident_close(&j);
-	ph_state_partials_free(j.partials, j.npartials);
-	ph_tree_free(&j.found_partials);
-	ph_tree_free(&j.dst_failed);
-	ph_tree_free(&j.known_paths);
-	if (opts->conn == NULL) {
-		ph_sftp_free(j.sftp);
-		ph_ssh_free(ssh);
-	} else if (j.sftp != NULL && (ph_sftp_dead(j.sftp) || ph_sftp_awaited(j.sftp) > 0)) {
+		*stats = j->st;
+	ph_job_event(j, PHSYNC_EV_SUMMARY, NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_state_close(j->state, rc, &j->st);
+	ph_plan_free(&j->plan);
+	free((void *)r->known.v);
+	ph_tree_free(&j->src);
+	ph_tree_free(&j->dst);
+	ph_strpool_free(&r->pool);
+	free(j->dirty);
+	ph_unreached_free(j);
+	free(j->off);
+	ph_ident_renew_free(j);
+	ph_ident_close(j);
+	ph_state_partials_free(j->partials, j->npartials);
+	ph_tree_free(&j->found_partials);
+	ph_tree_free(&j->dst_failed);
+	ph_tree_free(&j->known_paths);
+	if (j->o->conn == NULL) {
+		ph_sftp_free(j->sftp);
+		ph_ssh_free(r->ssh);
+	} else if (j->sftp != NULL && (ph_sftp_dead(j->sftp) || ph_sftp_awaited(j->sftp) > 0)) {
 		/* Replies still awaited would call back into this run's
 		 * memory: the kept link ends here (the caller opens a new
 		 * one). Requests sent with no callback are harmless. */
-		ph_kept_drop(opts->conn);
+		ph_kept_drop(j->o->conn);
 	}
 	/* Last: the old copies the reaper still frees overlap all of the above. */
-	ph_reap_end(&j.reap);
-	if (j.lroot >= 0)
-		close(j.lroot);
-	free(j.rroot);
-	free(pat);
-	free(incl);
-	free(user);
-	free(host);
-	free(rpath);
-	free(ldir);
-	free(single);
+	ph_reap_end(&j->reap);
+	if (j->lroot >= 0)
+		close(j->lroot);
+	free(j->rroot);
+	free(r->pat);
+	free(r->incl);
+	free(r->user);
+	free(r->host);
+	free(r->rpath);
+	free(r->ldir);
+	free(r->single);
+	return rc;
+}
+
+int
+phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+            const char *local_dir, const struct phsync_options *opts,
+            struct phsync_stats *stats)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (r == NULL)
+		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
+	if ((rc = run_begin(r, ctx, dir, remote, opts, local_dir)) != 0) {
+		free(r);
+		return rc;
+	}
+	if ((rc = run_local(r, remote)) == 0 &&
+	    (rc = run_connect(r, remote)) == 0 &&
+	    (rc = run_state(r)) == 0 &&
+	    (rc = run_scan(r)) == 0 &&
+	    (rc = run_plan(r)) == 0)
+		rc = run_execute(r);
+	rc = run_end(r, rc, stats);
+	free(r);
 	return rc;
 }

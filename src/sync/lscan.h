@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: ISC */
+/* A run's local scan on a thread of its own, while the run's thread lists
+ * the server (rsync's sender and generator overlap the same way). */
+#ifndef PH_LSCAN_H
+#define PH_LSCAN_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "ctx.h"
+#include "job.h"
+#include "tree.h"
+
+/* The local walk on its own thread, with its own error buffer; the
+ * failures it meets are kept and reported by the caller's thread. */
+struct ph_lscan_fail {
+	char *path;
+	int err;
+	enum phsync_event_type type;
+	const char *action;     /* a constant string or NULL */
+	char *msg;
+};
+
+struct ph_lscan {
+	pthread_t th;
+	phsync_ctx ctx;
+	int root, remove_temps, check_names, rc;
+	int started;               /* on its own thread (else it ran inline) */
+	const struct ph_filter *filter;
+	struct ph_tree *t;
+	struct ph_tree *partials;  /* pull: the partial downloads found */
+	uint64_t failed;
+	struct ph_lscan_fail *fails;
+	size_t nfails, capfails;
+};
+
+/* Starts the walk ls describes (ph_local_scan's arguments) on a thread
+ * (the walk runs here and now if none can start). */
+void ph_lscan_start(struct ph_lscan *ls);
+/* Waits for it to end (ls->rc its result, ls->t sorted when 0). */
+void ph_lscan_join(struct ph_lscan *ls);
+/* Counts and reports, on the run's thread, what it could not read. */
+void ph_lscan_report(struct ph_job *j, struct ph_lscan *ls);
+void ph_lscan_free(struct ph_lscan *ls);
+
+#endif
