@@ -7,10 +7,10 @@
  *
  * Each file is a state machine (pull_state.h): OPEN, then one mode (whole,
  * resume, helper delta, check-file delta), then DONE or FAILED. This file
- * drives the run, owns every state change (ph_pull_state, checked against
- * the table) and the counting of each file's requests (ph_pull_sent,
- * ph_pull_back); the modes live in pull_whole.c, pull_delta.c, pull_cf.c
- * and pull_resume.c. */
+ * drives the run; a file's life (its state changes, checked against the
+ * table, and the counting of its requests) is pull_xfer.c's, below the
+ * modes (pull_whole.c, pull_delta.c, pull_cf.c, pull_resume.c), which it
+ * reaches through the table of modes this file hands it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,167 +19,6 @@
 #include "ctx.h"
 #include "pull_int.h"
 #include "reap.h"
-
-/* The one way a file changes state: the table (pull_state.c) must allow
- * it. A change it does not allow is a bug here; the file fails rather than
- * go on in a state nobody listed. Built with -DPH_TRACE_PULL, every change
- * is traced to stderr. */
-void
-ph_pull_state(struct xfer *x, int to)
-{
-	int from = x->state;
-	char msg[120];
-
-	if (ph_xs_step(&x->state, to) == 0) {
-#ifdef PH_TRACE_PULL
-		fprintf(stderr, "phsync: pull %s: %s -> %s\n", x->e->path, ph_xs_name(from),
-		        ph_xs_name(to));
-#endif
-		return;
-	}
-	snprintf(msg, sizeof(msg), "internal error: a transfer may not go from %s to %s; not copied",
-	         ph_xs_name(from), ph_xs_name(to));
-	ph_pull_fail(x, PHSYNC_EINVAL, msg);
-}
-
-/* The one place a request of x is counted out and back: a PULL_REQ_READ
- * (plain, delta, check-file, sample) counts against the file's and the
- * run's read windows; a PULL_REQ_CTL is the OPEN or delta-start request. */
-void
-ph_pull_sent(struct xfer *x, int kind)
-{
-	if (kind == PULL_REQ_READ) {
-		x->reads++;
-		x->p->reads++;
-	} else {
-		x->ctl++;
-	}
-}
-
-void
-ph_pull_back(struct xfer *x, int kind)
-{
-	if (kind == PULL_REQ_READ) {
-		x->reads--;
-		x->p->reads--;
-	} else {
-		x->ctl--;
-	}
-}
-
-/* The states in which a file reads (and may complete). */
-int
-ph_pull_reading(const struct xfer *x)
-{
-	return x->state == PH_XS_WHOLE || x->state == PH_XS_RESUME ||
-	       x->state == PH_XS_DELTA_READ || x->state == PH_XS_CF_READ;
-}
-
-static int
-want_more(const struct xfer *x)
-{
-	if (x->state == PH_XS_DELTA_START || x->state == PH_XS_DELTA_READ)
-		return ph_pull_delta_want(x);
-	return ph_pull_whole_want(x);
-}
-
-/* Sends the reads its state allows; 0 or a negative PHSYNC_E*. */
-int
-ph_pull_issue(struct xfer *x)
-{
-	switch (x->state) {
-	case PH_XS_WHOLE:
-	case PH_XS_RESUME:
-	case PH_XS_CF_READ:
-		return ph_pull_whole_issue(x);
-	case PH_XS_DELTA_START:
-	case PH_XS_DELTA_READ:
-		return ph_pull_delta_issue(x);
-	default:
-		return 0;
-	}
-}
-
-void
-ph_pull_fail(struct xfer *x, int err, const char *msg)
-{
-	struct pull *p = x->p;
-
-	if (x->state == PH_XS_FAILED || x->state == PH_XS_DONE)
-		return;
-	ph_pull_state(x, PH_XS_FAILED);
-	if (x->wf != NULL) {
-		ph_lio_finish(p->lio, x->wf, ph_pull_resume_keep(x, err) ? PH_LIO_KEEP :
-		              PH_LIO_ABORT);
-		x->wf = NULL;
-	}
-	if (x->hlen > 0) {
-		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-		x->hlen = 0;
-	}
-	if (err == PHSYNC_ENOSPC && !p->fatal)
-		p->fatal = ph_err(p->j->ctx, PHSYNC_ENOSPC,
-		                  "no space left on the local disk; stopped (partial "
-		                  "files were removed, existing files are intact)");
-	if (x->quiet || p->stopping)
-		return;
-	p->j->st.files_failed++;
-	ph_job_event(p->j, PHSYNC_EV_FILE_FAILED, x->e->path, NULL, x->e->size, err, msg);
-}
-
-static void
-xfer_free(struct xfer *x)
-{
-	struct pull *p = x->p;
-
-	p->active[x->slot] = p->active[--p->nactive];
-	p->active[x->slot]->slot = x->slot;
-	if (x->wf != NULL)
-		ph_lio_file_free(x->wf);
-	/* The I/O thread's copy of it (wf) may be the last reference to the
-	 * old copy, or this one: see ph_pull_reap(). */
-	ph_reap_release(&p->j->reap, x->basis);
-	phsync_delta_reader_free(x->d.dr);
-	ph_cf_free(x->c.cf);
-	free(x);
-}
-
-/* Frees x when nothing of it is in flight or parked, completing it first
- * when it read all there is; returns 1 when it did. */
-int
-ph_pull_maybe_done(struct xfer *x)
-{
-	if (x->reads > 0 || x->ctl > 0 || ph_xs_parked(x->state))
-		return 0;
-	if (x->state != PH_XS_FAILED && x->p->stopping)
-		ph_pull_fail(x, PHSYNC_EINTR, "interrupted");
-	if (ph_pull_reading(x) && !want_more(x)) {
-		if (x->state == PH_XS_DELTA_READ)
-			ph_pull_delta_complete(x);
-		else
-			ph_pull_whole_complete(x);
-	}
-	if (x->state == PH_XS_FAILED || x->state == PH_XS_DONE) {
-		xfer_free(x);
-		return 1;
-	}
-	return 0;
-}
-
-/* A reply to a file that already failed, through a dead link (type 0) or
- * during a stop: fails the file if it has not failed yet and says the
- * reply is moot. */
-int
-ph_pull_moot(struct xfer *x, const struct ph_sftp_reply *r)
-{
-	if (x->state != PH_XS_FAILED && r->type != 0 && !x->p->stopping)
-		return 0;
-	if (r->type == 0)
-		x->quiet = 1;
-	if (x->state != PH_XS_FAILED)
-		ph_pull_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
-	return 1;
-}
 
 /* The temp file's mode and, replacing a file, the guard of what the plan
  * saw there. */
@@ -397,7 +236,7 @@ turn(struct pull *p, size_t *ai)
 
 		if (x->state == PH_XS_FAILED && ph_pull_maybe_done(x))
 			continue; /* failed by an illegal state change */
-		if (ph_pull_reading(x) && x->reads < PULL_MAX_READS_FILE && want_more(x) &&
+		if (ph_pull_reading(x) && x->reads < PULL_MAX_READS_FILE && ph_pull_want_more(x) &&
 		    ph_pull_issue(x) != 0) {
 			ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 			if (ph_pull_maybe_done(x))
@@ -459,9 +298,14 @@ abandon(struct pull *p, int rc)
 		struct xfer *x = p->active[p->nactive - 1];
 
 		ph_pull_fail(x, PHSYNC_EINTR, "abandoned");
-		xfer_free(x);
+		ph_pull_free(x);
 	}
 }
+
+static const struct pull_modes modes = {
+	ph_pull_whole_want, ph_pull_whole_issue, ph_pull_whole_complete,
+	ph_pull_delta_want, ph_pull_delta_issue, ph_pull_delta_complete,
+};
 
 int
 ph_pull_run(struct ph_job *j)
@@ -473,6 +317,7 @@ ph_pull_run(struct ph_job *j)
 
 	memset(&p, 0, sizeof(p));
 	p.j = j;
+	p.modes = &modes;
 	p.chunk = ph_sftp_max_read(j->sftp);
 	p.max_files = PULL_MAX_FILES;
 	if (mh > 0 && mh / 2 < p.max_files)

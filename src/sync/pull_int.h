@@ -87,8 +87,20 @@ struct xfer {
  * files that would also ask wait for its answer (pull_cf.c). */
 enum pull_cfs { PULL_CF_UNTRIED = 0, PULL_CF_PROBING, PULL_CF_WORKS, PULL_CF_REFUSED };
 
+/* The modes' entry points the file's life (pull_xfer.c) calls: a table
+ * pull.c fills, so the life stays below the modes. */
+struct pull_modes {
+	int (*whole_want)(const struct xfer *x);
+	int (*whole_issue)(struct xfer *x);
+	void (*whole_complete)(struct xfer *x);
+	int (*delta_want)(const struct xfer *x);
+	int (*delta_issue)(struct xfer *x);
+	void (*delta_complete)(struct xfer *x);
+};
+
 struct pull {
 	struct ph_job *j;
+	const struct pull_modes *modes;
 	struct ph_lio *lio;
 	struct xfer **active;      /* files in flight */
 	size_t nactive;
@@ -108,7 +120,7 @@ struct rreq {
 	uint32_t len;
 };
 
-/* pull.c: the states and the lifecycle */
+/* pull_xfer.c: the states and the lifecycle */
 void ph_pull_state(struct xfer *x, int to);
 int ph_pull_reading(const struct xfer *x);
 void ph_pull_fail(struct xfer *x, int err, const char *msg);
@@ -118,6 +130,8 @@ enum { PULL_REQ_READ, PULL_REQ_CTL };   /* ph_pull_sent, ph_pull_back */
 void ph_pull_sent(struct xfer *x, int kind);
 void ph_pull_back(struct xfer *x, int kind);
 int ph_pull_issue(struct xfer *x);
+int ph_pull_want_more(const struct xfer *x);
+void ph_pull_free(struct xfer *x);
 
 /* pull_whole.c: plain reads */
 int ph_pull_whole_want(const struct xfer *x);
