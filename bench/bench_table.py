@@ -278,19 +278,23 @@ class Table:
         if proxy:
             proxy.reset()
         c0 = cage.cpu_s() if cage else None
+        th0 = cage.throttled() if cage else None
         m = bs.measure(argv, env, self.srv.home, server_pid=server_pid, timeout=self.a.run_timeout)
         if proxy:
             proxy.wait_idle()
             m["up"], m["down"] = proxy.counts()
         if cage:
             m["cage_cpu"] = cage.cpu_s() - c0
+            th1 = cage.throttled()
+            m["throttled"] = "%d of %d periods" % (th1.get("nr_throttled", 0) - th0.get("nr_throttled", 0),
+                                                   th1.get("nr_periods", 0) - th0.get("nr_periods", 0))
         why = check() if m["rc"] == 0 else "exit %d" % m["rc"]
         r = dict(m, row=row, tool=tool, rep=rep, ok=why is None, argv=argv)
         self.results.append(r)
         log("rep %d  %-17s %-15s %7.2f s  %%M %5.0f MB  tree %5.0f MB  other CPU %s%s%s%s" % (
             rep, row, tool, m["wall"], (m["maxrss_kb"] or 0) / 1024, m["tree_kb"] / 1024,
             "%.2f" % m["other_cpu"] if m["other_cpu"] is not None else "-",
-            "  server CPU %.2f s" % m["cage_cpu"] if cage else "",
+            "  server CPU %.2f s, throttled %s" % (m["cage_cpu"], m["throttled"]) if cage else "",
             "  down %d B" % m["down"] if proxy else "",
             "" if why is None else "  CHECK FAILED: %s\n%s" % (why, m["err"][-1500:])))
         return r
@@ -473,7 +477,10 @@ def row_weak(t, sizes):
         q = t.ratio(row, "phsync", "rsync", "cage_cpu")
         if q:
             extra.append("ratio server CPU phsync / rsync = %.2f   (per rep %.2f-%.2f, n=%d)" % q)
-        extra.append("throttled periods so far: %s; %s" % (cage.throttled(), cage.mode))
+        extra.append("quota periods in which the server was throttled, per run: %s (none: the quota did not "
+                     "bind, the link or the machine did)" % "; ".join(
+                         "%s %s" % (tool, ", ".join(r["throttled"] for r in t.rs(row, tool))) for tool in tools))
+        extra.append(cage.mode)
         extra.append("link: %g ms round trip, %g Mbit/s each way (bench/linkproxy.py)" % (t.a.weak_rtt, t.a.weak_mbit))
         t.report_row(row, tools, [("phsync", "rsync")], "phsync <= 0.95 x rsync, server CPU per GB <= rsync's; "
                      "%d files, %.2f GB" % (want[0], gb), extra=extra)
@@ -590,7 +597,9 @@ def main(argv):
                     "(echo 3 > /proc/sys/vm/drop_caches; the whole machine's cache)")
     ap.add_argument("--weak-pct", type=float, default=30, help="the weak phone's CPU quota, %% of one core (default 30)")
     ap.add_argument("--weak-rtt", type=float, default=10, help="the weak phone's link, round trip ms (default 10)")
-    ap.add_argument("--weak-mbit", type=float, default=400, help="its bandwidth cap each way, Mbit/s (default 400)")
+    ap.add_argument("--weak-mbit", type=float, default=1000,
+                    help="its bandwidth cap each way, Mbit/s (default 1000: above what the capped server can "
+                         "encrypt, so that its CPU is what binds)")
     ap.add_argument("--run-timeout", type=float, default=3600)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args(argv)
