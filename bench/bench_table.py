@@ -244,6 +244,13 @@ class Table:
         self.xdg = os.path.join(a.data, "xdg-state")
         os.makedirs(self.dst, exist_ok=True)
         self.extra = ["--no-progress", "--no-default-excludes"]
+        # Rows of many files move the last copy aside instead of deleting it before a fresh
+        # pull, and delete them all after the row: see fs_note.
+        self.defer_deletes, self.trash, self.ntrash = False, os.path.join(a.data, "trash"), 0
+        bs.rm_tree(self.trash)
+
+    def empty_trash(self):
+        bs.rm_tree(self.trash)
 
     def phsync_pull(self, cfg, variant):
         a = [self.a.phsync, "pull", "-F", cfg] + self.extra
@@ -265,7 +272,11 @@ class Table:
     def run(self, row, tool, rep, argv, check, fresh=False, dst=None, xdg=None, server_pid=None, cage=None,
             proxy=None):
         if fresh:
-            if dst:
+            if dst and self.defer_deletes and os.path.lexists(dst):
+                self.ntrash += 1
+                os.makedirs(self.trash, exist_ok=True)
+                os.rename(dst, os.path.join(self.trash, "%d" % self.ntrash))
+            elif dst:
                 bs.rm_tree(dst)
             if xdg:
                 bs.rm_tree(xdg)
@@ -291,8 +302,9 @@ class Table:
         why = check() if m["rc"] == 0 else "exit %d" % m["rc"]
         r = dict(m, row=row, tool=tool, rep=rep, ok=why is None, argv=argv)
         self.results.append(r)
-        log("rep %d  %-17s %-15s %7.2f s  %%M %5.0f MB  tree %5.0f MB  other CPU %s%s%s%s" % (
-            rep, row, tool, m["wall"], (m["maxrss_kb"] or 0) / 1024, m["tree_kb"] / 1024,
+        log("rep %d  %-17s %-15s %7.2f s  client CPU %5.2f s  %%M %5.0f MB  tree %5.0f MB  other CPU %s%s%s%s" % (
+            rep, row, tool, m["wall"], (m["user"] or 0) + (m["sys"] or 0), (m["maxrss_kb"] or 0) / 1024,
+            m["tree_kb"] / 1024,
             "%.2f" % m["other_cpu"] if m["other_cpu"] is not None else "-",
             "  server CPU %.2f s, throttled %s" % (m["cage_cpu"], m["throttled"]) if cage else "",
             "  down %d B" % m["down"] if proxy else "",
@@ -389,6 +401,7 @@ def row_files(t, cfg, name, src, want, fresh_reps, nochange_reps):
     # phsync-never re-pulls phsync's own copy with phsync's state (the same pair): both are
     # no-change runs, neither changes anything
     own = lambda tool: "phsync" if tool == "phsync-never" else tool  # noqa: E731
+    t.defer_deletes = True
     d = lambda tool: os.path.join(t.dst, "%s-%s" % (name, own(tool)))  # noqa: E731
     x = lambda tool: os.path.join(t.xdg, "%s-%s" % (name, own(tool)))  # noqa: E731
     for rep in range(fresh_reps):
@@ -405,8 +418,10 @@ def row_files(t, cfg, name, src, want, fresh_reps, nochange_reps):
         for tool in rotate(nc_tools, rep):
             t.run(name + " no-change", tool, rep, t.argv(tool, cfg, src, d(tool)), tree_check(d(tool), want),
                   dst=d(tool), xdg=x(tool), server_pid=t.srv.proc.pid)
+    t.defer_deletes = False
     for tool in set(fresh_tools + nc_tools):
         bs.rm_tree(d(tool))
+    t.empty_trash()
     target_fresh = "phsync <= 1.00 x rsync with durable writes" + (" (1,000,000 files: 1.00)" if name != "small" else "")
     t.report_row(name + " fresh", fresh_tools, [(f, p) for f in fresh_tools if f.startswith("phsync")
                                                 for p in ("rsync", "sftp") if p in fresh_tools],
@@ -560,6 +575,25 @@ def row_watch(t, sizes):
 
 # -- setup ----------------------------------------------------------------------------------------
 
+def fs_note(path):
+    """A note when path's file system is ext4 without a journal.  There, every inode allocated
+    looks at the free inodes of its group one by one and skips those freed in the last 30 s
+    (5.5 min while their inode-table block is dirty): ext4's recently_deleted(), which perf
+    showed taking 60 % of both phsync's and rsync's CPU in a fresh small-file pull made
+    right after the last copy was deleted (docs/PERFORMANCE.md section 7).  The many-file
+    rows therefore move old copies aside and delete them after the row."""
+    try:
+        st = os.stat(path)
+        dev = os.path.basename(os.path.realpath("/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))))
+        with open("/sys/fs/ext4/%s/journal_task" % dev) as f:
+            if f.read().strip() == "<none>":
+                return ("note: %s is on ext4 without a journal (/dev/%s): creating files right after deleting "
+                        "many costs every tool far more CPU than on a journalled file system" % (path, dev))
+    except OSError:
+        pass
+    return None
+
+
 def helper_size(t):
     d = t.env["PHSYNC_HELPER_DIR"]
     sizes = [os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) if n.startswith("phsync-helper-")] if d else []
@@ -649,6 +683,9 @@ def main(argv):
     t.say("phsync issue-24 table, %s, commit %s, %s; %d CPUs, load %s; %s; reps %d; page cache dropped: %s" % (
         info["date"], commit, info["version"], info["cpus"], info["load"], "QUICK (shrunk rows)" if a.quick
         else "full", a.reps, a.drop))
+    note = fs_note(a.data)
+    if note:
+        t.say(note)
     os.makedirs(a.out, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     raw = os.path.join(a.out, "table-%s.json" % stamp)
