@@ -627,6 +627,9 @@ def main(argv):
                     help="fresh pulls of the million set per tool (default 1; --reps with --quick)")
     ap.add_argument("--data", default=os.path.join(os.environ.get("PHSYNC_BENCH_DATA", "/var/tmp/phsync-bench"),
                                                    "table"))
+    ap.add_argument("--million-data", default=os.environ.get("PHSYNC_BENCH_DATA", "/var/tmp/phsync-bench"),
+                    help="where the million set lives (default: bench_sync.py's folder, so the 4 GB set is made once "
+                         "for both)")
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before every fresh run "
                     "(echo 3 > /proc/sys/vm/drop_caches; the whole machine's cache)")
     ap.add_argument("--weak-pct", type=float, default=30, help="the weak phone's CPU quota, %% of one core (default 30)")
@@ -701,7 +704,7 @@ def main(argv):
                     src, want = ensure_small(a.data, *sizes["small"])
                     row_files(t, srv.config, "small", src, want, a.reps, a.reps)
                 elif row == "million":
-                    src, want = bs.ensure_million(a.data, sizes["million"])
+                    src, want = bs.ensure_million(a.million_data, sizes["million"])
                     row_files(t, srv.config, "million", src, want, a.million_reps, a.reps)
                 elif row == "backup":
                     row_backup(t, srv.config, sizes)
