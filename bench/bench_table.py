@@ -468,8 +468,12 @@ def row_weak(t, sizes):
     srv2 = px = None
     try:
         srv2, _ = harness.start_bench_server(os.path.join(t.a.data, "server-weak"), log=log, log_level="INFO")
-        for pid in [srv2.proc.pid] + bs._descendants(srv2.proc.pid):
-            cage.add(pid)
+        cage.add(srv2.proc.pid)  # the listener: every session it forks from now on is in the cage
+        for pid in bs._descendants(srv2.proc.pid):
+            try:
+                cage.add(pid)
+            except ProcessLookupError:  # a process that ended meanwhile
+                pass
         px = LinkProxy(srv2.port, rtt_ms=t.a.weak_rtt, mbit=t.a.weak_mbit).start()
         cfg = srv2.write_config(name="ssh_config.weak", port=px.port)
         log("weak phone: %s; link %g ms round trip, %g Mbit/s each way" % (cage.mode, t.a.weak_rtt, t.a.weak_mbit))
@@ -716,6 +720,7 @@ def main(argv):
                     row_watch(t, sizes)
             except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
                 t.say("== %s   FAILED: %s" % (row, e))
+                t.results.append({"row": row, "tool": "-", "rep": 0, "ok": False, "error": str(e)})
             log("(row %s took %.0f s)" % (row, time.monotonic() - r0))
     finally:
         srv.stop()
