@@ -39,10 +39,13 @@ Rows (--rows, default all):
 
 --quick shrinks every row (camera scale 0.02, 10 x 100 small files, 20,000 "million" files,
 the weak row on the quick camera corpus, 2 watcher starts of 3 photos; 3 repetitions) so that
-the whole table runs in a few minutes; a full run takes about 45 minutes on an idle 2-core
-machine plus the one-time generation of the corpora (docs/PERFORMANCE.md, "The whole table").
+the whole table runs in a few minutes (15 on a machine with a load average of 18); a full run
+takes an estimated 30-40 minutes on an idle 2-core machine plus the one-time generation of the
+corpora (docs/PERFORMANCE.md, section 7).
 
-Before each fresh pull the destination and the tool's state are removed and `sync` runs (and
+Before each fresh pull the destination and the tool's state are removed (the small and million
+rows move the old copy into DATA/trash and delete it after the row: on ext4 without a journal a
+create right after many deletes costs far more, see fs_note) and `sync` runs (and
 the page cache is dropped with --drop-caches where /proc/sys/vm/drop_caches is writable).  Each
 run's copy is checked (file count and bytes; archives listed), so a broken run cannot look
 fast: a failed check is reported and left out of the medians.  The machine's other load is
