@@ -16,7 +16,7 @@ Rows (--rows, default all):
            no-change re-pull of each copy, phsync (auto) and phsync --helper never vs rsync
            (target <= 0.50).
   million  1,000,000 files of 200-800 bytes in 2,000 folders (bench_sync.py's set): fresh
-           pull (target <= 1.00 x rsync) and no-change re-pull (<= 0.40 with the helper,
+           pull, phsync and --no-fsync (target <= 1.00 x rsync) and no-change re-pull (<= 0.40 with the helper,
            <= 0.80 plain SFTP, peak RSS <= 64 MB), with peak RSS (GNU time's %M).
   backup   phsync backup of the camera corpus to .tar.zst vs `ssh phone tar -cf - | zstd -T0`
            (target <= 0.90, phsync's RSS <= 32 MB); every archive is listed and checked.
@@ -399,7 +399,7 @@ def row_camera(t, cfg, sizes):
 
 def row_files(t, cfg, name, src, want, fresh_reps, nochange_reps):
     """Fresh pulls, then no-change re-pulls over the kept copies (small, million)."""
-    fresh_tools = ["phsync", "phsync-nofsync", "rsync", "sftp"] if name == "small" else ["phsync", "rsync"]
+    fresh_tools = ["phsync", "phsync-nofsync", "rsync"] + (["sftp"] if name == "small" else [])
     nc_tools = ["phsync", "phsync-never", "rsync"]
     # phsync-never re-pulls phsync's own copy with phsync's state (the same pair): both are
     # no-change runs, neither changes anything
