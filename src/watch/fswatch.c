@@ -131,8 +131,7 @@ limit_reached(struct ph_fsw *w, const char *rel, const char *why)
 		return;
 	w->limit_hit = 1;
 	snprintf(msg, sizeof(msg), "cannot watch more folders (%zu watched; the next was "
-	         "'%s'): %s", 
-	         w->count, rel[0] ? rel : ".", why);
+	         "'%s'): %s", w->count, rel[0] ? rel : ".", why);
 	report(w, PH_FSW_UNWATCHED, "", msg);
 }
 
