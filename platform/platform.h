@@ -11,7 +11,9 @@ int ph_cpu_has_aes(void);
 
 /* Makes the data and metadata of fds durable. With several files on one
  * file system it may sync the whole file system once (syncfs) instead of
- * each file, which is far cheaper for many small files. Returns 0 or -errno. */
+ * each file, which is far cheaper for many small files; without syncfs,
+ * fsync each file, then one F_FULLFSYNC per file system where there is one
+ * (macOS: the drive's cache too). Returns 0 or -errno. */
 int ph_durable_sync(const int *fds, size_t n);
 
 /* The time step (seconds) of the file system holding fd when it keeps
@@ -23,8 +25,37 @@ int ph_fs_time_step(int fd);
 int ph_rename_noreplace(int fromdir, const char *from, int dirfd, const char *to);
 
 /* Starts writing back a written range early so a later fsync is short and
- * dirty memory stays bounded; a no-op where the OS has no such call. */
-void ph_writeback_hint(int fd, uint64_t off, uint64_t len);
+ * dirty memory stays bounded (sync_file_range). A hint: 0, or -ENOSYS
+ * where the OS has no such call (the fsync then writes it all), -errno. */
+int ph_writeback_hint(int fd, uint64_t off, uint64_t len);
+
+/* Grows the pipe fd's buffer to size bytes where a program may choose it
+ * (F_SETPIPE_SZ). A hint: 0, -ENOSYS where the OS sizes pipes itself, or
+ * -errno (not a pipe, over the limit). */
+int ph_pipe_grow(int fd, size_t size);
+
+/* Drops fd's cached pages so the next read comes from the disk
+ * (posix_fadvise DONTNEED): 0, -ENOSYS where no call does (the next read
+ * may come from memory), or -errno. */
+int ph_drop_cache(int fd);
+
+/* A descriptor that keeps the file name in dirfd (never followed) alive,
+ * to be closed after a rename or remove unlinks it: O_PATH (no read, no
+ * permission needed), else a non-blocking read-only open that lets go of
+ * anything but a regular file. -1 when none can be had. */
+int ph_open_ref(int dirfd, const char *name);
+
+/* Opens the folder rel beneath root, refusing "..", absolute paths and
+ * symlinks on the way in one call (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS). Returns the fd; -ELOOP or -EXDEV for a name that
+ * leaves root or crosses a symlink; -ENOSYS where there is no such call
+ * (no openat2, an old kernel, a seccomp filter): the caller then walks rel
+ * a component at a time with O_NOFOLLOW; or -errno. */
+int ph_open_beneath_dir(int root, const char *rel);
+
+/* The running program's absolute path into buf (n bytes): 0, -ENOSYS when
+ * the OS cannot say, -ENAMETOOLONG, or -errno. */
+int ph_exe_path(char *buf, size_t n);
 
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */

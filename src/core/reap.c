@@ -7,8 +7,9 @@
  * Replacing a 3 MB photo by rename frees the old one's blocks inside the
  * rename (ext4 mounted with discard: 1.7 ms each), and the helper answers
  * requests one at a time: the 60 renames at the end of a 60-photo push held
- * everything for 0.1 s (strace -T of the helper). Held open (O_PATH) across
- * the rename, the old inode is freed at its last close instead, here. The
+ * everything for 0.1 s (strace -T of the helper). Held open across the
+ * rename (ph_open_ref: O_PATH, else read-only), the old inode is freed at
+ * its last close instead, here. The
  * name is gone when the request is answered either way; only the space
  * comes back a little later. A pull keeps each old copy open (the delta's
  * basis) across its rename: closing those cost its network thread the same
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "platform.h"
 #include "reap.h"
 
 #define REAP_QUEUE 64
@@ -37,18 +39,12 @@ struct ph_reap {
 int
 ph_reap_hold(int dirfd, const char *name)
 {
-#ifdef O_PATH
 	struct stat st;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size < REAP_MIN_SIZE || st.st_nlink != 1)
 		return -1;
-	return openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-#else
-	(void)dirfd;
-	(void)name;
-	return -1;
-#endif
+	return ph_open_ref(dirfd, name);
 }
 
 static void *

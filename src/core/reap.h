@@ -9,7 +9,7 @@ struct ph_reap;
 
 /* A reference to name in dirfd (never followed) when it is a regular file
  * big enough for its freeing to cost, to hold across the rename or remove
- * that unlinks it; -1 otherwise (nothing to hold, or no O_PATH here). */
+ * that unlinks it; -1 otherwise (nothing to hold, or it cannot be opened). */
 int ph_reap_hold(int dirfd, const char *name);
 /* Lets go of a held reference: closed by the reaper thread (made on first
  * use), or here when none can run or its queue is full. r may be NULL

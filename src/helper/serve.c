@@ -33,6 +33,7 @@
 #include "phsync/delta.h"
 #include "phsync/phsync.h"
 #include "confine.h"
+#include "platform.h"
 #include "reap.h"
 #include "serve.h"
 #include "sftpwire.h"
@@ -489,14 +490,12 @@ write_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 static void
 wrote(struct handle *h, uint64_t off, uint64_t n)
 {
-#ifdef HAVE_SYNC_FILE_RANGE
 	if (n == 0)
 		return;
 	if (h->wb_hi == h->wb_lo || off > h->wb_hi || off + n < h->wb_lo) {
 		/* Not touching what waits: that goes now, this waits. */
 		if (h->wb_hi > h->wb_lo)
-			(void)sync_file_range(h->fd, (off_t)h->wb_lo, (off_t)(h->wb_hi - h->wb_lo),
-			                      SYNC_FILE_RANGE_WRITE);
+			(void)ph_writeback_hint(h->fd, h->wb_lo, h->wb_hi - h->wb_lo);
 		h->wb_lo = off;
 		h->wb_hi = off + n;
 	} else {
@@ -504,15 +503,9 @@ wrote(struct handle *h, uint64_t off, uint64_t n)
 		h->wb_hi = off + n > h->wb_hi ? off + n : h->wb_hi;
 	}
 	if (h->wb_hi - h->wb_lo >= WRITEBACK_STEP) {
-		(void)sync_file_range(h->fd, (off_t)h->wb_lo, (off_t)(h->wb_hi - h->wb_lo),
-		                      SYNC_FILE_RANGE_WRITE);
+		(void)ph_writeback_hint(h->fd, h->wb_lo, h->wb_hi - h->wb_lo);
 		h->wb_lo = h->wb_hi;
 	}
-#else
-	(void)h;
-	(void)off;
-	(void)n;
-#endif
 }
 
 static int
@@ -1238,16 +1231,15 @@ ph_serve_run(const char *root, int in_fd, int out_fd)
 	mallopt(M_MMAP_THRESHOLD, 8 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
-#ifdef F_SETPIPE_SZ
 	/* sshd hands the channel over through pipes of 64 KiB. While a delta
 	 * is computed here the client's requests pile up in sshd, which then
 	 * feeds them 64 KiB a write and moves the rest of its buffer down
 	 * after each: sshd spent a quarter of a 60-photo pull's CPU in memmove
 	 * (perf record -a). Pipes of 1 MiB (the unprivileged limit) take a
-	 * burst in a few writes. Not a pipe, or not allowed: nothing changes. */
-	(void)fcntl(in_fd, F_SETPIPE_SZ, 1 << 20);
-	(void)fcntl(out_fd, F_SETPIPE_SZ, 1 << 20);
-#endif
+	 * burst in a few writes. Not a pipe, not allowed, or an OS that sizes
+	 * pipes itself: nothing changes. */
+	(void)ph_pipe_grow(in_fd, 1 << 20);
+	(void)ph_pipe_grow(out_fd, 1 << 20);
 	if (ph_serve_new(root, &s) != 0 || (in = malloc(cap)) == NULL) {
 		fprintf(stderr, "phsync serve: out of memory\n");
 		goto out;

@@ -9,14 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ph_config.h"
-#ifdef HAVE_OPENAT2
-#include <linux/openat2.h>
-#include <sys/syscall.h>
-#endif
-
 #include "ctx.h"
 #include "local.h"
+#include "platform.h"
 #include "tempname.h"
 
 int
@@ -98,26 +93,19 @@ opendir_walk(int root, const char *rel, int *fd)
 int
 ph_local_opendir(int root, const char *rel, int *fd)
 {
-#ifdef HAVE_OPENAT2
-	struct open_how how;
-	long r;
+	int r;
 
 	if (rel[0] == '\0')
 		return opendir_walk(root, rel, fd);
-	memset(&how, 0, sizeof(how));
-	how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-	r = syscall(SYS_openat2, root, rel, &how, sizeof(how));
-	if (r >= 0) {
-		*fd = (int)r;
+	if ((r = ph_open_beneath_dir(root, rel)) >= 0) {
+		*fd = r;
 		return 0;
 	}
-	if (errno == ELOOP || errno == EXDEV)
+	if (r == -ELOOP || r == -EXDEV)
 		return PHSYNC_EUNSAFE;
-	if (errno != ENOSYS && errno != EPERM && errno != E2BIG)
-		return ph_err_from_errno(errno);
-	/* An old kernel or a seccomp filter: walk it by hand. */
-#endif
+	if (r != -ENOSYS)
+		return ph_err_from_errno(-r);
+	/* No openat2 here (or not allowed): walk it by hand. */
 	return opendir_walk(root, rel, fd);
 }
 

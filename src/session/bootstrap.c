@@ -17,6 +17,7 @@
 #include "bootcheck.h"
 #include "bootstrap.h"
 #include "ctx.h"
+#include "platform.h"
 #include "sftp.h"
 #include "ssh.h"
 
@@ -32,7 +33,6 @@ helper_dir(char *dir, size_t n)
 {
 	const char *env = getenv("PHSYNC_HELPER_DIR");
 	char exe[PATH_MAX];
-	ssize_t k;
 	struct stat st;
 
 	if (env != NULL) {
@@ -41,10 +41,9 @@ helper_dir(char *dir, size_t n)
 		snprintf(dir, n, "%s", env);
 		return 0;
 	}
-	if ((k = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+	if (ph_exe_path(exe, sizeof(exe)) == 0) {
 		char *slash;
 
-		exe[k] = '\0';
 		if ((slash = strrchr(exe, '/')) != NULL) {
 			*slash = '\0';
 			if ((size_t)snprintf(dir, n, "%s/helpers", exe) < n && stat(dir, &st) == 0 &&

@@ -22,6 +22,7 @@
 #include "job.h"
 #include "lio.h"
 #include "local.h"
+#include "platform.h"
 #include "whole.h"
 
 /* Does the local copy of e read back with hash? */
@@ -40,17 +41,16 @@ local_matches(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16]
 	free(dir);
 	if (rc != 0)
 		return 0;
-#ifdef POSIX_FADV_DONTNEED
 	{
-		/* Read what the disk holds, not what the page cache kept. */
+		/* Read what the disk holds, not what the page cache kept
+		 * (where the OS can drop it: platform.h). */
 		int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
 		if (fd >= 0) {
-			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			(void)ph_drop_cache(fd);
 			close(fd);
 		}
 	}
-#endif
 	rc = ph_lio_hash_file(dfd, base, h, &n);
 	close(dfd);
 	return rc == 0 && n == e->size && memcmp(h, hash, 16) == 0;

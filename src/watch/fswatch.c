@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: ISC */
-/* Local change watching: inotify under uv_poll_t (one watch per folder,
- * added as folders appear, each new folder scanned at once), or libuv's
- * recursive uv_fs_event where the OS has no inotify. */
+/* Local change watching, one of three ways by feature (CMakeLists.txt):
+ * inotify under uv_poll_t (one watch per folder, added as folders appear,
+ * each new folder scanned at once); libuv's recursive uv_fs_event where
+ * libuv has one (FSEvents, ReadDirectoryChangesW); else one uv_fs_event per
+ * folder, walked and added as the inotify watches are (kqueue on the BSDs;
+ * PHSYNC_PORTABLE on Linux). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +19,11 @@
 #include "phsync/phsync.h"
 #include "fswatch.h"
 
-#if defined(HAVE_SYS_INOTIFY_H) && !defined(PH_FSW_PORTABLE)
+#if defined(HAVE_SYS_INOTIFY_H)
 #define USE_INOTIFY 1
 #include <sys/inotify.h>
+#elif !defined(PH_UV_FS_EVENT_RECURSIVE)
+#define USE_FOLDERS 1
 #endif
 
 #define MAX_DEPTH 256
@@ -29,7 +34,8 @@ struct ph_fsw {
 	ph_fsw_fn fn;
 	void *arg;
 	int closing;
-	int pending_close;      /* handles still to be closed by libuv */
+	int pending_close;      /* handles still to be closed by libuv (per
+	                           folder: handles not closed yet) */
 #ifdef USE_INOTIFY
 	int fd;
 	uv_poll_t poll;
@@ -37,6 +43,10 @@ struct ph_fsw {
 	size_t nwd;             /* size of wd_rel */
 	size_t count;           /* watches held */
 	int limit_hit;          /* a folder could not be watched (ENOSPC) */
+#elif defined(USE_FOLDERS)
+	struct folder **dirs;   /* a watch per folder */
+	size_t count, cap;
+	int limit_hit;          /* a folder could not be watched (EMFILE) */
 #else
 	uv_fs_event_t ev;
 #endif
@@ -67,11 +77,14 @@ free_w(struct ph_fsw *w)
 	for (i = 0; i < w->nwd; i++)
 		free(w->wd_rel[i]);
 	free(w->wd_rel);
+#elif defined(USE_FOLDERS)
+	free(w->dirs);
 #endif
 	free(w->root);
 	free(w);
 }
 
+#ifndef USE_FOLDERS
 static void
 on_closed(uv_handle_t *h)
 {
@@ -80,12 +93,16 @@ on_closed(uv_handle_t *h)
 	if (--w->pending_close == 0)
 		free_w(w);
 }
+#endif
 
-#ifdef USE_INOTIFY
+#if defined(USE_INOTIFY) || defined(USE_FOLDERS)
 
-/* IN_ATTRIB: cp -p, rsync and tar set a file's time after closing it. */
-#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | \
-                    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+#define INOTIFY_LIMIT "the inotify watch limit is reached (sysctl " \
+	"fs.inotify.max_user_watches, per user namespace user.max_inotify_watches); the " \
+	"whole tree is rescanned every poll interval instead. Raise it, e.g. sysctl -w " \
+	"fs.inotify.max_user_watches=524288"
+
+static int watch_dir(struct ph_fsw *w, const char *path, const char *rel);
 
 static char *
 join(const char *a, const char *b)
@@ -105,36 +122,8 @@ join(const char *a, const char *b)
 	return p;
 }
 
-static int
-set_wd(struct ph_fsw *w, int wd, const char *rel)
-{
-	char *copy;
-
-	if (wd < 0)
-		return -EINVAL;
-	if ((size_t)wd >= w->nwd) {
-		size_t n = w->nwd ? w->nwd : 64;
-		char **v;
-
-		while (n <= (size_t)wd)
-			n *= 2;
-		if ((v = realloc(w->wd_rel, n * sizeof(*v))) == NULL)
-			return -ENOMEM;
-		memset(v + w->nwd, 0, (n - w->nwd) * sizeof(*v));
-		w->wd_rel = v;
-		w->nwd = n;
-	}
-	if ((copy = strdup(rel)) == NULL)
-		return -ENOMEM;
-	if (w->wd_rel[wd] == NULL)
-		w->count++;
-	free(w->wd_rel[wd]);
-	w->wd_rel[wd] = copy;
-	return 0;
-}
-
 static void
-limit_reached(struct ph_fsw *w, const char *rel)
+limit_reached(struct ph_fsw *w, const char *rel, const char *why)
 {
 	char msg[PATH_MAX + 512];
 
@@ -142,10 +131,7 @@ limit_reached(struct ph_fsw *w, const char *rel)
 		return;
 	w->limit_hit = 1;
 	snprintf(msg, sizeof(msg), "cannot watch more folders (%zu watched; the next was "
-	         "'%s'): the inotify watch limit is reached (sysctl fs.inotify.max_user_watches, "
-	         "per user namespace user.max_inotify_watches); the whole tree is rescanned "
-	         "every poll interval instead. Raise it, e.g. sysctl -w "
-	         "fs.inotify.max_user_watches=524288", w->count, rel[0] ? rel : ".");
+	         "'%s'): %s", w->count, rel[0] ? rel : ".", why);
 	report(w, PH_FSW_UNWATCHED, "", msg);
 }
 
@@ -158,7 +144,7 @@ add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth)
 	char *path = join(w->root, rel);
 	DIR *d = NULL;
 	struct dirent *de;
-	int wd, rc = 0;
+	int rc = 0;
 
 	if (path == NULL)
 		return -ENOMEM;
@@ -166,16 +152,11 @@ add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth)
 		memcpy(path, w->root, strlen(w->root) + 1);
 	if (depth > MAX_DEPTH)
 		goto out;
-	wd = inotify_add_watch(w->fd, path, WATCH_MASK);
-	if (wd < 0) {
-		if (errno == ENOSPC)
-			limit_reached(w, rel);
-		else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES && errno != ELOOP)
-			rc = -errno;
+	if ((rc = watch_dir(w, path, rel)) != 0) {
+		if (rc > 0)
+			rc = 0; /* not watched, not an error: nothing to scan */
 		goto out;
 	}
-	if ((rc = set_wd(w, wd, rel)) != 0)
-		goto out;
 	/* Scan after the watch is in place: a file made in between is seen
 	 * by both, never by neither. */
 	if ((d = opendir(path)) == NULL)
@@ -213,6 +194,58 @@ out:
 		closedir(d);
 	free(path);
 	return rc;
+}
+
+#endif /* USE_INOTIFY || USE_FOLDERS */
+
+#ifdef USE_INOTIFY
+
+/* IN_ATTRIB: cp -p, rsync and tar set a file's time after closing it. */
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | \
+                    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+static int
+set_wd(struct ph_fsw *w, int wd, const char *rel)
+{
+	char *copy;
+
+	if (wd < 0)
+		return -EINVAL;
+	if ((size_t)wd >= w->nwd) {
+		size_t n = w->nwd ? w->nwd : 64;
+		char **v;
+
+		while (n <= (size_t)wd)
+			n *= 2;
+		if ((v = realloc(w->wd_rel, n * sizeof(*v))) == NULL)
+			return -ENOMEM;
+		memset(v + w->nwd, 0, (n - w->nwd) * sizeof(*v));
+		w->wd_rel = v;
+		w->nwd = n;
+	}
+	if ((copy = strdup(rel)) == NULL)
+		return -ENOMEM;
+	if (w->wd_rel[wd] == NULL)
+		w->count++;
+	free(w->wd_rel[wd]);
+	w->wd_rel[wd] = copy;
+	return 0;
+}
+
+/* Watches the folder path (rel below the root): 0, 1 when it cannot be
+ * and that is no error (gone, no folder, no access, the limit), or -errno. */
+static int
+watch_dir(struct ph_fsw *w, const char *path, const char *rel)
+{
+	int wd = inotify_add_watch(w->fd, path, WATCH_MASK);
+
+	if (wd >= 0)
+		return set_wd(w, wd, rel);
+	if (errno == ENOSPC)
+		limit_reached(w, rel, INOTIFY_LIMIT);
+	else if (errno != ENOENT && errno != ENOTDIR && errno != EACCES && errno != ELOOP)
+		return -errno;
+	return 1;
 }
 
 static void
@@ -352,6 +385,219 @@ ph_fsw_close(struct ph_fsw *w)
 	uv_poll_stop(&w->poll);
 	uv_close((uv_handle_t *)&w->poll, on_closed);
 	close(w->fd); /* after uv_close: libuv must not poll a closed fd */
+}
+
+#elif defined(USE_FOLDERS)
+
+/* One folder's watch. rel and the inode tell whether the folder is still
+ * where it was watched: one moved or removed has its watch dropped at its
+ * next event (the folder's parent reports the move). */
+struct folder {
+	uv_fs_event_t ev;
+	struct ph_fsw *w;
+	char *rel;
+	dev_t dev;
+	ino_t ino;
+};
+
+static void
+on_folder_closed(uv_handle_t *h)
+{
+	struct folder *f = h->data;
+	struct ph_fsw *w = f->w;
+
+	free(f->rel);
+	free(f);
+	if (--w->pending_close == 0 && w->closing)
+		free_w(w);
+}
+
+/* The index of the watch of rel on (dev, ino), or of rel alone when dev
+ * and ino are 0; w->count when none. */
+static size_t
+find_folder(const struct ph_fsw *w, const char *rel, dev_t dev, ino_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < w->count; i++)
+		if (strcmp(w->dirs[i]->rel, rel) == 0 &&
+		    ((dev == 0 && ino == 0) || (w->dirs[i]->dev == dev && w->dirs[i]->ino == ino)))
+			return i;
+	return w->count;
+}
+
+static void
+drop_folder(struct ph_fsw *w, size_t i)
+{
+	struct folder *f = w->dirs[i];
+
+	w->dirs[i] = w->dirs[--w->count];
+	uv_fs_event_stop(&f->ev);
+	uv_close((uv_handle_t *)&f->ev, on_folder_closed);
+}
+
+static void on_folder_event(uv_fs_event_t *h, const char *filename, int events, int status);
+
+/* Watches the folder path (rel below the root), unless it is watched
+ * already: 0, 1 when it cannot be and that is no error (gone, no folder,
+ * no access, out of descriptors), or -errno. */
+static int
+watch_dir(struct ph_fsw *w, const char *path, const char *rel)
+{
+	struct folder *f;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 1;
+	if (find_folder(w, rel, st.st_dev, st.st_ino) < w->count)
+		return 0; /* watched: its folders are looked at again all the same */
+	if ((i = find_folder(w, rel, 0, 0)) < w->count)
+		drop_folder(w, i); /* another folder by that name before */
+	if (w->count == w->cap) {
+		size_t n = w->cap ? w->cap * 2 : 64;
+		struct folder **v = realloc(w->dirs, n * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		w->dirs = v;
+		w->cap = n;
+	}
+	if ((f = calloc(1, sizeof(*f))) == NULL || (f->rel = strdup(rel)) == NULL) {
+		free(f);
+		return -ENOMEM;
+	}
+	f->w = w;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	if ((rc = uv_fs_event_init(w->loop, &f->ev)) != 0) {
+		free(f->rel);
+		free(f);
+		return rc;
+	}
+	f->ev.data = f;
+	w->pending_close++; /* here: handles open, closed or not */
+	if ((rc = uv_fs_event_start(&f->ev, on_folder_event, path, 0)) != 0) {
+		uv_close((uv_handle_t *)&f->ev, on_folder_closed);
+		if (rc == UV_ENOSPC) /* only inotify says so (libuv's Linux backend) */
+			limit_reached(w, rel, INOTIFY_LIMIT);
+		else if (rc == UV_EMFILE || rc == UV_ENFILE) /* kqueue: a descriptor each */
+			limit_reached(w, rel, "out of file descriptors (ulimit -n); the whole "
+			              "tree is rescanned every poll interval instead");
+		else if (rc != UV_ENOENT && rc != UV_ENOTDIR && rc != UV_EACCES && rc != UV_ELOOP)
+			return rc;
+		return 1;
+	}
+	w->dirs[w->count++] = f;
+	return 0;
+}
+
+/* Something changed in f's folder: the name is looked at, as libuv's
+ * events do not say what happened (nor when a file was closed: the settle
+ * period tells when it rests). */
+static void
+on_folder_event(uv_fs_event_t *h, const char *filename, int events, int status)
+{
+	struct folder *f = h->data;
+	struct ph_fsw *w = f->w;
+	char *dir = NULL, *rel = NULL, *path = NULL;
+	struct stat st;
+
+	(void)events;
+	if (w->closing)
+		return;
+	if (status < 0) {
+		report(w, PH_FSW_RESCAN, "", "the file system watcher reported an error; "
+		       "rescanning the whole tree");
+		return;
+	}
+	if ((dir = join(w->root, f->rel)) == NULL)
+		goto out;
+	if (lstat(f->rel[0] ? dir : w->root, &st) != 0 || st.st_dev != f->dev ||
+	    st.st_ino != f->ino) {
+		size_t i = find_folder(w, f->rel, f->dev, f->ino);
+
+		if (i < w->count)
+			drop_folder(w, i); /* moved or removed: its parent said so */
+		goto out;
+	}
+	if (filename == NULL) {
+		report(w, PH_FSW_RESCAN, "", "the file system watcher lost track; rescanning");
+		goto out;
+	}
+	if ((rel = join(f->rel, filename)) == NULL || own_temp(rel) ||
+	    (path = join(w->root, rel)) == NULL)
+		goto out;
+	if (lstat(path, &st) != 0)
+		report(w, PH_FSW_GONE, rel, NULL);
+	else if (S_ISREG(st.st_mode))
+		report(w, PH_FSW_FILE, rel, NULL);
+	else if (S_ISDIR(st.st_mode) && find_folder(w, rel, st.st_dev, st.st_ino) == w->count &&
+	         add_tree(w, rel, 1, 0) != 0)
+		report(w, PH_FSW_RESCAN, "", "cannot watch a new folder; rescanning");
+out:
+	free(path);
+	free(rel);
+	free(dir);
+}
+
+int
+ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
+           char *err, size_t errlen)
+{
+	struct ph_fsw *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (w == NULL || (w->root = strdup(root)) == NULL) {
+		free(w);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->loop = loop;
+	w->fn = fn;
+	w->arg = arg;
+	if ((rc = add_tree(w, "", 0, 0)) != 0 || w->count == 0) {
+		if (rc == 0)
+			rc = -ENOENT;
+		snprintf(err, errlen, "%s: cannot watch: %s", root, strerror(-rc));
+		ph_fsw_close(w);
+		return rc;
+	}
+#ifdef HAVE_KQUEUE
+	/* libuv's folder events come from kqueue here, which tells of names
+	 * made, removed and renamed, not of a file rewritten in place: the
+	 * pair also runs every interval. (inotify, libuv's Linux backend,
+	 * tells of both.) */
+	report(w, PH_FSW_UNWATCHED, "", "kqueue's folder watches do not see a file rewritten "
+	       "in place: the whole tree is also rescanned every poll interval");
+#endif
+	*out = w;
+	return 0;
+}
+
+size_t
+ph_fsw_count(const struct ph_fsw *w)
+{
+	return w->count;
+}
+
+void
+ph_fsw_close(struct ph_fsw *w)
+{
+	size_t i;
+
+	if (w == NULL)
+		return;
+	w->closing = 1;
+	for (i = 0; i < w->count; i++) {
+		uv_fs_event_stop(&w->dirs[i]->ev);
+		uv_close((uv_handle_t *)&w->dirs[i]->ev, on_folder_closed);
+	}
+	w->count = 0;
+	if (w->pending_close == 0)
+		free_w(w); /* else the last handle's close frees it */
 }
 
 #else /* uv_fs_event, recursive (FSEvents on macOS, ReadDirectoryChangesW) */

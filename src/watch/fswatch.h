@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* Local change watching for the daemon: every folder of a tree, on a libuv
- * loop. Linux: an inotify fd of our own under uv_poll_t; elsewhere
- * uv_fs_event (recursive). See docs/ARCHITECTURE.md, "The watcher". */
+ * loop. Linux: an inotify fd of our own under uv_poll_t; macOS and
+ * Windows: one recursive uv_fs_event; elsewhere (the BSDs, PHSYNC_PORTABLE)
+ * a uv_fs_event per folder. See docs/ARCHITECTURE.md, "The watcher". */
 #ifndef PH_FSWATCH_H
 #define PH_FSWATCH_H
 

@@ -75,6 +75,10 @@ class PushWatchTest(SyncTestCase):
         self.assertNoLeftovers()
 
     def test_file_written_slowly_never_half_on_server(self):
+        if os.environ.get("PHSYNC_PORTABLE") == "1":
+            self.skipTest("PHSYNC_PORTABLE: libuv's file events have no close-after-write "
+                          "(inotify's IN_CLOSE_WRITE), so a file written slowly is sent at "
+                          "each pause and again when it rests (docs/MACOS.md)")
         w = self.start_push()
         final = random_bytes(10 * 65536, 11)
         path = os.path.join(self.local, "VID_slow.mp4")

@@ -257,6 +257,9 @@ class WatchStatusTest(SyncTestCase):
         self.assertEqual(d.stop(), 0, d.text())
 
     def test_queue_overflow_rescans_everything(self):
+        if os.environ.get("PHSYNC_PORTABLE") == "1":
+            self.skipTest("PHSYNC_PORTABLE: no inotify fd of phsync's own, and libuv drops "
+                          "IN_Q_OVERFLOW (docs/ARCHITECTURE.md, the watcher)")
         if os.geteuid() != 0:
             skip_or_fail("root", "lowering fs.inotify.max_queued_events needs root")
         try:
