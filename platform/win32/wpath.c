@@ -266,7 +266,10 @@ ph_win_at_path(int dirfd, const char *name, wchar_t **out)
 	to_backslashes(wname);
 	n = GetFinalPathNameByHandleW((HANDLE)oh, NULL, 0, FILE_NAME_NORMALIZED | VOLUME_NAME_DOS);
 	if (n == 0) {
-		rc = ph_win_errno(GetLastError());
+		/* Wine 8 answers ERROR_MORE_DATA for a folder whose path is
+		 * longer than MAX_PATH (docs/WINDOWS.md). */
+		rc = GetLastError() == ERROR_MORE_DATA ? -ENAMETOOLONG :
+		     ph_win_errno(GetLastError());
 		goto out;
 	}
 	nlen = wcslen(wname);
