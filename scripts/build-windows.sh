@@ -42,7 +42,7 @@ for a in "$@"; do
     --rebuild-deps) rebuild=1 ;;
     --no-apt) apt=0 ;;
     --no-test) run_tests=0 ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,17p' "$0"; exit 0 ;;
     *) echo "build-windows.sh: unknown option $a (--help)" >&2; exit 2 ;;
   esac
 done
@@ -133,8 +133,12 @@ fetch_sources() {
     dsc=$(ls "$SRC/dl/${p}"_*.dsc | head -n 1)
     # --no-check: the archive's signature on Release already vouches for the files
     # apt fetched (their hashes are in the signed Sources index).
-    dpkg-source --no-check -x "$dsc" "$SRC/$p"
-    sed -n 's/^Version: //p' "$dsc" | head -n 1 > "$SRC/$p/.phsync-version"
+    # Unpacked beside its place and moved there whole: a half-unpacked tree
+    # is never taken for a fetched one by the next run.
+    rm -rf "$SRC/$p.part"
+    dpkg-source --no-check -x "$dsc" "$SRC/$p.part"
+    sed -n 's/^Version: //p' "$dsc" | head -n 1 > "$SRC/$p.part/.phsync-version"
+    mv "$SRC/$p.part" "$SRC/$p"
   done
   drop_src_list
   SRC_LIST=
