@@ -172,6 +172,9 @@ test_long_path_form(void **state)
 	assert_true(wcscmp(w, L"\\\\?\\UNC\\server\\share\\x") == 0);
 	free(w);
 	assert_int_equal(ph_win_long_path("", &w), -ENOENT);
+	/* A reserved name alone is a device (\\.\NUL), never a file. */
+	assert_int_equal(ph_win_long_path("NUL", &w), -EINVAL);
+	assert_int_equal(ph_win_long_path("CON", &w), -EINVAL);
 }
 
 /* A file 5 folders of 60 characters deep (over 300 characters, past
