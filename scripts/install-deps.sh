@@ -4,6 +4,7 @@
 # Works as root, or through sudo otherwise.  No prompts.
 #   scripts/install-deps.sh           everything (tests, fuzzers, benchmarks, cross compilers): .ci/run
 #   scripts/install-deps.sh --build   only what building phsync and scripts/demo.sh need
+#   scripts/install-deps.sh --windows only the Windows cross build's tools (scripts/build-windows.sh)
 set -euo pipefail
 
 # What building phsync and the README's demo need (--build installs only these) ...
@@ -32,6 +33,16 @@ TEST_PKGS=(
   qemu-user-static                          # ... run under qemu in the tests
   mksh toybox busybox                       # a phone's shell and tools (Android: mksh + toybox) for the bootstrap's start-up script
 )
+# The Windows cross build (scripts/build-windows.sh, docs/WINDOWS.md): mingw-w64, the
+# Debian-built mingw libgcrypt, libgpg-error and zlib, what building the other libraries
+# from Debian's source packages needs (dpkg-dev: dpkg-source; tcl: SQLite's amalgamation),
+# and Wine to run the tests. Not part of the default set: only --windows installs it.
+WINDOWS_PKGS=(
+  gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 binutils-mingw-w64-x86-64
+  libgcrypt-mingw-w64-dev libgpg-error-mingw-w64-dev libz-mingw-w64-dev
+  cmake ninja-build make pkg-config dpkg-dev tcl xz-utils
+  wine wine64
+)
 
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
@@ -52,6 +63,10 @@ apt_get() {
 apt_get update -q
 if [ "${1:-}" = "--build" ]; then
   apt_get install -y -q --no-install-recommends "${BUILD_PKGS[@]}"
+  exit 0
+fi
+if [ "${1:-}" = "--windows" ]; then
+  apt_get install -y -q --no-install-recommends "${WINDOWS_PKGS[@]}"
   exit 0
 fi
 apt_get install -y -q --no-install-recommends "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"

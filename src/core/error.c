@@ -70,7 +70,9 @@ ph_err_from_errno(int e)
 	case EROFS:
 		return PHSYNC_EPERM;
 	case ENOSPC:
+#ifdef EDQUOT   /* none on Windows */
 	case EDQUOT:
+#endif
 	case EFBIG:
 		return PHSYNC_ENOSPC;
 	case ENOTDIR:

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: ISC
+# The Windows build (cross-built with mingw-w64 by scripts/build-windows.sh and
+# tested under Wine; docs/WINDOWS.md). Included by CMakeLists.txt on WIN32 once
+# the dependencies are found, ph_config.h is written and the parts' sources
+# (PHSYNC_LIB_SOURCES, with their layering include dirs) are listed; the rest of
+# CMakeLists.txt (the POSIX library, the executable, install, helpers, the Linux
+# test suite) is not read on Windows yet.
+#
+# What builds for Windows today: the first layer, phsync_core_win = the parts
+# core, delta and wire, platform/cpu.c and platform/win32/*.c (platform.h's
+# Windows side). docs/WINDOWS.md lists what remains, file by file.
+
+# Windows system libraries: libssh (ws2_32 iphlpapi shell32 advapi32), libuv
+# (psapi user32 userenv), libarchive (bcrypt). The .pc files of the prefix
+# name them too; here for phsync's own targets.
+set(PH_WIN_SYSLIBS ws2_32 iphlpapi shell32 advapi32 userenv psapi user32 bcrypt)
+# Static: libgcc and winpthread inside the .exe, nothing to ship beside it.
+add_link_options(-static)
+
+set(PH_WIN_PARTS core delta wire)
+set(PH_WIN_SOURCES)
+foreach(src ${PHSYNC_LIB_SOURCES})
+  get_filename_component(dir ${src} DIRECTORY)
+  foreach(part ${PH_WIN_PARTS})
+    if(dir STREQUAL "${CMAKE_SOURCE_DIR}/src/${part}")
+      list(APPEND PH_WIN_SOURCES ${src})
+    endif()
+  endforeach()
+endforeach()
+file(GLOB PH_WIN_PLATFORM CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/platform/win32/*.c)
+# cpu.c is portable C (the compiler's CPU probe), the same file on every OS.
+list(APPEND PH_WIN_SOURCES ${CMAKE_SOURCE_DIR}/platform/cpu.c ${PH_WIN_PLATFORM})
+
+add_library(phsync_core_win STATIC ${PH_WIN_SOURCES})
+target_include_directories(phsync_core_win
+  PUBLIC ${CMAKE_SOURCE_DIR}/include
+  PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_SOURCE_DIR}/platform/win32 ${CMAKE_BINARY_DIR})
+target_compile_definitions(phsync_core_win PRIVATE PHSYNC_VERSION_STRING="${PROJECT_VERSION}")
+# Threads: winpthreads (core/reap.c's thread), linked in by -static.
+target_link_libraries(phsync_core_win PUBLIC PkgConfig::XXHASH Threads::Threads ${PH_WIN_SYSLIBS})
+
+# Everything that builds for Windows today (scripts/build-windows.sh builds this).
+add_custom_target(phsync_win_all)
+add_dependencies(phsync_win_all phsync_core_win)
+
+if(BUILD_TESTING)
+  # scripts/build-windows.sh builds cmocka into the prefix with the libraries.
+  pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
+  if(CMOCKA_FOUND)
+    enable_testing()
+    add_subdirectory(tests/unit/win32)
+  elseif(PHSYNC_TESTS_REQUIRED)
+    message(FATAL_ERROR "cmocka for Windows not found: scripts/build-windows.sh builds it")
+  else()
+    message(STATUS "cmocka for Windows not found: the Windows tests are not built")
+  endif()
+endif()
