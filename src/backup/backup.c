@@ -478,6 +478,207 @@ remote_scan(struct ph_brun *run)
 	return ph_remote_scan(&in, &run->src);
 }
 
+/* The archive's file name: the template's last part, which must name a
+ * tar kind, with its time fields expanded. */
+static int
+archive_name(phsync_ctx *ctx, const char *tmpl, time_t now, char *name, size_t len)
+{
+	const char *base = strrchr(tmpl, '/');
+	size_t el;
+
+	base = base ? base + 1 : tmpl;
+	if (ph_aw_kind_of(base, &el) == 0)
+		return ph_err(ctx, PHSYNC_EINVAL, "%s: the archive's name must end in .tar, "
+		              ".tar.zst, .tar.gz or .tar.xz", tmpl);
+	return expand_name(ctx, base, now, name, len);
+}
+
+/* Logs in to a remote source, checks its root is a folder and lists it
+ * into run->src; srcabs gets the remote root. */
+static int
+scan_remote_source(struct ph_brun *run, const char *src, struct ph_ssh **ssh, char *srcabs,
+                   size_t slen)
+{
+	phsync_ctx *ctx = run->ctx;
+	struct ph_sftp_attrs ra;
+	char *user = NULL, *host = NULL, *rpath = NULL, *rp;
+	int rc;
+
+	if ((rc = ph_spec_remote(ctx, src, &user, &host, &rpath, &run->rroot)) != 0 ||
+	    (rc = ph_login_run(ctx, run->o, user, host, run->rroot, &run->ev, ssh,
+	                       &run->sftp)) != 0)
+		goto out;
+	rp = ph_rpath_join(run->rroot, "");
+	rc = rp ? ph_sftp_stat_sync(run->sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
+	free(rp);
+	if (rc != 0) {
+		rc = ph_err(ctx, rc, "%s:%s: %s", host, rpath, rc == PHSYNC_ENOENT ?
+		            "no such folder on the server" : phsync_strerror(rc));
+		goto out;
+	}
+	if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
+		rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
+		goto out;
+	}
+	snprintf(srcabs, slen, "%s", run->rroot);
+	rc = remote_scan(run);
+out:
+	free(user);
+	free(host);
+	free(rpath);
+	return rc;
+}
+
+/* Opens a local source beneath its root and lists it into run->src;
+ * srcabs gets its real path. */
+static int
+scan_local_source(struct ph_brun *run, const char *src, char *srcabs)
+{
+	uint64_t failed = 0;
+	int rc;
+
+	if ((rc = ph_local_open_root(run->ctx, src, 0, &run->lroot)) != 0)
+		return rc;
+	if (realpath(src, srcabs) == NULL)
+		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));
+	if ((rc = ph_local_scan(run->ctx, run->lroot, &run->filter, 0, 1, &run->src, NULL,
+	                        lscan_event, run, &failed)) != 0)
+		return rc;
+	run->st.files_failed += failed;
+	return 0;
+}
+
+/* The source's tree, sorted, in run->src: from the server when src names
+ * one, else from this machine. */
+static int
+scan_source(struct ph_brun *run, const char *src, struct ph_ssh **ssh, char *srcabs,
+            size_t slen)
+{
+	char *user = NULL, *host = NULL, *rpath = NULL;
+	int remote, rc;
+
+	remote = phsync_parse_remote(src, &user, &host, &rpath) == 0;
+	free(user);
+	free(host);
+	free(rpath);
+	rc = remote ? scan_remote_source(run, src, ssh, srcabs, slen) :
+	              scan_local_source(run, src, srcabs);
+	if (rc == 0)
+		ph_tree_sort(&run->src);
+	return rc;
+}
+
+/* The series (locked for this run: two backups of one series never
+ * interleave) and what it held: the manifest's head (full or incremental
+ * on the last archive, its number, time and source) and, for an
+ * incremental, the paths the series holds. */
+static int
+begin_series(struct bk *b, struct ph_ssh *ssh, const char *src, const char *srcabs,
+             const char *tmpl, int mode, time_t now, char *absdir, size_t dlen)
+{
+	struct ph_brun *run = b->run;
+	struct ph_backup_rec *recs = NULL;
+	size_t nrecs = 0;
+	int rc, full;
+
+	if ((rc = open_series(run, ssh, srcabs, tmpl, absdir, dlen)) != 0 ||
+	    (rc = ph_state_series_id(run->state, b->mf.series)) != 0 ||
+	    (rc = ph_state_backup_list(run->state, &recs, &nrecs)) != 0)
+		goto out;
+	full = mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
+	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
+		ph_emit(&run->ev, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
+		             "the series' last archive is gone: this one is a full backup");
+		full = 1;
+	}
+	b->mf.full = full;
+	b->mf.seq = nrecs ? recs[nrecs - 1].seq + 1 : 1;
+	b->mf.base = full ? 0 : recs[nrecs - 1].seq;
+	b->mf.created = (int64_t)now;
+	if ((b->mf.source = strdup(src)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	if (!full)
+		rc = ph_state_backup_each(run->state, held_row, b);
+out:
+	ph_state_backup_recs_free(recs, nrecs);
+	return rc;
+}
+
+/* Streams the chosen items into absdir/name between the manifest's head
+ * and its closing copy, publishes the archive (its name into pub) and
+ * advances the series. Interrupted, no archive is published. */
+static int
+write_archive(struct bk *b, const char *absdir, const char *name, int level, char *pub,
+              size_t plen)
+{
+	struct ph_brun *run = b->run;
+	struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, b };
+	char final[PATH_MAX * 2];
+	struct ph_aw *aw;
+	uint64_t size;
+	size_t i;
+	int rc;
+
+	snprintf(final, sizeof(final), "%s/%s", strcmp(absdir, "/") ? absdir : "", name);
+	if ((rc = ph_aw_open(run->ctx, final, level, run->o->fsync, &b->aw)) != 0 ||
+	    (rc = write_manifest(b, 1)) != 0 ||
+	    (rc = ph_fetch_run(run, b->items, b->nitems, &ops)) != 0)
+		return rc;
+	for (i = 0; i < b->mf.ndel; i++) {
+		run->st.files_deleted++;
+		ph_emit(&run->ev, PHSYNC_EV_DELETED, b->mf.del[i], "recorded as deleted", 0, 0, NULL);
+	}
+	if (run->ctx->interrupted)
+		return PHSYNC_EINTR;
+	if ((rc = write_manifest(b, 0)) != 0)
+		return rc;
+	size = ph_aw_bytes(b->aw);
+	aw = b->aw;
+	b->aw = NULL;
+	if ((rc = ph_aw_commit(aw, pub, plen)) != 0)
+		return rc;
+	return record(b, pub, size);
+}
+
+/* Ends the run: an unfinished archive removed, an interruption said as
+ * one, the summary event, the stats and the series' state closed. Returns
+ * the run's result. */
+static int
+finish(struct bk *b, int rc, const char *pub, struct phsync_stats *stats)
+{
+	struct ph_brun *run = b->run;
+	phsync_ctx *ctx = run->ctx;
+
+	ph_aw_abort(b->aw);
+	b->aw = NULL;
+	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
+		rc = PHSYNC_EINTR;
+	if (rc == PHSYNC_EINTR)
+		ph_err(ctx, rc, "interrupted; no archive was made (run again)");
+	ph_emit_elapsed(&run->ev);
+	if (stats != NULL)
+		*stats = run->st;
+	ph_emit(&run->ev, PHSYNC_EV_SUMMARY, pub[0] ? pub : NULL, NULL, 0, rc, rc ? ctx->err : NULL);
+	ph_state_close(run->state, rc, &run->st);
+	return rc;
+}
+
+static void
+bk_free(struct bk *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nheld; i++)
+		free(b->held[i].path);
+	free(b->held);
+	free(b->items);
+	free(b->isnew);
+	ph_mf_free(&b->mf);
+	XXH3_freeState(b->h);
+}
+
 int
 phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
               const struct phsync_backup_options *bo, struct phsync_stats *stats,
@@ -488,14 +689,10 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	struct ph_brun run;
 	struct bk b;
 	struct ph_ssh *ssh = NULL;
-	struct ph_backup_rec *recs = NULL;
-	size_t nrecs = 0, i;
-	char *user = NULL, *host = NULL, *rpath = NULL, srcabs[PATH_MAX + 520];
-	char absdir[PATH_MAX], name[PATH_MAX], final[PATH_MAX * 2], pub[PATH_MAX * 2] = "";
+	char srcabs[PATH_MAX + 520], absdir[PATH_MAX], name[PATH_MAX], pub[PATH_MAX * 2] = "";
 	const char **pat = NULL;
 	uint8_t *incl = NULL;
-	const char *base;
-	int rc, remote, full;
+	int rc;
 	time_t now = time(NULL);
 
 	ctx->err[0] = '\0';
@@ -510,118 +707,14 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 	b.run = &run;
 	if ((b.h = XXH3_createState()) == NULL)
 		return PHSYNC_ENOMEM;
-	remote = phsync_parse_remote(src, &user, &host, &rpath) == 0;
-	free(user);
-	free(host);
-	free(rpath);
-	user = host = rpath = NULL;
-	base = strrchr(tmpl, '/');
-	base = base ? base + 1 : tmpl;
-	{
-		size_t el;
-
-		if (ph_aw_kind_of(base, &el) == 0) {
-			rc = ph_err(ctx, PHSYNC_EINVAL, "%s: the archive's name must end in .tar, "
-			            ".tar.zst, .tar.gz or .tar.xz", tmpl);
-			goto out;
-		}
-	}
-	if ((rc = expand_name(ctx, base, now, name, sizeof(name))) != 0 ||
-	    (rc = ph_filter_options(&run.filter, opts, &pat, &incl)) != 0)
+	if ((rc = archive_name(ctx, tmpl, now, name, sizeof(name))) != 0 ||
+	    (rc = ph_filter_options(&run.filter, opts, &pat, &incl)) != 0 ||
+	    (rc = scan_source(&run, src, &ssh, srcabs, sizeof(srcabs))) != 0 ||
+	    (rc = begin_series(&b, ssh, src, srcabs, tmpl, bo->mode, now, absdir,
+	                       sizeof(absdir))) != 0 ||
+	    (rc = choose(&b, b.mf.full)) != 0 ||
+	    (rc = write_archive(&b, absdir, name, bo->level, pub, sizeof(pub))) != 0)
 		goto out;
-	if (remote) {
-		struct ph_sftp_attrs ra;
-		char *rp;
-
-		if ((rc = ph_spec_remote(ctx, src, &user, &host, &rpath, &run.rroot)) != 0 ||
-		    (rc = ph_login_run(ctx, opts, user, host, run.rroot, &run.ev, &ssh,
-		                       &run.sftp)) != 0)
-			goto out;
-		rp = ph_rpath_join(run.rroot, "");
-		rc = rp ? ph_sftp_stat_sync(run.sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
-		free(rp);
-		if (rc != 0) {
-			rc = ph_err(ctx, rc, "%s:%s: %s", host, rpath, rc == PHSYNC_ENOENT ?
-			            "no such folder on the server" : phsync_strerror(rc));
-			goto out;
-		}
-		if ((ra.flags & PH_ATTR_PERMISSIONS) && (ra.perm & 0170000) != 0040000) {
-			rc = ph_err(ctx, PHSYNC_ENOTDIR, "%s:%s is not a folder", host, rpath);
-			goto out;
-		}
-		snprintf(srcabs, sizeof(srcabs), "%s", run.rroot);
-		if ((rc = remote_scan(&run)) != 0)
-			goto out;
-	} else {
-		uint64_t failed = 0;
-
-		if ((rc = ph_local_open_root(ctx, src, 0, &run.lroot)) != 0)
-			goto out;
-		if (realpath(src, srcabs) == NULL) {
-			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));
-			goto out;
-		}
-		if ((rc = ph_local_scan(ctx, run.lroot, &run.filter, 0, 1, &run.src, NULL,
-		                        lscan_event, &run, &failed)) != 0)
-			goto out;
-		run.st.files_failed += failed;
-	}
-	ph_tree_sort(&run.src);
-	/* The series (locked for this run: two backups of one series never
-	 * interleave) and what it held. */
-	if ((rc = open_series(&run, ssh, srcabs, tmpl, absdir, sizeof(absdir))) != 0 ||
-	    (rc = ph_state_series_id(run.state, b.mf.series)) != 0 ||
-	    (rc = ph_state_backup_list(run.state, &recs, &nrecs)) != 0)
-		goto out;
-	full = bo->mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
-	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
-		ph_emit(&run.ev, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
-		             "the series' last archive is gone: this one is a full backup");
-		full = 1;
-	}
-	b.mf.full = full;
-	b.mf.seq = nrecs ? recs[nrecs - 1].seq + 1 : 1;
-	b.mf.base = full ? 0 : recs[nrecs - 1].seq;
-	b.mf.created = (int64_t)now;
-	if ((b.mf.source = strdup(src)) == NULL) {
-		rc = PHSYNC_ENOMEM;
-		goto out;
-	}
-	if (!full && (rc = ph_state_backup_each(run.state, held_row, &b)) != 0)
-		goto out;
-	if ((rc = choose(&b, full)) != 0)
-		goto out;
-	snprintf(final, sizeof(final), "%s/%s", strcmp(absdir, "/") ? absdir : "", name);
-	if ((rc = ph_aw_open(ctx, final, bo->level, opts->fsync, &b.aw)) != 0)
-		goto out;
-	if ((rc = write_manifest(&b, 1)) != 0)
-		goto out;
-	{
-		struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, &b };
-
-		if ((rc = ph_fetch_run(&run, b.items, b.nitems, &ops)) != 0)
-			goto out;
-	}
-	for (i = 0; i < b.mf.ndel; i++) {
-		run.st.files_deleted++;
-		ph_emit(&run.ev, PHSYNC_EV_DELETED, b.mf.del[i], "recorded as deleted", 0, 0, NULL);
-	}
-	if (ctx->interrupted) {
-		rc = PHSYNC_EINTR;
-		goto out;
-	}
-	if ((rc = write_manifest(&b, 0)) != 0)
-		goto out;
-	{
-		uint64_t size = ph_aw_bytes(b.aw);
-		struct ph_aw *aw = b.aw;
-
-		b.aw = NULL;
-		if ((rc = ph_aw_commit(aw, pub, sizeof(pub))) != 0)
-			goto out;
-		if ((rc = record(&b, pub, size)) != 0)
-			goto out;
-	}
 	if (published != NULL)
 		snprintf(published, publen, "%s", pub);
 	rc = prune(&run, bo->keep, absdir);
@@ -629,24 +722,8 @@ phsync_backup(phsync_ctx *ctx, const char *src, const char *tmpl,
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu file(s) could not be read and are not in "
 		            "%s; the rest is", (unsigned long long)run.st.files_failed, pub);
 out:
-	ph_aw_abort(b.aw);
-	if (rc != 0 && rc != PHSYNC_EINTR && ctx->interrupted)
-		rc = PHSYNC_EINTR;
-	if (rc == PHSYNC_EINTR)
-		ph_err(ctx, rc, "interrupted; no archive was made (run again)");
-	ph_emit_elapsed(&run.ev);
-	if (stats != NULL)
-		*stats = run.st;
-	ph_emit(&run.ev, PHSYNC_EV_SUMMARY, pub[0] ? pub : NULL, NULL, 0, rc, rc ? ctx->err : NULL);
-	ph_state_close(run.state, rc, &run.st);
-	ph_state_backup_recs_free(recs, nrecs);
-	for (i = 0; i < b.nheld; i++)
-		free(b.held[i].path);
-	free(b.held);
-	free(b.items);
-	free(b.isnew);
-	ph_mf_free(&b.mf);
-	XXH3_freeState(b.h);
+	rc = finish(&b, rc, pub, stats);
+	bk_free(&b);
 	ph_tree_free(&run.src);
 	ph_sftp_free(run.sftp);
 	ph_ssh_free(ssh);
@@ -655,8 +732,5 @@ out:
 	free(run.rroot);
 	free(pat);
 	free(incl);
-	free(user);
-	free(host);
-	free(rpath);
 	return rc;
 }

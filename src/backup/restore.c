@@ -149,57 +149,185 @@ add_dtime(struct rs *r, const char *path, int64_t mtime, uint32_t nsec)
 	return 0;
 }
 
+/* Opens the entry's folder beneath the root (making what is missing) and
+ * checks its disk has room for the entry. Returns 0 (*dfd open, *base the
+ * entry's name in it), 1 (refused and reported), or a PHSYNC_E* that
+ * stops. */
+static int
+open_place(struct rs *r, const struct ph_ar_entry *e, int *dfd, const char **base)
+{
+	struct ph_brun *run = r->run;
+	struct statvfs vs;
+	char *dir = NULL;
+	int rc;
+
+	if ((rc = ph_local_split(e->path, &dir, base)) != 0)
+		return rc;
+	rc = mkdirs(r, dir, 0755, dfd);
+	free(dir);
+	if (rc == PHSYNC_EUNSAFE) {
+		refuse(r, e->path, rc, "a symlink or a file is in the way of its folder; "
+		       "not followed");
+		return 1;
+	}
+	if (rc != 0)
+		return ph_err(run->ctx, rc, "%s: cannot make its folder: %s", e->path,
+		              phsync_strerror(rc));
+	/* A size that cannot fit is refused before a byte is written. */
+	if (fstatvfs(*dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
+		close(*dfd);
+		*dfd = -1;
+		return ph_err(run->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
+		              "space left); the restore stopped, nothing of this archive was put "
+		              "in place", e->path, (unsigned long long)e->size);
+	}
+	return 0;
+}
+
+/* Creates a new temp file (a name of this run's, into tmp) beside base in
+ * dfd, into *fd. */
+static int
+open_temp(struct rs *r, int dfd, const char *base, const char *path, char *tmp, size_t len,
+          int *fd)
+{
+	int tries;
+
+	*fd = -1;
+	for (tries = 0; *fd < 0 && tries < 16; tries++) {
+		ph_temp_name(tmp, len, base, PH_TEMP_NEW, &r->self);
+		*fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (*fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (*fd < 0)
+		return ph_err(r->run->ctx, ph_err_from_errno(errno), "%s: cannot create its temp "
+		              "file: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Hashes the zeros from *pos up to end (a hole, or the sparse tail). */
+static void
+hash_zeros(XXH3_state_t *h, uint64_t *pos, uint64_t end)
+{
+	static const uint8_t zeros[ZBUF];
+
+	while (*pos < end) {
+		size_t k = end - *pos < ZBUF ? (size_t)(end - *pos) : ZBUF;
+
+		XXH3_128bits_update(h, zeros, k);
+		*pos += k;
+	}
+}
+
+/* Writes all n bytes of p at off in fd. */
+static int
+put_bytes(struct rs *r, int fd, const char *path, const void *p, size_t n, int64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e2 = w < 0 ? errno : EIO;
+
+			return ph_err(r->run->ctx, ph_err_from_errno(e2), "%s: %s%s", path,
+			              strerror(e2), e2 == ENOSPC ? " (no space left); the restore "
+			              "stopped, nothing of this archive was put in place" : "");
+		}
+		p = (const uint8_t *)p + w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* Copies the entry's data (sparse or not) from the archive into fd,
+ * hashing the whole file, holes as zeros, into h. */
+static int
+copy_data(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e, int fd,
+          XXH3_state_t *h)
+{
+	const void *p;
+	uint64_t pos = 0;
+	int64_t off;
+	size_t n;
+	int rc;
+
+	while ((rc = ph_ar_data(ar, &p, &n, &off)) == 1) {
+		if (off < 0 || (uint64_t)off < pos || (uint64_t)off + n > e->size)
+			return ph_err(r->run->ctx, PHSYNC_ECORRUPT, "%s: data outside its size",
+			              e->path);
+		hash_zeros(h, &pos, (uint64_t)off);   /* a hole (sparse entry) */
+		XXH3_128bits_update(h, p, n);
+		if ((rc = put_bytes(r, fd, e->path, p, n, off)) != 0)
+			return rc;
+		pos = (uint64_t)off + n;
+	}
+	if (rc < 0)
+		return rc;
+	hash_zeros(h, &pos, e->size);
+	return 0;
+}
+
+/* Gives the temp file its size, mode and time, syncs it when asked, reads
+ * its identity into st and closes it (*fd -1 after). */
+static int
+seal_temp(struct rs *r, const struct ph_ar_entry *e, int *fd, struct stat *st)
+{
+	struct ph_brun *run = r->run;
+	struct timespec ts[2];
+	int rc;
+
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
+	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
+	if (ftruncate(*fd, (off_t)e->size) != 0 || fchmod(*fd, (e->mode & 0666) & ~r->mask) != 0 ||
+	    futimens(*fd, ts) != 0 || (run->o->fsync && fsync(*fd) != 0) || fstat(*fd, st) != 0)
+		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+	rc = close(*fd);
+	*fd = -1;
+	if (rc != 0)
+		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+	return 0;
+}
+
+/* Adds sg, for path, to the files renamed when the archive checks out. */
+static int
+add_staged(struct rs *r, struct staged *sg, const char *path)
+{
+	if ((sg->path = strdup(path)) == NULL)
+		return PHSYNC_ENOMEM;
+	if (r->ns == r->caps) {
+		size_t nc = r->caps ? r->caps * 2 : 256;
+		struct staged *nv = realloc(r->sv, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(sg->path);
+			return PHSYNC_ENOMEM;
+		}
+		r->sv = nv;
+		r->caps = nc;
+	}
+	r->sv[r->ns++] = *sg;
+	return 0;
+}
+
 /* Writes the entry's bytes to a new temp file beside its place. Returns 0
  * (staged), 1 (refused and reported), or a PHSYNC_E* that stops. */
 static int
 stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 {
-	struct ph_brun *run = r->run;
 	struct staged sg;
-	struct statvfs vs;
 	struct stat st;
-	struct timespec ts[2];
 	XXH3_state_t *h = NULL;
 	XXH128_canonical_t c;
-	static const uint8_t zeros[ZBUF];
-	const void *p;
 	const char *base;
-	char *dir = NULL, msg[300];
-	uint64_t pos = 0;
-	int64_t off;
-	size_t n;
-	int dfd = -1, fd = -1, rc, tries;
+	int dfd = -1, fd = -1, rc;
 
 	memset(&sg, 0, sizeof(sg));
-	if ((rc = ph_local_split(e->path, &dir, &base)) != 0)
+	if ((rc = open_place(r, e, &dfd, &base)) != 0)
 		return rc;
-	if ((rc = mkdirs(r, dir, 0755, &dfd)) != 0) {
-		free(dir);
-		if (rc == PHSYNC_EUNSAFE) {
-			refuse(r, e->path, rc, "a symlink or a file is in the way of its folder; "
-			       "not followed");
-			return 1;
-		}
-		return ph_err(run->ctx, rc, "%s: cannot make its folder: %s", e->path,
-		              phsync_strerror(rc));
-	}
-	free(dir);
-	/* A size that cannot fit is refused before a byte is written. */
-	if (fstatvfs(dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
-		close(dfd);
-		return ph_err(run->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
-		              "space left); the restore stopped, nothing of this archive was put "
-		              "in place", e->path, (unsigned long long)e->size);
-	}
-	for (tries = 0; fd < 0 && tries < 16; tries++) {
-		ph_temp_name(sg.tmp, sizeof(sg.tmp), base, PH_TEMP_NEW, &r->self);
-		fd = openat(dfd, sg.tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: cannot create its temp file: %s",
-		            e->path, strerror(errno));
+	if ((rc = open_temp(r, dfd, base, e->path, sg.tmp, sizeof(sg.tmp), &fd)) != 0) {
 		close(dfd);
 		return rc;
 	}
@@ -208,58 +336,8 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 		goto fail;
 	}
 	XXH3_128bits_reset(h);
-	while ((rc = ph_ar_data(ar, &p, &n, &off)) == 1) {
-		if (off < 0 || (uint64_t)off < pos || (uint64_t)off + n > e->size) {
-			rc = ph_err(run->ctx, PHSYNC_ECORRUPT, "%s: data outside its size", e->path);
-			goto fail;
-		}
-		while (pos < (uint64_t)off) {   /* a hole (sparse entry) */
-			size_t k = (uint64_t)off - pos < ZBUF ? (size_t)((uint64_t)off - pos) : ZBUF;
-
-			XXH3_128bits_update(h, zeros, k);
-			pos += k;
-		}
-		XXH3_128bits_update(h, p, n);
-		while (n > 0) {
-			ssize_t w = pwrite(fd, p, n, off);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				int e2 = w < 0 ? errno : EIO;
-
-				rc = ph_err(run->ctx, ph_err_from_errno(e2), "%s: %s%s", e->path,
-				            strerror(e2), e2 == ENOSPC ? " (no space left); the restore "
-				            "stopped, nothing of this archive was put in place" : "");
-				goto fail;
-			}
-			p = (const uint8_t *)p + w;
-			n -= (size_t)w;
-			off += w;
-			pos = (uint64_t)off;
-		}
-	}
-	if (rc < 0)
+	if ((rc = copy_data(r, ar, e, fd, h)) != 0 || (rc = seal_temp(r, e, &fd, &st)) != 0)
 		goto fail;
-	while (pos < e->size) {
-		size_t k = e->size - pos < ZBUF ? (size_t)(e->size - pos) : ZBUF;
-
-		XXH3_128bits_update(h, zeros, k);
-		pos += k;
-	}
-	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
-	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
-	if (ftruncate(fd, (off_t)e->size) != 0 || fchmod(fd, (e->mode & 0666) & ~r->mask) != 0 ||
-	    futimens(fd, ts) != 0 || (run->o->fsync && fsync(fd) != 0) || fstat(fd, &st) != 0) {
-		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
-		goto fail;
-	}
-	if (close(fd) != 0) {
-		fd = -1;
-		rc = ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
-		goto fail;
-	}
-	fd = -1;
 	sg.dev = (uint64_t)st.st_dev;
 	sg.ino = (uint64_t)st.st_ino;
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
@@ -267,23 +345,8 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	XXH3_freeState(h);
 	close(dfd);
 	sg.size = e->size;
-	if ((sg.path = strdup(e->path)) == NULL)
-		return PHSYNC_ENOMEM;
-	if (r->ns == r->caps) {
-		size_t nc = r->caps ? r->caps * 2 : 256;
-		struct staged *nv = realloc(r->sv, nc * sizeof(*nv));
-
-		if (nv == NULL) {
-			free(sg.path);
-			return PHSYNC_ENOMEM;
-		}
-		r->sv = nv;
-		r->caps = nc;
-	}
-	r->sv[r->ns++] = sg;
-	return 0;
+	return add_staged(r, &sg, e->path);
 fail:
-	(void)msg;
 	XXH3_freeState(h);
 	if (fd >= 0)
 		close(fd);

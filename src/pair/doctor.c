@@ -37,6 +37,9 @@ struct doctor {
 	char helper_why[1024];   /* why no helper */
 	struct ph_ssh *hssh;     /* the helper's connection, while it runs */
 	struct ph_sftp *hsftp;
+	char uname[256];         /* who key_login logged in as, where */
+	char hname[256];
+	unsigned port;
 };
 
 static void
@@ -424,20 +427,145 @@ check_space(struct doctor *d, struct ph_sftp *s, const char *dir)
 	       (double)st.blocks * (double)st.frsize / 1e9, dir);
 }
 
+/* HOST, USER@HOST or [USER@]HOST:DIR into its parts (DIR "." when none). */
+static int
+parse_target(phsync_ctx *ctx, const char *remote, char **user, char **host, char **dir)
+{
+	if (strchr(remote, ':') != NULL && remote[0] != '[') {
+		if (phsync_parse_remote(remote, user, host, dir) != 0)
+			return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST or HOST:DIR", remote);
+	} else {
+		const char *at = strchr(remote, '@');
+
+		*user = at ? strndup(remote, (size_t)(at - remote)) : NULL;
+		*host = strdup(at ? at + 1 : remote);
+		*dir = strdup(".");
+		if (*host == NULL || *dir == NULL || (at && *user == NULL))
+			return PHSYNC_ENOMEM;
+	}
+	if ((*dir)[0] == '\0') {
+		free(*dir);
+		if ((*dir = strdup(".")) == NULL)
+			return PHSYNC_ENOMEM;
+	}
+	return 0;
+}
+
+/* The checks "reachable", "host_key" and "key_login": a login as a sync
+ * makes it, by key alone, into *ssh (who logged in into d). */
+static int
+check_login(struct doctor *d, phsync_ctx *ctx, const char *user, const char *host,
+            const char *config, struct ph_ssh **ssh)
+{
+	const struct phsync_doctor_options *o = d->o;
+	struct ph_ssh_params sp;
+	struct ph_ssh_info info;
+	char hostport[300];
+	int rc;
+
+	memset(&sp, 0, sizeof(sp));
+	memset(&info, 0, sizeof(info));
+	sp.user = user;
+	sp.host = host;
+	sp.config = config;
+	sp.verbosity = o->ssh_verbosity;
+	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
+	sp.info = &info;
+	rc = ph_ssh_connect(ctx, &sp, ssh);
+	if (rc == PHSYNC_ECONNECT || rc == PHSYNC_EINVAL) {
+		report(d, "reachable", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
+	} else {
+		snprintf(hostport, sizeof(hostport), "%s", host);
+		report(d, "reachable", PHSYNC_CHECK_OK, hostport, "%s answers: %s", host, info.banner);
+		if (rc == PHSYNC_EHOSTKEY || rc == PHSYNC_EHOSTUNKNOWN)
+			report(d, "host_key", PHSYNC_CHECK_FAIL, info.fp, "%s", phsync_ctx_error(ctx));
+		else
+			report(d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts",
+			       info.key_type, info.fp);
+	}
+	if (d->skipping && strcmp(d->why, "reachable") == 0)
+		skip(d, "host_key");
+	if (rc == PHSYNC_EAUTH)
+		report(d, "key_login", PHSYNC_CHECK_FAIL, "", "%s (a sync cannot ask for a "
+		       "password: run phsync pair)", phsync_ctx_error(ctx));
+	else if (rc != 0)
+		skip(d, "key_login");
+	else {
+		ph_ssh_identity(*ssh, d->uname, sizeof(d->uname), d->hname, sizeof(d->hname),
+		                &d->port);
+		report(d, "key_login", PHSYNC_CHECK_OK, d->uname, "logged in as %s on %s port %u "
+		       "without a password", d->uname, d->hname, d->port);
+	}
+	return rc;
+}
+
+/* The check "sftp": an SFTP session on the login, into *sftp; *win gets
+ * the channel's window. */
+static int
+check_sftp(struct doctor *d, phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_sftp **sftp,
+           uint32_t *win)
+{
+	struct ph_chan chan;
+	int rc;
+
+	rc = ph_ssh_open_sftp(ssh, &chan);
+	if (rc == 0) {
+		*win = ph_ssh_window(ssh);
+		chan.silence_ms = (int)(d->o->timeout_s ? d->o->timeout_s : 60) * 1000;
+		rc = ph_sftp_new(ctx, &chan, sftp);
+	}
+	if (rc != 0)
+		report(d, "sftp", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
+	else
+		report(d, "sftp", PHSYNC_CHECK_OK, "3", "SFTP version 3");
+	return rc;
+}
+
+/* The checks after the login, skipped when it failed; from "window" on
+ * when the "sftp" check was reported. */
+static void
+skip_rest(struct doctor *d, int sftp_reported)
+{
+	static const char *const rest[] = { "sftp", "window", "exec", "helper", "extensions",
+	                                    "folder", "times", "case", "free_space",
+	                                    "pull_deltas", "push_deltas" };
+	size_t i;
+
+	for (i = sftp_reported ? 1 : 0; i < sizeof(rest) / sizeof(rest[0]); i++)
+		skip(d, rest[i]);
+}
+
+/* The check "folder": dir is one (the checks on it skipped when not). */
+static int
+check_folder(struct doctor *d, phsync_ctx *ctx, struct ph_sftp *sftp, const char *dir)
+{
+	struct ph_sftp_attrs a;
+	int rc;
+
+	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
+	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)
+		rc = PHSYNC_ENOTDIR;
+	if (rc != 0) {
+		report(d, "folder", PHSYNC_CHECK_FAIL, dir, "%s: %s", dir, phsync_strerror(rc));
+		skip(d, "times");
+		skip(d, "case");
+		skip(d, "free_space");
+		skip(d, "pull_deltas");
+		skip(d, "push_deltas");
+		return ph_err(ctx, rc, "%s: %s", dir, phsync_strerror(rc));
+	}
+	report(d, "folder", PHSYNC_CHECK_OK, dir, "%s is a folder", dir);
+	return 0;
+}
+
 int
 phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_options *o)
 {
 	struct doctor d;
-	struct ph_ssh_params sp;
-	struct ph_ssh_info info;
 	struct ph_ssh *ssh = NULL;
 	struct ph_sftp *sftp = NULL;
-	struct ph_sftp_attrs a;
-	struct ph_chan chan;
-	char *user = NULL, *host = NULL, *dir = NULL, hostport[300], who[300];
-	char defconf[1100];
-	char uname[256], hname[256];
-	unsigned port = 0;
+	char *user = NULL, *host = NULL, *dir = NULL, defconf[1100];
+	const char *config = o->ssh_config;
 	uint32_t win = 0;
 	int rc;
 
@@ -446,106 +574,28 @@ phsync_doctor(phsync_ctx *ctx, const char *remote, const struct phsync_doctor_op
 	d.why = "";
 	d.cf = -1;
 	ctx->err[0] = '\0';
-	if (strchr(remote, ':') != NULL && remote[0] != '[') {
-		if (phsync_parse_remote(remote, &user, &host, &dir) != 0)
-			return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not HOST or HOST:DIR", remote);
-	} else {
-		const char *at = strchr(remote, '@');
-
-		user = at ? strndup(remote, (size_t)(at - remote)) : NULL;
-		host = strdup(at ? at + 1 : remote);
-		dir = strdup(".");
-		if (host == NULL || dir == NULL || (at && user == NULL)) {
-			rc = PHSYNC_ENOMEM;
-			goto out;
-		}
-	}
-	if (dir[0] == '\0') {
-		free(dir);
-		if ((dir = strdup(".")) == NULL) {
-			rc = PHSYNC_ENOMEM;
-			goto out;
-		}
-	}
-	memset(&sp, 0, sizeof(sp));
-	memset(&info, 0, sizeof(info));
-	sp.user = user;
-	sp.host = host;
-	if (o->ssh_config == NULL)
+	if ((rc = parse_target(ctx, remote, &user, &host, &dir)) != 0)
+		goto out;
+	if (config == NULL) {
 		ph_pair_default_config(defconf, sizeof(defconf));
-	sp.config = o->ssh_config != NULL ? o->ssh_config : defconf;
-	sp.verbosity = o->ssh_verbosity;
-	sp.timeout_s = o->timeout_s ? o->timeout_s : 60;
-	sp.info = &info;
-	rc = ph_ssh_connect(ctx, &sp, &ssh);
-	if (rc == PHSYNC_ECONNECT || rc == PHSYNC_EINVAL) {
-		report(&d, "reachable", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
-	} else {
-		snprintf(hostport, sizeof(hostport), "%s", host);
-		report(&d, "reachable", PHSYNC_CHECK_OK, hostport, "%s answers: %s", host, info.banner);
-		if (rc == PHSYNC_EHOSTKEY || rc == PHSYNC_EHOSTUNKNOWN)
-			report(&d, "host_key", PHSYNC_CHECK_FAIL, info.fp, "%s", phsync_ctx_error(ctx));
-		else
-			report(&d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts",
-			       info.key_type, info.fp);
+		config = defconf;
 	}
-	if (d.skipping && strcmp(d.why, "reachable") == 0)
-		skip(&d, "host_key");
-	if (rc == PHSYNC_EAUTH)
-		report(&d, "key_login", PHSYNC_CHECK_FAIL, "", "%s (a sync cannot ask for a "
-		       "password: run phsync pair)", phsync_ctx_error(ctx));
-	else if (rc != 0)
-		skip(&d, "key_login");
-	else {
-		ph_ssh_identity(ssh, uname, sizeof(uname), hname, sizeof(hname), &port);
-		snprintf(who, sizeof(who), "%s", uname);
-		report(&d, "key_login", PHSYNC_CHECK_OK, who, "logged in as %s on %s port %u without "
-		       "a password", uname, hname, port);
-	}
-	if (rc == 0) {
-		rc = ph_ssh_open_sftp(ssh, &chan);
-		if (rc == 0) {
-			win = ph_ssh_window(ssh);
-			chan.silence_ms = (int)sp.timeout_s * 1000;
-			rc = ph_sftp_new(ctx, &chan, &sftp);
-		}
-		if (rc != 0)
-			report(&d, "sftp", PHSYNC_CHECK_FAIL, "", "%s", phsync_ctx_error(ctx));
-		else
-			report(&d, "sftp", PHSYNC_CHECK_OK, "3", "SFTP version 3");
-	}
+	rc = check_login(&d, ctx, user, host, config, &ssh);
+	if (rc == 0)
+		rc = check_sftp(&d, ctx, ssh, &sftp, &win);
 	if (rc != 0) {
-		static const char *const rest[] = { "sftp", "window", "exec", "helper", "extensions",
-		                                    "folder", "times", "case", "free_space",
-		                                    "pull_deltas", "push_deltas" };
-		size_t i = ssh != NULL ? 1 : 0; /* sftp itself was reported */
-
-		for (; i < sizeof(rest) / sizeof(rest[0]); i++)
-			skip(&d, rest[i]);
+		skip_rest(&d, ssh != NULL);
 		goto out;
 	}
 	check_window(&d, win);
 	check_exec(&d, ssh);
-	check_helper(&d, user, host, dir, sp.config, uname, hname, port);
+	check_helper(&d, user, host, dir, config, d.uname, d.hname, d.port);
 	check_extensions(&d, d.hsftp != NULL ? d.hsftp : sftp);
-	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
-	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)
-		rc = PHSYNC_ENOTDIR;
-	if (rc != 0) {
-		report(&d, "folder", PHSYNC_CHECK_FAIL, dir, "%s: %s", dir, phsync_strerror(rc));
-		skip(&d, "times");
-		skip(&d, "case");
-		skip(&d, "free_space");
-		skip(&d, "pull_deltas");
-		skip(&d, "push_deltas");
-		rc = ph_err(ctx, rc, "%s: %s", dir, phsync_strerror(rc));
+	if ((rc = check_folder(&d, ctx, sftp, dir)) != 0)
 		goto out;
-	}
-	report(&d, "folder", PHSYNC_CHECK_OK, dir, "%s is a folder", dir);
 	check_folder_probe(&d, sftp, dir);
 	check_space(&d, sftp, dir);
 	check_deltas(&d, ph_sftp_exts(d.hsftp != NULL ? d.hsftp : sftp));
-	rc = 0;
 out:
 	ph_sftp_free(d.hsftp);
 	ph_ssh_free(d.hssh);

@@ -823,28 +823,10 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	return ph_ssh_connect(pg->ctx, &sp, ssh);
 }
 
-int
-phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_pair_result *res)
+/* The names pairing writes into the config, and a terminal to ask on. */
+static int
+check_options(phsync_ctx *ctx, const struct phsync_pair_options *o)
 {
-	struct phsync_pair_result dummy;
-	struct pairing pg;
-	struct ph_ssh *ssh = NULL;
-	struct ph_sftp *sftp = NULL;
-	struct ph_ssh_info info, info2;
-	struct ph_chan chan;
-	char fp[128];
-	int rc, i;
-
-	ctx->err[0] = '\0';
-	memset(&pg, 0, sizeof(pg));
-	memset(&info, 0, sizeof(info));
-	memset(&info2, 0, sizeof(info2));
-	if (res == NULL)
-		res = &dummy;
-	memset(res, 0, sizeof(*res));
-	pg.ctx = ctx;
-	pg.o = o;
-	pg.res = res;
 	if (!name_ok(o->name))
 		return ph_err(ctx, PHSYNC_EINVAL, "'%s' cannot be a Host name: use letters, digits, "
 		              "'.', '_' and '-'", o->name ? o->name : "");
@@ -855,103 +837,191 @@ phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_
 		return ph_err(ctx, PHSYNC_EINVAL, "'%s' is not a user name", o->user);
 	if (o->prompt == NULL)
 		return ph_err(ctx, PHSYNC_EINVAL, "pairing asks questions: it needs a terminal");
-	home_dir(pg.home, sizeof(pg.home));
+	return 0;
+}
+
+/* The home, the config the Host block goes to, and the key: a file, or
+ * the agent's when there is none. */
+static void
+find_key(struct pairing *pg)
+{
+	const struct phsync_pair_options *o = pg->o;
+
+	home_dir(pg->home, sizeof(pg->home));
 	if (o->ssh_config != NULL)
-		snprintf(pg.config, sizeof(pg.config), "%s", o->ssh_config);
+		snprintf(pg->config, sizeof(pg->config), "%s", o->ssh_config);
 	else
-		snprintf(pg.config, sizeof(pg.config), "%s/.ssh/config", pg.home);
-	choose_key(&pg);
-	snprintf(res->key_file, sizeof(res->key_file), "%s", pg.key);
-	if (pg.agent) {
-		snprintf(res->agent_key, sizeof(res->agent_key), "%s", pg.pub);
-		note(&pg, "no key file in %s/.ssh: using the ssh agent's key (%.*s)", pg.home,
-		     (int)strcspn(pg.pub, " "), pg.pub);
+		snprintf(pg->config, sizeof(pg->config), "%s/.ssh/config", pg->home);
+	choose_key(pg);
+	snprintf(pg->res->key_file, sizeof(pg->res->key_file), "%s", pg->key);
+	if (pg->agent) {
+		snprintf(pg->res->agent_key, sizeof(pg->res->agent_key), "%s", pg->pub);
+		note(pg, "no key file in %s/.ssh: using the ssh agent's key (%.*s)", pg->home,
+		     (int)strcspn(pg->pub, " "), pg->pub);
 	}
-	if ((rc = check_existing(&pg)) != 0)
-		return rc;
+}
 
-	res->port = o->port ? o->port : pg.config_port;
-	if (res->port == 0) {
-		for (i = 0; phsync_pair_ports[i] != 0 && res->port == 0; i++)
-			if (probe_port(o->address, phsync_pair_ports[i], res->server, sizeof(res->server)))
-				res->port = phsync_pair_ports[i];
-		if (res->port == 0)
-			return ph_err(ctx, PHSYNC_ECONNECT, "no SSH server answers on %s (tried ports "
-			              "8022, 2222 and 22)", o->address);
-		note(&pg, "found %s on port %u", res->server, res->port);
-	}
+/* The port: the one given, the config's, else the first of the usual
+ * ones where an SSH server answers. */
+static int
+find_port(struct pairing *pg)
+{
+	struct phsync_pair_result *res = pg->res;
+	const struct phsync_pair_options *o = pg->o;
+	int i;
 
-	/* 1: the host key (asked, not yet recorded) and a login, by a key that
-	 * already works or by the password. */
-	rc = connect_once(&pg, 0, NULL, &ssh, &info);
-	res->auth = ((info.methods & (SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_INTERACTIVE)) ?
+	res->port = o->port ? o->port : pg->config_port;
+	if (res->port != 0)
+		return 0;
+	for (i = 0; phsync_pair_ports[i] != 0 && res->port == 0; i++)
+		if (probe_port(o->address, phsync_pair_ports[i], res->server, sizeof(res->server)))
+			res->port = phsync_pair_ports[i];
+	if (res->port == 0)
+		return ph_err(pg->ctx, PHSYNC_ECONNECT, "no SSH server answers on %s (tried ports "
+		              "8022, 2222 and 22)", o->address);
+	note(pg, "found %s on port %u", res->server, res->port);
+	return 0;
+}
+
+/* Step 1: the host key (asked, not yet recorded; its fingerprint into fp)
+ * and a login, by a key that already works or by the password. What the
+ * server offers goes into the result even when the login fails. */
+static int
+first_login(struct pairing *pg, struct ph_ssh **ssh, struct ph_ssh_info *info, char *fp,
+            size_t fplen)
+{
+	struct phsync_pair_result *res = pg->res;
+	int rc;
+
+	rc = connect_once(pg, 0, NULL, ssh, info);
+	res->auth = ((info->methods & (SSH_AUTH_METHOD_PASSWORD | SSH_AUTH_METHOD_INTERACTIVE)) ?
 	             PHSYNC_AUTH_PASSWORD : 0) |
-	            ((info.methods & SSH_AUTH_METHOD_PUBLICKEY) ? PHSYNC_AUTH_KEY : 0);
-	if (info.banner[0])
-		phsync_escape(res->server, sizeof(res->server), info.banner);
-	snprintf(res->host_key, sizeof(res->host_key), "%s %s", info.key_type, info.fp);
-	snprintf(fp, sizeof(fp), "%s", info.fp);
+	            ((info->methods & SSH_AUTH_METHOD_PUBLICKEY) ? PHSYNC_AUTH_KEY : 0);
+	if (info->banner[0])
+		phsync_escape(res->server, sizeof(res->server), info->banner);
+	snprintf(res->host_key, sizeof(res->host_key), "%s %s", info->key_type, info->fp);
+	snprintf(fp, fplen, "%s", info->fp);
 	if (rc != 0)
-		goto out;
-	if (info.auth_method != SSH_AUTH_METHOD_PUBLICKEY)
-		note(&pg, "logged in with the password");
+		return rc;
+	if (info->auth_method != SSH_AUTH_METHOD_PUBLICKEY)
+		note(pg, "logged in with the password");
+	return 0;
+}
 
-	/* 2: the key, made only now that the login worked (the agent's is
-	 * there already). */
-	if (!pg.agent && access(pg.key, F_OK) != 0 && (rc = make_key(&pg)) != 0)
-		goto out;
-	if (!pg.agent && (rc = load_pub(&pg)) != 0)
-		goto out;
+/* Step 2: the key, made only now that the login worked (the agent's is
+ * there already). */
+static int
+ready_key(struct pairing *pg)
+{
+	int rc;
 
-	/* 3: authorized_keys over SFTP. */
+	if (pg->agent)
+		return 0;
+	if (access(pg->key, F_OK) != 0 && (rc = make_key(pg)) != 0)
+		return rc;
+	return load_pub(pg);
+}
+
+/* Step 3: the key into authorized_keys over SFTP. */
+static int
+put_key(struct pairing *pg, struct ph_ssh *ssh)
+{
+	const struct phsync_pair_options *o = pg->o;
+	struct ph_sftp *sftp = NULL;
+	struct ph_chan chan;
+	int rc;
+
 	if ((rc = ph_ssh_open_sftp(ssh, &chan)) != 0)
-		goto out;
+		return rc;
 	chan.silence_ms = (int)(o->timeout_s ? o->timeout_s : 60) * 1000;
-	if ((rc = ph_sftp_new(ctx, &chan, &sftp)) != 0)
-		goto out;
-	if ((rc = install_key(&pg, sftp)) != 0)
-		goto out;
+	if ((rc = ph_sftp_new(pg->ctx, &chan, &sftp)) == 0)
+		rc = install_key(pg, sftp);
 	ph_sftp_free(sftp);
-	sftp = NULL;
+	return rc;
+}
+
+/* Step 4: the key alone must log in, as the syncs will, to the host key
+ * fp step 1 saw. */
+static int
+key_login(struct pairing *pg, const char *fp, struct ph_ssh **ssh)
+{
+	phsync_ctx *ctx = pg->ctx;
+	struct ph_ssh_info info2;
+	int rc;
+
+	memset(&info2, 0, sizeof(info2));
+	rc = connect_once(pg, 1, fp, ssh, &info2);
+	if (rc == PHSYNC_EAUTH && pg->agent)
+		return ph_err(ctx, PHSYNC_EAUTH, "the agent's key is in the phone's authorized_keys, "
+		              "but the server does not accept it (%s). Check that the phone's home "
+		              "and .ssh folders are writable only by you, or where the server app "
+		              "reads its keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
+	if (rc == PHSYNC_EAUTH)
+		return ph_err(ctx, PHSYNC_EAUTH, "the key is in the phone's authorized_keys, but the "
+		              "server does not accept it (%s). Check that the phone's home and .ssh "
+		              "folders are writable only by you, or where the server app reads its "
+		              "keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
+	if (rc != 0)
+		return rc;
+	if (pg->agent)
+		note(pg, "logged in with the agent's key alone");
+	else
+		note(pg, "logged in with the key %s", pg->key);
+	return 0;
+}
+
+/* Step 5: what is local, once everything worked: the host key a new one
+ * (info, from step 1) into known_hosts, the Host block into the config. */
+static int
+record_local(struct pairing *pg, struct ph_ssh *ssh, const struct ph_ssh_info *info)
+{
+	int rc;
+
+	if (info->host_key_new) {
+		if ((rc = ph_ssh_record_host_key(ssh)) != 0)
+			return rc;
+		pg->res->host_key_added = 1;
+		note(pg, "recorded the host key %s %s in known_hosts", info->key_type, info->fp);
+	}
+	if (!pg->config_has_host)
+		return add_host_block(pg);
+	note(pg, "'Host %s' is already in %s", pg->o->name, pg->config);
+	return 0;
+}
+
+int
+phsync_pair(phsync_ctx *ctx, const struct phsync_pair_options *o, struct phsync_pair_result *res)
+{
+	struct phsync_pair_result dummy;
+	struct pairing pg;
+	struct ph_ssh *ssh = NULL;
+	struct ph_ssh_info info;
+	char fp[128];
+	int rc;
+
+	ctx->err[0] = '\0';
+	memset(&pg, 0, sizeof(pg));
+	memset(&info, 0, sizeof(info));
+	if (res == NULL)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	pg.ctx = ctx;
+	pg.o = o;
+	pg.res = res;
+	if ((rc = check_options(ctx, o)) != 0)
+		return rc;
+	find_key(&pg);
+	if ((rc = check_existing(&pg)) != 0 || (rc = find_port(&pg)) != 0)
+		return rc;
+	if ((rc = first_login(&pg, &ssh, &info, fp, sizeof(fp))) != 0 ||
+	    (rc = ready_key(&pg)) != 0 || (rc = put_key(&pg, ssh)) != 0)
+		goto out;
 	ph_ssh_free(ssh);
 	ssh = NULL;
-
-	/* 4: the key alone must log in, as the syncs will. */
-	rc = connect_once(&pg, 1, fp, &ssh, &info2);
-	if (rc == PHSYNC_EAUTH && pg.agent) {
-		rc = ph_err(ctx, PHSYNC_EAUTH, "the agent's key is in the phone's authorized_keys, "
-		            "but the server does not accept it (%s). Check that the phone's home and "
-		            ".ssh folders are writable only by you, or where the server app reads its "
-		            "keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
+	if ((rc = key_login(&pg, fp, &ssh)) != 0)
 		goto out;
-	}
-	if (rc == PHSYNC_EAUTH) {
-		rc = ph_err(ctx, PHSYNC_EAUTH, "the key is in the phone's authorized_keys, but the "
-		            "server does not accept it (%s). Check that the phone's home and .ssh "
-		            "folders are writable only by you, or where the server app reads its "
-		            "keys from (--authorized-keys PATH)", phsync_ctx_error(ctx));
-		goto out;
-	}
-	if (rc != 0)
-		goto out;
-	if (pg.agent)
-		note(&pg, "logged in with the agent's key alone");
-	else
-		note(&pg, "logged in with the key %s", pg.key);
-
-	/* 5: what is local, once everything worked. */
-	if (info.host_key_new) {
-		if ((rc = ph_ssh_record_host_key(ssh)) != 0)
-			goto out;
-		res->host_key_added = 1;
-		note(&pg, "recorded the host key %s %s in known_hosts", info.key_type, info.fp);
-	}
-	if (!pg.config_has_host)
-		rc = add_host_block(&pg);
-	else
-		note(&pg, "'Host %s' is already in %s", o->name, pg.config);
+	rc = record_local(&pg, ssh, &info);
 out:
-	ph_sftp_free(sftp);
 	ph_ssh_free(ssh);
 	return rc;
 }
