@@ -33,6 +33,8 @@
 #include "phsync/phsync.h"
 #include "serve_int.h"
 
+/* EXTENDED: each extension to the file that answers it; phsync's own only
+ * once INIT agreed a helper protocol. */
 static int
 do_extended(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
