@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* libFuzzer: the remote helper's request handling (src/helper/serve.c) on
+/* libFuzzer: the remote helper's request handling (src/helper/serve*.c) on
  * arbitrary packets, as a hostile client would send them. Each input is a
  * sequence of packets ([u16 length][bytes], after a fixed INIT offering
  * helper protocol 1), handled in a fresh server whose root is a scratch

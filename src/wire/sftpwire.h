@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The SFTP v3 wire (draft-ietf-secsh-filexfer-02) and phsync's extensions
  * to it (docs/PROTOCOL.md), written once for both ends: the client
- * (transport/sftp.c) and the helper (helper/serve.c). Packet types, status
+ * (transport/sftp.c) and the helper (helper/serve*.c). Packet types, status
  * codes, open and attribute flags, the extension names either end sends or
  * looks for, the helper protocol's names and versions, and the one
  * attribute encoder and decoder. Needs only libc and core's bounded buffers:

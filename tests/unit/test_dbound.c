@@ -2,7 +2,7 @@
 /* src/rdelta/dbound.c: the bounds a pull puts on a helper's delta and a push
  * on a helper's signature (issue 22, item 7). The signature length the
  * client expects must be exactly what the helper's own code (ph_sig_fd, as
- * serve.c calls it: block_len 0, strong 8) makes, for every size. */
+ * serve_delta.c calls it: block_len 0, strong 8) makes, for every size. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

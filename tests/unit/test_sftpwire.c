@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* The SFTP wire's attribute codec (src/wire/sftpwire.c), the one both the
- * client (transport/sftp.c) and the helper (helper/serve.c) use: the bytes
+ * client (transport/sftp.c) and the helper (helper/serve*.c) use: the bytes
  * it writes, that what it writes reads back the same, that every cut of an
  * ATTRS structure is refused, and that extended pairs are read past. */
 #include <setjmp.h>
