@@ -509,7 +509,7 @@ scan_remote_source(struct ph_brun *run, const char *src, struct ph_ssh **ssh, ch
 	                       &run->sftp)) != 0)
 		goto out;
 	rp = ph_rpath_join(run->rroot, "");
-	rc = rp ? ph_sftp_stat_sync(run->sftp, 0, rp, &ra) : PHSYNC_ENOMEM;
+	rc = rp ? ph_sftp_stat_sync(run->sftp, PH_STAT, rp, &ra) : PHSYNC_ENOMEM;
 	free(rp);
 	if (rc != 0) {
 		rc = ph_err(ctx, rc, "%s:%s: %s", host, rpath, rc == PHSYNC_ENOENT ?
@@ -537,7 +537,7 @@ scan_local_source(struct ph_brun *run, const char *src, char *srcabs)
 	uint64_t failed = 0;
 	int rc;
 
-	if ((rc = ph_local_open_root(run->ctx, src, 0, &run->lroot)) != 0)
+	if ((rc = ph_local_open_root(run->ctx, src, PH_ROOT_OPEN, &run->lroot)) != 0)
 		return rc;
 	if (realpath(src, srcabs) == NULL)
 		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));

@@ -714,7 +714,7 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	if ((rc = ph_chain_order(ctx, archives, n, chain)) != 0)
 		goto out;
 	made_root = lstat(dir, &st) != 0 && errno == ENOENT;
-	if ((rc = ph_local_open_root(ctx, dir, 1, &r.root)) != 0)
+	if ((rc = ph_local_open_root(ctx, dir, PH_ROOT_MAKE, &r.root)) != 0)
 		goto out;
 	for (i = 0; i < n && rc == 0; i++) {
 		r.gen = (unsigned)i + 1;

@@ -368,7 +368,7 @@ check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
 	if (rc != 0)
 		report(d, "times", PHSYNC_CHECK_WARN, "refused", "the server refuses to set times "
 		       "(%s): phsync records the times the phone keeps instead", phsync_strerror(rc));
-	else if (ph_sftp_stat_sync(s, 1, name, &got) != 0 || !(got.flags & PH_ATTR_ACMODTIME))
+	else if (ph_sftp_stat_sync(s, PH_LSTAT, name, &got) != 0 || !(got.flags & PH_ATTR_ACMODTIME))
 		report(d, "times", PHSYNC_CHECK_WARN, "ignored", "times were set but cannot be read "
 		       "back");
 	else if (got.mtime == PROBE_MTIME)
@@ -392,7 +392,7 @@ check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
 		else if (c >= 'A' && c <= 'Z')
 			other[i] = (char)(c - 'A' + 'a');
 	}
-	rc = ph_sftp_stat_sync(s, 1, other, &got);
+	rc = ph_sftp_stat_sync(s, PH_LSTAT, other, &got);
 	if (rc == 0 && (got.flags & PH_ATTR_SIZE) && got.size == 14)
 		report(d, "case", PHSYNC_CHECK_OK, "insensitive", "%s ignores case (names differing "
 		       "only by case are kept apart as NAME (N).EXT)", dir);
@@ -542,7 +542,7 @@ check_folder(struct doctor *d, phsync_ctx *ctx, struct ph_sftp *sftp, const char
 	struct ph_sftp_attrs a;
 	int rc;
 
-	rc = ph_sftp_stat_sync(sftp, 0, dir, &a);
+	rc = ph_sftp_stat_sync(sftp, PH_STAT, dir, &a);
 	if (rc == 0 && (a.flags & PH_ATTR_PERMISSIONS) && (a.perm & 0170000) != 0040000)
 		rc = PHSYNC_ENOTDIR;
 	if (rc != 0) {

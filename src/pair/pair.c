@@ -547,7 +547,7 @@ install_key(struct pairing *pg, struct ph_sftp *s)
 	slash = strrchr(dir, '/');
 	if (slash != NULL && slash != dir) {
 		*slash = '\0';
-		rc = ph_sftp_stat_sync(s, 1, dir, &da);
+		rc = ph_sftp_stat_sync(s, PH_LSTAT, dir, &da);
 		if (rc == PHSYNC_ENOENT) {
 			if ((rc = ph_sftp_mkdir_sync(s, dir, 0700)) != 0)
 				return ph_err(pg->ctx, rc, "cannot make %s on the phone: %s", dir,
@@ -567,7 +567,7 @@ install_key(struct pairing *pg, struct ph_sftp *s)
 	} else {
 		snprintf(dir, sizeof(dir), ".");
 	}
-	rc = ph_sftp_stat_sync(s, 1, path, &a);
+	rc = ph_sftp_stat_sync(s, PH_LSTAT, path, &a);
 	existed = rc == 0;
 	if (rc != 0 && rc != PHSYNC_ENOENT)
 		return ph_err(pg->ctx, rc, "%s on the phone: %s", path, phsync_strerror(rc));

@@ -11,6 +11,7 @@
 /* Opens (and with create, makes, as mkdir -p would) the root folder the
  * user named. The user's own path may contain symlinks; below it nothing
  * is followed. Returns 0 or PHSYNC_E*. */
+enum { PH_ROOT_OPEN = 0, PH_ROOT_MAKE = 1 }; /* ph_local_open_root's create */
 int ph_local_open_root(phsync_ctx *ctx, const char *path, int create, int *fd);
 
 /* Opens folder rel ("" for the root itself) beneath root, refusing

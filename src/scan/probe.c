@@ -58,7 +58,7 @@ same_entry(const struct ph_probe *p, const char *path, const char *other, const 
 	} else {
 		struct ph_sftp_attrs a;
 		char *rp = ph_rpath_join(p->rroot, other);
-		int rc = rp ? ph_sftp_stat_sync(p->sftp, 1, rp, &a) : PHSYNC_ENOMEM;
+		int rc = rp ? ph_sftp_stat_sync(p->sftp, PH_LSTAT, rp, &a) : PHSYNC_ENOMEM;
 
 		free(rp);
 		if (rc == PHSYNC_ENOENT)
@@ -106,7 +106,7 @@ write_probe(const struct ph_probe *p)
 			free(ro);
 			return -1;
 		}
-		rc = ph_sftp_stat_sync(p->sftp, 1, ro, &a);
+		rc = ph_sftp_stat_sync(p->sftp, PH_LSTAT, ro, &a);
 		r = rc == 0 ? 1 : rc == PHSYNC_ENOENT ? 0 : -1;
 		ph_sftp_rmdir_sync(p->sftp, rp);
 		free(rp);

@@ -429,7 +429,7 @@ start_stat(struct rscan *rs, char *rel)
 	int rc = PHSYNC_ENOMEM;
 
 	if (ps != NULL && full != NULL)
-		rc = ph_sftp_stat(rs->in->sftp, 1, full, stat_cb, ps);
+		rc = ph_sftp_stat(rs->in->sftp, PH_LSTAT, full, stat_cb, ps);
 	free(full);
 	if (rc != 0) {
 		free(ps);
@@ -490,7 +490,7 @@ resolve_asides(struct rscan *rs)
 		if (from == NULL || to == NULL) {
 			rc = PHSYNC_ENOMEM;
 		} else if (!exists &&
-		           (r = ph_sftp_stat_sync(in->sftp, 1, to, &cur)) != PHSYNC_ENOENT) {
+		           (r = ph_sftp_stat_sync(in->sftp, PH_LSTAT, to, &cur)) != PHSYNC_ENOENT) {
 			/* There after all (filtered out of the tree), or unknown. */
 			exists = r == 0;
 			if (r != 0 && r != PHSYNC_EREMOTE && r != PHSYNC_EPERM)

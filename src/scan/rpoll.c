@@ -373,7 +373,7 @@ stat_all(struct ph_rpoll *c, const struct pdir *d, size_t n, struct swait *sw)
 			sw[i].pending_zero = &zero;
 			sw[i].pending = &pending;
 			sw[i].err = 0;
-			rc = p ? ph_sftp_stat(c->sftp, 0, p, stat_cb, &sw[i]) : PHSYNC_ENOMEM;
+			rc = p ? ph_sftp_stat(c->sftp, PH_STAT, p, stat_cb, &sw[i]) : PHSYNC_ENOMEM;
 			free(p);
 			if (rc != 0) {
 				if (pending > 0)
@@ -405,7 +405,7 @@ list_all(struct ph_rpoll *c, int *changed)
 	memset(&root, 0, sizeof(root));
 	root.pending = &pending;
 	root.pending_zero = &zero;
-	rc = ph_sftp_stat(c->sftp, 0, p, stat_cb, &root);
+	rc = ph_sftp_stat(c->sftp, PH_STAT, p, stat_cb, &root);
 	free(p);
 	if (rc != 0 || (rc = wait_for(c->sftp, &zero)) != 0)
 		return rc;

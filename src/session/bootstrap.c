@@ -360,18 +360,40 @@ out:
 }
 
 int
-ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const char *arch,
                     struct ph_boot *b)
 {
-	char dir[PATH_MAX], local[PATH_MAX + 64], m[64];
-	const char *arch;
-	int rc, status;
+	char dir[PATH_MAX], local[PATH_MAX + 64];
+	int rc;
 
 	memset(b, 0, sizeof(*b));
 	b->timeout_s = opts->timeout_s ? opts->timeout_s : 60;
 	/* As for a helper found on the phone: one that hangs must not cost the
 	 * whole --timeout. */
 	b->silence_ms = (int)(b->timeout_s < 15 ? b->timeout_s : 15) * 1000;
+	/* One of the names arch_of gives (a memo is read back from a file). */
+	if (arch_of(arch) == NULL || strcmp(arch_of(arch), arch) != 0)
+		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%s'", arch);
+	if (helper_dir(dir, sizeof(dir)) != 0)
+		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no static helpers to upload");
+	snprintf(b->arch, sizeof(b->arch), "%s", arch);
+	snprintf(local, sizeof(local), "%s/phsync-helper-%s", dir, arch);
+	if ((rc = read_local(ctx, local, &b->data, &b->len)) != 0)
+		return rc;
+	snprintf(b->path, sizeof(b->path), "%s/phsync-helper-%s-%s", CACHE_DIR, PHSYNC_VERSION,
+	         arch);
+	return 0;
+}
+
+int
+ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+                    struct ph_boot *b)
+{
+	char dir[PATH_MAX], m[64];
+	const char *arch;
+	int rc, status;
+
+	memset(b, 0, sizeof(*b));
 	if (helper_dir(dir, sizeof(dir)) != 0)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no static helpers to upload");
 	/* The phone must run commands at all, and say what it is. */
@@ -380,12 +402,7 @@ ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_opt
 	m[strcspn(m, "\r\n")] = '\0';
 	if (status != 0 || (arch = arch_of(m)) == NULL)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%s'", m);
-	snprintf(local, sizeof(local), "%s/phsync-helper-%s", dir, arch);
-	if ((rc = read_local(ctx, local, &b->data, &b->len)) != 0)
-		return rc;
-	snprintf(b->path, sizeof(b->path), "%s/phsync-helper-%s-%s", CACHE_DIR, PHSYNC_VERSION,
-	         arch);
-	return 0;
+	return ph_helper_boot_arch(ctx, opts, arch, b);
 }
 
 int

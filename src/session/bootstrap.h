@@ -17,6 +17,7 @@ struct ph_boot {
 	size_t len;
 	unsigned timeout_s; /* SFTP silence for the upload */
 	int silence_ms;     /* the start-up script's silence */
+	char arch[16];      /* the phone's, as this phsync names its helpers */
 };
 
 /* Picks this phsync's static helper for the remote's architecture (uname
@@ -25,6 +26,10 @@ struct ph_boot {
  * no commands or no helper for that machine there) or another error, with
  * the message in ctx. */
 int ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+                        struct ph_boot *b);
+/* The same for an architecture already known (arch as b->arch names it,
+ * from the memo of an earlier run): no command runs on the phone. */
+int ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const char *arch,
                         struct ph_boot *b);
 
 /* Starts b's helper serving rroot over an exec channel, filling chan: a

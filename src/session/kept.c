@@ -113,7 +113,7 @@ phsync_conn_keepalive(phsync_conn *c)
 		return ph_err(c->ctx, PHSYNC_ECONNECT, "%s: the connection was lost", c->host);
 	if ((root = ph_rpath_join(c->rroot, "")) == NULL)
 		return PHSYNC_ENOMEM;
-	rc = ph_sftp_stat_sync(c->sftp, 0, root, &a);
+	rc = ph_sftp_stat_sync(c->sftp, PH_STAT, root, &a);
 	free(root);
 	if (rc == PHSYNC_EINTR)
 		return rc;

@@ -114,6 +114,33 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
  * channel or session, a stop or a local shortage, which the next run may
  * not meet (issue 22: a memo written on Dropbear's dropped channels kept
  * the helper off for a day). */
+/* A phone whose memo says it ran the helper phsync brought (memo.h):
+ * that one started at once, with no `phsync serve` tried first and no
+ * `uname -m`. Returns 0 (started), a fatal error, or 1: no memo, or the
+ * start failed (the memo is dropped; the caller goes the whole way). */
+static int
+start_brought(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+              const char *rroot, const char *mu, const char *mk, struct ph_sftp **sftp)
+{
+	struct ph_boot boot;
+	char arch[16];
+	int rc;
+
+	if (!ph_state_brought_get(opts->state_dir, mu, mk, arch, sizeof(arch)))
+		return 1;
+	rc = ph_helper_boot_arch(ctx, opts, arch, &boot);
+	if (rc == 0)
+		rc = start_helper(ctx, opts, ssh, boot.path, rroot, &boot, sftp);
+	ph_helper_boot_free(&boot);
+	if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
+		return rc;
+	ph_state_brought_drop(opts->state_dir, mu, mk);
+	ph_sftp_free(*sftp);
+	*sftp = NULL;
+	ctx->err[0] = '\0';
+	return 1;
+}
+
 static int
 no_helper_answer(int rc)
 {
@@ -150,6 +177,9 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 				         "--helper always tries again)");
 			goto plain;
 		}
+		/* ... or ran the one phsync brought: that one at once. */
+		if (memo && (rc = start_brought(ctx, opts, *ssh, rroot, mu, mk, sftp)) <= 0)
+			goto out;
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
 		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
@@ -165,6 +195,8 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
 			if (rc == 0)
 				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
+			if (rc == 0 && memo)
+				ph_state_brought_put(opts->state_dir, mu, mk, boot.arch);
 			ph_helper_boot_free(&boot);
 			if (rc != 0 && rc != PHSYNC_EINTR) {
 				snprintf(how, sizeof(how), "%s", ctx->err);

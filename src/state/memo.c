@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* The no-helper memo: DIR/nohelper-HASH, a plain file per phone and
- * login in the state folder, written whole (temp file + rename). See
- * memo.h. */
+/* The helper memos: DIR/nohelper-HASH and DIR/brought-HASH, plain files
+ * per phone and login in the state folder, written whole (temp file +
+ * rename). See memo.h. */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -14,13 +14,13 @@
 
 #include "statedb.h"
 
-/* The memo's path, DIR/nohelper-HASH (HASH of the login user and the
- * phone's host key: the same phone at a new address is the same host), and
- * in head its first two lines: the version and "USER HOSTKEY". Returns 0,
- * or -1 when there is no state folder. */
+/* A memo's path, DIR/KIND-HASH (HASH of the login user and the phone's
+ * host key: the same phone at a new address is the same host), and in head
+ * its first two lines: the version and "USER HOSTKEY". Returns 0, or -1
+ * when there is no state folder. */
 static int
-nohelper_path(const char *dir, const char *user, const char *hostkey, int create, char *out,
-              size_t len, char *head, size_t hlen)
+memo_path(const char *kind, const char *dir, const char *user, const char *hostkey, int create,
+          char *out, size_t len, char *head, size_t hlen)
 {
 	char sdir[PATH_MAX], ident[400];
 
@@ -28,21 +28,25 @@ nohelper_path(const char *dir, const char *user, const char *hostkey, int create
 		return -1;
 	snprintf(ident, sizeof(ident), "%s %s", user, hostkey);
 	snprintf(head, hlen, "phsync %s\n%s\n", PHSYNC_VERSION, ident);
-	snprintf(out, len, "%s/nohelper-%016llx", sdir,
+	snprintf(out, len, "%s/%s-%016llx", sdir, kind,
 	         (unsigned long long)XXH3_64bits(ident, strlen(ident)));
 	return 0;
 }
 
-int
-ph_state_nohelper_get(const char *dir, const char *user, const char *hostkey)
+/* A fresh memo's third line (what it says) into body, or 0 when there is
+ * none for this version and host. */
+static int
+memo_get(const char *kind, const char *dir, const char *user, const char *hostkey,
+         char *body, size_t blen)
 {
-	char path[PATH_MAX + 32], buf[512], want[512];
+	char path[PATH_MAX + 32], buf[1024], want[512];
 	struct stat st;
 	time_t now = time(NULL);
 	ssize_t n;
+	size_t wl;
 	int fd, fresh;
 
-	if (nohelper_path(dir, user, hostkey, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
+	if (memo_path(kind, dir, user, hostkey, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
 	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return 0;
 	fresh = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
@@ -53,18 +57,23 @@ ph_state_nohelper_get(const char *dir, const char *user, const char *hostkey)
 		return 0;
 	buf[n] = '\0';
 	/* The same version and the same host (not a hash collision). */
-	return strncmp(buf, want, strlen(want)) == 0;
+	wl = strlen(want);
+	if (strncmp(buf, want, wl) != 0)
+		return 0;
+	snprintf(body, blen, "%.*s", (int)strcspn(buf + wl, "\n"), buf + wl);
+	return 1;
 }
 
-void
-ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey, const char *why)
+static void
+memo_put(const char *kind, const char *dir, const char *user, const char *hostkey,
+         const char *body)
 {
 	char path[PATH_MAX + 32], tmp[PATH_MAX + 48], head[512], buf[1024];
 	int fd, n, ok;
 
-	if (nohelper_path(dir, user, hostkey, 1, path, sizeof(path), head, sizeof(head)) != 0)
+	if (memo_path(kind, dir, user, hostkey, 1, path, sizeof(path), head, sizeof(head)) != 0)
 		return;
-	n = snprintf(buf, sizeof(buf), "%s%s\n", head, why);
+	n = snprintf(buf, sizeof(buf), "%s%s\n", head, body);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = (int)strlen(buf);
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
@@ -74,4 +83,40 @@ ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey, co
 	close(fd);
 	if (!ok || rename(tmp, path) != 0)
 		unlink(tmp);
+}
+
+int
+ph_state_nohelper_get(const char *dir, const char *user, const char *hostkey)
+{
+	char why[8];
+
+	return memo_get("nohelper", dir, user, hostkey, why, sizeof(why));
+}
+
+void
+ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey, const char *why)
+{
+	memo_put("nohelper", dir, user, hostkey, why);
+}
+
+int
+ph_state_brought_get(const char *dir, const char *user, const char *hostkey, char *arch,
+                     size_t len)
+{
+	return memo_get("brought", dir, user, hostkey, arch, len) && arch[0] != '\0';
+}
+
+void
+ph_state_brought_put(const char *dir, const char *user, const char *hostkey, const char *arch)
+{
+	memo_put("brought", dir, user, hostkey, arch);
+}
+
+void
+ph_state_brought_drop(const char *dir, const char *user, const char *hostkey)
+{
+	char path[PATH_MAX + 32], head[512];
+
+	if (memo_path("brought", dir, user, hostkey, 0, path, sizeof(path), head, sizeof(head)) == 0)
+		unlink(path);
 }

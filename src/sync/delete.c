@@ -56,7 +56,7 @@ local_trash(struct ph_job *j, int dfd, const char *rel, const char *name)
 	else
 		snprintf(path, need, "%s/%s/%.*s", j->local_dir, t, slash ? (int)(slash - rel) : 0,
 		         rel);
-	rc = ph_local_open_root(j->ctx, path, 1, &tfd);
+	rc = ph_local_open_root(j->ctx, path, PH_ROOT_MAKE, &tfd);
 	free(path);
 	if (rc != 0)
 		return rc;
@@ -154,7 +154,7 @@ delete_remote(struct ph_job *j, const struct ph_entry *d)
 		del_failed(j, d->path, PHSYNC_ENOMEM, "out of memory");
 		return;
 	}
-	rc = ph_sftp_stat_sync(j->sftp, 1, rp, &a);
+	rc = ph_sftp_stat_sync(j->sftp, PH_LSTAT, rp, &a);
 	if (rc != 0 || !(a.flags & PH_ATTR_SIZE) || a.size != d->size ||
 	    !(a.flags & PH_ATTR_ACMODTIME) || (int64_t)a.mtime != d->mtime) {
 		if (rc == 0 || rc == PHSYNC_ENOENT)

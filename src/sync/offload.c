@@ -104,7 +104,7 @@ offload_one(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16])
 	}
 	if ((rp = ph_job_rpath(j, ph_entry_raw(e))) == NULL)
 		return;
-	rc = ph_sftp_stat_sync(j->sftp, 1, rp, &a);
+	rc = ph_sftp_stat_sync(j->sftp, PH_LSTAT, rp, &a);
 	if (rc == 0 && (!(a.flags & PH_ATTR_SIZE) || a.size != e->size ||
 	                !(a.flags & PH_ATTR_ACMODTIME) || (int64_t)a.mtime != e->mtime)) {
 		ph_job_event(j, PHSYNC_EV_SKIPPED, e->path, "changed", 0, 0,

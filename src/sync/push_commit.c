@@ -68,7 +68,7 @@ drop_aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static void
 unaside(struct pfile *f)
 {
-	(void)ph_sftp_rename(pf_sftp(f), f->cm.raside, f->rfinal, 0, unaside_cb, f);
+	(void)ph_sftp_rename(pf_sftp(f), f->cm.raside, f->rfinal, PH_RENAME_PLAIN, unaside_cb, f);
 }
 
 static void new_clash_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
@@ -116,7 +116,7 @@ rename_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (pf_status_ok(r) && pf_live(f)) {
 		committed(f);
 	} else if (r->type == PH_FXP_STATUS && j->plan.v[f->ai].kind == PH_A_NEW && pf_live(f) &&
-	           ph_sftp_stat(pf_sftp(f), 1, f->rfinal, new_clash_cb, f) == 0) {
+	           ph_sftp_stat(pf_sftp(f), PH_LSTAT, f->rfinal, new_clash_cb, f) == 0) {
 		/* A new file's plain RENAME fails on a name that exists: one made
 		 * since the listing, or the same name in another case on a server
 		 * that ignores case. Which is it? */
@@ -231,7 +231,7 @@ aside_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		}
 		/* The old file is gone already: nothing to set aside. */
 	}
-	if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->rfinal, 0, rename_cb, f)) != 0) {
+	if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->rfinal, PH_RENAME_PLAIN, rename_cb, f)) != 0) {
 		if (f->cm.raside != NULL)
 			unaside(f);
 		pf_fail(f, rc, "cannot queue a rename");
@@ -256,7 +256,8 @@ commit_target(struct pfile *f)
 		    (f->cm.rbeside = sibling(f, name)) == NULL)
 			return PHSYNC_ENOMEM;
 		/* Plain RENAME: never replaces an existing name. */
-		if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->cm.rbeside, 0, beside_cb, f)) != 0)
+		if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->cm.rbeside, PH_RENAME_PLAIN,
+		                         beside_cb, f)) != 0)
 			return rc;
 		return pf_cm_state(f, CM_BESIDE);
 	}
@@ -265,13 +266,15 @@ commit_target(struct pfile *f)
 		if (ph_temp_name(name, sizeof(name), final_base(f), PH_TEMP_OLD, &f->p->owner) != 0 ||
 		    (f->cm.raside = sibling(f, name)) == NULL)
 			return PHSYNC_ENOMEM;
-		if ((rc = ph_sftp_rename(pf_sftp(f), f->rfinal, f->cm.raside, 0, aside_cb, f)) != 0)
+		if ((rc = ph_sftp_rename(pf_sftp(f), f->rfinal, f->cm.raside, PH_RENAME_PLAIN,
+		                         aside_cb, f)) != 0)
 			return rc;
 		return pf_cm_state(f, CM_ASIDE);
 	}
 	/* A new file: plain RENAME, which never replaces a name taken since
 	 * the listing (new_clash_cb). */
-	if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->rfinal, act->kind != PH_A_NEW,
+	if ((rc = ph_sftp_rename(pf_sftp(f), f->rtmp, f->rfinal,
+	                         act->kind != PH_A_NEW ? PH_RENAME_POSIX : PH_RENAME_PLAIN,
 	                         rename_cb, f)) != 0)
 		return rc;
 	return pf_cm_state(f, CM_RENAME);
@@ -289,7 +292,7 @@ pf_commit(struct pfile *f)
 		if (act->kind == PH_A_UPDATE && !f->cm.beside) {
 			/* Replace only what the plan saw: a file edited on the phone
 			 * during the run is kept, the new version put beside. */
-			if ((rc = ph_sftp_stat(pf_sftp(f), 1, f->rfinal, guard_cb, f)) == 0)
+			if ((rc = ph_sftp_stat(pf_sftp(f), PH_LSTAT, f->rfinal, guard_cb, f)) == 0)
 				rc = pf_cm_state(f, CM_GUARD);
 			break;
 		}

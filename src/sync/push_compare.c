@@ -101,7 +101,7 @@ set_same_time(struct pfile *f)
 	if (pf_cmp_state(f, CMP_SETTIME) != 0)
 		return;
 	if (ph_sftp_setstat(pf_sftp(f), f->rfinal, &a, same_set_cb, f) != 0 ||
-	    ph_sftp_stat(pf_sftp(f), 1, f->rfinal, same_cb, f) != 0)
+	    ph_sftp_stat(pf_sftp(f), PH_LSTAT, f->rfinal, same_cb, f) != 0)
 		pf_fail(f, PHSYNC_ENOMEM, "cannot queue a request");
 }
 

@@ -137,7 +137,7 @@ pf_check_partials(struct ph_job *j)
 		rp = ph_job_rpath(j, rel);
 		ok = still_sent(j, e) && e->size == pa->size && e->mtime == pa->mtime &&
 		     pa->have > 0 && pa->have < e->size && rp != NULL &&
-		     ph_sftp_stat_sync(j->sftp, 1, rp, &a) == 0 && (a.flags & PH_ATTR_SIZE) &&
+		     ph_sftp_stat_sync(j->sftp, PH_LSTAT, rp, &a) == 0 && (a.flags & PH_ATTR_SIZE) &&
 		     a.size >= pa->have && kept_bytes_agree(j, pa, e, rp);
 		if (ok) {
 			pa->ready = 1;

@@ -108,7 +108,7 @@ ph_single_remote(struct ph_job *j, struct ph_ssh *ssh, const char *host, const c
 		rc = PHSYNC_ENOMEM;
 		goto out;
 	}
-	rc = ph_sftp_stat_sync(j->sftp, 1, p, &la);
+	rc = ph_sftp_stat_sync(j->sftp, PH_LSTAT, p, &la);
 	if (rc != 0) {
 		rc = ph_err(j->ctx, rc, "%s:%s: %s", host, rpath, phsync_strerror(rc));
 		goto out;

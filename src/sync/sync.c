@@ -642,7 +642,7 @@ run_local(struct run *r, const char *remote)
 	}
 	if (rc != 0)
 		return rc;
-	rc = ph_local_open_root(j->ctx, j->local_dir, 0, &j->lroot);
+	rc = ph_local_open_root(j->ctx, j->local_dir, PH_ROOT_OPEN, &j->lroot);
 	if (rc == PHSYNC_ENOENT && r->pull)
 		rc = 0, j->lroot = -1;
 	return rc;
@@ -656,12 +656,12 @@ run_remote_root(struct run *r, const char *remote)
 {
 	struct ph_job *j = &r->j;
 	char *rp = ph_job_rpath(j, "");
-	int rc = rp ? ph_sftp_stat_sync(j->sftp, 0, rp, &r->ra) : PHSYNC_ENOMEM;
+	int rc = rp ? ph_sftp_stat_sync(j->sftp, PH_STAT, rp, &r->ra) : PHSYNC_ENOMEM;
 
 	if (rc == PHSYNC_ENOENT && !r->pull && !j->o->dry_run) {
 		rc = ph_sftp_mkdir_sync(j->sftp, rp, 0755);
 		if (rc == 0)
-			rc = ph_sftp_stat_sync(j->sftp, 0, rp, &r->ra);
+			rc = ph_sftp_stat_sync(j->sftp, PH_STAT, rp, &r->ra);
 	}
 	free(rp);
 	if (rc == PHSYNC_ENOENT && !r->pull && j->o->dry_run) {
@@ -718,7 +718,7 @@ run_state(struct run *r)
 	int rc;
 
 	if (r->pull && j->lroot < 0 && !j->o->dry_run &&
-	    (rc = ph_local_open_root(j->ctx, j->local_dir, 1, &j->lroot)) != 0)
+	    (rc = ph_local_open_root(j->ctx, j->local_dir, PH_ROOT_MAKE, &j->lroot)) != 0)
 		return rc;
 	if ((!j->o->dry_run || j->lroot >= 0) &&
 	    (rc = open_state(j, r->ssh, j->rroot, j->local_dir, r->single)) != 0)

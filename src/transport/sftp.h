@@ -154,6 +154,9 @@ typedef int (*ph_sftp_fill_fn)(void *fill_arg, void *dst, uint32_t len);
 int ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
                        uint64_t off, uint32_t len, ph_sftp_fill_fn fill,
                        void *fill_arg, ph_sftp_cb cb, void *arg);
+/* How a stat treats a symlink at the path: PH_STAT follows it, PH_LSTAT
+ * describes the link itself. */
+enum ph_stat_how { PH_STAT = 0, PH_LSTAT = 1 };
 int ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb,
                  void *arg);
 int ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
@@ -167,7 +170,8 @@ int ph_sftp_mkdir(struct ph_sftp *s, const char *path,
 int ph_sftp_remove(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
 int ph_sftp_rmdir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
 /* RENAME, or posix-rename@openssh.com (replaces the target) when offered
- * and posix is set. */
+ * and posix is PH_RENAME_POSIX. */
+enum { PH_RENAME_PLAIN = 0, PH_RENAME_POSIX = 1 };
 int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
                    int posix, ph_sftp_cb cb, void *arg);
 /* fsync@openssh.com; PHSYNC_EUNSUPPORTED when the server lacks it. */

@@ -162,7 +162,7 @@ ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to)
 {
 	struct sync_wait w = { 0 };
 
-	return sync_status(s, ph_sftp_rename(s, from, to, 0, sync_cb, &w), &w);
+	return sync_status(s, ph_sftp_rename(s, from, to, PH_RENAME_PLAIN, sync_cb, &w), &w);
 }
 
 int

@@ -106,7 +106,7 @@ class BootstrapTrustTest(SyncTestCase):
         sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
         if os.path.isdir(sdir):
             for n in os.listdir(sdir):
-                if n.startswith("nohelper-"):
+                if n.startswith(("nohelper-", "brought-")):
                     os.unlink(os.path.join(sdir, n))
 
     def set_control(self, **modes):
@@ -117,6 +117,11 @@ class BootstrapTrustTest(SyncTestCase):
         os.replace(tmp, self.control)
         with open(self.control + ".log", "w"):
             pass
+
+    def ran(self):
+        """The first line of each command the phone was asked to run, in order."""
+        with open(self.control + ".log") as f:
+            return [l[4:].rstrip("\n") for l in f if l.startswith("RAN ")]
 
     def fired(self):
         with open(self.control + ".log") as f:
@@ -267,6 +272,46 @@ class BootstrapTrustTest(SyncTestCase):
                 with open(self.cached(), "rb") as f:
                     self.assertEqual(f.read(), self.helper_bytes)
                 self.assertTreesEqual(self.remote, self.local)
+
+    def test_brought_helper_started_at_once_next_time(self):
+        """A phone that ran the helper phsync brought: the next run starts that one at once
+        (no `phsync serve` tried on its PATH, no `uname -m`), still checked as the first was;
+        a memo that no longer holds (no helper of that kind here) is dropped and the run goes
+        the whole way."""
+        self.photos(n=2, size=50_000)
+        r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        first = self.ran()
+        self.assertTrue(any(c.startswith("phsync serve") for c in first), first)
+        self.assertIn("uname -m", first)
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        (memo,) = [n for n in os.listdir(sdir) if n.startswith("brought-")]
+        with open(os.path.join(sdir, memo)) as f:
+            self.assertEqual(f.read().splitlines()[2], host_arch())
+        # The next run: one command, the checked start-up of the cached copy.
+        self.set_control()
+        shutil.rmtree(self.local)
+        r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        again = self.ran()
+        self.assertFalse(any(c.startswith("phsync serve") or c == "uname -m" for c in again),
+                         again)
+        self.assertEqual(len(again), 1, again)
+        self.assertTreesEqual(self.remote, self.local)
+        # A memo naming a machine this phsync has no helper for: dropped, the whole way.
+        with open(os.path.join(sdir, memo)) as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(sdir, memo), "w") as f:
+            f.write("\n".join(lines[:2] + ["mips"]) + "\n")
+        self.set_control()
+        shutil.rmtree(self.local)
+        r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertIn("uname -m", self.ran())
+        with open(os.path.join(sdir, memo)) as f:
+            self.assertEqual(f.read().splitlines()[2], host_arch())
+        self.assertTreesEqual(self.remote, self.local)
+        self.assertNothingPlantedRan()
 
     def test_no_proc_no_helper(self):
         """A phone whose /proc cannot be read: the open file cannot be shown nor executed

@@ -86,6 +86,8 @@ def main():
     except (OSError, ValueError):
         ctl = {}
     cmd = os.environ.get("SSH_ORIGINAL_COMMAND", "")
+    # Every command the phone was asked to run, its first line (CONTROL.log "RAN ...").
+    log(control, "RAN " + cmd.split("\n", 1)[0][:200])
     env = dict(os.environ)
     if ctl.get("path"):
         env["PATH"] = ":".join(ctl["path"] + [env.get("PATH", "/usr/bin:/bin")])
