@@ -99,11 +99,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char name[512];
 
 		base = base ? base + 1 : path;
-		/* (A name ph_temp_parse does not take back, e.g. one whose cut
-		 * leaves no byte of the final name, is tempname.c's matter.) */
 		if (ph_temp_name(name, sizeof(name), base, kind, &o) == 0 &&
-		    ph_temp_parse(name, strlen(name), &ti) &&
-		    !ph_staterow_partial_ok(path, NULL, name, kind))
+		    (!ph_temp_parse(name, strlen(name), &ti) ||
+		     !ph_staterow_partial_ok(path, NULL, name, kind)))
 			abort();
 	}
 	free(path);

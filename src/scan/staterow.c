@@ -31,23 +31,16 @@ int
 ph_staterow_temp_of(const char *tmp, size_t tlen, const char *final, size_t flen, int kind)
 {
 	struct ph_temp_info ti;
-	size_t keep = flen;
+	size_t keep;
 
 	if (tmp == NULL || final == NULL || !ph_name_safe((const uint8_t *)tmp, tlen) ||
 	    !ph_name_safe((const uint8_t *)final, flen) || !ph_temp_parse(tmp, tlen, &ti) ||
 	    ti.kind != kind)
 		return 0;
-	if (ti.truncated) {
-		/* ph_temp_name keeps PH_TEMP_NAME_ROOM bytes, less up to a
-		 * UTF-8 boundary. */
-		if (flen <= PH_TEMP_NAME_ROOM)
-			return 0;
-		keep = PH_TEMP_NAME_ROOM;
-		while (keep > 0 && ((unsigned char)final[keep] & 0xc0) == 0x80)
-			keep--;
-	} else if (flen > PH_TEMP_NAME_ROOM) {
+	/* The cut ph_temp_name makes, and said as made. */
+	keep = ph_temp_keep(final, flen);
+	if ((keep < flen) != (ti.truncated != 0))
 		return 0;
-	}
 	return ti.final_len == keep && memcmp(tmp + ti.final_off, final, keep) == 0;
 }
 

@@ -55,23 +55,29 @@ random32(void)
 	}
 }
 
+size_t
+ph_temp_keep(const char *final, size_t flen)
+{
+	size_t keep = PH_TEMP_NAME_ROOM;
+
+	if (flen <= PH_TEMP_NAME_ROOM)
+		return flen;
+	/* Cut at a UTF-8 boundary so the name stays valid text; a name that
+	 * is not UTF-8 has none to keep (cut to nothing, the temp would be
+	 * one its own parser refuses). */
+	while (keep > 0 && ((unsigned char)final[keep] & 0xc0) == 0x80)
+		keep--;
+	return keep > 0 ? keep : PH_TEMP_NAME_ROOM;
+}
+
 int
 ph_temp_name(char *buf, size_t len, const char *final, int k, const struct ph_temp_owner *o)
 {
-	size_t keep = strlen(final);
-	int n, truncated = 0;
+	size_t flen = strlen(final), keep = ph_temp_keep(final, flen);
+	int n, truncated = keep < flen;
 
-	if (keep == 0 || len < 256)
+	if (flen == 0 || len < 256)
 		return -1;
-	if (keep > PH_TEMP_NAME_ROOM) {
-		/* Cut at a UTF-8 boundary so the name stays valid text. */
-		keep = PH_TEMP_NAME_ROOM;
-		while (keep > 0 && ((unsigned char)final[keep] & 0xc0) == 0x80)
-			keep--;
-		if (keep == 0)
-			keep = PH_TEMP_NAME_ROOM; /* not UTF-8: no boundary to keep */
-		truncated = 1;
-	}
 	n = snprintf(buf, len, ".%.*s" TAG "%c.%08x%08x.%06x%02x.", (int)keep, final,
 	             truncated ? k - 'a' + 'A' : k, o->host, o->pid,
 	             (unsigned)((uint64_t)time(NULL) / 60 & MINUTE_MASK), random32() & 0xffu);

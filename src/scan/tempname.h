@@ -26,6 +26,9 @@ enum { PH_TEMP_NEW = 't', PH_TEMP_OLD = 'o',
 
 /* The longest final name kept whole in a temp name. */
 #define PH_TEMP_NAME_ROOM 210
+/* How many bytes of a final name (flen long) its temp names keep: all
+ * that fit in PH_TEMP_NAME_ROOM, cut at a UTF-8 boundary. */
+size_t ph_temp_keep(const char *final, size_t flen);
 
 struct ph_temp_owner {
 	uint32_t host; /* hash of the host name */
