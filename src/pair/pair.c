@@ -536,8 +536,7 @@ install_key(struct pairing *pg, struct ph_sftp *s)
 	const char *path = pg->o->authorized_keys ? pg->o->authorized_keys : ".ssh/authorized_keys";
 	char dir[1100], tmp[1300], rnd[17], *old = NULL, *slash;
 	struct ph_sftp_attrs a, da;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen = 0;
+	struct ph_sftp_handle h = { 0 };
 	struct ph_buf nb = { NULL, 0, 0, MAX_AUTH_KEYS + 4096 };
 	int rc, existed;
 
@@ -605,17 +604,17 @@ install_key(struct pairing *pg, struct ph_sftp *s)
 	{
 		struct ph_sftp_attrs m = { .flags = PH_ATTR_PERMISSIONS, .perm = 0600 };
 
-		rc = ph_sftp_open_sync(s, tmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &m, h, &hlen);
+		rc = ph_sftp_open_sync(s, tmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &m, &h);
 	}
 	if (rc != 0) {
 		rc = ph_err(pg->ctx, rc, "cannot create %s on the phone: %s", tmp, phsync_strerror(rc));
 		goto out;
 	}
-	rc = ph_sftp_write_sync(s, h, hlen, 0, nb.data, nb.len);
+	rc = ph_sftp_write_sync(s, &h, 0, nb.data, nb.len);
 	if (rc == 0 && (ph_sftp_exts(s) & PH_EXT_FSYNC))
-		rc = ph_sftp_fsync_sync(s, h, hlen);
+		rc = ph_sftp_fsync_sync(s, &h);
 	{
-		int crc = ph_sftp_close_sync(s, h, hlen);
+		int crc = ph_sftp_close_sync(s, &h);
 
 		if (rc == 0)
 			rc = crc;

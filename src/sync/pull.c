@@ -98,8 +98,7 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		ph_pull_fail(x, r->err ? r->err : PHSYNC_EPROTO,
 		             r->msg[0] ? r->msg : "the server would not open this file");
 	} else {
-		memcpy(x->h, r->data, r->len);
-		x->hlen = r->len;
+		(void)ph_sftp_handle_set(&x->h, r);
 		if (x->p->stopping) {
 			/* ph_pull_maybe_done fails it */
 		} else if ((x->wf = ph_lio_file_new(ph_entry_dpath(x->e))) == NULL) {

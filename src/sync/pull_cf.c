@@ -107,8 +107,8 @@ ph_pull_cf_start(struct xfer *x)
 		return 0;
 	ph_cf_request(x->c.cf, &len, &block);
 	if ((rq = malloc(sizeof(*rq))) == NULL ||
-	    ph_sftp_check_file(ph_sftp_in_group(p->j->sftp, &x->grp), x->h, x->hlen, PH_CF_ALGS, 0,
-	                       len, block, cf_cb, rq) != 0) {
+	    ph_sftp_check_file(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h, PH_CF_ALGS, 0, len,
+	                       block, cf_cb, rq) != 0) {
 		free(rq);
 		ph_cf_free(x->c.cf);
 		x->c.cf = NULL;
@@ -121,7 +121,7 @@ ph_pull_cf_start(struct xfer *x)
 	n = ph_cf_samples(x->c.cf, &slen);
 	for (i = 0; i < n; i++) {
 		if ((rq = malloc(sizeof(*rq))) == NULL ||
-		    ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), x->h, x->hlen,
+		    ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h,
 		                 ph_cf_sample_off(x->c.cf, i), slen, sample_cb, rq) != 0) {
 			free(rq);
 			break;

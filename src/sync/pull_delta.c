@@ -82,8 +82,8 @@ ph_pull_delta_begin(struct xfer *x, const struct ph_entry *d)
 		goto out;
 	if (phsync_delta_reader_new(j->ctx, d->size, &x->d.dr) != 0)
 		goto out;
-	if (ph_sftp_helper_delta_start(ph_sftp_in_group(j->sftp, &x->grp), x->h, x->hlen,
-	                               sig.data, sig.len, dstart_cb, x) != 0) {
+	if (ph_sftp_helper_delta_start(ph_sftp_in_group(j->sftp, &x->grp), &x->h, sig.data,
+	                               sig.len, dstart_cb, x) != 0) {
 		phsync_delta_reader_free(x->d.dr);
 		x->d.dr = NULL;
 		goto out;
@@ -126,8 +126,8 @@ ph_pull_delta_issue(struct xfer *x)
 		rq->x = x;
 		rq->off = x->d.next;
 		rq->len = p->chunk;
-		if ((rc = ph_sftp_helper_delta_read(ph_sftp_in_group(p->j->sftp, &x->grp), x->h,
-		                                    x->hlen, rq->off, rq->len, dread_cb, rq)) != 0) {
+		if ((rc = ph_sftp_helper_delta_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h,
+		                                    rq->off, rq->len, dread_cb, rq)) != 0) {
 			free(rq);
 			return rc;
 		}
@@ -155,8 +155,8 @@ ph_pull_delta_complete(struct xfer *x)
 		ph_pull_fail(x, PHSYNC_EREMOTE, msg);
 		return;
 	}
-	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-	x->hlen = 0;
+	ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+	x->h.len = 0;
 	x->wf->expect = x->d.len;
 	x->wf->check_hash = 1;
 	memcpy(x->wf->want_hash, x->d.hash, 16);

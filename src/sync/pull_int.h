@@ -68,8 +68,7 @@ struct xfer {
 	struct pull *p;
 	size_t ai;                 /* plan index */
 	const struct ph_entry *e;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	uint8_t state;             /* enum ph_xs: changed by ph_pull_state only */
 	int quiet;                 /* failed by a lost link or a stop: not reported */
 	unsigned reads;            /* read requests in flight: the file's share of

@@ -36,8 +36,8 @@ queue_read(struct xfer *x, uint64_t off, uint32_t len)
 	rq->x = x;
 	rq->off = off;
 	rq->len = len;
-	if ((rc = ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), x->h, x->hlen, off, len,
-	                        read_cb, rq)) != 0) {
+	if ((rc = ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h, off, len, read_cb,
+	                       rq)) != 0) {
 		free(rq);
 		return rc;
 	}
@@ -120,8 +120,8 @@ ph_pull_whole_complete(struct xfer *x)
 		ph_pull_fail(x, PHSYNC_EREMOTE, msg);
 		return;
 	}
-	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-	x->hlen = 0;
+	ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+	x->h.len = 0;
 	x->wf->expect = x->r.got;
 	x->wf->matched = x->matched;
 	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);

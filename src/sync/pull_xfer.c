@@ -108,9 +108,9 @@ ph_pull_fail(struct xfer *x, int err, const char *msg)
 		              PH_LIO_ABORT);
 		x->wf = NULL;
 	}
-	if (x->hlen > 0) {
-		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-		x->hlen = 0;
+	if (x->h.len > 0) {
+		ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+		x->h.len = 0;
 	}
 	if (err == PHSYNC_ENOSPC && !p->fatal)
 		p->fatal = ph_err(p->j->ctx, PHSYNC_ENOSPC,
