@@ -40,8 +40,7 @@ struct fz_chan {
 
 struct fz_run {
 	struct ph_sftp *s;
-	uint8_t h[PH_SFTP_MAX_HANDLE], dh[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen, dhlen;
+	struct ph_sftp_handle h, dh;
 	int readdirs;
 	volatile unsigned sink;
 };
@@ -98,7 +97,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 	touch_reply(z, r);
 	if (r->type != PH_FXP_NAME) {
-		ph_sftp_close(s, z->dh, z->dhlen, any_cb, z);
+		ph_sftp_close(s, &z->dh, any_cb, z);
 		return;
 	}
 	ph_sftp_names_init(&it, r);
@@ -111,9 +110,9 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			abort(); /* more entries than the reply announced */
 	}
 	if (++z->readdirs < 4)
-		ph_sftp_readdir(s, z->dh, z->dhlen, readdir_cb, z);
+		ph_sftp_readdir(s, &z->dh, readdir_cb, z);
 	else
-		ph_sftp_close(s, z->dh, z->dhlen, any_cb, z);
+		ph_sftp_close(s, &z->dh, any_cb, z);
 }
 
 static void
@@ -124,9 +123,8 @@ opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	touch_reply(z, r);
 	if (r->type != PH_FXP_HANDLE)
 		return;
-	memcpy(z->dh, r->data, r->len);
-	z->dhlen = r->len;
-	ph_sftp_readdir(s, z->dh, z->dhlen, readdir_cb, z);
+	(void)ph_sftp_handle_set(&z->dh, r);
+	ph_sftp_readdir(s, &z->dh, readdir_cb, z);
 }
 
 static void
@@ -144,12 +142,11 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	touch_reply(z, r);
 	if (r->type != PH_FXP_HANDLE)
 		return;
-	memcpy(z->h, r->data, r->len);
-	z->hlen = r->len;
+	(void)ph_sftp_handle_set(&z->h, r);
 	for (int i = 0; i < 3; i++)
-		ph_sftp_read(s, z->h, z->hlen, (uint64_t)i * FZ_READ_LEN, FZ_READ_LEN, read_cb, z);
+		ph_sftp_read(s, &z->h, (uint64_t)i * FZ_READ_LEN, FZ_READ_LEN, read_cb, z);
 	ph_sftp_stat(s, 0, "file.jpg", stat_cb, z); /* an ordinary STAT among the reads */
-	ph_sftp_close(s, z->h, z->hlen, any_cb, z);
+	ph_sftp_close(s, &z->h, any_cb, z);
 }
 
 /* The driver: returns when nothing is in flight or the link failed. */

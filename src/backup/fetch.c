@@ -29,8 +29,7 @@ struct ffile {
 	struct fetch *fe;
 	size_t item;
 	uint64_t size;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	int state;
 	int probe;            /* 0 waiting, 1 the size holds */
 	int begun, consumed;
@@ -101,7 +100,7 @@ send_slot(struct fetch *fe, struct slot *sl)
 	struct ffile *f = sl->f;
 	int rc;
 
-	rc = ph_sftp_read(fe->run->sftp, f->h, f->hlen, sl->off + sl->have, sl->len - sl->have,
+	rc = ph_sftp_read(fe->run->sftp, &f->h, sl->off + sl->have, sl->len - sl->have,
 	                  read_cb, sl);
 	if (rc != 0)
 		return rc;
@@ -201,16 +200,15 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		ffile_unref(f);
 		return;
 	}
-	memcpy(f->h, r->data, r->len);
-	f->hlen = r->len;
+	(void)ph_sftp_handle_set(&f->h, r);
 	if (f->state == F_FAILED || fe->fatal) {
-		ph_sftp_close(fe->run->sftp, f->h, f->hlen, NULL, NULL);
-		f->hlen = 0;
+		ph_sftp_close(fe->run->sftp, &f->h, NULL, NULL);
+		f->h.len = 0;
 		ffile_unref(f);
 		return;
 	}
 	f->state = F_OPEN;
-	rc = ph_sftp_read(fe->run->sftp, f->h, f->hlen, f->size > 0 ? f->size - 1 : 0, 2, probe_cb, f);
+	rc = ph_sftp_read(fe->run->sftp, &f->h, f->size > 0 ? f->size - 1 : 0, 2, probe_cb, f);
 	if (rc == 0)
 		f->refs++;
 	for (sl = fe->first; sl != NULL && rc == 0; sl = sl->next)
@@ -307,9 +305,9 @@ drop_head_slot(struct fetch *fe)
 static void
 retire(struct fetch *fe, struct ffile *f)
 {
-	if (f->hlen > 0)
-		ph_sftp_close(fe->run->sftp, f->h, f->hlen, NULL, NULL);
-	f->hlen = 0;
+	if (f->h.len > 0)
+		ph_sftp_close(fe->run->sftp, &f->h, NULL, NULL);
+	f->h.len = 0;
 	f->consumed = 1;
 	fe->win[f->item % MAX_OPEN] = NULL;
 	fe->head++;

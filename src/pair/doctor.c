@@ -246,8 +246,8 @@ static void
 probe_check_file(struct doctor *d, struct ph_sftp *s, const char *name, uint64_t size)
 {
 	struct cfprobe p;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen = 0, block;
+	struct ph_sftp_handle h = { 0 };
+	uint32_t block;
 	uint64_t len;
 	int rc;
 
@@ -259,17 +259,17 @@ probe_check_file(struct doctor *d, struct ph_sftp *s, const char *name, uint64_t
 		return;
 	}
 	if ((rc = ph_cf_new(size, &p.cf)) != 0 ||
-	    (rc = ph_sftp_open_sync(s, name, PH_FXF_READ, NULL, h, &hlen)) != 0) {
+	    (rc = ph_sftp_open_sync(s, name, PH_FXF_READ, NULL, &h)) != 0) {
 		snprintf(d->cf_why, sizeof(d->cf_why), "cannot tell (%s)", phsync_strerror(rc));
 		ph_cf_free(p.cf);
 		return;
 	}
 	ph_cf_request(p.cf, &len, &block);
-	rc = ph_sftp_check_file(s, h, hlen, PH_CF_ALGS, 0, len, block, cfprobe_cb, &p);
+	rc = ph_sftp_check_file(s, &h, PH_CF_ALGS, 0, len, block, cfprobe_cb, &p);
 	if (rc == 0 && (rc = ph_sftp_wait(s, &p.done)) != 0 && !p.done)
 		ph_sftp_abort(s, rc);      /* the callback must not run later */
 	if (rc == 0)
-		(void)ph_sftp_close_sync(s, h, hlen);
+		(void)ph_sftp_close_sync(s, &h);
 	ph_cf_free(p.cf);
 	if (rc != 0) {
 		snprintf(d->cf_why, sizeof(d->cf_why), "cannot tell (%s)", phsync_strerror(rc));
@@ -335,8 +335,7 @@ check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
 {
 	char name[1200], other[1200], rnd[9];
 	struct ph_sftp_attrs a = { .flags = PH_ATTR_PERMISSIONS, .perm = 0600 }, got;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen = 0;
+	struct ph_sftp_handle h = { 0 };
 	unsigned v = (unsigned)time(NULL) ^ (unsigned)getpid() * 2654435761u;
 	size_t i, base;
 	int rc, created;
@@ -346,11 +345,11 @@ check_folder_probe(struct doctor *d, struct ph_sftp *s, const char *dir)
 	rnd[8] = '\0';
 	snprintf(name, sizeof(name), "%s%s.phsync-doctor-%s.Case", dir,
 	         dir[strlen(dir) - 1] == '/' ? "" : "/", rnd);
-	rc = ph_sftp_open_sync(s, name, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a, h, &hlen);
+	rc = ph_sftp_open_sync(s, name, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_EXCL, &a, &h);
 	created = rc == 0;
 	if (rc == 0) {
-		rc = ph_sftp_write_sync(s, h, hlen, 0, "phsync doctor\n", 14);
-		if (ph_sftp_close_sync(s, h, hlen) != 0 && rc == 0)
+		rc = ph_sftp_write_sync(s, &h, 0, "phsync doctor\n", 14);
+		if (ph_sftp_close_sync(s, &h) != 0 && rc == 0)
 			rc = PHSYNC_EREMOTE;
 	}
 	if (rc != 0) {

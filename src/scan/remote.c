@@ -25,8 +25,7 @@ struct rscan;
 struct lister {
 	struct rscan *rs;
 	char *rel;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 };
 
 /* An entry whose type, size or time the listing did not give: asked
@@ -287,7 +286,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == PH_FXP_STATUS) {
 		if (r->status != PH_FX_EOF)
 			fail(rs, l->rel, r->err ? r->err : PHSYNC_EPROTO, "cannot list this folder");
-		ph_sftp_close(s, l->h, l->hlen, NULL, NULL);
+		ph_sftp_close(s, &l->h, NULL, NULL);
 		lister_done(l);
 		return;
 	}
@@ -384,7 +383,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		lister_done(l);
 		return;
 	}
-	if (rs->fatal || ph_sftp_readdir(s, l->h, l->hlen, readdir_cb, l) != 0) {
+	if (rs->fatal || ph_sftp_readdir(s, &l->h, readdir_cb, l) != 0) {
 		lister_done(l);
 		return;
 	}
@@ -397,9 +396,8 @@ opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct rscan *rs = l->rs;
 
 	if (r->type == PH_FXP_HANDLE) {
-		memcpy(l->h, r->data, r->len);
-		l->hlen = r->len;
-		if (ph_sftp_readdir(s, l->h, l->hlen, readdir_cb, l) == 0)
+		(void)ph_sftp_handle_set(&l->h, r);
+		if (ph_sftp_readdir(s, &l->h, readdir_cb, l) == 0)
 			return;
 	} else if (r->type != 0) {
 		if (l->rel[0] == '\0')

@@ -62,8 +62,7 @@ rpath(const struct ph_rpoll *c, const char *rel)
 
 struct lwait {
 	int done, err;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	int eof;
 	uint64_t digest;
 	char **sub;         /* folder names met (malloc'ed) */
@@ -80,12 +79,8 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	w->done = 1;
 	if (r->err != 0)
 		w->err = r->err;
-	else if (r->type != PH_FXP_HANDLE || r->len == 0 || r->len > PH_SFTP_MAX_HANDLE)
+	else if (ph_sftp_handle_set(&w->h, r) != 0)
 		w->err = PHSYNC_EPROTO;
-	else {
-		memcpy(w->h, r->data, r->len);
-		w->hlen = r->len;
-	}
 }
 
 static void
@@ -215,12 +210,12 @@ list_dir(struct ph_rpoll *c, const char *rel, struct lwait *w)
 		return w->err;
 	while (!w->eof && w->err == 0) {
 		w->done = 0;
-		if ((rc = ph_sftp_readdir(c->sftp, w->h, w->hlen, readdir_cb, w)) != 0 ||
+		if ((rc = ph_sftp_readdir(c->sftp, &w->h, readdir_cb, w)) != 0 ||
 		    (rc = wait_for(c->sftp, &w->done)) != 0)
 			return rc;
 	}
 	w->done = 0;
-	if ((rc = ph_sftp_close(c->sftp, w->h, w->hlen, close_cb, w)) != 0 ||
+	if ((rc = ph_sftp_close(c->sftp, &w->h, close_cb, w)) != 0 ||
 	    (rc = wait_for(c->sftp, &w->done)) != 0)
 		return rc;
 	return w->err;

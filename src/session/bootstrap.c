@@ -118,21 +118,20 @@ upload(phsync_ctx *ctx, struct ph_sftp *s, const char *path, const uint8_t *data
 {
 	char tmp[256];
 	struct ph_sftp_attrs a;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen = 0;
+	struct ph_sftp_handle h = { 0 };
 	int rc;
 
 	snprintf(tmp, sizeof(tmp), "%s/.upload-%ld", CACHE_DIR, (long)getpid());
 	memset(&a, 0, sizeof(a));
 	a.flags = PH_ATTR_PERMISSIONS;
 	a.perm = 0700;
-	if ((rc = ph_sftp_open_sync(s, tmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_TRUNC, &a, h,
-	                            &hlen)) != 0)
+	if ((rc = ph_sftp_open_sync(s, tmp, PH_FXF_WRITE | PH_FXF_CREAT | PH_FXF_TRUNC, &a,
+	                            &h)) != 0)
 		return ph_err(ctx, rc, "cannot write %s on the remote", tmp);
-	rc = ph_sftp_write_sync(s, h, hlen, 0, data, len);
+	rc = ph_sftp_write_sync(s, &h, 0, data, len);
 	if (rc == 0 && (ph_sftp_exts(s) & PH_EXT_FSYNC))
-		rc = ph_sftp_fsync_sync(s, h, hlen);
-	if (ph_sftp_close_sync(s, h, hlen) != 0 && rc == 0)
+		rc = ph_sftp_fsync_sync(s, &h);
+	if (ph_sftp_close_sync(s, &h) != 0 && rc == 0)
 		rc = PHSYNC_EREMOTE;
 	/* The umask may have taken bits at creation: say them again. */
 	if (rc == 0)

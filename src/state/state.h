@@ -10,7 +10,7 @@
  * caller adds a file only once it is durably in place, so a kill at any
  * point leaves a state that claims nothing that is not there. Every name a
  * row holds is input like a peer's: the callers check it before use
- * (src/sync/staterow.h). This header is the stores' common part: the
+ * (src/scan/staterow.h). This header is the stores' common part: the
  * pair's key, open, commit and close (state.c). */
 #ifndef PH_STATE_H
 #define PH_STATE_H

@@ -249,22 +249,143 @@ detect_shift(const struct ph_tree *t, const struct ph_known_set *known, int side
 	return ((int64_t)best - 14) * 3600;
 }
 
+/* A file on both sides whose size or time differ (or whose content the
+ * record says changed): which side changed since the last sync decides
+ * (plan.h). */
+static void
+file_differs(const struct ph_entry *s, const struct ph_entry *d, const struct ph_known *kn,
+             const struct ph_plan_opts *opts, const struct ph_plan *plan, struct ph_action *a)
+{
+	int64_t win = opts->modify_window;
+	int asrec = kn == NULL && (s->flags & PH_E_ASREC);
+	int src_changed = !asrec && (kn == NULL || s->nosize || kn->ssize != s->size ||
+	                             !same_time(kn->smtime, s->mtime, win));
+	int dst_changed = !asrec && (kn == NULL || d->nosize || kn->dsize != d->size ||
+	                             !same_time(kn->dmtime, d->mtime, win));
+	int shifted = 0;
+
+	/* A side whose every time moved by whole hours: as recorded once the
+	 * shift is taken off. */
+	if (src_changed && kn != NULL && plan->src_shift != 0 && !s->nosize &&
+	    kn->ssize == s->size && same_time(kn->smtime, s->mtime - plan->src_shift, win))
+		src_changed = 0, shifted = 1;
+	if (dst_changed && kn != NULL && plan->dst_shift != 0 && !d->nosize &&
+	    kn->dsize == d->size && same_time(kn->dmtime, d->mtime - plan->dst_shift, win))
+		dst_changed = 0, shifted = 1;
+	/* Content changed though size and time are as recorded. */
+	if (kn != NULL && (kn->touched & PH_KNOWN_SRC))
+		src_changed = 1, shifted = 0;
+	if (kn != NULL && (kn->touched & PH_KNOWN_DST))
+		dst_changed = 1, shifted = 0;
+	if (!src_changed && !dst_changed) {
+		/* both sides as recorded: in sync (times not settable) */
+		if (shifted)
+			a->kind = PH_A_RECORD;
+	} else if (opts->overwrite || !dst_changed) {
+		a->kind = PH_A_UPDATE;
+		a->how = PH_U_REPLACE;
+	} else if (kn == NULL) {
+		a->kind = PH_A_UPDATE;
+		a->how = PH_U_FIRST;
+	} else if (!src_changed) {
+		a->kind = PH_A_KEPT;
+	} else {
+		a->kind = PH_A_UPDATE;
+		a->how = PH_U_CONFLICT;
+	}
+}
+
+/* What the walk carries from one source entry to the next. */
+struct walk {
+	const char *blocked;    /* a folder whose subtree cannot be made */
+	size_t blen;
+};
+
+/* The action for source entry s (d: the destination's entry of that
+ * path, kn: its record; either NULL); kind 0: nothing to do. */
+static void
+classify(const struct ph_entry *s, const struct ph_entry *d, const struct ph_known *kn,
+         const struct ph_plan_opts *opts, const struct ph_plan *plan, struct walk *w,
+         struct ph_action *a)
+{
+	int64_t win = opts->modify_window;
+
+	if (w->blocked != NULL && under(s->path, w->blocked, w->blen)) {
+		a->kind = PH_A_BLOCKED;
+	} else if (s->type == PH_T_LINK) {
+		a->kind = PH_A_SKIP_LINK;
+	} else if (s->type == PH_T_OTHER) {
+		a->kind = PH_A_SKIP_OTHER;
+	} else if (s->type == PH_T_DIR) {
+		if (d == NULL)
+			a->kind = PH_A_MKDIR;
+		else if (d->type != PH_T_DIR)
+			a->kind = PH_A_CONFLICT;
+		else if (!same_time(d->mtime, s->mtime, win))
+			a->kind = PH_A_DIRTIME;
+		if (a->kind == PH_A_CONFLICT) {
+			w->blocked = s->path;
+			w->blen = strlen(w->blocked);
+		}
+	} else if (((opts->young_after != 0 && s->mtime > opts->young_after) ||
+	            (s->flags & PH_E_HOLD)) &&
+	           (d == NULL || d->type != PH_T_FILE || s->nosize || d->nosize ||
+	            d->size != s->size || !same_time(d->mtime, s->mtime, win))) {
+		a->kind = PH_A_SKIP_YOUNG;
+	} else if (d == NULL) {
+		a->kind = PH_A_NEW;
+	} else if (d->type != PH_T_FILE) {
+		a->kind = PH_A_CONFLICT;
+	} else if (s->nosize || d->nosize || d->size != s->size ||
+	           !same_time(d->mtime, s->mtime, win) || (kn != NULL && kn->touched)) {
+		file_differs(s, d, kn, opts, plan, a);
+	} else if ((opts->known != NULL && kn == NULL && !(s->flags & PH_E_KNOWN)) ||
+	           (kn != NULL && (kn->ssize != s->size || kn->dsize != d->size ||
+	                           !same_time(kn->smtime, s->mtime, win) ||
+	                           !same_time(kn->dmtime, d->mtime, win)))) {
+		/* The same on both sides at first contact (a folder an earlier
+		 * tool synced), or since the record (both sides changed to the
+		 * same size and time): recorded as they are, so that a later
+		 * change on one side is told from a change on both. */
+		a->kind = PH_A_RECORD;
+		a->how = 1;
+	}
+}
+
+static int
+append(struct ph_plan *plan, const struct ph_action *a, const struct ph_entry *s)
+{
+	if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
+		plan->files_todo++;
+		plan->bytes_todo += s->size;
+	}
+	if (plan->n == plan->cap) {
+		/* Grown as needed: a run that changes nothing holds none. */
+		size_t nc = plan->cap ? plan->cap * 2 : 256;
+		struct ph_action *nv = realloc(plan->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return PHSYNC_ENOMEM;
+		plan->v = nv;
+		plan->cap = nc;
+	}
+	plan->v[plan->n++] = *a;
+	return 0;
+}
+
 int
 ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
              const struct ph_plan_opts *opts, struct ph_plan *plan)
 {
 	static const struct ph_plan_opts none = { 0, 0, NULL, 0, 0, NULL, 0 };
 	const struct ph_known_set *known;
-	int64_t young_after, win;
+	struct walk w = { NULL, 0 };
 	size_t i, j = 0, kj = 0;
-	const char *blocked = NULL;
-	size_t blen = 0;
+	int rc;
 
 	if (opts == NULL)
 		opts = &none;
 	known = opts->known;
-	young_after = opts->young_after;
-	win = opts->modify_window;
 	memset(plan, 0, sizeof(*plan));
 	if (src->n == 0)
 		return plan_gone(src, dst, opts, plan);
@@ -272,12 +393,12 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 	plan->dst_shift = detect_shift(dst, known, 1);
 	for (i = 0; i < src->n; i++) {
 		const struct ph_entry *s = &src->v[i], *d = NULL;
-		struct ph_action a = { (uint32_t)i, -1, 0, 0 };
-		int c = 1;
-
 		const struct ph_known *kn = NULL;
-		int kc = 1;
+		struct ph_action a = { (uint32_t)i, -1, 0, 0 };
+		int c = 1, kc = 1;
 
+		/* The destination's entry and the record of this path, if any:
+		 * all three are sorted alike. */
 		while (j < dst->n && (c = ph_path_cmp(dst->v[j].path, s->path)) < 0)
 			j++;
 		if (j < dst->n && c == 0) {
@@ -291,100 +412,9 @@ ph_plan_make(const struct ph_tree *src, const struct ph_tree *dst,
 			kn = &known->v[kj];
 		if (s->type == PH_T_FILE)
 			plan->files_total++;
-		if (blocked != NULL && under(s->path, blocked, blen)) {
-			a.kind = PH_A_BLOCKED;
-		} else if (s->type == PH_T_LINK) {
-			a.kind = PH_A_SKIP_LINK;
-		} else if (s->type == PH_T_OTHER) {
-			a.kind = PH_A_SKIP_OTHER;
-		} else if (s->type == PH_T_DIR) {
-			if (d == NULL)
-				a.kind = PH_A_MKDIR;
-			else if (d->type != PH_T_DIR)
-				a.kind = PH_A_CONFLICT;
-			else if (!same_time(d->mtime, s->mtime, win))
-				a.kind = PH_A_DIRTIME;
-			if (a.kind == PH_A_CONFLICT) {
-				blocked = s->path;
-				blen = strlen(blocked);
-			}
-		} else if (((young_after != 0 && s->mtime > young_after) ||
-		            (s->flags & PH_E_HOLD)) &&
-		           (d == NULL || d->type != PH_T_FILE || s->nosize || d->nosize ||
-		            d->size != s->size || !same_time(d->mtime, s->mtime, win))) {
-			a.kind = PH_A_SKIP_YOUNG;
-		} else if (d == NULL) {
-			a.kind = PH_A_NEW;
-		} else if (d->type != PH_T_FILE) {
-			a.kind = PH_A_CONFLICT;
-		} else if (s->nosize || d->nosize || d->size != s->size ||
-		           !same_time(d->mtime, s->mtime, win) || (kn != NULL && kn->touched)) {
-			int asrec = kn == NULL && (s->flags & PH_E_ASREC);
-			int src_changed = !asrec && (kn == NULL || s->nosize || kn->ssize != s->size ||
-			                             !same_time(kn->smtime, s->mtime, win));
-			int dst_changed = !asrec && (kn == NULL || d->nosize || kn->dsize != d->size ||
-			                             !same_time(kn->dmtime, d->mtime, win));
-			int shifted = 0;
-
-			/* A side whose every time moved by whole hours: as recorded
-			 * once the shift is taken off. */
-			if (src_changed && kn != NULL && plan->src_shift != 0 && !s->nosize &&
-			    kn->ssize == s->size &&
-			    same_time(kn->smtime, s->mtime - plan->src_shift, win))
-				src_changed = 0, shifted = 1;
-			if (dst_changed && kn != NULL && plan->dst_shift != 0 && !d->nosize &&
-			    kn->dsize == d->size &&
-			    same_time(kn->dmtime, d->mtime - plan->dst_shift, win))
-				dst_changed = 0, shifted = 1;
-			/* Content changed though size and time are as recorded. */
-			if (kn != NULL && (kn->touched & PH_KNOWN_SRC))
-				src_changed = 1, shifted = 0;
-			if (kn != NULL && (kn->touched & PH_KNOWN_DST))
-				dst_changed = 1, shifted = 0;
-			if (!src_changed && !dst_changed) {
-				/* both sides as recorded: in sync (times not settable) */
-				if (shifted)
-					a.kind = PH_A_RECORD;
-			} else if (opts->overwrite || !dst_changed) {
-				a.kind = PH_A_UPDATE;
-				a.how = PH_U_REPLACE;
-			} else if (kn == NULL) {
-				a.kind = PH_A_UPDATE;
-				a.how = PH_U_FIRST;
-			} else if (!src_changed) {
-				a.kind = PH_A_KEPT;
-			} else {
-				a.kind = PH_A_UPDATE;
-				a.how = PH_U_CONFLICT;
-			}
-		} else if ((known != NULL && kn == NULL && !(s->flags & PH_E_KNOWN)) ||
-		           (kn != NULL && (kn->ssize != s->size || kn->dsize != d->size ||
-		                           !same_time(kn->smtime, s->mtime, win) ||
-		                           !same_time(kn->dmtime, d->mtime, win)))) {
-			/* The same on both sides at first contact (a folder an earlier
-			 * tool synced), or since the record (both sides changed to
-			 * the same size and time): recorded as they are, so that a
-			 * later change on one side is told from a change on both. */
-			a.kind = PH_A_RECORD;
-			a.how = 1;
-		}
-		if (a.kind == 0)
-			continue;
-		if (a.kind == PH_A_NEW || a.kind == PH_A_UPDATE) {
-			plan->files_todo++;
-			plan->bytes_todo += s->size;
-		}
-		if (plan->n == plan->cap) {
-			/* Grown as needed: a run that changes nothing holds none. */
-			size_t nc = plan->cap ? plan->cap * 2 : 256;
-			struct ph_action *nv = realloc(plan->v, nc * sizeof(*nv));
-
-			if (nv == NULL)
-				return PHSYNC_ENOMEM;
-			plan->v = nv;
-			plan->cap = nc;
-		}
-		plan->v[plan->n++] = a;
+		classify(s, d, kn, opts, plan, &w, &a);
+		if (a.kind != 0 && (rc = append(plan, &a, s)) != 0)
+			return rc;
 	}
 	return plan_gone(src, dst, opts, plan);
 }

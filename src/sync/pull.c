@@ -92,15 +92,13 @@ open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = arg;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_CTL);
 	if (r->type != PH_FXP_HANDLE) {
 		if (r->type == 0)
 			x->quiet = 1;
 		ph_pull_fail(x, r->err ? r->err : PHSYNC_EPROTO,
 		             r->msg[0] ? r->msg : "the server would not open this file");
 	} else {
-		memcpy(x->h, r->data, r->len);
-		x->hlen = r->len;
+		(void)ph_sftp_handle_set(&x->h, r);
 		if (x->p->stopping) {
 			/* ph_pull_maybe_done fails it */
 		} else if ((x->wf = ph_lio_file_new(ph_entry_dpath(x->e))) == NULL) {
@@ -199,13 +197,14 @@ start_file(struct pull *p, size_t ai)
 	x->state = PH_XS_OPEN;
 	x->r.eof_at = UINT64_MAX;
 	x->basis = -1;
-	rc = ph_sftp_open(j->sftp, rp, PH_FXF_READ, NULL, open_cb, x);
+	x->grp.idle = ph_pull_idle;
+	x->grp.arg = x;
+	rc = ph_sftp_open(ph_sftp_in_group(j->sftp, &x->grp), rp, PH_FXF_READ, NULL, open_cb, x);
 	free(rp);
 	if (rc != 0) {
 		free(x);
 		return rc;
 	}
-	ph_pull_sent(x, PULL_REQ_CTL);
 	x->slot = p->nactive;
 	p->active[p->nactive++] = x;
 	return 0;

@@ -51,7 +51,7 @@ cf_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	int moot;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_READ);
+	ph_pull_back(x);
 	if ((moot = ph_pull_moot(x, r)) != 0) {
 		/* nothing more to do with it */
 	} else if (x->c.cf != NULL && ph_cf_take(x->c.cf, r) != 0) {
@@ -81,7 +81,7 @@ sample_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_READ);
+	ph_pull_back(x);
 	if (r->type == 0 && x->state != PH_XS_FAILED) {
 		x->quiet = 1;
 		ph_pull_fail(x, r->err ? r->err : PHSYNC_EINTR, "connection lost");
@@ -107,8 +107,8 @@ ph_pull_cf_start(struct xfer *x)
 		return 0;
 	ph_cf_request(x->c.cf, &len, &block);
 	if ((rq = malloc(sizeof(*rq))) == NULL ||
-	    ph_sftp_check_file(p->j->sftp, x->h, x->hlen, PH_CF_ALGS, 0, len, block, cf_cb,
-	                       rq) != 0) {
+	    ph_sftp_check_file(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h, PH_CF_ALGS, 0, len,
+	                       block, cf_cb, rq) != 0) {
 		free(rq);
 		ph_cf_free(x->c.cf);
 		x->c.cf = NULL;
@@ -117,19 +117,19 @@ ph_pull_cf_start(struct xfer *x)
 	rq->x = x;
 	rq->off = 0;
 	rq->len = 0;
-	ph_pull_sent(x, PULL_REQ_READ);
+	ph_pull_sent(x);
 	n = ph_cf_samples(x->c.cf, &slen);
 	for (i = 0; i < n; i++) {
 		if ((rq = malloc(sizeof(*rq))) == NULL ||
-		    ph_sftp_read(p->j->sftp, x->h, x->hlen, ph_cf_sample_off(x->c.cf, i), slen,
-		                 sample_cb, rq) != 0) {
+		    ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h,
+		                 ph_cf_sample_off(x->c.cf, i), slen, sample_cb, rq) != 0) {
 			free(rq);
 			break;
 		}
 		rq->x = x;
 		rq->off = i;
 		rq->len = slen;
-		ph_pull_sent(x, PULL_REQ_READ);
+		ph_pull_sent(x);
 	}
 	ph_pull_state(x, PH_XS_CF_ASK);
 	if (p->cfs != PULL_CF_WORKS) {

@@ -82,13 +82,12 @@ ph_pull_delta_begin(struct xfer *x, const struct ph_entry *d)
 		goto out;
 	if (phsync_delta_reader_new(j->ctx, d->size, &x->d.dr) != 0)
 		goto out;
-	if (ph_sftp_helper_delta_start(j->sftp, x->h, x->hlen, sig.data, sig.len, dstart_cb,
-	                               x) != 0) {
+	if (ph_sftp_helper_delta_start(ph_sftp_in_group(j->sftp, &x->grp), &x->h, sig.data,
+	                               sig.len, dstart_cb, x) != 0) {
 		phsync_delta_reader_free(x->d.dr);
 		x->d.dr = NULL;
 		goto out;
 	}
-	ph_pull_sent(x, PULL_REQ_CTL);
 	ph_pull_state(x, PH_XS_DELTA_START);
 	/* One read first: the delta of an edited photo is a few KiB and comes
 	 * whole in it. Eight each (PULL_DELTA_READS_FILE) held slots of the
@@ -127,13 +126,13 @@ ph_pull_delta_issue(struct xfer *x)
 		rq->x = x;
 		rq->off = x->d.next;
 		rq->len = p->chunk;
-		if ((rc = ph_sftp_helper_delta_read(p->j->sftp, x->h, x->hlen, rq->off, rq->len,
-		                                    dread_cb, rq)) != 0) {
+		if ((rc = ph_sftp_helper_delta_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h,
+		                                    rq->off, rq->len, dread_cb, rq)) != 0) {
 			free(rq);
 			return rc;
 		}
 		x->d.next += rq->len;
-		ph_pull_sent(x, PULL_REQ_READ);
+		ph_pull_sent(x);
 	}
 	return 0;
 }
@@ -156,8 +155,8 @@ ph_pull_delta_complete(struct xfer *x)
 		ph_pull_fail(x, PHSYNC_EREMOTE, msg);
 		return;
 	}
-	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-	x->hlen = 0;
+	ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+	x->h.len = 0;
 	x->wf->expect = x->d.len;
 	x->wf->check_hash = 1;
 	memcpy(x->wf->want_hash, x->d.hash, 16);
@@ -239,7 +238,7 @@ dread_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_READ);
+	ph_pull_back(x);
 	x->p->j->busy = x->e->path;
 	if (x->state != PH_XS_DELTA_START && x->state != PH_XS_DELTA_READ &&
 	    x->state != PH_XS_FAILED) {
@@ -267,7 +266,6 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = arg;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_CTL);
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */
 	} else if (r->type == PH_FXP_STATUS && r->status == PH_FX_OK) {

@@ -68,12 +68,14 @@ struct xfer {
 	struct pull *p;
 	size_t ai;                 /* plan index */
 	const struct ph_entry *e;
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	uint8_t state;             /* enum ph_xs: changed by ph_pull_state only */
 	int quiet;                 /* failed by a lost link or a stop: not reported */
-	unsigned reads;            /* read requests in flight (ph_pull_sent/back) */
-	unsigned ctl;              /* the OPEN or delta-start request in flight */
+	unsigned reads;            /* read requests in flight: the file's share of
+	                              the read windows (ph_pull_sent/back) */
+	struct ph_sftp_group grp;  /* every request of x that calls back, counted
+	                              by the SFTP client: x lives while any is in
+	                              flight (ph_pull_idle ends it after the last) */
 	size_t slot;               /* index in p->active */
 	struct ph_lio_file *wf;    /* the local temp file, until finished */
 	int basis;                 /* a delta's local old copy, -1 */
@@ -126,9 +128,9 @@ int ph_pull_reading(const struct xfer *x);
 void ph_pull_fail(struct xfer *x, int err, const char *msg);
 int ph_pull_maybe_done(struct xfer *x);
 int ph_pull_moot(struct xfer *x, const struct ph_sftp_reply *r);
-enum { PULL_REQ_READ, PULL_REQ_CTL };   /* ph_pull_sent, ph_pull_back */
-void ph_pull_sent(struct xfer *x, int kind);
-void ph_pull_back(struct xfer *x, int kind);
+void ph_pull_sent(struct xfer *x);
+void ph_pull_back(struct xfer *x);
+void ph_pull_idle(void *arg);
 int ph_pull_issue(struct xfer *x);
 int ph_pull_want_more(const struct xfer *x);
 void ph_pull_free(struct xfer *x);

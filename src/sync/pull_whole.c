@@ -36,11 +36,12 @@ queue_read(struct xfer *x, uint64_t off, uint32_t len)
 	rq->x = x;
 	rq->off = off;
 	rq->len = len;
-	if ((rc = ph_sftp_read(p->j->sftp, x->h, x->hlen, off, len, read_cb, rq)) != 0) {
+	if ((rc = ph_sftp_read(ph_sftp_in_group(p->j->sftp, &x->grp), &x->h, off, len, read_cb,
+	                       rq)) != 0) {
 		free(rq);
 		return rc;
 	}
-	ph_pull_sent(x, PULL_REQ_READ);
+	ph_pull_sent(x);
 	return 0;
 }
 
@@ -119,8 +120,8 @@ ph_pull_whole_complete(struct xfer *x)
 		ph_pull_fail(x, PHSYNC_EREMOTE, msg);
 		return;
 	}
-	ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-	x->hlen = 0;
+	ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+	x->h.len = 0;
 	x->wf->expect = x->r.got;
 	x->wf->matched = x->matched;
 	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
@@ -163,7 +164,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct xfer *x = rq->x;
 
 	(void)s;
-	ph_pull_back(x, PULL_REQ_READ);
+	ph_pull_back(x);
 	x->p->j->busy = x->e->path;
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */

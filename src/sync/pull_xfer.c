@@ -35,29 +35,30 @@ ph_pull_state(struct xfer *x, int to)
 	ph_pull_fail(x, PHSYNC_EINVAL, msg);
 }
 
-/* The one place a request of x is counted out and back: a PULL_REQ_READ
- * (plain, delta, check-file, sample) counts against the file's and the
- * run's read windows; a PULL_REQ_CTL is the OPEN or delta-start request. */
+/* The read windows (32 reads per file, 96 per run, a delta's own): the
+ * one place a read of x (plain, delta, check-file, sample) is counted out
+ * and back. Flow control only: how long x lives is its group's count
+ * (x->grp, kept by the SFTP client for every request of x). */
 void
-ph_pull_sent(struct xfer *x, int kind)
+ph_pull_sent(struct xfer *x)
 {
-	if (kind == PULL_REQ_READ) {
-		x->reads++;
-		x->p->reads++;
-	} else {
-		x->ctl++;
-	}
+	x->reads++;
+	x->p->reads++;
 }
 
 void
-ph_pull_back(struct xfer *x, int kind)
+ph_pull_back(struct xfer *x)
 {
-	if (kind == PULL_REQ_READ) {
-		x->reads--;
-		x->p->reads--;
-	} else {
-		x->ctl--;
-	}
+	x->reads--;
+	x->p->reads--;
+}
+
+/* The group's idle hook: the last request of x in flight has called back;
+ * x completes or ends now if it can (its callbacks could not free it). */
+void
+ph_pull_idle(void *arg)
+{
+	ph_pull_maybe_done(arg);
 }
 
 /* The states in which a file reads (and may complete). */
@@ -107,9 +108,9 @@ ph_pull_fail(struct xfer *x, int err, const char *msg)
 		              PH_LIO_ABORT);
 		x->wf = NULL;
 	}
-	if (x->hlen > 0) {
-		ph_sftp_close(p->j->sftp, x->h, x->hlen, NULL, NULL);
-		x->hlen = 0;
+	if (x->h.len > 0) {
+		ph_sftp_close(p->j->sftp, &x->h, NULL, NULL);
+		x->h.len = 0;
 	}
 	if (err == PHSYNC_ENOSPC && !p->fatal)
 		p->fatal = ph_err(p->j->ctx, PHSYNC_ENOSPC,
@@ -144,7 +145,7 @@ ph_pull_free(struct xfer *x)
 int
 ph_pull_maybe_done(struct xfer *x)
 {
-	if (x->reads > 0 || x->ctl > 0 || ph_xs_parked(x->state))
+	if (x->reads > 0 || x->grp.inflight > 0 || ph_xs_parked(x->state))
 		return 0;
 	if (x->state != PH_XS_FAILED && x->p->stopping)
 		ph_pull_fail(x, PHSYNC_EINTR, "interrupted");

@@ -31,7 +31,7 @@ cmp_queue(struct pfile *f, uint64_t off, uint32_t len)
 	q->f = f;
 	q->off = off;
 	q->len = len;
-	if ((rc = ph_sftp_read(pf_sftp(f), f->h, f->hlen, off, len, cmp_read_cb, q)) != 0) {
+	if ((rc = ph_sftp_read(pf_sftp(f), &f->h, off, len, cmp_read_cb, q)) != 0) {
 		free(q);
 		return rc;
 	}
@@ -126,7 +126,7 @@ cmp_step(struct pfile *f)
 	}
 	if (!pf_live(f) || c->reads > 0 || f->state != PF_OLD || c->state == CMP_SETTIME)
 		return;
-	pf_close(f, f->h, &f->hlen);
+	pf_close(f, &f->h);
 	if (c->state == CMP_DIFFER) {
 		f->cm.beside = 1;
 		if (pf_state(f, PF_OPENING) == 0 && pf_open_temp(f) != 0)
@@ -175,10 +175,9 @@ pf_cmp_open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 	(void)s;
 	if (r->type == PH_FXP_HANDLE) {
-		memcpy(f->h, r->data, r->len);
-		f->hlen = r->len;
+		(void)ph_sftp_handle_set(&f->h, r);
 		if (!pf_live(f)) /* interrupted meanwhile */
-			pf_close(f, f->h, &f->hlen);
+			pf_close(f, &f->h);
 		else
 			pf_cmp_state(f, CMP_READ);
 	} else if (r->type == 0) {

@@ -35,7 +35,7 @@ delta_reset(struct pfile *f)
 {
 	struct ph_job *j = f->p->j;
 
-	pf_close(f, f->u.dl.bh, &f->u.dl.bhlen);
+	pf_close(f, &f->u.dl.bh);
 	ph_pdelta_free(&f->u.dl.pd);
 	XXH3_128bits_reset(f->hs);
 	phsync_sig_gen_free(f->sig.sg);
@@ -167,7 +167,7 @@ chk_block(struct pfile *f, struct chk *c, uint64_t off, uint32_t max)
 		q->c = c;
 		q->at = at;
 		q->want = c->len - at < max ? c->len - at : max;
-		if (ph_sftp_read(pf_sftp(f), f->u.dl.bh, f->u.dl.bhlen, off + at, q->want,
+		if (ph_sftp_read(pf_sftp(f), &f->u.dl.bh, off + at, q->want,
 		                 chk_read_cb, q) != 0) {
 			free(q);
 			c->bad = 1;
@@ -289,10 +289,9 @@ pf_bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 	(void)s;
 	if (r->type == PH_FXP_HANDLE) {
-		memcpy(dl->bh, r->data, r->len);
-		dl->bhlen = r->len;
+		(void)ph_sftp_handle_set(&dl->bh, r);
 		if (!pf_live(f)) /* interrupted meanwhile */
-			pf_close(f, dl->bh, &dl->bhlen);
+			pf_close(f, &dl->bh);
 	} else if (r->type == 0) {
 		pf_reply_err(f, r, "connection lost");
 	}
@@ -300,10 +299,10 @@ pf_bopen_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		pf_step(f);
 		return;
 	}
-	if (dl->bhlen == 0) {
+	if (dl->bh.len == 0) {
 		pf_delta_drop(f); /* unreadable: whole, without a word */
 	} else if (f->mode == PM_HDELTA) {
-		if (ph_sftp_helper_sig(pf_sftp(f), dl->bh, dl->bhlen, 0, hsig_cb, f) == 0) {
+		if (ph_sftp_helper_sig(pf_sftp(f), &dl->bh, 0, hsig_cb, f) == 0) {
 			pf_dl_state(f, DL_SIG);
 			pf_step(f);
 			return;   /* the temp file is made once the plan is */

@@ -87,11 +87,11 @@ cleanup_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 /* Closes the handle h of f (if open) without waiting for the answer. */
 void
-pf_close(struct pfile *f, uint8_t *h, uint32_t *hlen)
+pf_close(struct pfile *f, struct ph_sftp_handle *h)
 {
-	if (*hlen > 0)
-		(void)ph_sftp_close(pf_sftp(f), h, *hlen, cleanup_cb, f);
-	*hlen = 0;
+	if (h->len > 0)
+		(void)ph_sftp_close(pf_sftp(f), h, cleanup_cb, f);
+	h->len = 0;
 }
 
 /* Removes the temp file of f without waiting for the answer. */
@@ -198,9 +198,9 @@ pf_fail(struct pfile *f, int err, const char *msg)
 
 	if (!pf_live(f))
 		return;
-	pf_close(f, f->h, &f->hlen);
+	pf_close(f, &f->h);
 	if (f->mode == PM_DELTA || f->mode == PM_HDELTA)
-		pf_close(f, f->u.dl.bh, &f->u.dl.bhlen);
+		pf_close(f, &f->u.dl.bh);
 	/* Cut (the link died, timed out, or Ctrl-C) while a big file was being
 	 * written: its temp stays, for the next run to go on from
 	 * (pf_resume_free records how much of it the server acknowledged). */

@@ -79,8 +79,7 @@ struct pf_delta {
 	uint8_t rechash[16];
 	size_t opi;                /* next op to send */
 	uint64_t op_pos;           /* bytes of it sent */
-	uint8_t bh[PH_SFTP_MAX_HANDLE];
-	uint32_t bhlen;
+	struct ph_sftp_handle bh;
 };
 
 /* The commit: where the closed temp file goes, and how. */
@@ -119,8 +118,7 @@ struct pfile {
 	uint8_t state;             /* enum pf_state */
 	int fd;                    /* local source */
 	char *rtmp, *rfinal;       /* remote paths */
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	uint64_t next_off;         /* whole: the next byte to send */
 	uint64_t fill_off;         /* local offset the next WRITE is read from */
 	unsigned writes;           /* WRITE and copy requests in flight */
@@ -180,7 +178,7 @@ void pf_fail(struct pfile *f, int err, const char *msg);
 /* A request of f could not be queued: f fails ("cannot queue a request"). */
 void pf_queue_failed(struct pfile *f, int rc);
 void pf_reply_err(struct pfile *f, const struct ph_sftp_reply *r, const char *what);
-void pf_close(struct pfile *f, uint8_t *h, uint32_t *hlen);
+void pf_close(struct pfile *f, struct ph_sftp_handle *h);
 void pf_remove_temp(struct pfile *f);
 int pf_settle(struct pfile *f);
 void pf_free(struct pfile *f);

@@ -147,7 +147,7 @@ issue_delta(struct pfile *f)
 	struct push *p = f->p;
 	struct pf_delta *d = &f->u.dl;
 
-	if (d->state != DL_READY || f->hlen == 0)
+	if (d->state != DL_READY || f->h.len == 0)
 		return 0;
 	while (d->opi < d->pd.n && room_for_piece(f)) {
 		const struct ph_dop *op = &d->pd.ops[d->opi];
@@ -163,13 +163,13 @@ issue_delta(struct pfile *f)
 		if (op->copy) {
 			n = left < MAX_COPY ? (uint32_t)left : MAX_COPY;
 			w->len = 0; /* nothing of it crosses the link */
-			rc = ph_sftp_copy_data(pf_sftp(f), d->bh, d->bhlen, op->off + d->op_pos, n,
-			                       f->h, f->hlen, w->off, copy_cb, w);
+			rc = ph_sftp_copy_data(pf_sftp(f), &d->bh, op->off + d->op_pos, n,
+			                       &f->h, w->off, copy_cb, w);
 		} else {
 			n = left < p->chunk ? (uint32_t)left : p->chunk;
 			w->len = n;
 			f->fill_off = w->off;
-			rc = ph_sftp_write_fill(pf_sftp(f), f->h, f->hlen, w->off, n, fill_from_file, f,
+			rc = ph_sftp_write_fill(pf_sftp(f), &f->h, w->off, n, fill_from_file, f,
 			                        write_cb, w);
 		}
 		if (rc != 0)
@@ -206,7 +206,7 @@ pf_issue_writes(struct pfile *f)
 		w->off = f->next_off;
 		w->len = n;
 		f->fill_off = f->next_off;
-		rc = ph_sftp_write_fill(pf_sftp(f), f->h, f->hlen, f->next_off, n, fill_from_file, f,
+		rc = ph_sftp_write_fill(pf_sftp(f), &f->h, f->next_off, n, fill_from_file, f,
 		                        write_cb, w);
 		if (rc != 0)
 			return piece_refused(f, w, rc, "cannot read the local file");
@@ -280,7 +280,7 @@ finish_sent(struct pfile *f)
 
 	/* Every copy is answered: the old version is not read again. */
 	if (f->mode == PM_DELTA || f->mode == PM_HDELTA)
-		pf_close(f, f->u.dl.bh, &f->u.dl.bhlen);
+		pf_close(f, &f->u.dl.bh);
 	/* All of it was sent: if the local file changed meanwhile (a video
 	 * still being recorded), what went is not the file; it is not put in
 	 * place, and the next run sends it whole. */
@@ -303,13 +303,13 @@ finish_sent(struct pfile *f)
 	}
 	rc = 0;
 	if (j->o->fsync && (ph_sftp_exts(j->sftp) & PH_EXT_FSYNC))
-		rc = ph_sftp_fsync(pf_sftp(f), f->h, f->hlen, fsync_cb, f);
+		rc = ph_sftp_fsync(pf_sftp(f), &f->h, fsync_cb, f);
 	if (rc == 0)
-		rc = ph_sftp_fsetstat(pf_sftp(f), f->h, f->hlen, &a, setstat_cb, f);
+		rc = ph_sftp_fsetstat(pf_sftp(f), &f->h, &a, setstat_cb, f);
 	/* The time the server kept (FAT: 2 s steps; refused: its own) is
 	 * what the state records: read back right behind the SETSTAT. */
 	if (rc == 0)
-		rc = ph_sftp_fstat(pf_sftp(f), f->h, f->hlen, fstat_cb, f);
+		rc = ph_sftp_fstat(pf_sftp(f), &f->h, fstat_cb, f);
 	if (rc != 0)
 		pf_queue_failed(f, rc);
 	else
@@ -341,7 +341,7 @@ close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct pfile *f = arg;
 
 	(void)s;
-	f->hlen = 0;
+	f->h.len = 0;
 	if (pf_live(f) && !pf_status_ok(r))
 		pf_reply_err(f, r, "the server could not close the file");
 	/* Ctrl-C before the rename started: the file is abandoned (its temp
@@ -357,13 +357,13 @@ close_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 void
 pf_close_temp(struct pfile *f)
 {
-	int rc = ph_sftp_close(pf_sftp(f), f->h, f->hlen, close_cb, f);
+	int rc = ph_sftp_close(pf_sftp(f), &f->h, close_cb, f);
 
 	if (rc != 0) {
 		pf_queue_failed(f, rc);
 		return;
 	}
-	f->hlen = 0; /* being closed: never closed twice */
+	f->h.len = 0; /* being closed: never closed twice */
 	pf_state(f, PF_CLOSING); /* close_cb moves on to PF_COMMIT */
 }
 
@@ -380,14 +380,12 @@ pf_open_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	} else if (!pf_live(f)) {
 		/* Failed (Ctrl-C) while the OPEN was in flight: the temp exists
 		 * now, so close and remove it before the file is let go. */
-		memcpy(f->h, r->data, r->len);
-		f->hlen = r->len;
-		pf_close(f, f->h, &f->hlen);
+		(void)ph_sftp_handle_set(&f->h, r);
+		pf_close(f, &f->h);
 		if (!f->rs.keep) /* a kept upload stays for the next run */
 			pf_remove_temp(f);
 	} else {
-		memcpy(f->h, r->data, r->len);
-		f->hlen = r->len;
+		(void)ph_sftp_handle_set(&f->h, r);
 		f->tmp_made = 1;
 		pf_state(f, PF_WRITING);
 	}

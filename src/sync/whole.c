@@ -66,9 +66,10 @@ ph_whole_remote(struct ph_job *j, const char *rel, uint64_t size, uint8_t out[16
 {
 	XXH3_state_t *hs = XXH3_createState();
 	XXH128_canonical_t c;
-	uint32_t chunk = ph_sftp_max_read(j->sftp), hlen = 0;
+	uint32_t chunk = ph_sftp_max_read(j->sftp);
 	struct slot *sl = calloc(NSLOT, sizeof(*sl));
-	uint8_t *mem = NULL, h[PH_SFTP_MAX_HANDLE];
+	uint8_t *mem = NULL;
+	struct ph_sftp_handle h = { 0 };
 	uint64_t pos = 0, next = 0;
 	char *rp = ph_job_rpath(j, rel);
 	size_t head = 0, inflight = 0, i;
@@ -83,7 +84,7 @@ ph_whole_remote(struct ph_job *j, const char *rel, uint64_t size, uint8_t out[16
 	}
 	for (i = 0; i < NSLOT; i++)
 		sl[i].buf = mem + i * chunk;
-	if ((rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, h, &hlen)) != 0)
+	if ((rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, &h)) != 0)
 		goto out;
 	open = 1;
 	XXH3_128bits_reset(hs);
@@ -98,7 +99,7 @@ ph_whole_remote(struct ph_job *j, const char *rel, uint64_t size, uint8_t out[16
 			memset(q, 0, offsetof(struct slot, buf));
 			q->off = next;
 			q->want = next < size ? (uint32_t)(size - next < chunk ? size - next : chunk) : 1;
-			if ((rc = ph_sftp_read(j->sftp, h, hlen, q->off, q->want, read_cb, q)) != 0)
+			if ((rc = ph_sftp_read(j->sftp, &h, q->off, q->want, read_cb, q)) != 0)
 				break;
 			next += next < size ? q->want : 1;
 			inflight++;
@@ -154,7 +155,7 @@ out:
 		inflight--;
 	}
 	if (open && !ph_sftp_dead(j->sftp))
-		ph_sftp_close_sync(j->sftp, h, hlen);
+		ph_sftp_close_sync(j->sftp, &h);
 	free(rp);
 	free(mem);
 	free(sl);
@@ -238,22 +239,22 @@ int
 ph_whole_helper_same(struct ph_job *j, const char *rrel, const char *lrel, uint64_t size)
 {
 	struct sig_wait w = { 0, NULL, 0 };
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	uint32_t hlen = 0, block = phsync_delta_block_len(size);
+	struct ph_sftp_handle h = { 0 };
+	uint32_t block = phsync_delta_block_len(size);
 	char *rp;
 	int rc, same = 0;
 
 	if (ph_sftp_helper(j->sftp) < 1 || (rp = ph_job_rpath(j, rrel)) == NULL)
 		return 0;
-	rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, h, &hlen);
+	rc = ph_sftp_open_sync(j->sftp, rp, PH_FXF_READ, NULL, &h);
 	free(rp);
 	if (rc != 0)
 		return 0;
-	if ((rc = ph_sftp_helper_sig(j->sftp, h, hlen, block, sig_cb, &w)) == 0 &&
+	if ((rc = ph_sftp_helper_sig(j->sftp, &h, block, sig_cb, &w)) == 0 &&
 	    (rc = ph_sftp_wait(j->sftp, &w.done)) != 0 && !w.done)
 		ph_sftp_abort(j->sftp, rc); /* w must not outlive this call */
 	if (!ph_sftp_dead(j->sftp))
-		ph_sftp_close_sync(j->sftp, h, hlen);
+		ph_sftp_close_sync(j->sftp, &h);
 	if (w.data != NULL)
 		same = local_signs_as(j, lrel, size, block, w.data, w.len);
 	free(w.data);

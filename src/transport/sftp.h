@@ -111,7 +111,7 @@ void ph_sftp_abort(struct ph_sftp *s, int err);
 /* Request groups: the requests one owner (a file being pushed) has in
  * flight, counted by the client so the owner never counts by hand.
  *
- *   rc = ph_sftp_close(ph_sftp_in_group(s, &f->grp), h, hlen, close_cb, f);
+ *   rc = ph_sftp_close(ph_sftp_in_group(s, &f->grp), &f->h, close_cb, f);
  *
  * ph_sftp_in_group(s, g) gives g to the next request queued on s and
  * returns s. When that request is queued (its function returns 0), g's
@@ -133,25 +133,36 @@ struct ph_sftp_group {
 };
 struct ph_sftp *ph_sftp_in_group(struct ph_sftp *s, struct ph_sftp_group *g);
 
+/* A server's file or directory handle, as an OPEN or OPENDIR reply gave it
+ * (len 0: none held). Every request on an open file takes one. */
+struct ph_sftp_handle {
+	uint32_t len;
+	uint8_t b[PH_SFTP_MAX_HANDLE];
+};
+/* Copies the handle of a HANDLE reply into h. Returns 0, or PHSYNC_EPROTO
+ * (h untouched) when r is not a HANDLE reply of 1 to PH_SFTP_MAX_HANDLE
+ * bytes. */
+int ph_sftp_handle_set(struct ph_sftp_handle *h, const struct ph_sftp_reply *r);
+
 /* Asynchronous requests: return 0 once queued, or a PHSYNC_E*. A NULL cb
  * means nobody needs the answer. Paths are NUL-terminated byte strings. */
 int ph_sftp_open(struct ph_sftp *s, const char *path, uint32_t pflags,
                  const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
 int ph_sftp_opendir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg);
-int ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_readdir(struct ph_sftp *s, const struct ph_sftp_handle *h,
                     ph_sftp_cb cb, void *arg);
-int ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_close(struct ph_sftp *s, const struct ph_sftp_handle *h,
                   ph_sftp_cb cb, void *arg);
-int ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_read(struct ph_sftp *s, const struct ph_sftp_handle *h,
                  uint64_t off, uint32_t len, ph_sftp_cb cb, void *arg);
-int ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_write(struct ph_sftp *s, const struct ph_sftp_handle *h,
                   uint64_t off, const void *data, uint32_t len, ph_sftp_cb cb,
                   void *arg);
 /* A WRITE whose data a callback puts straight into the send buffer (no
  * intermediate copy): fill(fill_arg, dst, len) returns 0, or a PHSYNC_E*
  * that cancels the request (nothing is queued then). */
 typedef int (*ph_sftp_fill_fn)(void *fill_arg, void *dst, uint32_t len);
-int ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_write_fill(struct ph_sftp *s, const struct ph_sftp_handle *h,
                        uint64_t off, uint32_t len, ph_sftp_fill_fn fill,
                        void *fill_arg, ph_sftp_cb cb, void *arg);
 /* How a stat treats a symlink at the path: PH_STAT follows it, PH_LSTAT
@@ -159,11 +170,11 @@ int ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 enum ph_stat_how { PH_STAT = 0, PH_LSTAT = 1 };
 int ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb,
                  void *arg);
-int ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+int ph_sftp_fstat(struct ph_sftp *s, const struct ph_sftp_handle *h, ph_sftp_cb cb,
                   void *arg);
 int ph_sftp_setstat(struct ph_sftp *s, const char *path,
                     const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
-int ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_fsetstat(struct ph_sftp *s, const struct ph_sftp_handle *h,
                      const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
 int ph_sftp_mkdir(struct ph_sftp *s, const char *path,
                   const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg);
@@ -175,7 +186,7 @@ enum { PH_RENAME_PLAIN = 0, PH_RENAME_POSIX = 1 };
 int ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to,
                    int posix, ph_sftp_cb cb, void *arg);
 /* fsync@openssh.com; PHSYNC_EUNSUPPORTED when the server lacks it. */
-int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_fsync(struct ph_sftp *s, const struct ph_sftp_handle *h,
                   ph_sftp_cb cb, void *arg);
 
 /* copy-data (draft-ietf-secsh-filexfer-extensions-00 section 7, offered by
@@ -184,8 +195,8 @@ int ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
  * without the bytes crossing the link. A server that meets the end of the
  * read file first answers a failure (OpenSSH: SSH_FX_EOF). Returns
  * PHSYNC_EUNSUPPORTED when the server did not offer it. */
-int ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
-                      uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
+int ph_sftp_copy_data(struct ph_sftp *s, const struct ph_sftp_handle *rh, uint64_t roff,
+                      uint64_t len, const struct ph_sftp_handle *wh, uint64_t woff,
                       ph_sftp_cb cb, void *arg);
 
 /* check-file-handle (draft-ietf-secsh-filexfer-extensions-00 section 3;
@@ -195,7 +206,7 @@ int ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint
  * multiple of block, block >= 256) block by block, with the first of the
  * comma-separated algs it knows. Its EXTENDED_REPLY is read with
  * ph_sftp_check_file_parse. */
-int ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const char *algs,
+int ph_sftp_check_file(struct ph_sftp *s, const struct ph_sftp_handle *h, const char *algs,
                        uint64_t off, uint64_t len, uint32_t block, ph_sftp_cb cb, void *arg);
 /* The algorithm and the n digests of a check-file reply, in either shape
  * servers send: ProFTPD "alg, digests" with nothing between them, MINA
@@ -214,11 +225,11 @@ int ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
  * delta_start: the signature of our old copy; the delta of open file h
  * against it is then read in order with delta_read (DATA replies of at
  * most len bytes from delta offset doff, EOF status at its end). */
-int ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
+int ph_sftp_helper_sig(struct ph_sftp *s, const struct ph_sftp_handle *h, uint32_t block_len,
                        ph_sftp_cb cb, void *arg);
-int ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_helper_delta_start(struct ph_sftp *s, const struct ph_sftp_handle *h,
                                const void *sig, size_t siglen, ph_sftp_cb cb, void *arg);
-int ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+int ph_sftp_helper_delta_read(struct ph_sftp *s, const struct ph_sftp_handle *h,
                               uint64_t doff, uint32_t len, ph_sftp_cb cb, void *arg);
 
 /* Synchronous helpers for the few one-off calls (setup, tests). */
@@ -235,16 +246,15 @@ int ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t
                              size_t n);
 /* Plain RENAME: never replaces an existing target on OpenSSH's server. */
 int ph_sftp_rename_sync(struct ph_sftp *s, const char *from, const char *to);
-/* Synchronous one-offs (pair, doctor): OPEN into h (PH_SFTP_MAX_HANDLE
- * bytes), WRITE all of data in max_write pieces, CLOSE, fsync@openssh.com,
- * SETSTAT, posix-rename@openssh.com (PHSYNC_EUNSUPPORTED when not
- * offered). Each returns 0 or PHSYNC_E*. */
+/* Synchronous one-offs (pair, doctor): OPEN into h, WRITE all of data in
+ * max_write pieces, CLOSE, fsync@openssh.com, SETSTAT,
+ * posix-rename@openssh.com (PHSYNC_EUNSUPPORTED when not offered). Each returns 0 or PHSYNC_E*. */
 int ph_sftp_open_sync(struct ph_sftp *s, const char *path, uint32_t pflags,
-                      const struct ph_sftp_attrs *a, uint8_t *h, uint32_t *hlen);
-int ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+                      const struct ph_sftp_attrs *a, struct ph_sftp_handle *h);
+int ph_sftp_write_sync(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t off,
                        const void *data, size_t len);
-int ph_sftp_close_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen);
-int ph_sftp_fsync_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen);
+int ph_sftp_close_sync(struct ph_sftp *s, const struct ph_sftp_handle *h);
+int ph_sftp_fsync_sync(struct ph_sftp *s, const struct ph_sftp_handle *h);
 int ph_sftp_setstat_sync(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs *a);
 int ph_sftp_posix_rename_sync(struct ph_sftp *s, const char *from, const char *to);
 

@@ -24,23 +24,33 @@ simple_path(struct ph_sftp *s, uint8_t type, const char *path,
 }
 
 static int
-simple_handle(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen,
+simple_handle(struct ph_sftp *s, uint8_t type, const struct ph_sftp_handle *h,
               ph_sftp_cb cb, void *arg, size_t *start)
 {
 	int rc = ph_sftp_req_begin(s, type, cb, arg, start);
 
 	if (rc != 0)
 		return rc;
-	return ph_buf_put_str(&s->out, h, hlen);
+	return ph_buf_put_str(&s->out, h->b, h->len);
+}
+
+int
+ph_sftp_handle_set(struct ph_sftp_handle *h, const struct ph_sftp_reply *r)
+{
+	if (r->type != PH_FXP_HANDLE || r->len == 0 || r->len > PH_SFTP_MAX_HANDLE)
+		return PHSYNC_EPROTO;
+	memcpy(h->b, r->data, r->len);
+	h->len = r->len;
+	return 0;
 }
 
 /* A request whose only field is the handle. */
 static int
-handle_only(struct ph_sftp *s, uint8_t type, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+handle_only(struct ph_sftp *s, uint8_t type, const struct ph_sftp_handle *h, ph_sftp_cb cb,
             void *arg)
 {
 	size_t start = 0;
-	int rc = simple_handle(s, type, h, hlen, cb, arg, &start);
+	int rc = simple_handle(s, type, h, cb, arg, &start);
 
 	return ph_sftp_req_end(s, start, rc);
 }
@@ -69,25 +79,25 @@ ph_sftp_opendir(struct ph_sftp *s, const char *path, ph_sftp_cb cb, void *arg)
 }
 
 int
-ph_sftp_readdir(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+ph_sftp_readdir(struct ph_sftp *s, const struct ph_sftp_handle *h, ph_sftp_cb cb,
                 void *arg)
 {
-	return handle_only(s, PH_FXP_READDIR, h, hlen, cb, arg);
+	return handle_only(s, PH_FXP_READDIR, h, cb, arg);
 }
 
 int
-ph_sftp_close(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+ph_sftp_close(struct ph_sftp *s, const struct ph_sftp_handle *h, ph_sftp_cb cb,
               void *arg)
 {
-	return handle_only(s, PH_FXP_CLOSE, h, hlen, cb, arg);
+	return handle_only(s, PH_FXP_CLOSE, h, cb, arg);
 }
 
 int
-ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+ph_sftp_read(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t off,
              uint32_t len, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_READ, h, hlen, cb, arg, &start);
+	int rc = simple_handle(s, PH_FXP_READ, h, cb, arg, &start);
 
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, off);
@@ -97,11 +107,11 @@ ph_sftp_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
 }
 
 int
-ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+ph_sftp_write(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t off,
               const void *data, uint32_t len, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
+	int rc = simple_handle(s, PH_FXP_WRITE, h, cb, arg, &start);
 
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, off);
@@ -111,12 +121,12 @@ ph_sftp_write(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
 }
 
 int
-ph_sftp_write_fill(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+ph_sftp_write_fill(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t off,
                    uint32_t len, ph_sftp_fill_fn fill_fn, void *fill_arg, ph_sftp_cb cb,
                    void *arg)
 {
 	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_WRITE, h, hlen, cb, arg, &start);
+	int rc = simple_handle(s, PH_FXP_WRITE, h, cb, arg, &start);
 
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, off);
@@ -136,9 +146,9 @@ ph_sftp_stat(struct ph_sftp *s, int lstat, const char *path, ph_sftp_cb cb, void
 }
 
 int
-ph_sftp_fstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb, void *arg)
+ph_sftp_fstat(struct ph_sftp *s, const struct ph_sftp_handle *h, ph_sftp_cb cb, void *arg)
 {
-	return handle_only(s, PH_FXP_FSTAT, h, hlen, cb, arg);
+	return handle_only(s, PH_FXP_FSTAT, h, cb, arg);
 }
 
 int
@@ -149,11 +159,11 @@ ph_sftp_setstat(struct ph_sftp *s, const char *path, const struct ph_sftp_attrs 
 }
 
 int
-ph_sftp_fsetstat(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+ph_sftp_fsetstat(struct ph_sftp *s, const struct ph_sftp_handle *h,
                  const struct ph_sftp_attrs *a, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, hlen, cb, arg, &start);
+	int rc = simple_handle(s, PH_FXP_FSETSTAT, h, cb, arg, &start);
 
 	if (rc == 0)
 		rc = ph_wire_put_attrs(&s->out, a);
@@ -204,7 +214,7 @@ ph_sftp_rename(struct ph_sftp *s, const char *from, const char *to, int posix,
 }
 
 int
-ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
+ph_sftp_fsync(struct ph_sftp *s, const struct ph_sftp_handle *h, ph_sftp_cb cb,
               void *arg)
 {
 	size_t start = 0;
@@ -217,13 +227,13 @@ ph_sftp_fsync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, ph_sftp_cb cb,
 		return rc;
 	rc = ph_buf_put_cstr(&s->out, PH_XN_FSYNC);
 	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
+		rc = ph_buf_put_str(&s->out, h->b, h->len);
 	return ph_sftp_req_end(s, start, rc);
 }
 
 int
-ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t roff,
-                  uint64_t len, const uint8_t *wh, uint32_t whlen, uint64_t woff,
+ph_sftp_copy_data(struct ph_sftp *s, const struct ph_sftp_handle *rh, uint64_t roff,
+                  uint64_t len, const struct ph_sftp_handle *wh, uint64_t woff,
                   ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
@@ -239,20 +249,20 @@ ph_sftp_copy_data(struct ph_sftp *s, const uint8_t *rh, uint32_t rhlen, uint64_t
 		return rc;
 	rc = ph_buf_put_cstr(&s->out, PH_XN_COPY_DATA);
 	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, rh, rhlen);
+		rc = ph_buf_put_str(&s->out, rh->b, rh->len);
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, roff);
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, len);
 	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, wh, whlen);
+		rc = ph_buf_put_str(&s->out, wh->b, wh->len);
 	if (rc == 0)
 		rc = ph_buf_put_u64(&s->out, woff);
 	return ph_sftp_req_end(s, start, rc);
 }
 
 int
-ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const char *algs,
+ph_sftp_check_file(struct ph_sftp *s, const struct ph_sftp_handle *h, const char *algs,
                    uint64_t off, uint64_t len, uint32_t block, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
@@ -265,7 +275,7 @@ ph_sftp_check_file(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, const cha
 		return rc;
 	rc = ph_buf_put_cstr(&s->out, PH_XN_CHECK_FILE_HANDLE);
 	if (rc == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
+		rc = ph_buf_put_str(&s->out, h->b, h->len);
 	if (rc == 0)
 		rc = ph_buf_put_cstr(&s->out, algs);
 	if (rc == 0)
@@ -311,7 +321,7 @@ ph_sftp_check_file_parse(const struct ph_sftp_reply *r, const uint8_t **alg,
 
 /* Starts a helper request: EXTENDED with its name and the handle. */
 static int
-begin_helper(struct ph_sftp *s, const char *name, const uint8_t *h, uint32_t hlen,
+begin_helper(struct ph_sftp *s, const char *name, const struct ph_sftp_handle *h,
              ph_sftp_cb cb, void *arg, size_t *start)
 {
 	int rc;
@@ -321,16 +331,16 @@ begin_helper(struct ph_sftp *s, const char *name, const uint8_t *h, uint32_t hle
 	if ((rc = ph_sftp_req_begin(s, PH_FXP_EXTENDED, cb, arg, start)) != 0)
 		return rc;
 	if ((rc = ph_buf_put_cstr(&s->out, name)) == 0)
-		rc = ph_buf_put_str(&s->out, h, hlen);
+		rc = ph_buf_put_str(&s->out, h->b, h->len);
 	return rc == 0 ? 0 : ph_sftp_req_end(s, *start, rc);   /* a failure leaves nothing queued */
 }
 
 int
-ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t block_len,
+ph_sftp_helper_sig(struct ph_sftp *s, const struct ph_sftp_handle *h, uint32_t block_len,
                    ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = begin_helper(s, PH_HELPER_SIG, h, hlen, cb, arg, &start);
+	int rc = begin_helper(s, PH_HELPER_SIG, h, cb, arg, &start);
 
 	if (rc != 0)
 		return rc;
@@ -338,7 +348,7 @@ ph_sftp_helper_sig(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint32_t 
 }
 
 int
-ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
+ph_sftp_helper_delta_start(struct ph_sftp *s, const struct ph_sftp_handle *h,
                            const void *sig, size_t siglen, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
@@ -346,17 +356,17 @@ ph_sftp_helper_delta_start(struct ph_sftp *s, const uint8_t *h, uint32_t hlen,
 
 	if (siglen > PH_SFTP_MAX_PACKET - 1024)
 		return ph_sftp_req_refuse(s, PHSYNC_EINVAL);
-	if ((rc = begin_helper(s, PH_HELPER_DSTART, h, hlen, cb, arg, &start)) != 0)
+	if ((rc = begin_helper(s, PH_HELPER_DSTART, h, cb, arg, &start)) != 0)
 		return rc;
 	return ph_sftp_req_end(s, start, ph_buf_put_str(&s->out, sig, siglen));
 }
 
 int
-ph_sftp_helper_delta_read(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t doff,
+ph_sftp_helper_delta_read(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t doff,
                           uint32_t len, ph_sftp_cb cb, void *arg)
 {
 	size_t start = 0;
-	int rc = begin_helper(s, PH_HELPER_DREAD, h, hlen, cb, arg, &start);
+	int rc = begin_helper(s, PH_HELPER_DREAD, h, cb, arg, &start);
 
 	if (rc != 0)
 		return rc;

@@ -74,27 +74,30 @@ range_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	}
 }
 
+/* An OPEN awaited: the handle goes to h. */
+struct open_wait {
+	int done, err;
+	struct ph_sftp_handle *h;
+};
+
 static void
 open_cb_sync(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
-	struct range_wait *w = arg;
+	struct open_wait *w = arg;
 
 	(void)s;
 	w->done = 1;
-	if (r->type == PH_FXP_HANDLE && r->len <= PH_SFTP_MAX_HANDLE) {
-		memcpy(w->buf, r->data, r->len);
-		w->got = r->len;
-	} else {
+	if (ph_sftp_handle_set(w->h, r) != 0)
 		w->err = r->err ? r->err : PHSYNC_EPROTO;
-	}
 }
 
 int
 ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *off,
                          const uint32_t *len, uint8_t *const *buf, uint32_t *got, size_t n)
 {
-	uint8_t h[PH_SFTP_MAX_HANDLE];
-	struct range_wait ow = { 0, 0, h, 0, 0 }, w[4];
+	struct ph_sftp_handle h;
+	struct open_wait ow = { 0, 0, &h };
+	struct range_wait w[4];
 	struct sync_wait cw = { 0 };
 	size_t i;
 	int rc;
@@ -115,7 +118,7 @@ ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *of
 	for (i = 0; i < n && rc == 0; i++) {
 		w[i].buf = buf[i];
 		w[i].want = len[i];
-		if ((rc = ph_sftp_read(s, h, ow.got, off[i], len[i], range_cb, &w[i])) != 0)
+		if ((rc = ph_sftp_read(s, &h, off[i], len[i], range_cb, &w[i])) != 0)
 			w[i].done = 1; /* never queued */
 	}
 	for (i = 0; i < n && rc == 0; i++)
@@ -133,7 +136,7 @@ ph_sftp_read_ranges_sync(struct ph_sftp *s, const char *path, const uint64_t *of
 		}
 	}
 	{
-		int crc = sync_status(s, ph_sftp_close(s, h, ow.got, sync_cb, &cw), &cw);
+		int crc = sync_status(s, ph_sftp_close(s, &h, sync_cb, &cw), &cw);
 
 		if (rc == 0 && (crc == PHSYNC_ECONNECT || crc == PHSYNC_EINTR))
 			rc = crc; /* a refused CLOSE of a read handle is no loss */
@@ -213,21 +216,18 @@ wait_owed(struct ph_sftp *s, int rc, const int *done)
 
 int
 ph_sftp_open_sync(struct ph_sftp *s, const char *path, uint32_t pflags,
-                  const struct ph_sftp_attrs *a, uint8_t *h, uint32_t *hlen)
+                  const struct ph_sftp_attrs *a, struct ph_sftp_handle *h)
 {
-	struct range_wait w = { 0, 0, h, 0, 0 };
+	struct open_wait w = { 0, 0, h };
 	int rc = wait_owed(s, ph_sftp_open(s, path, pflags, a, open_cb_sync, &w), &w.done);
 
 	if (rc != 0)
 		return rc;
-	if (w.err != 0)
-		return w.err;
-	*hlen = w.got;
-	return 0;
+	return w.err;
 }
 
 int
-ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t off,
+ph_sftp_write_sync(struct ph_sftp *s, const struct ph_sftp_handle *h, uint64_t off,
                    const void *data, size_t len)
 {
 	const uint8_t *p = data;
@@ -237,7 +237,7 @@ ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t 
 		uint32_t k = len > s->max_write ? s->max_write : (uint32_t)len;
 		struct sync_wait w = { 0 };
 
-		rc = sync_status(s, ph_sftp_write(s, h, hlen, off, p, k, sync_cb, &w), &w);
+		rc = sync_status(s, ph_sftp_write(s, h, off, p, k, sync_cb, &w), &w);
 		p += k;
 		off += k;
 		len -= k;
@@ -246,19 +246,19 @@ ph_sftp_write_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen, uint64_t 
 }
 
 int
-ph_sftp_close_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
+ph_sftp_close_sync(struct ph_sftp *s, const struct ph_sftp_handle *h)
 {
 	struct sync_wait w = { 0 };
 
-	return sync_status(s, ph_sftp_close(s, h, hlen, sync_cb, &w), &w);
+	return sync_status(s, ph_sftp_close(s, h, sync_cb, &w), &w);
 }
 
 int
-ph_sftp_fsync_sync(struct ph_sftp *s, const uint8_t *h, uint32_t hlen)
+ph_sftp_fsync_sync(struct ph_sftp *s, const struct ph_sftp_handle *h)
 {
 	struct sync_wait w = { 0 };
 
-	return sync_status(s, ph_sftp_fsync(s, h, hlen, sync_cb, &w), &w);
+	return sync_status(s, ph_sftp_fsync(s, h, sync_cb, &w), &w);
 }
 
 int

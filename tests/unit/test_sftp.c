@@ -102,8 +102,7 @@ struct cb_state {
 	int done, err;
 	uint8_t type;
 	uint32_t status;
-	uint8_t h[256];
-	uint32_t hlen;
+	struct ph_sftp_handle h;
 	struct ph_buf data;
 	int names;
 };
@@ -118,10 +117,8 @@ cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	st->type = r->type;
 	st->err = r->err;
 	st->status = r->status;
-	if (r->type == PH_FXP_HANDLE) {
-		memcpy(st->h, r->data, r->len);
-		st->hlen = r->len;
-	}
+	if (r->type == PH_FXP_HANDLE)
+		(void)ph_sftp_handle_set(&st->h, r);
 	if (r->type == PH_FXP_DATA)
 		assert_int_equal(ph_buf_put(&st->data, r->data, r->len), 0);
 	if (r->type == PH_FXP_NAME) {
@@ -182,12 +179,12 @@ test_real_server_roundtrip(void **state)
 	for (off = 0; off < size; off += ph_sftp_max_write(s)) {
 		uint32_t len = size - off < ph_sftp_max_write(s) ? (uint32_t)(size - off) : ph_sftp_max_write(s);
 
-		assert_int_equal(ph_sftp_write(s, st.h, st.hlen, off, blob + off, len, cb, &st), 0);
+		assert_int_equal(ph_sftp_write(s, &st.h, off, blob + off, len, cb, &st), 0);
 		n++;
 	}
 	assert_true(ph_sftp_inflight(s) > 1); /* really pipelined */
-	assert_int_equal(ph_sftp_fsync(s, st.h, st.hlen, cb, &st), 0);
-	assert_int_equal(ph_sftp_close(s, st.h, st.hlen, cb, &st), 0);
+	assert_int_equal(ph_sftp_fsync(s, &st.h, cb, &st), 0);
+	assert_int_equal(ph_sftp_close(s, &st.h, cb, &st), 0);
 	assert_int_equal(ph_sftp_rename(s, path, path2, 1, cb, &st), 0);
 	n += 3;
 	wait_n(s, &st, n);
@@ -202,12 +199,12 @@ test_real_server_roundtrip(void **state)
 	assert_int_equal(ph_sftp_open(s, path2, PH_FXF_READ, NULL, cb, &st), 0);
 	wait_n(s, &st, ++n);
 	for (off = 0; off < size; off += 65536) {
-		assert_int_equal(ph_sftp_read(s, st.h, st.hlen, off, 65536, cb, &st), 0);
+		assert_int_equal(ph_sftp_read(s, &st.h, off, 65536, cb, &st), 0);
 		wait_n(s, &st, ++n); /* in order, so the buffer is the file */
 	}
 	assert_int_equal(st.data.len, size);
 	assert_memory_equal(st.data.data, blob, size);
-	assert_int_equal(ph_sftp_read(s, st.h, st.hlen, size, 10, cb, &st), 0);
+	assert_int_equal(ph_sftp_read(s, &st.h, size, 10, cb, &st), 0);
 	wait_n(s, &st, ++n);
 	assert_int_equal(st.type, PH_FXP_STATUS);
 	assert_int_equal(st.status, PH_FX_EOF);
@@ -220,7 +217,7 @@ test_real_server_roundtrip(void **state)
 	memset(&st, 0, sizeof(st));
 	assert_int_equal(ph_sftp_opendir(s, dir, cb, &st), 0);
 	wait_n(s, &st, 1);
-	assert_int_equal(ph_sftp_readdir(s, st.h, st.hlen, cb, &st), 0);
+	assert_int_equal(ph_sftp_readdir(s, &st.h, cb, &st), 0);
 	wait_n(s, &st, 2);
 	assert_int_equal(st.names, 4); /* ".", "..", "b.bin", "sub" */
 	assert_int_equal(ph_sftp_stat_sync(s, 1, "/nonexistent/x", &a), PHSYNC_ENOENT);
@@ -415,7 +412,7 @@ packet_types(const struct ph_buf *b, size_t off, uint8_t *types, size_t max)
 static void
 test_stop_takes_back_unsent_writes(void **state)
 {
-	static const uint8_t h[4] = { 'h', 'a', 'n', 'd' };
+	static const struct ph_sftp_handle h = { 4, { 'h', 'a', 'n', 'd' } };
 	uint8_t data[1000], types[16];
 	struct fake f;
 	struct ph_chan ch = { f_write, f_read, &f, 0, f_write_some, f_wait };
@@ -435,9 +432,9 @@ test_stop_takes_back_unsent_writes(void **state)
 	f.window = 300;
 	f.stop_at_wait = 1;
 	for (i = 0; i < 3; i++)
-		assert_int_equal(ph_sftp_write(s, h, sizeof(h), (uint64_t)i * 1000, data, 1000,
+		assert_int_equal(ph_sftp_write(s, &h, (uint64_t)i * 1000, data, 1000,
 		                               count_cb, &eintr), 0);
-	assert_int_equal(ph_sftp_close(s, h, sizeof(h), count_cb, &closed), 0);
+	assert_int_equal(ph_sftp_close(s, &h, count_cb, &closed), 0);
 	assert_int_equal(ph_sftp_flush(s), 0);
 	assert_int_equal(eintr, 2);
 	k = packet_types(&f.sent, init, types, 16);
@@ -451,7 +448,7 @@ test_stop_takes_back_unsent_writes(void **state)
 	f.stop_at_wait = -1;
 	f.ctx->interrupted = 1;
 	eintr = 0;
-	assert_int_equal(ph_sftp_close(s, h, sizeof(h), count_cb, &closed), 0);
+	assert_int_equal(ph_sftp_close(s, &h, count_cb, &closed), 0);
 	assert_int_equal(ph_sftp_flush(s), PHSYNC_EINTR);
 	assert_int_equal(ph_sftp_inflight(s), 0);
 	/* Every pending callback ran, with the stop: the WRITE sent, both CLOSEs. */

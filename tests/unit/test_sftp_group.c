@@ -199,7 +199,7 @@ test_group_counts_replies(void **state)
 static void
 test_group_refused_request(void **state)
 {
-	static const uint8_t h[4] = { 'h', 'a', 'n', 'd' };
+	static const struct ph_sftp_handle h = { 4, { 'h', 'a', 'n', 'd' } };
 	struct link l;
 	struct ph_sftp_group g = { 0, NULL, NULL };
 	int others = 0;
@@ -207,11 +207,11 @@ test_group_refused_request(void **state)
 	(void)state;
 	link_open(&l);
 	/* No fsync@openssh.com in VERSION: refused. */
-	assert_int_equal(ph_sftp_fsync(ph_sftp_in_group(l.s, &g), h, sizeof(h), plain_cb, &others),
+	assert_int_equal(ph_sftp_fsync(ph_sftp_in_group(l.s, &g), &h, plain_cb, &others),
 	                 PHSYNC_EUNSUPPORTED);
 	assert_int_equal(g.inflight, 0);
 	/* A length of 0 is refused too. */
-	assert_int_equal(ph_sftp_check_file(ph_sftp_in_group(l.s, &g), h, sizeof(h), "md5", 0, 0,
+	assert_int_equal(ph_sftp_check_file(ph_sftp_in_group(l.s, &g), &h, "md5", 0, 0,
 	                                    256, plain_cb, &others), PHSYNC_EINVAL);
 	assert_int_equal(g.inflight, 0);
 	assert_int_equal(ph_sftp_remove(l.s, "/x", plain_cb, &others), 0);
@@ -334,7 +334,7 @@ m_wait(void *arg, int timeout_ms)
 static void
 test_group_writes_taken_back(void **state)
 {
-	static const uint8_t h[4] = { 'h', 'a', 'n', 'd' };
+	static const struct ph_sftp_handle h = { 4, { 'h', 'a', 'n', 'd' } };
 	uint8_t data[1000];
 	struct shut m;
 	struct ph_chan ch = { m_write, m_read, &m, 0, m_write_some, m_wait };
@@ -351,7 +351,7 @@ test_group_writes_taken_back(void **state)
 	o = owner_new(&idles, &calls);
 	m.window = 300;
 	for (i = 0; i < 3; i++)
-		assert_int_equal(ph_sftp_write(ph_sftp_in_group(s, &o->g), h, sizeof(h),
+		assert_int_equal(ph_sftp_write(ph_sftp_in_group(s, &o->g), &h,
 		                               (uint64_t)i * 1000, data, 1000, owner_cb, o), 0);
 	assert_int_equal(o->g.inflight, 3);
 	assert_int_equal(ph_sftp_flush(s), 0);
