@@ -104,6 +104,17 @@ fsw_alloc(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_
 	return w;
 }
 
+size_t
+ph_fsw_count(const struct ph_fsw *w)
+{
+#if defined(USE_INOTIFY) || defined(USE_FOLDERS)
+	return w->count;
+#else
+	(void)w;
+	return 1;   /* one recursive watch */
+#endif
+}
+
 #ifndef USE_FOLDERS
 static void
 on_closed(uv_handle_t *h)
@@ -382,12 +393,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 	return 0;
 }
 
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return w->count;
-}
-
 void
 ph_fsw_close(struct ph_fsw *w)
 {
@@ -583,12 +588,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 	return 0;
 }
 
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return w->count;
-}
-
 void
 ph_fsw_close(struct ph_fsw *w)
 {
@@ -664,12 +663,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 	}
 	*out = w;
 	return 0;
-}
-
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return 1;
 }
 
 void
