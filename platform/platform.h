@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* 1 when the CPU has AES instructions (AES-GCM is then the fastest cipher). */
 int ph_cpu_has_aes(void);
@@ -60,5 +61,29 @@ int ph_exe_path(char *buf, size_t n);
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */
 uint64_t ph_raise_nofile(void);
+
+struct stat;
+
+/* A stat's modification and status-change times in nanoseconds since the
+ * epoch, and the modification time's nanoseconds within its second (its
+ * seconds: st_mtime). Whole seconds where the system keeps no more. */
+int64_t ph_st_mtime_ns(const struct stat *st);
+int64_t ph_st_ctime_ns(const struct stat *st);
+uint32_t ph_st_mtime_nsec(const struct stat *st);
+
+/* ph_socket's flags. */
+#define PH_SOCK_NONBLOCK 1u
+
+/* socket(domain, type, protocol), close-on-exec from the start where the
+ * OS can (SOCK_CLOEXEC), else set at once; non-blocking with
+ * PH_SOCK_NONBLOCK. Where sends can raise no SIGPIPE only by a socket
+ * option (SO_NOSIGPIPE), it is set. Returns the fd or -errno. */
+int ph_socket(int domain, int type, int protocol, unsigned flags);
+
+/* send(2) without flags that never raises SIGPIPE on a peer gone
+ * (MSG_NOSIGNAL; on macOS the SO_NOSIGPIPE ph_socket set; else SIGPIPE
+ * blocked around the send and the one it raised taken back). As send:
+ * the bytes sent, or -1 with errno (EPIPE for a peer gone). */
+ssize_t ph_send_nosigpipe(int fd, const void *buf, size_t len);
 
 #endif

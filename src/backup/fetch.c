@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "fetch.h"
 #include "local.h"
+#include "platform.h"
 
 #define BUDGET (24u << 20)   /* bytes asked for and not yet handed over */
 #define MAX_OPEN 32          /* files open (or being opened) at once */
@@ -513,7 +514,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 			free(all);
 			return 0;
 		}
-		rc = ops->begin(ops->arg, i, left, st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+		rc = ops->begin(ops->arg, i, left, st.st_mtime, ph_st_mtime_nsec(&st),
 		                all, left);
 		if (rc == 0 && left > 0)
 			rc = ops->data(ops->arg, i, all, left);
@@ -522,7 +523,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 		free(all);
 		return rc;
 	}
-	rc = ops->begin(ops->arg, i, left, st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec, NULL, 0);
+	rc = ops->begin(ops->arg, i, left, st.st_mtime, ph_st_mtime_nsec(&st), NULL, 0);
 	while (rc == 0 && left > 0) {
 		size_t want = left < LOCAL_CHUNK ? (size_t)left : LOCAL_CHUNK;
 

@@ -139,20 +139,9 @@ summary(struct cli_out *o, const char *cmd, const struct phsync_stats *st, int c
 			fputs(",\"archive\":", o->out);
 			cli_json_string(o->out, archive);
 		}
-		if (err != NULL && err[0]) {
-			fputs(",\"error\":", o->out);
-			cli_json_string(o->out, err);
-		}
-		fputs("}\n", o->out);
-		fflush(o->out);
-		return;
 	}
-	cli_clear_line(o);
-	if (err != NULL && err[0]) {
-		phsync_escape(shown, sizeof(shown), err);
-		fprintf(o->err, "phsync: %s\n", shown);
-	}
-	if (o->quiet)
+	cli_summary_error(o, err);
+	if (o->json || o->quiet)
 		return;
 	if (strcmp(cmd, "backup") == 0 && archive != NULL && archive[0]) {
 		phsync_escape(shown, sizeof(shown), archive);

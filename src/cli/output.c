@@ -52,6 +52,27 @@ cli_plural(uint64_t n)
 	return n == 1 ? "" : "s";
 }
 
+void
+cli_summary_error(struct cli_out *o, const char *err)
+{
+	char shown[4200];
+
+	if (o->json) {
+		if (err != NULL && err[0]) {
+			fputs(",\"error\":", o->out);
+			cli_json_string(o->out, err);
+		}
+		fputs("}\n", o->out);
+		fflush(o->out);
+		return;
+	}
+	cli_clear_line(o);
+	if (err != NULL && err[0]) {
+		phsync_escape(shown, sizeof(shown), err);
+		fprintf(o->err, "phsync: %s\n", shown);
+	}
+}
+
 static void
 human_bytes(char *buf, size_t len, double b)
 {

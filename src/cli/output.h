@@ -30,5 +30,11 @@ void cli_json_string(FILE *f, const char *s);
 void cli_clear_line(struct cli_out *o);
 /* "s" unless n is one: "1 folder", "2 folders". */
 const char *cli_plural(uint64_t n);
+/* A run's error, said the one way every command's summary says it: with
+ * --json as the summary event's "error" member (when err is one) and the
+ * event's close (the caller has written the rest of it); else the progress
+ * line cleared and "phsync: ERR" on stderr, escaped (server text can reach
+ * it). err may be NULL or "" for a run without one. */
+void cli_summary_error(struct cli_out *o, const char *err);
 
 #endif

@@ -23,9 +23,7 @@
 static void
 summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *err)
 {
-	char shown[4200];
-
-	if (o->json) {
+	if (o->json)
 		fprintf(o->out, "{\"event\":\"summary\",\"files_total\":%" PRIu64 ",\"files_done\":%" PRIu64
 		        ",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64 ",\"dirs_created\":%" PRIu64
 		        ",\"bytes_done\":%" PRIu64 ",\"bytes_committed\":%" PRIu64
@@ -39,20 +37,9 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        st->elapsed_ms, st->conflicts, st->files_deleted, st->files_offloaded,
 		        st->bytes_freed, st->bytes_matched, st->helper, st->files_todo,
 		        st->files_unreached, o->dry_run ? "true" : "false", code);
-		if (err != NULL && err[0]) {
-			fputs(",\"error\":", o->out);
-			cli_json_string(o->out, err);
-		}
-		fputs("}\n", o->out);
-		fflush(o->out);
+	cli_summary_error(o, err);
+	if (o->json)
 		return;
-	}
-	cli_clear_line(o);
-	if (err != NULL && err[0]) {
-		/* Server text can reach this message: keep it inert. */
-		phsync_escape(shown, sizeof(shown), err);
-		fprintf(o->err, "phsync: %s\n", shown);
-	}
 	/* Files a cut run never got to: always said, like failures. */
 	if (st->files_unreached > 0) {
 		if (st->files_unreached > o->unreached_shown)

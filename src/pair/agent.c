@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "platform.h"
 
 #define AGENT_MS 5000             /* an agent answers at once or not at all */
 #define MAX_ANSWER (256u << 10)   /* the whole identities answer */
@@ -30,7 +31,7 @@ io_all(int fd, void *buf, size_t len, int writing)
 
 		if (poll(&pfd, 1, AGENT_MS) <= 0)
 			return -1;
-		n = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		n = writing ? ph_send_nosigpipe(fd, p, len) : recv(fd, p, len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -127,7 +128,7 @@ ph_agent_pick(char *pub, size_t publen)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	if ((fd = ph_socket(AF_UNIX, SOCK_STREAM, 0, 0)) < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    io_all(fd, (void *)req, sizeof(req), 1) != 0 || io_all(fd, hdr, 4, 0) != 0)

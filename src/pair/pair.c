@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "home.h"
 #include "pairing.h"
+#include "platform.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -202,8 +203,7 @@ probe_port(const char *address, unsigned port, char *banner, size_t blen)
 	if (getaddrinfo(address, ps, &hints, &ai) != 0)
 		return 0;
 	for (a = ai; a && !ok; a = a->ai_next) {
-		int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		                a->ai_protocol);
+		int fd = ph_socket(a->ai_family, a->ai_socktype, a->ai_protocol, PH_SOCK_NONBLOCK);
 		struct pollfd pfd;
 		char buf[256];
 		size_t n = 0;

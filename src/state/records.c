@@ -288,23 +288,10 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 	                       -1, &s, NULL) != SQLITE_OK)
 		return ph_statedb_err(st, "reading");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *k = (const char *)sqlite3_column_text(s, 0);
-		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 		struct ph_state_file f;
 
-		if (k == NULL || n == 0 || memchr(k, '\0', n) != NULL)
-			continue;   /* no path has a NUL: nothing phsync wrote */
-		if (n + 1 > cap) {
-			char *np = realloc(path, n + 1);
-
-			if (np == NULL) {
-				rc = PHSYNC_ENOMEM;
-				break;
-			}
-			path = np;
-			cap = n + 1;
-		}
-		ph_statedb_swap_sep(path, k, n);
+		if ((rc = ph_statedb_row_path(s, &path, &cap)) <= 0)
+			continue;   /* 0: a row to skip; < 0 ends the loop */
 		memset(&f, 0, sizeof(f));
 		f.lsize = (uint64_t)sqlite3_column_int64(s, 1);
 		f.lmtime = sqlite3_column_int64(s, 2);

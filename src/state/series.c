@@ -113,23 +113,10 @@ ph_state_backup_each(struct ph_state *st, ph_state_bfile_fn *fn, void *arg)
 	                       "backup_files ORDER BY k", -1, &s, NULL) != SQLITE_OK)
 		return ph_statedb_err(st, "reading the backup series");
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *k = (const char *)sqlite3_column_text(s, 0);
-		size_t n = (size_t)sqlite3_column_bytes(s, 0);
 		struct ph_backup_file f;
 
-		if (k == NULL || n == 0 || memchr(k, '\0', n) != NULL)
-			continue;   /* no path has a NUL: nothing phsync wrote */
-		if (n + 1 > cap) {
-			char *np = realloc(path, n + 1);
-
-			if (np == NULL) {
-				rc = PHSYNC_ENOMEM;
-				break;
-			}
-			path = np;
-			cap = n + 1;
-		}
-		ph_statedb_swap_sep(path, k, n);
+		if ((rc = ph_statedb_row_path(s, &path, &cap)) <= 0)
+			continue;   /* 0: a row to skip; < 0 ends the loop */
 		f.type = sqlite3_column_int(s, 1);
 		f.size = (uint64_t)sqlite3_column_int64(s, 2);
 		f.mtime = sqlite3_column_int64(s, 3);

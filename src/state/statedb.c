@@ -45,6 +45,27 @@ ph_statedb_bind_key(sqlite3_stmt *s, int i, const char *path)
 	return sqlite3_bind_text(s, i, k, (int)n, free);
 }
 
+/* A row's key read back as a path, for every walk over a store's rows. */
+int
+ph_statedb_row_path(sqlite3_stmt *s, char **path, size_t *cap)
+{
+	const char *k = (const char *)sqlite3_column_text(s, 0);
+	size_t n = (size_t)sqlite3_column_bytes(s, 0);
+
+	if (k == NULL || n == 0 || memchr(k, '\0', n) != NULL)
+		return 0;   /* no path has a NUL: nothing phsync wrote */
+	if (n + 1 > *cap) {
+		char *np = realloc(*path, n + 1);
+
+		if (np == NULL)
+			return PHSYNC_ENOMEM;
+		*path = np;
+		*cap = n + 1;
+	}
+	ph_statedb_swap_sep(*path, k, n);
+	return 1;
+}
+
 /* The state folder: dir, or $XDG_STATE_HOME/phsync, or ~/.local/state/phsync. */
 int
 ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create)

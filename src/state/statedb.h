@@ -60,6 +60,12 @@ void ph_statedb_swap_sep(char *out, const char *in, size_t n);
  * an SQLITE_* code. */
 int ph_statedb_bind_key(sqlite3_stmt *s, int i, const char *path);
 
+/* The path of s's current row, whose column 0 is a key, into *path (grown
+ * as needed, *cap its size; the caller frees it). Returns 1 with the path,
+ * 0 for a row to skip (no key, or one holding a NUL: nothing phsync
+ * wrote), or PHSYNC_ENOMEM. */
+int ph_statedb_row_path(sqlite3_stmt *s, char **path, size_t *cap);
+
 /* The records' statements (records.c): prepared by ph_state_open for a
  * writable store, finalized by its close (NULL ones are a no-op). Returns
  * SQLITE_OK or the failing call's code. */

@@ -12,6 +12,7 @@
 #include "ident.h"
 #include "job.h"
 #include "local.h"
+#include "platform.h"
 #include "whole.h"
 
 /* A record renewed with a fresh identity (its content checked). */
@@ -74,8 +75,8 @@ ph_ident_stat(struct ph_job *j, const char *rel, struct ph_ident *id)
 	id->ino = (uint64_t)st.st_ino;
 	id->dev = (uint64_t)st.st_dev;
 	id->mtime = ph_mtime_fit((int64_t)st.st_mtime);
-	id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	id->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	id->mtime_ns = ph_st_mtime_ns(&st);
+	id->ctime_ns = ph_st_ctime_ns(&st);
 	return 0;
 }
 

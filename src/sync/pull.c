@@ -135,9 +135,7 @@ release_held(struct pull *p)
 		if (p->stopping) {
 			ph_pull_fail(x, PHSYNC_EINTR, "interrupted");
 		} else if (!(ph_pull_cf_wanted(x, &p->j->dst.v[a->dst]) && ph_pull_cf_start(x))) {
-			ph_pull_state(x, PH_XS_WHOLE);
-			if (ph_pull_issue(x) != 0)
-				ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+			ph_pull_go_whole(x);
 		}
 		if (!ph_pull_maybe_done(x))
 			i++;   /* else slot i now holds another file */

@@ -31,13 +31,10 @@ static void
 settle(struct xfer *x)
 {
 	if (x->state == PH_XS_CF_ASK && x->reads == 0 && !x->p->stopping) {
-		if (x->c.cf != NULL) {
+		if (x->c.cf != NULL)
 			ph_pull_state(x, PH_XS_CF_MATCH);
-		} else {
-			ph_pull_state(x, PH_XS_WHOLE);
-			if (ph_pull_issue(x) != 0)
-				ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
-		}
+		else
+			ph_pull_go_whole(x);
 	}
 	ph_pull_maybe_done(x);
 }

@@ -275,9 +275,7 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		 * once, say): the file comes whole over the same handle. */
 		close(x->basis);
 		x->basis = -1;
-		ph_pull_state(x, PH_XS_WHOLE);
-		if (ph_pull_issue(x) != 0)
-			ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+		ph_pull_go_whole(x);
 	}
 	ph_pull_maybe_done(x);
 }

@@ -132,6 +132,7 @@ void ph_pull_sent(struct xfer *x);
 void ph_pull_back(struct xfer *x);
 void ph_pull_idle(void *arg);
 int ph_pull_issue(struct xfer *x);
+void ph_pull_go_whole(struct xfer *x);
 int ph_pull_want_more(const struct xfer *x);
 void ph_pull_free(struct xfer *x);
 

@@ -95,6 +95,18 @@ ph_pull_issue(struct xfer *x)
 	}
 }
 
+/* The fallback of both deltas (refused, answered without digests, or a
+ * held file let go without one): the file is read whole over the handle it
+ * has (WHOLE, through ph_pull_state, so the table checks the change), its
+ * first reads sent at once; a read that cannot be queued fails it. */
+void
+ph_pull_go_whole(struct xfer *x)
+{
+	ph_pull_state(x, PH_XS_WHOLE);
+	if (ph_pull_issue(x) != 0)
+		ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
+}
+
 void
 ph_pull_fail(struct xfer *x, int err, const char *msg)
 {

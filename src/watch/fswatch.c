@@ -84,6 +84,37 @@ free_w(struct ph_fsw *w)
 	free(w);
 }
 
+/* The watcher every backend starts from (*out NULL until it is whole);
+ * NULL, with the message, when out of memory. */
+static struct ph_fsw *
+fsw_alloc(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
+          char *err, size_t errlen)
+{
+	struct ph_fsw *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (w == NULL || (w->root = strdup(root)) == NULL) {
+		free(w);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	w->loop = loop;
+	w->fn = fn;
+	w->arg = arg;
+	return w;
+}
+
+size_t
+ph_fsw_count(const struct ph_fsw *w)
+{
+#if defined(USE_INOTIFY) || defined(USE_FOLDERS)
+	return w->count;
+#else
+	(void)w;
+	return 1;   /* one recursive watch */
+#endif
+}
+
 #ifndef USE_FOLDERS
 static void
 on_closed(uv_handle_t *h)
@@ -326,18 +357,11 @@ int
 ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
            char *err, size_t errlen)
 {
-	struct ph_fsw *w = calloc(1, sizeof(*w));
+	struct ph_fsw *w;
 	int rc;
 
-	*out = NULL;
-	if (w == NULL || (w->root = strdup(root)) == NULL) {
-		free(w);
-		snprintf(err, errlen, "out of memory");
+	if ((w = fsw_alloc(loop, root, fn, arg, out, err, errlen)) == NULL)
 		return -ENOMEM;
-	}
-	w->loop = loop;
-	w->fn = fn;
-	w->arg = arg;
 	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "inotify: %s%s", strerror(errno), errno == EMFILE ?
@@ -367,12 +391,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 	}
 	*out = w;
 	return 0;
-}
-
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return w->count;
 }
 
 void
@@ -546,18 +564,11 @@ int
 ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
            char *err, size_t errlen)
 {
-	struct ph_fsw *w = calloc(1, sizeof(*w));
+	struct ph_fsw *w;
 	int rc;
 
-	*out = NULL;
-	if (w == NULL || (w->root = strdup(root)) == NULL) {
-		free(w);
-		snprintf(err, errlen, "out of memory");
+	if ((w = fsw_alloc(loop, root, fn, arg, out, err, errlen)) == NULL)
 		return -ENOMEM;
-	}
-	w->loop = loop;
-	w->fn = fn;
-	w->arg = arg;
 	if ((rc = add_tree(w, "", 0, 0)) != 0 || w->count == 0) {
 		if (rc == 0)
 			rc = -ENOENT;
@@ -575,12 +586,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 #endif
 	*out = w;
 	return 0;
-}
-
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return w->count;
 }
 
 void
@@ -639,18 +644,11 @@ int
 ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph_fsw **out,
            char *err, size_t errlen)
 {
-	struct ph_fsw *w = calloc(1, sizeof(*w));
+	struct ph_fsw *w;
 	int rc;
 
-	*out = NULL;
-	if (w == NULL || (w->root = strdup(root)) == NULL) {
-		free(w);
-		snprintf(err, errlen, "out of memory");
+	if ((w = fsw_alloc(loop, root, fn, arg, out, err, errlen)) == NULL)
 		return -ENOMEM;
-	}
-	w->loop = loop;
-	w->fn = fn;
-	w->arg = arg;
 	if ((rc = uv_fs_event_init(loop, &w->ev)) != 0) {
 		snprintf(err, errlen, "%s: cannot watch: %s", root, uv_strerror(rc));
 		free_w(w);
@@ -665,12 +663,6 @@ ph_fsw_new(uv_loop_t *loop, const char *root, ph_fsw_fn fn, void *arg, struct ph
 	}
 	*out = w;
 	return 0;
-}
-
-size_t
-ph_fsw_count(const struct ph_fsw *w)
-{
-	return 1;
 }
 
 void

@@ -14,17 +14,37 @@
 #define MAX_PENDING 100000   /* changed files remembered one by one; beyond: all */
 #define MAX_OWN 100000       /* files pulls wrote, remembered against echoes */
 
+/* lstat through libuv, whose uv_stat_t names the time st_mtim on every OS
+ * (macOS's struct stat says st_mtimespec): 0 with the type, the size and
+ * the mtime in ns, or a negative UV_E*. */
+static int
+lstat_ns(const char *path, uint64_t *mode, uint64_t *size, int64_t *mtime_ns)
+{
+	uv_fs_t req;
+	int rc = uv_fs_lstat(NULL, &req, path, NULL);
+
+	if (rc == 0) {
+		*mode = req.statbuf.st_mode;
+		*size = req.statbuf.st_size;
+		*mtime_ns = (int64_t)req.statbuf.st_mtim.tv_sec * 1000000000 +
+		            req.statbuf.st_mtim.tv_nsec;
+	}
+	uv_fs_req_cleanup(&req);
+	return rc;
+}
+
 /* -- files pulls wrote ---------------------------------------------------- */
 
 void
 ph_wlocal_remember(struct pair *p, const char *rel)
 {
 	char path[PATH_MAX], abs[PATH_MAX];
-	struct stat st;
+	uint64_t mode, size;
+	int64_t mtime_ns;
 	struct own *o;
 
 	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
-	    realpath(path, abs) == NULL || lstat(abs, &st) != 0)
+	    realpath(path, abs) == NULL || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
 		return;
 	uv_mutex_lock(&p->wrote_lock);
 	if (p->nwrote == p->capwrote && p->nwrote < MAX_OWN) {
@@ -37,8 +57,8 @@ ph_wlocal_remember(struct pair *p, const char *rel)
 		}
 	}
 	if (p->nwrote < p->capwrote && ((o = &p->wrote[p->nwrote])->path = strdup(abs)) != NULL) {
-		o->size = (uint64_t)st.st_size;
-		o->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		o->size = size;
+		o->mtime_ns = mtime_ns;
 		p->nwrote++;
 	}
 	uv_mutex_unlock(&p->wrote_lock);
@@ -117,13 +137,14 @@ int
 ph_wlocal_stat(const struct pair *p, const char *rel, uint64_t *size, int64_t *mtime_ns,
                char *abs, size_t abslen)
 {
-	struct stat st;
+	uint64_t mode, sz;
+	int64_t mt;
 
 	if ((size_t)snprintf(abs, abslen, "%s/%s", p->local_abs, rel) >= abslen ||
-	    lstat(abs, &st) != 0 || !S_ISREG(st.st_mode))
+	    lstat_ns(abs, &mode, &sz, &mt) != 0 || !S_ISREG(mode))
 		return -1;
-	*size = (uint64_t)st.st_size;
-	*mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	*size = sz;
+	*mtime_ns = mt;
 	return 0;
 }
 

@@ -10,18 +10,7 @@
 #include "phsync/error.h"
 #include "plan.h"
 #include "tree.h"
-
-static void
-add(struct ph_tree *t, const char *path, uint8_t type, uint64_t size, int64_t mtime)
-{
-	struct ph_entry e = { 0 };
-
-	e.type = type;
-	e.size = size;
-	e.mtime = mtime;
-	e.mode = 0644;
-	assert_int_equal(ph_tree_add(t, path, strlen(path), &e), 0);
-}
+#include "ut_tree.h"
 
 static const char *
 kind_path(const struct ph_plan *p, const struct ph_tree *src, size_t i, uint8_t *kind)
@@ -36,12 +25,12 @@ test_sort_keeps_subtrees_together(void **state)
 	struct ph_tree t = { 0 };
 
 	(void)state;
-	add(&t, "a-b", PH_T_FILE, 1, 1);
-	add(&t, "a/x", PH_T_FILE, 1, 1);
-	add(&t, "a", PH_T_DIR, 0, 1);
-	add(&t, "a.txt", PH_T_FILE, 1, 1);
-	add(&t, "a/b/c", PH_T_FILE, 1, 1);
-	add(&t, "a/b", PH_T_DIR, 0, 1);
+	ut_add(&t, "a-b", PH_T_FILE, 1, 1);
+	ut_add(&t, "a/x", PH_T_FILE, 1, 1);
+	ut_add(&t, "a", PH_T_DIR, 0, 1);
+	ut_add(&t, "a.txt", PH_T_FILE, 1, 1);
+	ut_add(&t, "a/b/c", PH_T_FILE, 1, 1);
+	ut_add(&t, "a/b", PH_T_DIR, 0, 1);
 	ph_tree_sort(&t);
 	assert_string_equal(t.v[0].path, "a");
 	assert_string_equal(t.v[1].path, "a/b");
@@ -62,18 +51,18 @@ test_plan_new_update_same(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "DCIM", PH_T_DIR, 0, 10);
-	add(&src, "DCIM/new.jpg", PH_T_FILE, 100, 5);
-	add(&src, "DCIM/same.jpg", PH_T_FILE, 50, 5);
-	add(&src, "DCIM/bigger.jpg", PH_T_FILE, 70, 5);
-	add(&src, "DCIM/touched.jpg", PH_T_FILE, 60, 9);
-	add(&src, "link", PH_T_LINK, 0, 5);
-	add(&src, "fifo", PH_T_OTHER, 0, 5);
-	add(&dst, "DCIM", PH_T_DIR, 0, 10);
-	add(&dst, "DCIM/same.jpg", PH_T_FILE, 50, 5);
-	add(&dst, "DCIM/bigger.jpg", PH_T_FILE, 69, 5);
-	add(&dst, "DCIM/touched.jpg", PH_T_FILE, 60, 8);
-	add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
+	ut_add(&src, "DCIM", PH_T_DIR, 0, 10);
+	ut_add(&src, "DCIM/new.jpg", PH_T_FILE, 100, 5);
+	ut_add(&src, "DCIM/same.jpg", PH_T_FILE, 50, 5);
+	ut_add(&src, "DCIM/bigger.jpg", PH_T_FILE, 70, 5);
+	ut_add(&src, "DCIM/touched.jpg", PH_T_FILE, 60, 9);
+	ut_add(&src, "link", PH_T_LINK, 0, 5);
+	ut_add(&src, "fifo", PH_T_OTHER, 0, 5);
+	ut_add(&dst, "DCIM", PH_T_DIR, 0, 10);
+	ut_add(&dst, "DCIM/same.jpg", PH_T_FILE, 50, 5);
+	ut_add(&dst, "DCIM/bigger.jpg", PH_T_FILE, 69, 5);
+	ut_add(&dst, "DCIM/touched.jpg", PH_T_FILE, 60, 8);
+	ut_add(&dst, "only-here.jpg", PH_T_FILE, 1, 1);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);
@@ -108,12 +97,12 @@ test_plan_young_files_wait(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "old.jpg", PH_T_FILE, 10, 100);
-	add(&src, "young.mp4", PH_T_FILE, 10, 500);
-	add(&src, "young-same.jpg", PH_T_FILE, 10, 600);
-	add(&src, "young-update.jpg", PH_T_FILE, 11, 700);
-	add(&dst, "young-same.jpg", PH_T_FILE, 10, 600);
-	add(&dst, "young-update.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "old.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "young.mp4", PH_T_FILE, 10, 500);
+	ut_add(&src, "young-same.jpg", PH_T_FILE, 10, 600);
+	ut_add(&src, "young-update.jpg", PH_T_FILE, 11, 700);
+	ut_add(&dst, "young-same.jpg", PH_T_FILE, 10, 600);
+	ut_add(&dst, "young-update.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, &young, &p), 0);
@@ -150,12 +139,12 @@ test_plan_records_flagged_not_kept(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "a.jpg", PH_T_FILE, 10, 100);   /* phone kept its own time: 555 */
-	add(&src, "b.jpg", PH_T_FILE, 10, 100);   /* the same both sides, recorded */
-	add(&src, "c.jpg", PH_T_FILE, 10, 100);   /* the same both sides, no record */
-	add(&dst, "a.jpg", PH_T_FILE, 10, 555);
-	add(&dst, "b.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "c.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "a.jpg", PH_T_FILE, 10, 100);   /* phone kept its own time: 555 */
+	ut_add(&src, "b.jpg", PH_T_FILE, 10, 100);   /* the same both sides, recorded */
+	ut_add(&src, "c.jpg", PH_T_FILE, 10, 100);   /* the same both sides, no record */
+	ut_add(&dst, "a.jpg", PH_T_FILE, 10, 555);
+	ut_add(&dst, "b.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "c.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	src.v[0].flags |= PH_E_KNOWN | PH_E_ASREC;
@@ -192,12 +181,12 @@ test_plan_known_sides_unchanged(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "a.jpg", PH_T_FILE, 10, 100);
-	add(&src, "b.jpg", PH_T_FILE, 10, 100);
-	add(&src, "c.jpg", PH_T_FILE, 10, 101);
-	add(&dst, "a.jpg", PH_T_FILE, 10, 555);
-	add(&dst, "b.jpg", PH_T_FILE, 10, 556);
-	add(&dst, "c.jpg", PH_T_FILE, 10, 555);
+	ut_add(&src, "a.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "b.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "c.jpg", PH_T_FILE, 10, 101);
+	ut_add(&dst, "a.jpg", PH_T_FILE, 10, 555);
+	ut_add(&dst, "b.jpg", PH_T_FILE, 10, 556);
+	ut_add(&dst, "c.jpg", PH_T_FILE, 10, 555);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
@@ -235,15 +224,15 @@ test_plan_touched_sides(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "both.jpg", PH_T_FILE, 10, 100);
-	add(&src, "dst.jpg", PH_T_FILE, 10, 100);
-	add(&src, "same.jpg", PH_T_FILE, 10, 100);
-	add(&src, "src.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "both.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "dst.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "gone.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "same.jpg", PH_T_FILE, 10, 100);
-	add(&dst, "src.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "both.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "dst.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "same.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "src.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "both.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "dst.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "gone.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "same.jpg", PH_T_FILE, 10, 100);
+	ut_add(&dst, "src.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
@@ -274,14 +263,14 @@ test_plan_modify_window(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "DCIM", PH_T_DIR, 0, 1001);
-	add(&src, "DCIM/a.jpg", PH_T_FILE, 10, 1001);
-	add(&src, "DCIM/b.jpg", PH_T_FILE, 10, 1000);
-	add(&src, "DCIM/c.jpg", PH_T_FILE, 10, 1000);
-	add(&dst, "DCIM", PH_T_DIR, 0, 1000);
-	add(&dst, "DCIM/a.jpg", PH_T_FILE, 10, 1000);
-	add(&dst, "DCIM/b.jpg", PH_T_FILE, 10, 1002);
-	add(&dst, "DCIM/c.jpg", PH_T_FILE, 10, 1003);
+	ut_add(&src, "DCIM", PH_T_DIR, 0, 1001);
+	ut_add(&src, "DCIM/a.jpg", PH_T_FILE, 10, 1001);
+	ut_add(&src, "DCIM/b.jpg", PH_T_FILE, 10, 1000);
+	ut_add(&src, "DCIM/c.jpg", PH_T_FILE, 10, 1000);
+	ut_add(&dst, "DCIM", PH_T_DIR, 0, 1000);
+	ut_add(&dst, "DCIM/a.jpg", PH_T_FILE, 10, 1000);
+	ut_add(&dst, "DCIM/b.jpg", PH_T_FILE, 10, 1002);
+	ut_add(&dst, "DCIM/c.jpg", PH_T_FILE, 10, 1003);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, &fat, &p), 0);
@@ -316,14 +305,14 @@ test_plan_conflict_rules(void **state)
 	int pass;
 
 	(void)state;
-	add(&src, "both.jpg", PH_T_FILE, 11, 200);
-	add(&src, "div.jpg", PH_T_FILE, 10, 100);
-	add(&src, "first.jpg", PH_T_FILE, 10, 100);
-	add(&src, "src.jpg", PH_T_FILE, 12, 300);
-	add(&dst, "both.jpg", PH_T_FILE, 10, 150);
-	add(&dst, "div.jpg", PH_T_FILE, 13, 170);
-	add(&dst, "first.jpg", PH_T_FILE, 10, 99);
-	add(&dst, "src.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "both.jpg", PH_T_FILE, 11, 200);
+	ut_add(&src, "div.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "first.jpg", PH_T_FILE, 10, 100);
+	ut_add(&src, "src.jpg", PH_T_FILE, 12, 300);
+	ut_add(&dst, "both.jpg", PH_T_FILE, 10, 150);
+	ut_add(&dst, "div.jpg", PH_T_FILE, 13, 170);
+	ut_add(&dst, "first.jpg", PH_T_FILE, 10, 99);
+	ut_add(&dst, "src.jpg", PH_T_FILE, 10, 100);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	for (pass = 0; pass < 2; pass++) {
@@ -370,14 +359,14 @@ test_plan_gone(void **state)
 	struct ph_plan p;
 
 	(void)state;
-	add(&src, "album", PH_T_LINK, 0, 10);
-	add(&src, "keep.jpg", PH_T_FILE, 5, 10);
-	add(&dst, "album", PH_T_DIR, 0, 10);
-	add(&dst, "album/p.jpg", PH_T_FILE, 5, 10);
-	add(&dst, "changed.jpg", PH_T_FILE, 6, 10);
-	add(&dst, "gone.jpg", PH_T_FILE, 5, 10);
-	add(&dst, "keep.jpg", PH_T_FILE, 5, 10);
-	add(&dst, "x.tmp", PH_T_FILE, 5, 10);
+	ut_add(&src, "album", PH_T_LINK, 0, 10);
+	ut_add(&src, "keep.jpg", PH_T_FILE, 5, 10);
+	ut_add(&dst, "album", PH_T_DIR, 0, 10);
+	ut_add(&dst, "album/p.jpg", PH_T_FILE, 5, 10);
+	ut_add(&dst, "changed.jpg", PH_T_FILE, 6, 10);
+	ut_add(&dst, "gone.jpg", PH_T_FILE, 5, 10);
+	ut_add(&dst, "keep.jpg", PH_T_FILE, 5, 10);
+	ut_add(&dst, "x.tmp", PH_T_FILE, 5, 10);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	/* known is in tree order already */
@@ -420,8 +409,8 @@ test_plan_hour_shift(void **state)
 		snprintf(names[i], sizeof(names[i]), "f%zu.jpg", i);
 		kv[i] = (struct ph_known){ names[i], 100 + i, 100 + i, 5000, 5000, 0 };
 		/* f9 was edited for real (another size): still a shift of the rest */
-		add(&src, names[i], PH_T_FILE, i == 9 ? 1 : 100 + i, 5000 + 7200);
-		add(&dst, names[i], PH_T_FILE, 100 + i, 5000);
+		ut_add(&src, names[i], PH_T_FILE, i == 9 ? 1 : 100 + i, 5000 + 7200);
+		ut_add(&dst, names[i], PH_T_FILE, 100 + i, 5000);
 	}
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
@@ -459,14 +448,14 @@ test_plan_conflicts_block_subtree(void **state)
 	uint8_t k;
 
 	(void)state;
-	add(&src, "a", PH_T_DIR, 0, 1);
-	add(&src, "a/f", PH_T_FILE, 3, 1);
-	add(&src, "b", PH_T_FILE, 3, 1);
-	add(&src, "c", PH_T_DIR, 0, 7);
-	add(&src, "c/g", PH_T_FILE, 4, 1);
-	add(&dst, "a", PH_T_FILE, 3, 1);   /* a file where a folder goes */
-	add(&dst, "b", PH_T_LINK, 0, 1);   /* a symlink where a file goes */
-	add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
+	ut_add(&src, "a", PH_T_DIR, 0, 1);
+	ut_add(&src, "a/f", PH_T_FILE, 3, 1);
+	ut_add(&src, "b", PH_T_FILE, 3, 1);
+	ut_add(&src, "c", PH_T_DIR, 0, 7);
+	ut_add(&src, "c/g", PH_T_FILE, 4, 1);
+	ut_add(&dst, "a", PH_T_FILE, 3, 1);   /* a file where a folder goes */
+	ut_add(&dst, "b", PH_T_LINK, 0, 1);   /* a symlink where a file goes */
+	ut_add(&dst, "c", PH_T_DIR, 0, 6);    /* a folder with other times */
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_plan_make(&src, &dst, NULL, &p), 0);

@@ -10,8 +10,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -164,6 +168,95 @@ test_hints_say_when_they_cannot(void **state)
 	close(p[1]);
 }
 
+/* A stat's times to the nanosecond (st_mtim, or macOS's st_mtimespec),
+ * before 1970 too: the seconds go down, the nanoseconds count up. */
+static void
+test_stat_times_to_the_nanosecond(void **state)
+{
+	struct timespec ts[2] = { { 1234567890, 123456789 }, { 1234567890, 123456789 } };
+	struct stat st;
+	int64_t c;
+	int fd;
+
+	(void)state;
+	fd = make_file("times", 1);
+	assert_int_equal(futimens(fd, ts), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+#if defined(HAVE_STRUCT_STAT_ST_MTIM) || defined(HAVE_STRUCT_STAT_ST_MTIMESPEC)
+	assert_true(ph_st_mtime_ns(&st) == INT64_C(1234567890123456789));
+	assert_int_equal(ph_st_mtime_nsec(&st), 123456789);
+	ts[0].tv_sec = ts[1].tv_sec = -2;
+	ts[0].tv_nsec = ts[1].tv_nsec = 500000000;
+	assert_int_equal(futimens(fd, ts), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(ph_st_mtime_ns(&st) == INT64_C(-1500000000));
+	assert_int_equal(ph_st_mtime_nsec(&st), 500000000);
+#else
+	assert_true(ph_st_mtime_ns(&st) == INT64_C(1234567890000000000));
+	assert_int_equal(ph_st_mtime_nsec(&st), 0);
+#endif
+	/* The change time (not settable): its seconds are st_ctime's. */
+	c = ph_st_ctime_ns(&st) - (int64_t)st.st_ctime * 1000000000;
+	assert_true(c >= 0 && c < 1000000000);
+	close(fd);
+}
+
+/* ph_socket's descriptors are close-on-exec, and non-blocking when asked. */
+static void
+test_socket_flags(void **state)
+{
+	int fd;
+
+	(void)state;
+	fd = ph_socket(AF_UNIX, SOCK_STREAM, 0, 0);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_false(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+	fd = ph_socket(AF_UNIX, SOCK_STREAM, 0, PH_SOCK_NONBLOCK);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+	assert_true(ph_socket(-1, SOCK_STREAM, 0, 0) < 0);
+}
+
+/* A send to a peer gone says EPIPE and raises no SIGPIPE (its default
+ * action would end this test), and none is left pending. */
+static void
+test_send_raises_no_sigpipe(void **state)
+{
+	struct sockaddr_un sa;
+	sigset_t pending;
+	void (*was)(int);
+	int srv, cli, acc, i;
+	ssize_t n = 0;
+
+	(void)state;
+	was = signal(SIGPIPE, SIG_DFL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+	assert_true((srv = ph_socket(AF_UNIX, SOCK_STREAM, 0, 0)) >= 0);
+	assert_int_equal(bind(srv, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(srv, 1), 0);
+	assert_true((cli = ph_socket(AF_UNIX, SOCK_STREAM, 0, 0)) >= 0);
+	assert_int_equal(connect(cli, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_true((acc = accept(srv, NULL, NULL)) >= 0);
+	assert_int_equal(ph_send_nosigpipe(cli, "ok", 2), 2);
+	close(acc);
+	for (i = 0; i < 4 && n >= 0; i++)
+		n = ph_send_nosigpipe(cli, "x", 1);
+	assert_int_equal(n, -1);
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(sigpending(&pending), 0);
+	assert_int_equal(sigismember(&pending, SIGPIPE), 0);
+	close(cli);
+	close(srv);
+	unlinkat(dfd, "sock", 0);
+	signal(SIGPIPE, was);
+}
+
 int
 main(void)
 {
@@ -173,6 +266,9 @@ main(void)
 		cmocka_unit_test(test_open_beneath_dir),
 		cmocka_unit_test(test_exe_path_names_this_program),
 		cmocka_unit_test(test_hints_say_when_they_cannot),
+		cmocka_unit_test(test_stat_times_to_the_nanosecond),
+		cmocka_unit_test(test_socket_flags),
+		cmocka_unit_test(test_send_raises_no_sigpipe),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

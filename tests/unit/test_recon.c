@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "recon.h"
 #include "tree.h"
+#include "ut_tree.h"
 
 /* A record: the laptop's and the phone's size and time at the last sync. */
 struct rec {
@@ -27,18 +28,6 @@ struct pair {
 	struct ph_plan pull, push;
 	struct ph_recon rc;
 };
-
-static void
-add(struct ph_tree *t, const char *path, uint8_t type, uint64_t size, int64_t mtime)
-{
-	struct ph_entry e = { 0 };
-
-	e.type = type;
-	e.size = size;
-	e.mtime = mtime;
-	e.mode = 0644;
-	assert_int_equal(ph_tree_add(t, path, strlen(path), &e), 0);
-}
 
 /* Sorts the trees, marks recorded entries (as the run's state merge does),
  * plans both ways with every delete listed, and reconciles. recs sorted by
@@ -138,20 +127,20 @@ static const struct rec table_recs[] = {
 static void
 table_trees(struct pair *p, int64_t both_l, int64_t both_r)
 {
-	add(&p->l, "same.txt", PH_T_FILE, 10, 100);
-	add(&p->r, "same.txt", PH_T_FILE, 10, 100);
-	add(&p->l, "lmod.txt", PH_T_FILE, 11, 200);
-	add(&p->r, "lmod.txt", PH_T_FILE, 10, 100);
-	add(&p->l, "rmod.txt", PH_T_FILE, 10, 100);
-	add(&p->r, "rmod.txt", PH_T_FILE, 20, 500);
-	add(&p->r, "ldel.txt", PH_T_FILE, 10, 100);
-	add(&p->l, "rdel.txt", PH_T_FILE, 10, 100);
-	add(&p->r, "ldel-rmod.txt", PH_T_FILE, 21, 600);
-	add(&p->l, "lmod-rdel.txt", PH_T_FILE, 12, 300);
-	add(&p->l, "both-mod.txt", PH_T_FILE, 13, both_l);
-	add(&p->r, "both-mod.txt", PH_T_FILE, 14, both_r);
-	add(&p->l, "lnew.txt", PH_T_FILE, 5, 50);
-	add(&p->r, "rnew.txt", PH_T_FILE, 6, 60);
+	ut_add(&p->l, "same.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->r, "same.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->l, "lmod.txt", PH_T_FILE, 11, 200);
+	ut_add(&p->r, "lmod.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->l, "rmod.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->r, "rmod.txt", PH_T_FILE, 20, 500);
+	ut_add(&p->r, "ldel.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->l, "rdel.txt", PH_T_FILE, 10, 100);
+	ut_add(&p->r, "ldel-rmod.txt", PH_T_FILE, 21, 600);
+	ut_add(&p->l, "lmod-rdel.txt", PH_T_FILE, 12, 300);
+	ut_add(&p->l, "both-mod.txt", PH_T_FILE, 13, both_l);
+	ut_add(&p->r, "both-mod.txt", PH_T_FILE, 14, both_r);
+	ut_add(&p->l, "lnew.txt", PH_T_FILE, 5, 50);
+	ut_add(&p->r, "rnew.txt", PH_T_FILE, 6, 60);
 }
 
 /* Every row: a change on one side goes to the other, a delete goes when
@@ -277,12 +266,12 @@ test_recon_first_contact(void **state)
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	add(&p.l, "a.txt", PH_T_FILE, 1, 1);
-	add(&p.r, "a.txt", PH_T_FILE, 1, 1);
-	add(&p.l, "b.txt", PH_T_FILE, 2, 2);
-	add(&p.r, "b.txt", PH_T_FILE, 9, 9);
-	add(&p.l, "c.txt", PH_T_FILE, 3, 3);
-	add(&p.r, "d.txt", PH_T_FILE, 4, 4);
+	ut_add(&p.l, "a.txt", PH_T_FILE, 1, 1);
+	ut_add(&p.r, "a.txt", PH_T_FILE, 1, 1);
+	ut_add(&p.l, "b.txt", PH_T_FILE, 2, 2);
+	ut_add(&p.r, "b.txt", PH_T_FILE, 9, 9);
+	ut_add(&p.l, "c.txt", PH_T_FILE, 3, 3);
+	ut_add(&p.r, "d.txt", PH_T_FILE, 4, 4);
 	/* A state with no records yet: equal files are recorded. */
 	plan_both(&p, table_recs, 0, PH_PREFER_NONE);
 	assert_string_equal(show(&p.pull, &p.r), "record 1 a.txt\n"
@@ -310,11 +299,11 @@ test_recon_folders(void **state)
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	add(&p.r, "Old", PH_T_DIR, 0, 100);
-	add(&p.r, "Old/x.jpg", PH_T_FILE, 10, 100);
-	add(&p.r, "Empty", PH_T_DIR, 0, 100);
-	add(&p.r, "New", PH_T_DIR, 0, 100);
-	add(&p.r, "New/y.jpg", PH_T_FILE, 5, 100);
+	ut_add(&p.r, "Old", PH_T_DIR, 0, 100);
+	ut_add(&p.r, "Old/x.jpg", PH_T_FILE, 10, 100);
+	ut_add(&p.r, "Empty", PH_T_DIR, 0, 100);
+	ut_add(&p.r, "New", PH_T_DIR, 0, 100);
+	ut_add(&p.r, "New/y.jpg", PH_T_FILE, 5, 100);
 	plan_both(&p, recs, 1, PH_PREFER_NONE);
 	assert_string_equal(show(&p.pull, &p.r), "mkdir 0 Empty\n"
 	                                         "mkdir 0 New\n"
@@ -337,11 +326,11 @@ test_recon_moved_on_phone(void **state)
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	add(&p.l, "a", PH_T_DIR, 0, 1);
-	add(&p.l, "a/p.jpg", PH_T_FILE, 70000, 100);
-	add(&p.r, "a", PH_T_DIR, 0, 1);
-	add(&p.r, "b", PH_T_DIR, 0, 1);
-	add(&p.r, "b/p.jpg", PH_T_FILE, 70000, 100);
+	ut_add(&p.l, "a", PH_T_DIR, 0, 1);
+	ut_add(&p.l, "a/p.jpg", PH_T_FILE, 70000, 100);
+	ut_add(&p.r, "a", PH_T_DIR, 0, 1);
+	ut_add(&p.r, "b", PH_T_DIR, 0, 1);
+	ut_add(&p.r, "b/p.jpg", PH_T_FILE, 70000, 100);
 	plan_both(&p, recs, 1, PH_PREFER_NONE);
 	assert_string_equal(show(&p.pull, &p.r), "mkdir 0 b\n"
 	                                         "new 1 b/p.jpg\n");
@@ -362,8 +351,8 @@ test_recon_young_waits(void **state)
 
 	(void)state;
 	memset(&p, 0, sizeof(p));
-	add(&p.l, "v.mp4", PH_T_FILE, 50, 200);
-	add(&p.r, "v.mp4", PH_T_FILE, 60, 300);
+	ut_add(&p.l, "v.mp4", PH_T_FILE, 50, 200);
+	ut_add(&p.r, "v.mp4", PH_T_FILE, 60, 300);
 	ph_tree_sort(&p.l);
 	p.l.v[0].flags |= PH_E_HOLD;
 	plan_both(&p, recs, 1, PH_PREFER_NONE);
@@ -471,9 +460,9 @@ test_recon_model(void **state)
 			rv[i] = (seed >> 14) % 4 == 0 ? 0 : (seed >> 18) % 3 == 0 ? 1 + (int)((seed >> 25) % 4) : kr[i];
 			snprintf(names[i], sizeof(names[i]), "f%02zu", i);
 			if (lv[i])
-				add(&p.l, names[i], PH_T_FILE, 1000 + (uint64_t)lv[i], 100 * lv[i]);
+				ut_add(&p.l, names[i], PH_T_FILE, 1000 + (uint64_t)lv[i], 100 * lv[i]);
 			if (rv[i])
-				add(&p.r, names[i], PH_T_FILE, 1000 + (uint64_t)rv[i], 100 * rv[i]);
+				ut_add(&p.r, names[i], PH_T_FILE, 1000 + (uint64_t)rv[i], 100 * rv[i]);
 			if (rec[i]) {
 				recs[nrec].path = names[i];
 				recs[nrec].lsize = 1000 + (uint64_t)kl[i];

@@ -4,9 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,49 +18,15 @@
 #include "buf.h"
 #include "ctx.h"
 #include "sftp.h"
+#include "ut_sftp.h"
 
 #define SFTP_SERVER "/usr/lib/openssh/sftp-server"
 
+/* OpenSSH's sftp-server on the other end of two pipes. */
 struct pipes {
-	int rfd, wfd;
+	struct ut_fds io;
 	pid_t pid;
 };
-
-static int
-p_write(void *arg, const void *p, size_t n)
-{
-	struct pipes *pp = arg;
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t w = write(pp->wfd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return PHSYNC_ECONNECT;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int
-p_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
-{
-	struct pipes *pp = arg;
-	struct pollfd pfd = { pp->rfd, POLLIN, 0 };
-	ssize_t r;
-
-	*got = 0;
-	if (poll(&pfd, 1, timeout_ms) == 0)
-		return 0;
-	r = read(pp->rfd, p, n);
-	if (r <= 0)
-		return PHSYNC_ECONNECT;
-	*got = (size_t)r;
-	return 0;
-}
 
 static struct pipes
 spawn_server(void)
@@ -84,16 +48,16 @@ spawn_server(void)
 	}
 	close(to[0]);
 	close(from[1]);
-	pp.rfd = from[0];
-	pp.wfd = to[1];
+	pp.io.rfd = from[0];
+	pp.io.wfd = to[1];
 	return pp;
 }
 
 static void
 stop(struct pipes *pp)
 {
-	close(pp->wfd);
-	close(pp->rfd);
+	close(pp->io.wfd);
+	close(pp->io.rfd);
 	if (pp->pid > 0)
 		waitpid(pp->pid, NULL, 0);
 }
@@ -144,7 +108,7 @@ static void
 test_real_server_roundtrip(void **state)
 {
 	struct pipes pp = spawn_server();
-	struct ph_chan ch = { p_write, p_read, &pp, 0, NULL, NULL };
+	struct ph_chan ch = { ut_fd_write, ut_fd_read, &pp.io, 0, NULL, NULL };
 	phsync_ctx *ctx;
 	struct ph_sftp *s;
 	struct cb_state st;
@@ -235,42 +199,22 @@ test_real_server_roundtrip(void **state)
 	}
 }
 
-/* A scripted server: answers INIT with VERSION, then sends `reply` raw. */
-static int
-hostile(const uint8_t *reply, size_t rlen, phsync_ctx *ctx, struct ph_sftp **sp, struct pipes *pp)
-{
-	int sv[2];
-	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
-	struct ph_chan ch = { p_write, p_read, pp, 0, NULL, NULL };
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pp->rfd = pp->wfd = sv[0];
-	pp->pid = -1;
-	assert_int_equal(write(sv[1], version, sizeof(version)), (ssize_t)sizeof(version));
-	if (rlen > 0)
-		assert_int_equal(write(sv[1], reply, rlen), (ssize_t)rlen);
-	shutdown(sv[1], SHUT_WR);
-	return ph_sftp_new(ctx, &ch, sp) == 0 ? sv[1] : -1;
-}
-
+/* A scripted server: answers INIT with VERSION, then sends `reply` raw
+ * and closes its side for writing; the answer to a STAT, with the message. */
 static int
 hostile_stat(const uint8_t *reply, size_t rlen, char *msg, size_t msglen)
 {
-	phsync_ctx *ctx;
-	struct ph_sftp *s = NULL;
-	struct pipes pp;
+	struct ut_link l;
 	struct ph_sftp_attrs a;
-	int other, rc;
+	int rc;
 
-	assert_int_equal(phsync_ctx_new(&ctx), 0);
-	other = hostile(reply, rlen, ctx, &s, &pp);
-	assert_true(other >= 0);
-	rc = ph_sftp_stat_sync(s, 0, "/x", &a);
-	snprintf(msg, msglen, "%s", phsync_ctx_error(ctx));
-	ph_sftp_free(s);
-	phsync_ctx_free(ctx);
-	close(other);
-	close(pp.rfd);
+	ut_link_open(&l);
+	if (rlen > 0)
+		assert_int_equal(write(l.server, reply, rlen), (ssize_t)rlen);
+	shutdown(l.server, SHUT_WR);
+	rc = ph_sftp_stat_sync(l.s, 0, "/x", &a);
+	snprintf(msg, msglen, "%s", phsync_ctx_error(l.ctx));
+	ut_link_close(&l);
 	return rc;
 }
 
@@ -321,65 +265,6 @@ test_names_reply_bounds(void **state)
 	assert_int_equal(ph_sftp_names_next(&it, &n, &nl, &a), PHSYNC_EPROTO);
 }
 
-/* A channel in memory whose window the test sets: what is sent is kept,
- * the server answers VERSION and then nothing. */
-struct fake {
-	struct ph_buf sent;
-	size_t window;          /* bytes write_some takes before it says "shut" */
-	int gave_version;
-	int waits;
-	phsync_ctx *ctx;
-	int stop_at_wait;       /* the wait that "receives" Ctrl-C (and opens the window) */
-};
-
-static int
-f_write(void *arg, const void *p, size_t n)
-{
-	struct fake *f = arg;
-
-	return ph_buf_put(&f->sent, p, n);
-}
-
-static int
-f_write_some(void *arg, const void *p, size_t n, size_t *put)
-{
-	struct fake *f = arg;
-
-	*put = n < f->window ? n : f->window;
-	f->window -= *put;
-	return ph_buf_put(&f->sent, p, *put);
-}
-
-static int
-f_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
-{
-	static const uint8_t version[] = { 0, 0, 0, 5, PH_FXP_VERSION, 0, 0, 0, 3 };
-	struct fake *f = arg;
-
-	(void)timeout_ms;
-	*got = 0;
-	if (!f->gave_version && n >= sizeof(version)) {
-		memcpy(p, version, sizeof(version));
-		*got = sizeof(version);
-		f->gave_version = 1;
-	}
-	return 0;
-}
-
-static int
-f_wait(void *arg, int timeout_ms)
-{
-	struct fake *f = arg;
-
-	(void)timeout_ms;
-	if (++f->waits == f->stop_at_wait) {
-		f->ctx->interrupted = 1;
-		f->window = 1u << 20;
-	}
-	poll(NULL, 0, 5);
-	return 0;
-}
-
 static void
 count_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -414,8 +299,8 @@ test_stop_takes_back_unsent_writes(void **state)
 {
 	static const struct ph_sftp_handle h = { 4, { 'h', 'a', 'n', 'd' } };
 	uint8_t data[1000], types[16];
-	struct fake f;
-	struct ph_chan ch = { f_write, f_read, &f, 0, f_write_some, f_wait };
+	struct ut_mem f;
+	struct ph_chan ch = ut_mem_chan(&f);
 	struct ph_sftp *s;
 	size_t init, k;
 	int eintr = 0, closed = 0, i;
