@@ -104,8 +104,16 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		ph_wpair_restart_settle(p);
 		break;
 	case PH_FSW_WRITING:
-		if ((e = ph_wlocal_pend_get(p, rel)) != NULL)
-			e->writing = 1;
+		if ((e = ph_wlocal_pend_get(p, rel)) == NULL)
+			break;
+		/* Another file written while closed ones wait to go: a burst (a
+		 * camera import, a copy of a folder). It goes in one run once it
+		 * rests, rather than in runs that meet its files half written. */
+		if (!e->writing && !p->slow && p->npend > 1 && uv_is_active((uv_handle_t *)&p->settle)) {
+			p->slow = 1;
+			ph_wpair_restart_settle(p);
+		}
+		e->writing = 1;
 		break;
 	case PH_FSW_GONE:
 		for (i = 0; i < p->npend; i++)
