@@ -18,7 +18,8 @@ const char *const ph_boot_dir_names[PH_BOOT_NDIRS] = { "~", "~/.cache", "~/.cach
  *     .cache/phsync and the file itself (a symlink shows as one), then
  *     "end": a missing one has no line (its error goes to /dev/null), and
  *     the lines come in that order (ls sorts its operands, and each name
- *     here begins with the one before it), each ending with its name;
+ *     here begins with the one before it), each ending with its name (GNU
+ *     ls would quote names as $QUOTING_STYLE says: literal, for that ls);
  *   - the file is opened once, as fd 3; `ls -lnLd /proc/$$/fd/3` reports
  *     the file that is open (owner, mode, size), whatever its name now
  *     points to; then its identity, `stat -L -c "%d %i %s %f %u %z %y"` of
@@ -36,7 +37,8 @@ const char *const ph_boot_dir_names[PH_BOOT_NDIRS] = { "~", "~/.cache", "~/.cach
  *     Anything else read ends the script. */
 static const char script[] =
 	"u=$(id -u) || exit 1; printf \"" PH_BOOT_HELLO "%s\\n\" \"$u\"; "
-	"ls -lnd . .cache .cache/phsync \"$1\" 2>/dev/null; printf \"" PH_BOOT_END "\\n\"; "
+	"QUOTING_STYLE=literal ls -lnd . .cache .cache/phsync \"$1\" 2>/dev/null; "
+	"printf \"" PH_BOOT_END "\\n\"; "
 	"[ -f \"$1\" ] || exit 0; exec 3<\"$1\"; f=/proc/$$/fd/3; "
 	"l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; "
 	"i=$(stat -L -c \"%d %i %s %f %u %z %y\" \"$f\" 2>/dev/null) || i=-; "
