@@ -379,6 +379,18 @@ class BootstrapTrustTest(SyncTestCase):
         self.assertEqual(remembered_inode(), os.stat(self.cached()).st_ino)
         self.assertLess(run("after the replacement"), helper // 4)
 
+    def test_ls_quoting_style_of_the_user(self):
+        """A user whose QUOTING_STYLE makes GNU ls quote every name: the start-up script's
+        one ls still names the folders and the file as phsync matches them."""
+        self.photos(n=1, size=50_000)
+        for state in ("none cached", "cached"):
+            with self.subTest(state):
+                self.set_control(env={"QUOTING_STYLE": "shell-always"})
+                shutil.rmtree(self.local, ignore_errors=True)
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertTreesEqual(self.remote, self.local)
+
     def test_no_proc_no_helper(self):
         """A phone whose /proc cannot be read: the open file cannot be shown nor executed
         through its descriptor, so no helper runs; said clearly, plain SFTP with auto."""
