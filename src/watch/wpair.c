@@ -109,7 +109,8 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		/* Another file written while closed ones wait to go: a burst (a
 		 * camera import, a copy of a folder). It goes in one run once it
 		 * rests, rather than in runs that meet its files half written. */
-		if (!e->writing && !p->slow && p->npend > 1 && uv_is_active((uv_handle_t *)&p->settle)) {
+		if (!e->writing && !p->slow && p->npend > 1 &&
+		    uv_is_active((uv_handle_t *)&p->settle)) {
 			p->slow = 1;
 			ph_wpair_restart_settle(p);
 		}
