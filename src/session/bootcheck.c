@@ -14,31 +14,54 @@ const char *const ph_boot_dir_names[PH_BOOT_NDIRS] = { "~", "~/.cache", "~/.cach
  * the command's working folder) and $2 the root to serve. One line: the
  * login shell may be csh or fish; no single quote, no '!', no backslash
  * but the "\n" of printf (literal in every shell's single quotes).
- *   - the uid of the login user, then `ls -lnd` of ., .cache, .cache/phsync
- *     and the file itself ("-" for a missing one): a symlink shows as one;
+ *   - the uid of the login user, then one `ls -lnd` of ., .cache,
+ *     .cache/phsync and the file itself (a symlink shows as one), then
+ *     "end": a missing one has no line (its error goes to /dev/null), and
+ *     the lines come in that order (ls sorts its operands, and each name
+ *     here begins with the one before it), each ending with its name (GNU
+ *     ls would quote names as $QUOTING_STYLE says: literal, for that ls);
  *   - the file is opened once, as fd 3; `ls -lnLd /proc/$$/fd/3` reports
  *     the file that is open (owner, mode, size), whatever its name now
- *     points to; its bytes follow, from that descriptor, and the same line
- *     again (a file that changed size meanwhile shows);
- *   - phsync answers "run" when they are exactly its helper's, and the
- *     shell then executes that same open file through /proc/$$/fd/3 (the
- *     kernel reaches the open file, not the name), after saying "go" so
- *     that phsync sends the first SFTP byte only when the shell no longer
- *     reads its input. Anything else read ends the script. */
+ *     points to; then its identity, `stat -L -c "%d %i %s %f %u %z %y"` of
+ *     the same link (device, inode, size, mode, owner, ctime and mtime to
+ *     the nanosecond in toybox, busybox and GNU stat; "-" without stat);
+ *   - unless that identity is $3 (the one phsync remembers from its last
+ *     full check of this file, "x" for none), its bytes follow, from that
+ *     descriptor, and the same `ls` line again (a file that changed size
+ *     meanwhile shows);
+ *   - phsync answers "run" when they are exactly its helper's (or the
+ *     identity is the remembered one), and the shell then executes that
+ *     same open file through /proc/$$/fd/3 (the kernel reaches the open
+ *     file, not the name), after saying "go" so that phsync sends the
+ *     first SFTP byte only when the shell no longer reads its input.
+ *     Anything else read ends the script. */
 static const char script[] =
 	"u=$(id -u) || exit 1; printf \"" PH_BOOT_HELLO "%s\\n\" \"$u\"; "
-	"for p in . .cache .cache/phsync \"$1\"; do "
-	"l=$(ls -lnd \"$p\" 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; done; "
-	"[ -f \"$1\" ] || exit 0; exec 3<\"$1\"; "
-	"l=$(ls -lnLd /proc/$$/fd/3 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; "
-	"cat <&3 || exit 1; l=$(ls -lnLd /proc/$$/fd/3 2>/dev/null) || l=-; "
-	"printf \"%s\\n\" \"${l:--}\"; read -r v || exit 0; [ \"$v\" = run ] || exit 0; "
-	"printf \"go\\n\"; exec /proc/$$/fd/3 serve \"$2\"";
+	"QUOTING_STYLE=literal ls -lnd . .cache .cache/phsync \"$1\" 2>/dev/null; "
+	"printf \"" PH_BOOT_END "\\n\"; "
+	"[ -f \"$1\" ] || exit 0; exec 3<\"$1\"; f=/proc/$$/fd/3; "
+	"l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; "
+	"i=$(stat -L -c \"%d %i %s %f %u %z %y\" \"$f\" 2>/dev/null) || i=-; "
+	"printf \"%s\\n\" \"${i:--}\"; if [ \"$i\" = \"$3\" ]; then :; else "
+	"cat <&3 || exit 1; l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; "
+	"printf \"%s\\n\" \"${l:--}\"; fi; read -r v || exit 0; [ \"$v\" = run ] || exit 0; "
+	"printf \"go\\n\"; exec \"$f\" serve \"$2\"";
+
+int
+ph_boot_ident_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	/* What stat prints (digits, hex, dates): never "-" or "x", which the
+	 * script says for none. */
+	return n >= 8 && n < PH_BOOT_IDENT_MAX && id[0] >= '0' && id[0] <= '9' &&
+	       strspn(id, "0123456789abcdefABCDEF :.+-") == n;
+}
 
 char *
-ph_boot_command(const char *path, const char *root)
+ph_boot_command(const char *path, const char *root, const char *known)
 {
-	size_t n = sizeof(script) + strlen(path) + 4 * strlen(root) + 64, k;
+	size_t n = sizeof(script) + strlen(path) + 4 * strlen(root) + PH_BOOT_IDENT_MAX + 64, k;
 	const char *p;
 	char *c;
 
@@ -49,7 +72,9 @@ ph_boot_command(const char *path, const char *root)
 	if (path[0] == '\0' || path[0] == '/' || path[0] == '-' || (c = malloc(n)) == NULL)
 		return NULL;
 	k = (size_t)snprintf(c, n, "sh -c '%s' phsync-boot '%s' ", script, path);
-	ph_boot_quote_root(c + k, root);
+	k += ph_boot_quote_root(c + k, root);
+	/* Plain characters only (ph_boot_ident_ok): one quoted word. */
+	snprintf(c + k, n - k, " '%s'", known != NULL && ph_boot_ident_ok(known) ? known : "x");
 	return c;
 }
 
@@ -135,6 +160,20 @@ ph_boot_parse_ls(const char *line, struct ph_boot_ent *e)
 	e->type = tok[0][0];
 	e->present = 1;
 	return 0;
+}
+
+int
+ph_boot_ls_is(const char *line, const char *name)
+{
+	size_t n = strlen(name), l = strlen(line);
+	char arrow[160];
+
+	if (l > n && line[l - n - 1] == ' ' && memcmp(line + l - n, name, n) == 0)
+		return 1;
+	/* A symlink: "NAME -> TARGET". */
+	if ((size_t)snprintf(arrow, sizeof(arrow), " %s -> ", name) >= sizeof(arrow))
+		return 0;
+	return line[0] == 'l' && strstr(line, arrow) != NULL;
 }
 
 /* Writable by its group or by others (ls shows an ACL's mask as the

@@ -12,6 +12,8 @@
 
 /* The report's first line: "phsync-boot UID" (the login user's uid). */
 #define PH_BOOT_HELLO "phsync-boot "
+/* The line after the `ls` lines of the folders and the file. */
+#define PH_BOOT_END "end"
 /* The folders reported, in order, before the file; as shown to the user. */
 #define PH_BOOT_NDIRS 3
 extern const char *const ph_boot_dir_names[PH_BOOT_NDIRS];
@@ -26,11 +28,23 @@ struct ph_boot_ent {
 	unsigned long long size;
 };
 
+/* The open file's identity line (`stat -L -c "%d %i %s %f %u %z %y"`:
+ * device, inode, size, mode, owner, ctime, mtime), at most this long. */
+#define PH_BOOT_IDENT_MAX 160
+
+/* Is id an identity line stat printed (and one phsync may remember and
+ * pass back as a shell word): digits first, then only hex digits, blanks,
+ * ':', '.', '+', '-'? 1 or 0 ("-", the script's "no stat", is not). */
+int ph_boot_ident_ok(const char *id);
+
 /* The remote command for the cached helper at path (relative to the login
  * folder; letters, digits, '.', '-', '_', '/' only) serving root: `sh -c
- * SCRIPT phsync-boot PATH ROOT`, quoted for any login shell (sh, bash,
- * mksh, zsh, fish, csh). NULL when out of memory or path is not plain. */
-char *ph_boot_command(const char *path, const char *root);
+ * SCRIPT phsync-boot PATH ROOT KNOWN`, quoted for any login shell (sh,
+ * bash, mksh, zsh, fish, csh). known: the identity remembered from the
+ * last full check of this copy (NULL or not ph_boot_ident_ok: none); the
+ * script sends the bytes only when the open file's differs. NULL when out
+ * of memory or path is not plain. */
+char *ph_boot_command(const char *path, const char *root, const char *known);
 
 /* Writes root as one single-quoted shell word into out (room for
  * 4 * strlen(root) + 4 bytes), "" as the server's "/" (ph_remote_root), and
@@ -42,6 +56,10 @@ int ph_boot_parse_hello(const char *line, unsigned long long *uid);
 
 /* Parses one `ls -lnd` line (or "-") into e: 0, or -1 when it is neither. */
 int ph_boot_parse_ls(const char *line, struct ph_boot_ent *e);
+
+/* Is line the `ls -lnd` line of name: ending with " NAME", or, a symlink,
+ * with " NAME -> " in it? 1 or 0. */
+int ph_boot_ls_is(const char *line, const char *name);
 
 /* May a helper be run from the folder e, shown as name, for the user uid?
  * 0 when it is a real folder (no symlink) owned by uid and not writable by

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "bootcheck.h"
 #include "bootstrap.h"
 #include "ctx.h"
@@ -236,20 +238,80 @@ rd_same(struct rd *r, const uint8_t *want, size_t len)
 	return 1;
 }
 
+/* After the open file's `ls` line: its identity line, then (unless it is
+ * the one b remembers) its bytes compared with b's and the `ls` line again
+ * (first: the one before). Returns 0 when the file may run, STALE, or an
+ * error. */
+#define STALE 1
+static int
+check_open_file(struct rd *r, struct ph_boot *b, const char *first)
+{
+	char line[4608], id[4608]; /* any line: a long one is just no identity */
+	int rc;
+
+	if ((rc = rd_line(r, id, sizeof(id))) != 0)
+		return rc;
+	/* The same file as at the last full check of this build: the bytes
+	 * are not sent (the script compared the same line with $3). */
+	if (b->known[0] != '\0' && ph_boot_ident_ok(id) && strcmp(id, b->known) == 0) {
+		memcpy(b->seen, id, strlen(id) + 1); /* shorter than PH_BOOT_IDENT_MAX */
+		return 0;
+	}
+	if ((rc = rd_same(r, b->data, b->len)) <= 0)
+		return rc == 0 ? STALE : rc;
+	/* The open file once more, after its bytes: the same (a file that
+	 * grew or changed size while it was read shows here, its extra bytes
+	 * before this line). */
+	if ((rc = rd_line(r, line, sizeof(line))) != 0)
+		return rc;
+	if (strcmp(line, first) != 0)
+		return ph_err(r->ctx, PHSYNC_EREMOTE, "the cached helper changed while it was read");
+	/* Taken before the bytes were read: a change after it shows next
+	 * time as another ctime. */
+	if (ph_boot_ident_ok(id))
+		memcpy(b->seen, id, strlen(id) + 1);
+	return 0;
+}
+
+/* The one `ls -lnd` of the folders and the file, up to "end", into e (a
+ * name without a line is missing). */
+static int
+read_ls(struct rd *r, const char *path, struct ph_boot_ent e[PH_BOOT_NDIRS + 1])
+{
+	static const char *const dirs[PH_BOOT_NDIRS] = { ".", ".cache", ".cache/phsync" };
+	char line[4608]; /* ls of a symlink: up to PATH_MAX of target */
+	int rc, next = 0, j;
+
+	memset(e, 0, (PH_BOOT_NDIRS + 1) * sizeof(*e));
+	for (;;) {
+		if ((rc = rd_line(r, line, sizeof(line))) != 0)
+			return rc;
+		if (strcmp(line, PH_BOOT_END) == 0)
+			return 0;
+		/* In the order asked (ls sorts them so): the next name it is. */
+		for (j = next; j <= PH_BOOT_NDIRS; j++)
+			if (ph_boot_ls_is(line, j < PH_BOOT_NDIRS ? dirs[j] : path))
+				break;
+		if (j > PH_BOOT_NDIRS || ph_boot_parse_ls(line, &e[j]) != 0 || !e[j].present)
+			return ph_err(r->ctx, PHSYNC_EUNSUPPORTED, "cannot read the phone's `ls -lnd` "
+			              "line '%.100s'", line);
+		next = j + 1;
+	}
+}
+
 /* Runs the script of bootcheck.c for b's cached copy over an exec channel
  * (chan) and judges its report. Returns 0 when the checked open file was
  * told to run (chan then carries the helper), STALE when the copy must be
  * (re)placed (*missing: bit i set for a missing folder i of
  * ph_boot_dir_names), or an error (PHSYNC_EUNSAFE: a folder refused). */
-#define STALE 1
 static int
-run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, const char *cmd,
+run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *cmd,
             struct ph_chan *chan, unsigned *missing)
 {
 	struct rd *r = calloc(1, sizeof(*r));
 	struct ph_boot_ent e[PH_BOOT_NDIRS + 1], fd;
 	unsigned long long uid;
-	char line[4608], first[4608]; /* ls of a symlink: up to PATH_MAX of target */
+	char line[4608]; /* ls of a symlink: up to PATH_MAX of target */
 	int rc, i, junk = 0;
 
 	*missing = 0;
@@ -270,15 +332,8 @@ run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, const 
 		            "start-up script (POSIX sh)");
 		goto out;
 	}
-	for (i = 0; i <= PH_BOOT_NDIRS; i++) {
-		if ((rc = rd_line(r, line, sizeof(line))) != 0)
-			goto out;
-		if (ph_boot_parse_ls(line, &e[i]) != 0) {
-			rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "cannot read the phone's `ls -lnd` line "
-			            "'%.100s'", line);
-			goto out;
-		}
-	}
+	if ((rc = read_ls(r, b->path, e)) != 0)
+		goto out;
 	/* Every folder from the login folder down: ours, no symlink, written
 	 * by nobody else; else no helper is run (nor written) there. */
 	for (i = 0; i < PH_BOOT_NDIRS; i++) {
@@ -307,20 +362,8 @@ run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b, const 
 		rc = STALE;
 		goto out;
 	}
-	if ((rc = rd_same(r, b->data, b->len)) <= 0) {
-		rc = rc == 0 ? STALE : rc;
+	if ((rc = check_open_file(r, b, line)) != 0)
 		goto out;
-	}
-	/* The open file once more, after its bytes: the same (a file that
-	 * grew or changed size while it was read shows here, its extra bytes
-	 * before this line). */
-	snprintf(first, sizeof(first), "%s", line);
-	if ((rc = rd_line(r, line, sizeof(line))) != 0)
-		goto out;
-	if (strcmp(line, first) != 0) {
-		rc = ph_err(ctx, PHSYNC_EREMOTE, "the cached helper changed while it was read");
-		goto out;
-	}
 	if ((rc = chan->write(chan->arg, "run\n", 4)) != 0 || (rc = rd_line(r, line, 8)) != 0)
 		goto out;
 	if (strcmp(line, "go") != 0 || r->pos != r->end)
@@ -381,6 +424,8 @@ ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const ch
 		return rc;
 	snprintf(b->path, sizeof(b->path), "%s/phsync-helper-%s-%s", CACHE_DIR, PHSYNC_VERSION,
 	         arch);
+	snprintf(b->build, sizeof(b->build), "%016llx",
+	         (unsigned long long)XXH3_64bits(b->data, b->len));
 	return 0;
 }
 
@@ -405,18 +450,24 @@ ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_opt
 }
 
 int
-ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b,
-                    const char *rroot, struct ph_chan *chan)
+ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rroot,
+                    struct ph_chan *chan)
 {
-	char *cmd = ph_boot_command(b->path, rroot);
 	unsigned missing;
 	int rc, tries = 0;
+	char *cmd;
 
-	if (cmd == NULL)
-		return ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
+	b->seen[0] = '\0';
 	/* A copy that is missing or not exactly ours is replaced once, and the
-	 * new one checked the same way before it runs. */
-	while ((rc = run_checked(ctx, ssh, b, cmd, chan, &missing)) == STALE) {
+	 * new one checked the same way (in full: a new file) before it runs. */
+	for (;;) {
+		if ((cmd = ph_boot_command(b->path, rroot, b->known)) == NULL)
+			return ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
+		rc = run_checked(ctx, ssh, b, cmd, chan, &missing);
+		free(cmd);
+		if (rc != STALE)
+			break;
+		b->known[0] = '\0';
 		ph_ssh_close_channel(ssh);
 		if (tries++ > 0) {
 			rc = ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to ~/%s does not read "
@@ -426,7 +477,8 @@ ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, const struct ph_boot *b
 		if ((rc = put_helper(ctx, ssh, b, missing)) != 0)
 			break;
 	}
-	free(cmd);
+	if (rc != 0)
+		b->seen[0] = '\0';
 	return rc;
 }
 

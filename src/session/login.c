@@ -42,7 +42,7 @@ helper_cmd(const char *prog, const char *root)
  * SFTP). */
 static int
 start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-             const char *prog, const char *rroot, const struct ph_boot *boot,
+             const char *prog, const char *rroot, struct ph_boot *boot,
              struct ph_sftp **sftp)
 {
 	char *cmd = helper_cmd(prog, rroot);
@@ -129,8 +129,14 @@ start_brought(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh 
 	if (!ph_state_brought_get(opts->state_dir, mu, mk, arch, sizeof(arch)))
 		return 1;
 	rc = ph_helper_boot_arch(ctx, opts, arch, &boot);
-	if (rc == 0)
+	if (rc == 0) {
+		(void)ph_state_brought_ident(opts->state_dir, mu, mk, boot.build, boot.known,
+		                             sizeof(boot.known));
 		rc = start_helper(ctx, opts, ssh, boot.path, rroot, &boot, sftp);
+	}
+	/* A new identity (a full check of a new or changed copy): remembered. */
+	if (rc == 0 && strcmp(boot.seen, boot.known) != 0)
+		ph_state_brought_put(opts->state_dir, mu, mk, arch, boot.build, boot.seen);
 	ph_helper_boot_free(&boot);
 	if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
 		return rc;
@@ -167,9 +173,11 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 		why[0] = '\0';
 	/* auto, on a host that ran no helper a moment ago: straight to SFTP
 	 * (state.h, "hosts without a helper"). */
-	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
+	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER && opts->helper_path == NULL) {
 		ph_ssh_identity(*ssh, mu, sizeof(mu), mh, sizeof(mh), &mport);
 		memo = ph_ssh_host_key(*ssh, mk, sizeof(mk)) == 0;
+	}
+	if (rroot != NULL && opts->helper == PHSYNC_HELPER_AUTO && opts->helper_path == NULL) {
 		if (memo && ph_state_nohelper_get(opts->state_dir, mu, mk)) {
 			if (why != NULL)
 				snprintf(why, whylen, "an earlier run found no helper on this phone and "
@@ -193,10 +201,14 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 
 			snprintf(first, sizeof(first), "%s", ctx->err);
 			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
+			if (rc == 0 && memo)
+				(void)ph_state_brought_ident(opts->state_dir, mu, mk, boot.build, boot.known,
+				                             sizeof(boot.known));
 			if (rc == 0)
 				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
 			if (rc == 0 && memo)
-				ph_state_brought_put(opts->state_dir, mu, mk, boot.arch);
+				ph_state_brought_put(opts->state_dir, mu, mk, boot.arch, boot.build,
+				                     boot.seen);
 			ph_helper_boot_free(&boot);
 			if (rc != 0 && rc != PHSYNC_EINTR) {
 				snprintf(how, sizeof(how), "%s", ctx->err);

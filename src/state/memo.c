@@ -33,8 +33,9 @@ memo_path(const char *kind, const char *dir, const char *user, const char *hostk
 	return 0;
 }
 
-/* A fresh memo's third line (what it says) into body, or 0 when there is
- * none for this version and host. */
+/* What a fresh memo says after its first two lines (one line or more,
+ * each ended by a newline) into body, or 0 when there is none for this
+ * version and host. */
 static int
 memo_get(const char *kind, const char *dir, const char *user, const char *hostkey,
          char *body, size_t blen)
@@ -60,7 +61,7 @@ memo_get(const char *kind, const char *dir, const char *user, const char *hostke
 	wl = strlen(want);
 	if (strncmp(buf, want, wl) != 0)
 		return 0;
-	snprintf(body, blen, "%.*s", (int)strcspn(buf + wl, "\n"), buf + wl);
+	snprintf(body, blen, "%s", buf + wl);
 	return 1;
 }
 
@@ -99,17 +100,60 @@ ph_state_nohelper_put(const char *dir, const char *user, const char *hostkey, co
 	memo_put("nohelper", dir, user, hostkey, why);
 }
 
+/* The brought memo's lines: the arch, then (after a full check) "BUILD
+ * IDENT". Returns 1 with them in arch and tail ("" when there is none). */
+static int
+brought_lines(const char *dir, const char *user, const char *hostkey, char *arch, size_t alen,
+              char *tail, size_t tlen)
+{
+	char body[1024];
+	size_t k;
+
+	if (!memo_get("brought", dir, user, hostkey, body, sizeof(body)))
+		return 0;
+	k = strcspn(body, "\n");
+	snprintf(arch, alen, "%.*s", (int)k, body);
+	tail[0] = '\0';
+	if (body[k] == '\n')
+		snprintf(tail, tlen, "%.*s", (int)strcspn(body + k + 1, "\n"), body + k + 1);
+	return arch[0] != '\0';
+}
+
 int
 ph_state_brought_get(const char *dir, const char *user, const char *hostkey, char *arch,
                      size_t len)
 {
-	return memo_get("brought", dir, user, hostkey, arch, len) && arch[0] != '\0';
+	char tail[512];
+
+	return brought_lines(dir, user, hostkey, arch, len, tail, sizeof(tail));
+}
+
+int
+ph_state_brought_ident(const char *dir, const char *user, const char *hostkey,
+                       const char *build, char *ident, size_t len)
+{
+	char arch[64], tail[512];
+	size_t bl = strlen(build);
+
+	ident[0] = '\0';
+	if (!brought_lines(dir, user, hostkey, arch, sizeof(arch), tail, sizeof(tail)) || bl == 0 ||
+	    strncmp(tail, build, bl) != 0 || tail[bl] != ' ' || tail[bl + 1] == '\0')
+		return 0;
+	snprintf(ident, len, "%s", tail + bl + 1);
+	return 1;
 }
 
 void
-ph_state_brought_put(const char *dir, const char *user, const char *hostkey, const char *arch)
+ph_state_brought_put(const char *dir, const char *user, const char *hostkey, const char *arch,
+                     const char *build, const char *ident)
 {
-	memo_put("brought", dir, user, hostkey, arch);
+	char body[512];
+
+	if (build != NULL && ident != NULL && build[0] != '\0' && ident[0] != '\0')
+		snprintf(body, sizeof(body), "%s\n%s %s", arch, build, ident);
+	else
+		snprintf(body, sizeof(body), "%s", arch);
+	memo_put("brought", dir, user, hostkey, body);
 }
 
 void

@@ -28,8 +28,17 @@ void ph_state_nohelper_put(const char *dir, const char *user, const char *hostke
 /* 1 with arch (e.g. "aarch64") when a fresh memo says so, else 0. */
 int ph_state_brought_get(const char *dir, const char *user, const char *hostkey, char *arch,
                          size_t len);
+/* The memo's second line (written after a full byte check of the cached
+ * copy, bootstrap.h): the identity of that copy as the phone's stat showed
+ * it, for the helper build build (its hash); while the open file shows the
+ * same, its bytes are not sent back. 1 with ident set, or 0 (none, or one
+ * of another build). */
+int ph_state_brought_ident(const char *dir, const char *user, const char *hostkey,
+                           const char *build, char *ident, size_t len);
+/* Writes the memo: arch, and (build and ident non-NULL, not empty) the
+ * identity line. */
 void ph_state_brought_put(const char *dir, const char *user, const char *hostkey,
-                          const char *arch);
+                          const char *arch, const char *build, const char *ident);
 void ph_state_brought_drop(const char *dir, const char *user, const char *hostkey);
 
 #endif

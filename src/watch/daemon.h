@@ -94,6 +94,10 @@ struct pair {
 	enum pstate state;
 	int busy, closing, removed, started_once;
 	int dirty;               /* something changed that no pending file shows */
+	int slow;                /* a change since the last run that is not a
+	                            file closed after writing (a time set, a
+	                            rescan, a delete, no close events here):
+	                            the settle period applies */
 	int unwatched;           /* the watch limit left folders unwatched */
 	int unreachable;         /* said once until it comes back */
 	char local_abs[PATH_MAX];
@@ -194,7 +198,8 @@ void ph_wpair_retry_start(struct pair *p);
 void ph_wpair_backoff(struct pair *p);
 /* p's timer fired (also called when it came due during a keepalive). */
 void ph_wpair_on_timer(uv_timer_t *t);
-/* Restarts the settle period (push). */
+/* Restarts the settle period (push): settle_ms while p->slow, else none
+ * (files closed after writing go at once). */
 void ph_wpair_restart_settle(struct pair *p);
 /* What an idle pair waits for next. */
 void ph_wpair_kick(struct pair *p);

@@ -319,7 +319,9 @@ handle_event(struct ph_fsw *w, const struct inotify_event *ev)
 		}
 		goto out;
 	}
-	if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO | IN_ATTRIB))
+	if (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO))
+		report(w, PH_FSW_CLOSED, rel, NULL);
+	else if (ev->mask & IN_ATTRIB)
 		report(w, PH_FSW_FILE, rel, NULL);
 	else if (ev->mask & IN_MODIFY)
 		report(w, PH_FSW_WRITING, rel, NULL);

@@ -11,8 +11,12 @@
 #include <uv.h>
 
 enum ph_fsw_kind {
-	PH_FSW_FILE = 1,   /* a file was closed after writing, or moved in (or met
-	                      in a folder that just appeared) */
+	PH_FSW_FILE = 1,   /* a file changed: its time set, met in a folder that
+	                      just appeared, or any change where no close event
+	                      exists (it may still be written: let it rest) */
+	PH_FSW_CLOSED,     /* a file was closed after writing, or moved in
+	                      (inotify's IN_CLOSE_WRITE, IN_MOVED_TO): complete
+	                      as it stands */
 	PH_FSW_WRITING,    /* a file is being written (modified, not yet closed) */
 	PH_FSW_GONE,       /* an entry was deleted or moved out */
 	PH_FSW_RESCAN,     /* events were lost (queue overflow) or a folder could

@@ -159,6 +159,7 @@ ph_wlocal_pend_get(struct pair *p, const char *rel)
 			return &p->pend[i];
 	if (p->npend >= MAX_PENDING) {
 		p->dirty = 1; /* too many to follow one by one: a plain sync sees them */
+		p->slow = 1;
 		return NULL;
 	}
 	if (p->npend == p->cappend) {

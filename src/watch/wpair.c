@@ -69,11 +69,18 @@ start_job(struct pair *p, int poll)
 
 /* -- local changes (push) ------------------------------------------------- */
 
+/* A file closed after writing (or moved in) is complete as it stands: it
+ * goes at once, with no quiet period (issue 24); the settle period is
+ * for changes that do not say the file was closed (p->slow). The few ms
+ * let the closes of a burst go in one run, and a time set right after
+ * the close (a copy keeping its time) arrive first: it makes the wait the
+ * settle period, and the file goes once, with its time. */
+#define CLOSED_MS 20
 void
 ph_wpair_restart_settle(struct pair *p)
 {
 	if (!p->closing && !p->d->stopping)
-		uv_timer_start(&p->settle, on_settle, p->def.settle_ms, 0);
+		uv_timer_start(&p->settle, on_settle, p->slow ? p->def.settle_ms : CLOSED_MS, 0);
 }
 
 static void
@@ -86,6 +93,9 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 
 	switch (kind) {
 	case PH_FSW_FILE:
+	case PH_FSW_CLOSED:
+		if (kind == PH_FSW_FILE)
+			p->slow = 1;
 		if ((e = ph_wlocal_pend_get(p, rel)) != NULL) {
 			e->writing = 0;
 			if (ph_wlocal_stat(p, rel, &e->size, &e->mtime_ns, abs, sizeof(abs)) != 0)
@@ -94,8 +104,17 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		ph_wpair_restart_settle(p);
 		break;
 	case PH_FSW_WRITING:
-		if ((e = ph_wlocal_pend_get(p, rel)) != NULL)
-			e->writing = 1;
+		if ((e = ph_wlocal_pend_get(p, rel)) == NULL)
+			break;
+		/* Another file written while closed ones wait to go: a burst (a
+		 * camera import, a copy of a folder). It goes in one run once it
+		 * rests, rather than in runs that meet its files half written. */
+		if (!e->writing && !p->slow && p->npend > 1 &&
+		    uv_is_active((uv_handle_t *)&p->settle)) {
+			p->slow = 1;
+			ph_wpair_restart_settle(p);
+		}
+		e->writing = 1;
 		break;
 	case PH_FSW_GONE:
 		for (i = 0; i < p->npend; i++)
@@ -105,6 +124,7 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 			}
 		if (p->def.opts.delete_missing) {
 			p->dirty = 1;
+			p->slow = 1;
 			ph_wpair_restart_settle(p);
 		}
 		break;
@@ -117,6 +137,7 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 			ph_wreport_note(p, msg);
 		}
 		p->dirty = 1;
+		p->slow = 1;
 		ph_wpair_restart_settle(p);
 		break;
 	}
@@ -181,6 +202,7 @@ on_settle(uv_timer_t *t)
 		return; /* its end looks again, knowing what it wrote */
 	go = settle_scan(p, trig, sizeof(trig), &moving);
 	if (moving) {
+		p->slow = 1;
 		ph_wpair_restart_settle(p); /* still being written: wait until it rests */
 		return;
 	}
@@ -198,6 +220,7 @@ on_settle(uv_timer_t *t)
 			ph_wlocal_pend_drop(p, i);
 	}
 	p->dirty = 0;
+	p->slow = 0;
 	start_job(p, 0);
 }
 
@@ -346,6 +369,7 @@ ph_wpair_on_timer(uv_timer_t *t)
 		start_job(p, 1);
 	} else if (p->unwatched) {
 		p->dirty = 1; /* folders the watch limit left out: look at all */
+		p->slow = 1;
 		ph_wpair_restart_settle(p);
 	} else {
 		idle_close(p);

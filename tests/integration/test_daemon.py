@@ -3,7 +3,8 @@
 push) keeps both in step; a second daemon on the same config (also reached through a symlink)
 says so and exits 1; SIGHUP re-reads the config (an unchanged pair goes on, a new one starts, a
 broken file keeps the running pairs); files a pull writes into a folder a push watches are not
-sent back; with the inotify watch limit reached (lowered in a user namespace of the test's own,
+sent back; a file closed after writing goes without waiting for the settle period (60 s in
+that test), one still open for writing stays back; with the inotify watch limit reached (lowered in a user namespace of the test's own,
 so the machine's sysctl is untouched) the warning names fs.inotify.max_user_watches and files
 in unwatched folders still arrive by the rescan; config errors name the file and line.
 
@@ -159,6 +160,27 @@ class DaemonTest(SyncTestCase):
         self.assertEqual([l for l in d.matching(r"^phsync: up: .*change\(s\)") if "new.jpg" in l], [],
                          d.text())
         self.assertEqual(os.stat(os.path.join(self.remote, "DCIM/new.jpg")).st_ino, ino)
+        self.assertEqual(d.stop(), 0, d.text())
+
+    def test_closed_file_goes_without_the_settle_period(self):
+        # settle-ms at its largest (60 s): a file closed after writing goes at once all the
+        # same (the deadline, 30 s, is half the settle period), with its bytes; a file still
+        # open for writing meanwhile is left alone (held back, "too new").
+        music = os.path.join(self.tmp, "music")
+        phone = os.path.join(self.remote, "Music")
+        os.makedirs(music)
+        conf = self.conf("[defaults]\nssh-config = %s\nsettle-ms = 60000\n\n" % self.srv.config +
+                         self.pair("music", "push", phone, music))
+        d = self.start(conf, "-v")
+        d.wait_line(r"^phsync: music: watching ")
+        with open(os.path.join(music, "open.ogg"), "wb") as f:
+            f.write(b"half a song")
+            f.flush()
+            write_file(os.path.join(music, "song.ogg"), b"a whole song")
+            wait_for(lambda: arrived(os.path.join(phone, "song.ogg"), b"a whole song"), timeout=30,
+                     what="song.ogg, closed, before the settle period ended")
+            self.assertFalse(os.path.exists(os.path.join(phone, "open.ogg")), d.text())
+        d.wait_line(r"^phsync: music: skip open\.ogg \(too new\)")
         self.assertEqual(d.stop(), 0, d.text())
 
     def test_watch_limit_falls_back_to_rescans(self):

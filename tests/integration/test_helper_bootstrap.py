@@ -18,6 +18,11 @@ Proves:
   marker, the swap never fired) and nothing in the folder changed;
 - a cached file owned by another user, or a symlink, is replaced by the user's own copy;
 - a phone whose /proc cannot be read: no helper (always: exit 3 saying so; auto: plain SFTP);
+- after one full byte check the open file's identity (stat: device, inode, size, mode, owner,
+  ctime, mtime) is remembered in the brought memo and the next runs read nothing back (bytes
+  counted at a TCP proxy); a copy changed in place (same size, its mtime put back: the ctime
+  moved) is read back, found different and replaced; a remembered identity that no longer holds
+  means the full check again, and the memo then says the true one;
 - Android's shell and tools (mksh + toybox) and busybox's run the start-up script: the helper
   starts, deltas flow, and the race is lost there too.
 """
@@ -29,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import SyncTestCase, phsync_bin, random_bytes, skip_or_fail, write_file
+from harness import CuttingProxy, SyncTestCase, phsync_bin, random_bytes, skip_or_fail, write_file
 
 T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -313,6 +318,79 @@ class BootstrapTrustTest(SyncTestCase):
         self.assertTreesEqual(self.remote, self.local)
         self.assertNothingPlantedRan()
 
+    def memo_lines(self):
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        (memo,) = [n for n in os.listdir(sdir) if n.startswith("brought-")]
+        path = os.path.join(sdir, memo)
+        with open(path) as f:
+            return path, f.read().splitlines()
+
+    def test_unchanged_cached_helper_not_read_back(self):
+        """The second run through the cached helper reads no helper bytes back: the open file's
+        identity is the one remembered after the last full check."""
+        self.photos(n=2, size=50_000)
+        proxy = CuttingProxy(self.srv.port)
+        self.addCleanup(proxy.close)
+        cfg = self.srv.write_config(port=proxy.port)
+        helper = len(self.helper_bytes)
+
+        def run(what):
+            self.set_control()
+            r = self.pull("--json", "--helper", "auto", config=cfg, env=self.env, expect=0)
+            self.assertEqual(summary(r)["helper"], 1, r)
+            self.assertTreesEqual(self.remote, self.local)
+            self.assertNothingPlantedRan()
+            with open(self.cached(), "rb") as f:
+                self.assertEqual(f.read(), self.helper_bytes, what)
+            return proxy.down
+
+        def remembered_inode():
+            _, lines = self.memo_lines()
+            self.assertEqual(lines[2], host_arch())
+            return int(lines[3].split()[2])  # "BUILD DEV INODE SIZE MODE UID CTIME MTIME"
+
+        # The first run brings the helper and reads it back once, in full.
+        self.assertGreater(run("first"), helper)
+        self.assertEqual(remembered_inode(), os.stat(self.cached()).st_ino)
+        # The next: one command, and nothing of the helper read back.
+        down = run("second")
+        self.assertEqual(len(self.ran()), 1, self.ran())
+        self.assertLess(down, helper // 4)
+        # A remembered identity that no longer holds (another inode): the full check again,
+        # and the memo says the true identity afterwards.
+        path, lines = self.memo_lines()
+        f = lines[3].split(" ")
+        f[2] = str(int(f[2]) + 1)
+        with open(path, "w") as out:
+            out.write("\n".join(lines[:3] + [" ".join(f)]) + "\n")
+        self.assertGreater(run("stale identity"), helper)
+        self.assertEqual(remembered_inode(), os.stat(self.cached()).st_ino)
+        self.assertLess(run("after the stale identity"), helper // 4)
+        # The cached copy changed in place: same size, other bytes, its mtime put back (its
+        # ctime moved): read back, found different, replaced by a new copy.
+        before = os.stat(self.cached())
+        with open(self.cached(), "r+b") as out:
+            out.seek(len(self.helper_bytes) // 2)
+            out.write(bytes([self.helper_bytes[len(self.helper_bytes) // 2] ^ 0xFF]))
+        os.utime(self.cached(), ns=(before.st_atime_ns, before.st_mtime_ns))
+        self.assertEqual(os.stat(self.cached()).st_size, before.st_size)
+        self.assertGreater(run("changed in place"), helper)
+        self.assertNotEqual(os.stat(self.cached()).st_ino, before.st_ino)
+        self.assertEqual(remembered_inode(), os.stat(self.cached()).st_ino)
+        self.assertLess(run("after the replacement"), helper // 4)
+
+    def test_ls_quoting_style_of_the_user(self):
+        """A user whose QUOTING_STYLE makes GNU ls quote every name: the start-up script's
+        one ls still names the folders and the file as phsync matches them."""
+        self.photos(n=1, size=50_000)
+        for state in ("none cached", "cached"):
+            with self.subTest(state):
+                self.set_control(env={"QUOTING_STYLE": "shell-always"})
+                shutil.rmtree(self.local, ignore_errors=True)
+                r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertTreesEqual(self.remote, self.local)
+
     def test_no_proc_no_helper(self):
         """A phone whose /proc cannot be read: the open file cannot be shown nor executed
         through its descriptor, so no helper runs; said clearly, plain SFTP with auto."""
@@ -347,7 +425,7 @@ class BootstrapTrustTest(SyncTestCase):
                 bindir = os.path.join(self.tmp, "bin-" + os.path.basename(tool))
                 os.makedirs(bindir)
                 os.chmod(bindir, 0o755)
-                for t in ("ls", "cat", "id", "uname"):
+                for t in ("ls", "cat", "id", "uname", "stat"):
                     os.symlink(tool, os.path.join(bindir, t))
                 os.symlink(shell[0] if len(shell) == 1 else busybox, os.path.join(bindir, "sh"))
                 self.set_control(shell=shell, path=[bindir])

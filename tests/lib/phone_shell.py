@@ -10,6 +10,8 @@ command runs as sshd would run it (`/bin/sh -c COMMAND`). Keys:
           is added
   path    folders put first on PATH: a phone's own tools (toybox or busybox links named sh,
           ls, cat, id, uname)
+  env     variables set for the command (e.g. {"QUOTING_STYLE": "shell-always"}: a user's
+          setting that changes what GNU ls prints)
   noproc  run the command in a mount namespace of its own with an empty tmpfs over /proc (a
           phone where /proc cannot be read; needs root)
   swap    {"file": F, "planted": P}: another user who can write F's folder replaces F (a
@@ -91,6 +93,7 @@ def main():
     env = dict(os.environ)
     if ctl.get("path"):
         env["PATH"] = ":".join(ctl["path"] + [env.get("PATH", "/usr/bin:/bin")])
+    env.update(ctl.get("env") or {})
     argv = list(ctl.get("shell") or ["/bin/sh"]) + ["-c", cmd]
     if ctl.get("noproc"):
         argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",

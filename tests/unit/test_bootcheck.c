@@ -130,13 +130,17 @@ test_cached_file(void **state)
 	assert_false(file_ok("-", 0));
 }
 
+/* What toybox, busybox and GNU stat print for the script's format. */
+#define ID "65024 10953351 846600 81c0 10123 2026-11-25 19:46:21.792041776 +0000 " \
+           "2026-11-25 19:46:21.792041776 +0000"
+
 static void
 test_command(void **state)
 {
 	char *c;
 
 	(void)state;
-	c = ph_boot_command(".cache/phsync/phsync-helper-0.1.0-aarch64", "/sdcard/DCIM/it's");
+	c = ph_boot_command(".cache/phsync/phsync-helper-0.1.0-aarch64", "/sdcard/DCIM/it's", NULL);
 	assert_non_null(c);
 	assert_int_equal(strncmp(c, "sh -c '", 7), 0);
 	/* The script itself holds no quote, no '!' and no newline (csh, fish). */
@@ -147,18 +151,61 @@ test_command(void **state)
 		assert_null(memchr(c + 7, '!', (size_t)(end - c - 7)));
 		assert_null(memchr(c + 7, '\n', (size_t)(end - c - 7)));
 		assert_string_equal(end, "' phsync-boot '.cache/phsync/phsync-helper-0.1.0-aarch64' "
-		                         "'/sdcard/DCIM/it'\\''s'");
+		                         "'/sdcard/DCIM/it'\\''s' 'x'");
 	}
 	free(c);
-	c = ph_boot_command(".cache/phsync/h", "");
+	c = ph_boot_command(".cache/phsync/h", "", NULL);
 	assert_non_null(c);
-	assert_non_null(strstr(c, "' phsync-boot '.cache/phsync/h' '/'"));
+	assert_non_null(strstr(c, "' phsync-boot '.cache/phsync/h' '/' 'x'"));
 	free(c);
-	assert_null(ph_boot_command(".cache/phsync/h x", "/"));
-	assert_null(ph_boot_command(".cache/phsync/h'", "/"));
-	assert_null(ph_boot_command("/abs/h", "/"));
-	assert_null(ph_boot_command("-h", "/"));
-	assert_null(ph_boot_command("", "/"));
+	/* A remembered identity goes as one quoted word; anything but what
+	 * stat prints goes as none. */
+	c = ph_boot_command(".cache/phsync/h", "/", ID);
+	assert_non_null(c);
+	assert_non_null(strstr(c, "' phsync-boot '.cache/phsync/h' '/' '" ID "'"));
+	free(c);
+	c = ph_boot_command(".cache/phsync/h", "/", "1234 5678' ; rm -rf ~ ; '");
+	assert_non_null(c);
+	assert_non_null(strstr(c, "' phsync-boot '.cache/phsync/h' '/' 'x'"));
+	free(c);
+	assert_null(ph_boot_command(".cache/phsync/h x", "/", NULL));
+	assert_null(ph_boot_command(".cache/phsync/h'", "/", NULL));
+	assert_null(ph_boot_command("/abs/h", "/", NULL));
+	assert_null(ph_boot_command("-h", "/", NULL));
+	assert_null(ph_boot_command("", "/", NULL));
+}
+
+static void
+test_ls_names(void **state)
+{
+	(void)state;
+	assert_true(ph_boot_ls_is("drwx------ 3 0 0 4096 Nov 25 19:54 .", "."));
+	assert_false(ph_boot_ls_is("drwx------ 3 0 0 4096 Nov 25 19:54 .cache", "."));
+	assert_true(ph_boot_ls_is("drwx------    3 0        0     4096 Nov 25 19:54 .cache",
+	                          ".cache"));
+	assert_false(ph_boot_ls_is("drwx------ 2 0 0 4096 2026-11-25 19:54 .cache/phsync",
+	                           ".cache"));
+	assert_true(ph_boot_ls_is("drwx------ 2 0 0 4096 2026-11-25 19:54 .cache/phsync",
+	                          ".cache/phsync"));
+	assert_true(ph_boot_ls_is("lrwxrwxrwx 1 0 0 9 Nov 25 14:22 .cache/phsync -> /tmp/evil",
+	                          ".cache/phsync"));
+	/* Only a symlink's line has an arrow. */
+	assert_false(ph_boot_ls_is("drwx------ 1 0 0 9 Nov 25 14:22 .cache/phsync -> /tmp/evil",
+	                           ".cache/phsync"));
+	assert_false(ph_boot_ls_is(".", "."));
+	assert_false(ph_boot_ls_is("end", "."));
+}
+
+static void
+test_ident(void **state)
+{
+	(void)state;
+	assert_true(ph_boot_ident_ok(ID));
+	assert_false(ph_boot_ident_ok("-"));
+	assert_false(ph_boot_ident_ok("x"));
+	assert_false(ph_boot_ident_ok(""));
+	assert_false(ph_boot_ident_ok("stat: cannot stat '/proc/1/fd/3'"));
+	assert_false(ph_boot_ident_ok("65024 10953351 3 81a4 0 $(reboot)"));
 }
 
 int
@@ -170,6 +217,8 @@ main(void)
 		cmocka_unit_test(test_folders),
 		cmocka_unit_test(test_cached_file),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_ident),
+		cmocka_unit_test(test_ls_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
