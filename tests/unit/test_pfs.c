@@ -382,6 +382,25 @@ test_unicode_and_long_names(void **state)
 	assert_int_equal(ph_close(sub), 0);
 }
 
+/* platform.h's random source: filled, and not the same twice. */
+static void
+test_random(void **state)
+{
+	unsigned char a[300], b[300], zero[300];
+
+	(void)state;
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	memset(zero, 0, sizeof(zero));
+	assert_int_equal(ph_random(a, sizeof(a)), 0);   /* more than one piece on POSIX */
+	assert_int_equal(ph_random(b, sizeof(b)), 0);
+	assert_int_equal(ph_random(b, 0), 0);
+	/* Odds of a false failure: 2^-352 at most (the last check, 44 bytes). */
+	assert_memory_not_equal(a, b, sizeof(a));
+	assert_memory_not_equal(a, zero, sizeof(a));
+	assert_memory_not_equal(a + 256, zero + 256, sizeof(a) - 256);
+}
+
 int
 main(void)
 {
@@ -393,6 +412,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_mtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unicode_and_long_names, setup, teardown),
+		cmocka_unit_test(test_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
