@@ -28,8 +28,11 @@ foreach(src ${PHSYNC_LIB_SOURCES})
   endforeach()
 endforeach()
 file(GLOB PH_WIN_PLATFORM CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/platform/win32/*.c)
-# cpu.c is portable C (the compiler's CPU probe), the same file on every OS.
-list(APPEND PH_WIN_SOURCES ${CMAKE_SOURCE_DIR}/platform/cpu.c ${PH_WIN_PLATFORM})
+# cpu.c (the compiler's CPU probe) and winname.c (names Windows cannot hold, a
+# pure function) are portable C, the same files on every OS; the other
+# platform/*.c are the POSIX side of what platform/win32/ does here.
+list(APPEND PH_WIN_SOURCES ${CMAKE_SOURCE_DIR}/platform/cpu.c
+     ${CMAKE_SOURCE_DIR}/platform/winname.c ${PH_WIN_PLATFORM})
 
 add_library(phsync_core_win STATIC ${PH_WIN_SOURCES})
 target_include_directories(phsync_core_win

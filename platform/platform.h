@@ -58,6 +58,10 @@ int ph_open_beneath_dir(int root, const char *rel);
  * the OS cannot say, -ENAMETOOLONG, or -errno. */
 int ph_exe_path(char *buf, size_t n);
 
+/* Fills buf with n bytes from the OS's random source (getentropy, in
+ * pieces of 256; Windows: BCryptGenRandom). Returns 0 or -errno. */
+int ph_random(void *buf, size_t n);
+
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */
 uint64_t ph_raise_nofile(void);

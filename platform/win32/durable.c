@@ -29,13 +29,31 @@ ph_durable_sync(const int *fds, size_t n)
 	return 0;
 }
 
-void
+int
 ph_writeback_hint(int fd, uint64_t off, uint64_t len)
 {
 	/* Windows has no call to start write-back of a range early. */
 	(void)fd;
 	(void)off;
 	(void)len;
+	return -ENOSYS;
+}
+
+int
+ph_pipe_grow(int fd, size_t size)
+{
+	/* A pipe's buffer is sized when CreatePipe makes it. */
+	(void)fd;
+	(void)size;
+	return -ENOSYS;
+}
+
+int
+ph_drop_cache(int fd)
+{
+	/* Only a handle opened FILE_FLAG_NO_BUFFERING bypasses the cache. */
+	(void)fd;
+	return -ENOSYS;
 }
 
 uint64_t

@@ -6,6 +6,7 @@
 #include <io.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <windows.h>
 
 #include "platform.h"
@@ -92,4 +93,52 @@ out:
 	free(wfrom);
 	free(wto);
 	return rc;
+}
+
+int
+ph_open_ref(int dirfd, const char *name)
+{
+	/* A file held open on Windows cannot be renamed over or removed unless
+	 * every handle shares delete, and its space is freed at the last
+	 * close either way: holding it brings the reaper nothing (core/reap.c
+	 * then closes nothing, as where no reference can be had). */
+	(void)dirfd;
+	(void)name;
+	return -1;
+}
+
+int
+ph_open_beneath_dir(int root, const char *rel)
+{
+	/* No one-call confined open: the caller walks rel a component at a
+	 * time (ph_openat with PH_O_NOFOLLOW refuses links and junctions). */
+	(void)root;
+	(void)rel;
+	return -ENOSYS;
+}
+
+int
+ph_exe_path(char *buf, size_t n)
+{
+	wchar_t w[32768];
+	char *u = NULL;
+	DWORD k;
+	size_t len;
+	int rc;
+
+	if (n < 2)
+		return -ENAMETOOLONG;
+	k = GetModuleFileNameW(NULL, w, sizeof(w) / sizeof(w[0]));
+	if (k == 0 || k >= sizeof(w) / sizeof(w[0]))
+		return k == 0 ? ph_win_errno(GetLastError()) : -ENAMETOOLONG;
+	if ((rc = ph_win_narrow(w, &u)) != 0)
+		return rc;
+	len = strlen(u);
+	if (len >= n) {
+		free(u);
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, u, len + 1);
+	free(u);
+	return 0;
 }

@@ -27,8 +27,9 @@ int ph_win_long_path(const char *path, wchar_t **out);
  * it. Returns the fd or -errno; _close() closes it. */
 int ph_win_dir_open(const char *path);
 
-/* The long path of name (UTF-8, relative, '/' separated) in the folder
- * dirfd, in *out (malloc'd). Returns 0 or -errno. */
+/* The long path of name (UTF-8, relative, '/' separated; "." alone is the
+ * folder itself) in the folder dirfd, in *out (malloc'd); with PH_AT_CWD
+ * (pfs.h), the path name as ph_win_long_path makes it. Returns 0 or -errno. */
 int ph_win_at_path(int dirfd, const char *name, wchar_t **out);
 
 /* The durable replace: flushes from (in fromdir) with FlushFileBuffers, then

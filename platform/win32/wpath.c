@@ -10,6 +10,7 @@
 #include <string.h>
 #include <windows.h>
 
+#include "pfs.h"
 #include "win32.h"
 
 int
@@ -256,11 +257,19 @@ ph_win_at_path(int dirfd, const char *name, wchar_t **out)
 	int rc;
 
 	*out = NULL;
+	if (dirfd == PH_AT_CWD)
+		return ph_win_long_path(name, out);   /* a path, not a name */
 	if (oh == -1 || oh == -2)
 		return -EBADF;
-	rc = check_rel_name(name);
-	if (rc == 0)
-		rc = ph_win_widen(name, &wname);
+	if (strcmp(name, ".") == 0) {
+		/* the folder itself */
+		wname = calloc(1, sizeof(*wname));
+		rc = wname == NULL ? -ENOMEM : 0;
+	} else {
+		rc = check_rel_name(name);
+		if (rc == 0)
+			rc = ph_win_widen(name, &wname);
+	}
 	if (rc != 0)
 		return rc;
 	to_backslashes(wname);
@@ -284,7 +293,7 @@ ph_win_at_path(int dirfd, const char *name, wchar_t **out)
 		goto out;
 	}
 	dlen = wcslen(w);
-	if (dlen > 0 && w[dlen - 1] != L'\\')
+	if (nlen > 0 && dlen > 0 && w[dlen - 1] != L'\\')
 		w[dlen++] = L'\\';
 	memcpy(w + dlen, wname, (nlen + 1) * sizeof(*w));
 	*out = w;

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pfs.h"
 #include "platform.h"
 #include "reap.h"
 
@@ -39,10 +40,10 @@ struct ph_reap {
 int
 ph_reap_hold(int dirfd, const char *name)
 {
-	struct stat st;
+	struct ph_stat st;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < REAP_MIN_SIZE || st.st_nlink != 1)
+	if (ph_fstatat(dirfd, name, &st) != 0 || st.type != PH_FT_REG ||
+	    st.size < REAP_MIN_SIZE || st.nlink != 1)
 		return -1;
 	return ph_open_ref(dirfd, name);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* The block signature of a file read through a descriptor (sigfd.h). */
 #include <errno.h>
-#include <unistd.h>
 
+#include "pfs.h"
 #include "phsync/delta.h"
 #include "sigfd.h"
 
@@ -23,12 +23,12 @@ ph_sig_fd(int fd, uint64_t size, uint32_t block_len, unsigned strong_len, void *
 
 		if (off < size) {
 			size_t want = size - off < bufsize ? (size_t)(size - off) : bufsize;
-			ssize_t n = pread(fd, buf, want, (off_t)off);
+			int64_t n = ph_pread(fd, buf, want, off);
 
-			if (n < 0 && errno == EINTR)
+			if (n == -EINTR)
 				continue;
 			if (n <= 0) {
-				rc = n < 0 ? -errno : -EIO;   /* shrank while read */
+				rc = n < 0 ? (int)n : -EIO;   /* shrank while read */
 				break;
 			}
 			in.size = (size_t)n;

@@ -21,6 +21,7 @@
 
 #include "ctx.h"
 #include "pairid.h"
+#include "pfs.h"
 #include "statedb.h"
 
 #define APP_ID PH_PAIRID_APP_ID
@@ -463,9 +464,9 @@ read_pair(const char *db, const char *lock, phsync_pair_fn fn, void *arg)
 	int fd, ok = 0;
 
 	memset(&pi, 0, sizeof(pi));
-	if ((fd = open(lock, O_RDONLY | O_CLOEXEC)) >= 0) {
-		pi.running = flock(fd, LOCK_SH | LOCK_NB) != 0;
-		close(fd);
+	if ((fd = ph_openat(PH_AT_CWD, lock, PH_O_RDONLY, 0)) >= 0) {
+		pi.running = ph_lock(fd, PH_LOCK_SH | PH_LOCK_NB) != 0;
+		ph_close(fd);
 	}
 	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
 		goto out;

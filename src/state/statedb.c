@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "ctx.h"
+#include "pfs.h"
 #include "statedb.h"
 
 /* A path's key and a key's path: '/' and char(1) swapped, so the mapping
@@ -145,22 +146,23 @@ int
 ph_state_lock(phsync_ctx *ctx, const char *lockpath, int *fdp)
 {
 	char buf[32];
-	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* platform/pfs.h: flock, or LockFileEx on Windows. */
+	int fd = ph_openat(PH_AT_CWD, lockpath, PH_O_RDWR | PH_O_CREAT, 0600);
 
 	if (fd < 0)
-		return ph_err(ctx, ph_err_from_errno(errno), "cannot open %s: %s", lockpath,
-		              strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		return ph_err(ctx, ph_err_from_errno(-fd), "cannot open %s: %s", lockpath,
+		              strerror(-fd));
+	if (ph_lock(fd, PH_LOCK_EX | PH_LOCK_NB) != 0) {
+		int64_t n = ph_pread(fd, buf, sizeof(buf) - 1, 0);
 
-		close(fd);
+		ph_close(fd);
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
 		return ph_err(ctx, PHSYNC_ELOCKED, "another phsync run on this pair is in progress "
 		              "(pid %s); wait for it to end, or stop it", buf[0] ? buf : "?");
 	}
 	snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, strlen(buf), 0) < 0) {
+	if (ph_ftruncate(fd, 0) != 0 || ph_pwrite(fd, buf, strlen(buf), 0) < 0) {
 		/* the pid is only for the message */
 	}
 	*fdp = fd;

@@ -237,7 +237,7 @@ static void
 test_at_path_names(void **state)
 {
 	const char *bad[] = { "", "/abs", "\\abs", "a:b", "C:x", "../up", "a/../b", "./a", "a//b",
-	                      "a/", "." };
+	                      "a/", "a/.", ".." };
 	wchar_t *w;
 	size_t i;
 	int fd;
@@ -252,6 +252,11 @@ test_at_path_names(void **state)
 	assert_int_equal(ph_win_at_path(fd, "a/b.txt", &w), 0);
 	assert_int_equal(wcsncmp(w, L"\\\\?\\", 4), 0);
 	assert_true(wcslen(w) > 8 && wcscmp(w + wcslen(w) - 8, L"\\a\\b.txt") == 0);
+	free(w);
+	/* "." alone is the folder itself: its path, nothing appended. */
+	assert_int_equal(ph_win_at_path(fd, ".", &w), 0);
+	assert_int_equal(wcsncmp(w, L"\\\\?\\", 4), 0);
+	assert_true(wcslen(w) > 4 && w[wcslen(w) - 1] != L'.');
 	free(w);
 	_close(fd);
 	assert_int_equal(ph_win_at_path(4000, "x", &w), -EBADF);

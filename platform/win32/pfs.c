@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: ISC */
+/* pfs.h's Windows side: folder-relative calls on \\?\ long UTF-16 paths
+ * (ph_win_at_path), descriptors as C runtime fds over HANDLEs opened binary
+ * and shared for read, write and delete, LockFileEx, ReadFile/WriteFile at an
+ * offset, FindFirstFileExW listings. docs/WINDOWS.md says what differs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <io.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+#include "pfs.h"
+#include "win32.h"
+
+#define SHARE_ALL (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+/* 100 ns ticks from 1601 (FILETIME) to 1970. */
+#define EPOCH_TICKS 116444736000000000LL
+/* ph_renameat's tries while another program holds a file, and the first
+ * wait (doubled each time: 10 + 20 + 40 + 80 ms at most). */
+#define RENAME_TRIES 5
+#define RENAME_WAIT_MS 10
+/* The byte ph_lock locks: far past any file's data, so a lock never keeps
+ * another program from reading the file (Windows' locks are mandatory). */
+#define LOCK_OFF_HIGH 0x7fffffffu
+#define LOCK_OFF_LOW 0xfffffff0u
+
+static HANDLE
+fd_handle(int fd)
+{
+	intptr_t oh = _get_osfhandle(fd);
+
+	return oh == -1 || oh == -2 ? INVALID_HANDLE_VALUE : (HANDLE)oh;
+}
+
+static int64_t
+ft_ns(LONGLONG ticks)
+{
+	return (int64_t)(ticks - EPOCH_TICKS) * 100;
+}
+
+/* 1 when h (opened with FILE_FLAG_OPEN_REPARSE_POINT, attributes attrs) is a
+ * symlink or junction: a reparse point that names another file. Other
+ * reparse points (cloud placeholders, dedup) are the file's own data. */
+static int
+is_link(HANDLE h, DWORD attrs)
+{
+	FILE_ATTRIBUTE_TAG_INFO tag;
+
+	if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT))
+		return 0;
+	if (!GetFileInformationByHandleEx(h, FileAttributeTagInfo, &tag, sizeof(tag)))
+		return 1;   /* cannot tell: taken as a link, refused */
+	return IsReparseTagNameSurrogate(tag.ReparseTag) ? 1 : 0;
+}
+
+static int
+fill(HANDLE h, struct ph_stat *st)
+{
+	BY_HANDLE_FILE_INFORMATION bi;
+	FILE_BASIC_INFO basic;
+	LARGE_INTEGER t;
+
+	if (!GetFileInformationByHandle(h, &bi))
+		return ph_win_errno(GetLastError());
+	memset(st, 0, sizeof(*st));
+	st->size = ((uint64_t)bi.nFileSizeHigh << 32) | bi.nFileSizeLow;
+	st->dev = bi.dwVolumeSerialNumber;
+	st->ino = ((uint64_t)bi.nFileIndexHigh << 32) | bi.nFileIndexLow;
+	st->nlink = bi.nNumberOfLinks;
+	t.LowPart = bi.ftLastWriteTime.dwLowDateTime;
+	t.HighPart = (LONG)bi.ftLastWriteTime.dwHighDateTime;
+	st->mtime_ns = ft_ns(t.QuadPart);
+	/* ChangeTime (data or metadata) where the file system keeps it. */
+	if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof(basic)) &&
+	    basic.ChangeTime.QuadPart != 0)
+		st->ctime_ns = ft_ns(basic.ChangeTime.QuadPart);
+	else
+		st->ctime_ns = st->mtime_ns;
+	if (is_link(h, bi.dwFileAttributes))
+		st->type = PH_FT_LNK;
+	else if (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+		st->type = PH_FT_DIR;
+	else if (bi.dwFileAttributes & FILE_ATTRIBUTE_DEVICE)
+		st->type = PH_FT_OTHER;
+	else
+		st->type = PH_FT_REG;
+	st->mode = st->type == PH_FT_DIR ? 0755 : 0644;
+	if (bi.dwFileAttributes & FILE_ATTRIBUTE_READONLY)
+		st->mode &= ~0222u;
+	return 0;
+}
+
+int
+ph_dir_open_path(const char *path)
+{
+	return ph_win_dir_open(path);
+}
+
+static DWORD
+disposition(int flags)
+{
+	if ((flags & PH_O_CREAT) && (flags & PH_O_EXCL))
+		return CREATE_NEW;
+	if ((flags & PH_O_CREAT) && (flags & PH_O_TRUNC))
+		return CREATE_ALWAYS;
+	if (flags & PH_O_CREAT)
+		return OPEN_ALWAYS;
+	if (flags & PH_O_TRUNC)
+		return TRUNCATE_EXISTING;
+	return OPEN_EXISTING;
+}
+
+/* What the open handle h is, against what flags asked for. */
+static int
+check_opened(HANDLE h, int flags)
+{
+	BY_HANDLE_FILE_INFORMATION bi;
+
+	if (!GetFileInformationByHandle(h, &bi))
+		return ph_win_errno(GetLastError());
+	if ((flags & PH_O_NOFOLLOW) && is_link(h, bi.dwFileAttributes))
+		return -ELOOP;
+	if ((flags & PH_O_DIR) && !(bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+		return -ENOTDIR;
+	if (!(flags & PH_O_DIR) && (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+		return -EISDIR;
+	return 0;
+}
+
+int
+ph_openat(int dirfd, const char *name, int flags, unsigned mode)
+{
+	DWORD access, fl = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS;
+	wchar_t *w;
+	HANDLE h;
+	int rc, fd, crt = _O_BINARY;
+
+	(void)mode;
+	if (flags & PH_O_DIR) {
+		access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+	} else if ((flags & 3) == PH_O_WRONLY) {
+		access = GENERIC_WRITE | FILE_READ_ATTRIBUTES;
+		crt |= _O_WRONLY;
+	} else if ((flags & 3) == PH_O_RDWR) {
+		access = GENERIC_READ | GENERIC_WRITE;
+		crt |= _O_RDWR;
+	} else {
+		access = GENERIC_READ;
+		crt |= _O_RDONLY;
+	}
+	if (flags & PH_O_NOFOLLOW)
+		fl |= FILE_FLAG_OPEN_REPARSE_POINT;
+	rc = ph_win_at_path(dirfd, name, &w);
+	if (rc != 0)
+		return rc;
+	/* BACKUP_SEMANTICS opens a folder too, so a folder is told apart below
+	 * (-EISDIR) instead of failing as "access denied". */
+	h = CreateFileW(w, access, SHARE_ALL, NULL, disposition(flags), fl, NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE)
+		return ph_win_errno(GetLastError());
+	if ((rc = check_opened(h, flags)) != 0)
+		goto fail;
+	fd = _open_osfhandle((intptr_t)h, crt);
+	if (fd < 0) {
+		rc = -EMFILE;
+		goto fail;
+	}
+	return fd;
+fail:
+	CloseHandle(h);
+	return rc;
+}
+
+int
+ph_close(int fd)
+{
+	return _close(fd) == 0 ? 0 : -EBADF;
+}
+
+int
+ph_fstatat(int dirfd, const char *name, struct ph_stat *st)
+{
+	wchar_t *w;
+	HANDLE h;
+	int rc;
+
+	rc = ph_win_at_path(dirfd, name, &w);
+	if (rc != 0)
+		return rc;
+	/* Attributes only: no sharing conflict with any other open. */
+	h = CreateFileW(w, FILE_READ_ATTRIBUTES, SHARE_ALL, NULL, OPEN_EXISTING,
+	                FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE)
+		return ph_win_errno(GetLastError());
+	rc = fill(h, st);
+	CloseHandle(h);
+	return rc;
+}
+
+int
+ph_fstat(int fd, struct ph_stat *st)
+{
+	HANDLE h = fd_handle(fd);
+
+	return h == INVALID_HANDLE_VALUE ? -EBADF : fill(h, st);
+}
+
+int
+ph_unlinkat(int dirfd, const char *name, int flags)
+{
+	wchar_t *w;
+	BOOL ok;
+	int rc;
+
+	rc = ph_win_at_path(dirfd, name, &w);
+	if (rc != 0)
+		return rc;
+	ok = (flags & PH_AT_REMOVEDIR) ? RemoveDirectoryW(w) : DeleteFileW(w);
+	rc = ok ? 0 : ph_win_errno(GetLastError());
+	free(w);
+	return rc;
+}
+
+int
+ph_mkdirat(int dirfd, const char *name, unsigned mode)
+{
+	wchar_t *w;
+	int rc;
+
+	(void)mode;
+	rc = ph_win_at_path(dirfd, name, &w);
+	if (rc != 0)
+		return rc;
+	rc = CreateDirectoryW(w, NULL) ? 0 : ph_win_errno(GetLastError());
+	free(w);
+	return rc;
+}
+
+int
+ph_renameat(int fromdir, const char *from, int todir, const char *to)
+{
+	wchar_t *wfrom = NULL, *wto = NULL;
+	DWORD err, wait = RENAME_WAIT_MS;
+	int rc, i;
+
+	rc = ph_win_at_path(fromdir, from, &wfrom);
+	if (rc == 0)
+		rc = ph_win_at_path(todir, to, &wto);
+	if (rc != 0)
+		goto out;
+	for (i = 0;; i++) {
+		if (MoveFileExW(wfrom, wto, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+			rc = 0;
+			break;
+		}
+		err = GetLastError();
+		rc = ph_win_errno(err);
+		/* A virus scanner or an indexer holds a file for a moment: try
+		 * again a few times (as Git for Windows does), then report it. */
+		if (i + 1 == RENAME_TRIES ||
+		    (err != ERROR_ACCESS_DENIED && err != ERROR_SHARING_VIOLATION &&
+		     err != ERROR_LOCK_VIOLATION))
+			break;
+		Sleep(wait);
+		wait *= 2;
+	}
+out:
+	free(wfrom);
+	free(wto);
+	return rc;
+}
+
+int
+ph_dir_sync(int dirfd)
+{
+	/* Renames were written through (MOVEFILE_WRITE_THROUGH); Windows
+	 * cannot flush a folder. */
+	return fd_handle(dirfd) == INVALID_HANDLE_VALUE ? -EBADF : 0;
+}
+
+int
+ph_ftruncate(int fd, uint64_t size)
+{
+	HANDLE h = fd_handle(fd);
+	FILE_END_OF_FILE_INFO eof;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	if (size > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	eof.EndOfFile.QuadPart = (LONGLONG)size;
+	return SetFileInformationByHandle(h, FileEndOfFileInfo, &eof, sizeof(eof)) ? 0 :
+	       ph_win_errno(GetLastError());
+}
+
+int
+ph_futime(int fd, int64_t mtime_ns)
+{
+	HANDLE h = fd_handle(fd);
+	LARGE_INTEGER t;
+	FILETIME ft;
+	int64_t ticks;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	ticks = mtime_ns / 100;
+	if (mtime_ns % 100 < 0)
+		ticks--;   /* rounded down, as a file system of 100 ns steps does */
+	if (ticks < -EPOCH_TICKS)
+		return -EINVAL;   /* before 1601 */
+	t.QuadPart = ticks + EPOCH_TICKS;
+	ft.dwLowDateTime = t.LowPart;
+	ft.dwHighDateTime = (DWORD)t.HighPart;
+	return SetFileTime(h, NULL, NULL, &ft) ? 0 : ph_win_errno(GetLastError());
+}
+
+/* One ReadFile or WriteFile of at most 1 GiB at off. */
+static int64_t
+at_offset(int fd, void *rbuf, const void *wbuf, size_t n, uint64_t off)
+{
+	HANDLE h = fd_handle(fd);
+	OVERLAPPED ov;
+	DWORD done = 0, want;
+	BOOL ok;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	if (off > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	want = n > (1u << 30) ? (1u << 30) : (DWORD)n;
+	memset(&ov, 0, sizeof(ov));
+	ov.Offset = (DWORD)off;
+	ov.OffsetHigh = (DWORD)(off >> 32);
+	ok = rbuf != NULL ? ReadFile(h, rbuf, want, &done, &ov) :
+	     WriteFile(h, wbuf, want, &done, &ov);
+	if (!ok) {
+		DWORD err = GetLastError();
+
+		return err == ERROR_HANDLE_EOF ? 0 : ph_win_errno(err);
+	}
+	return (int64_t)done;
+}
+
+int64_t
+ph_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	return at_offset(fd, buf, NULL, n, off);
+}
+
+int64_t
+ph_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+	return at_offset(fd, NULL, buf, n, off);
+}
+
+int
+ph_lock(int fd, int how)
+{
+	HANDLE h = fd_handle(fd);
+	DWORD fl = 0, err;
+	OVERLAPPED ov;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	if (how & PH_LOCK_EX)
+		fl |= LOCKFILE_EXCLUSIVE_LOCK;
+	if (how & PH_LOCK_NB)
+		fl |= LOCKFILE_FAIL_IMMEDIATELY;
+	memset(&ov, 0, sizeof(ov));
+	ov.Offset = LOCK_OFF_LOW;
+	ov.OffsetHigh = LOCK_OFF_HIGH;
+	if (LockFileEx(h, fl, 0, 1, 0, &ov))
+		return 0;
+	err = GetLastError();
+	return err == ERROR_LOCK_VIOLATION || err == ERROR_IO_PENDING ? -EWOULDBLOCK :
+	       ph_win_errno(err);
+}
+
+int
+ph_unlock(int fd)
+{
+	HANDLE h = fd_handle(fd);
+	OVERLAPPED ov;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	memset(&ov, 0, sizeof(ov));
+	ov.Offset = LOCK_OFF_LOW;
+	ov.OffsetHigh = LOCK_OFF_HIGH;
+	return UnlockFileEx(h, 0, 1, 0, &ov) ? 0 : ph_win_errno(GetLastError());
+}
+
+struct ph_dir {
+	HANDLE find;
+	WIN32_FIND_DATAW fd;
+	int have;    /* fd holds an entry not yet returned */
+	char *name;  /* the last one returned, UTF-8 */
+};
+
+int
+ph_dir_list(int dirfd, struct ph_dir **out)
+{
+	struct ph_dir *d = NULL;
+	wchar_t *w = NULL, *pat = NULL;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	rc = ph_win_at_path(dirfd, ".", &w);
+	if (rc != 0)
+		return rc;
+	len = wcslen(w);
+	pat = malloc((len + 3) * sizeof(*pat));
+	d = calloc(1, sizeof(*d));
+	if (pat == NULL || d == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(pat, w, len * sizeof(*pat));
+	if (len > 0 && pat[len - 1] != L'\\')
+		pat[len++] = L'\\';
+	pat[len++] = L'*';
+	pat[len] = L'\0';
+	d->find = FindFirstFileExW(pat, FindExInfoBasic, &d->fd, FindExSearchNameMatch, NULL,
+	                           FIND_FIRST_EX_LARGE_FETCH);
+	if (d->find == INVALID_HANDLE_VALUE) {
+		rc = ph_win_errno(GetLastError());
+		goto out;
+	}
+	d->have = 1;
+	*out = d;
+	d = NULL;
+out:
+	free(d);
+	free(pat);
+	free(w);
+	return rc;
+}
+
+static enum ph_ftype
+find_type(const WIN32_FIND_DATAW *fd)
+{
+	/* dwReserved0 holds the reparse tag of a reparse point. */
+	if ((fd->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+	    IsReparseTagNameSurrogate(fd->dwReserved0))
+		return PH_FT_LNK;
+	if (fd->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+		return PH_FT_DIR;
+	if (fd->dwFileAttributes & FILE_ATTRIBUTE_DEVICE)
+		return PH_FT_OTHER;
+	return PH_FT_REG;
+}
+
+int
+ph_dir_read(struct ph_dir *d, struct ph_dirent *ent)
+{
+	const wchar_t *n;
+	int rc;
+
+	for (;;) {
+		if (!d->have) {
+			if (!FindNextFileW(d->find, &d->fd)) {
+				DWORD err = GetLastError();
+
+				return err == ERROR_NO_MORE_FILES ? 0 : ph_win_errno(err);
+			}
+		}
+		d->have = 0;
+		n = d->fd.cFileName;
+		if (n[0] == L'.' && (n[1] == L'\0' || (n[1] == L'.' && n[2] == L'\0')))
+			continue;
+		free(d->name);
+		d->name = NULL;
+		if ((rc = ph_win_narrow(n, &d->name)) != 0)
+			return rc;   /* an unpaired surrogate: this entry only */
+		ent->name = d->name;
+		ent->type = find_type(&d->fd);
+		return 1;
+	}
+}
+
+void
+ph_dir_end(struct ph_dir *d)
+{
+	if (d == NULL)
+		return;
+	FindClose(d->find);
+	free(d->name);
+	free(d);
+}
