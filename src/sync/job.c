@@ -111,6 +111,8 @@ ph_job_conflict(struct ph_job *j, const char *path, const char *beside, uint64_t
 	char msg[512];
 
 	j->st.conflicts++;
+	if (beside != NULL && j->beside_fn != NULL)
+		j->beside_fn(j->beside_arg, path, beside);
 	if (beside != NULL)
 		snprintf(msg, sizeof(msg), "%s; the version here is kept, the incoming one is "
 		         "beside it as %s", why, beside);
