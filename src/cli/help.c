@@ -180,6 +180,8 @@ static const char status_usage[] =
 "usage: phsync status [--json] [--state-dir DIR]\n"
 "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
 "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
+"       phsync status [OPTIONS] sync HOST:DIR LOCALDIR   (a two-way sync; either\n"
+"                                                         order)\n"
 "Without paths, lists the pairs a watching pull or push and phsync daemon\n"
 "keep in step (watching, syncing, waiting for the host, stopped; the last\n"
 "sync), then the sync pairs phsync has state for, and how each one's last run\n"

@@ -240,6 +240,19 @@ class TwoWayTest(TwoWayCase):
         self.assertIn("pull new new.txt", r.out)
         self.assertIn("conflict: a.txt", r.err)
 
+    def test_status_of_a_two_way_pair(self):
+        self.synced()
+        self.put(self.local, "b.txt", b"laptop edit", T0 + 70)
+        self.put(self.remote, "new.txt", b"phone new", T0 + 80)
+        os.unlink(os.path.join(self.remote, "dir/c.txt"))
+        before = (snap(self.local), snap(self.remote))
+        r = self.srv.run(["status", "-F", self.srv.config, "--json", "sync", self.local,
+                          "phone:" + self.remote] + self.srv._helper_opts(()))
+        self.assertEqual(r.code, 0, r)
+        st = [e for e in r.json() if e["event"] == "status"][0]
+        self.assertEqual((st["files_to_copy"], st["files_to_delete"], st["conflicts"]), (2, 1, 0), r)
+        self.assertEqual((snap(self.local), snap(self.remote)), before)
+
     def test_either_order(self):
         self.put(self.local, "l.txt", b"l", T0)
         self.put(self.remote, "r.txt", b"r", T0)
