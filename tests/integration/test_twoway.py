@@ -335,21 +335,16 @@ class CutTest(TwoWayCase):
             return seen[0] >= n
         return pred
 
-    def test_cut_in_the_pull_pass(self):
+    def test_cut_in_the_pull_pass_then_in_the_push_pass(self):
         want = self.prepare()
         self.cut_at(self.count("file", "pull", 5))
+        self.cut_at(self.count("file", "push", 3))
         self.finish(want)
 
     def test_cut_after_the_conflict_copies(self):
         want = self.prepare()
         self.cut_at(self.count("conflict", "pull", 2))
         self.finish(want)
-
-    def test_cut_in_the_push_pass(self):
-        want = self.prepare()
-        self.cut_at(self.count("file", "push", 3))
-        self.finish(want)
-
 
 
 class ModelTest(TwoWayCase):
@@ -359,7 +354,7 @@ class ModelTest(TwoWayCase):
     def test_model_rounds(self):
         m = twoway_model.Model(int(os.environ.get("PHSYNC_TWOWAY_SEED", "26")), self.local, self.remote)
         m.first_contact()
-        for rnd in range(6):
+        for rnd in range(5):
             if rnd > 0:
                 m.round()
             expected, conflicts = m.expect()
