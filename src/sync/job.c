@@ -17,9 +17,12 @@ ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
 {
 	struct ph_entry e = { 0 };
 
-	if (t == &j->src)
+	if (t == &j->src) {
 		j->src_failed++;
-	else if (path[0] == '\0' || strcmp(path, ".") == 0 ||
+		if (j->twoway && (path[0] == '\0' || strcmp(path, ".") == 0 ||
+		                  ph_tree_add(&j->src_failed_at, path, strlen(path), &e) != 0))
+			j->src_unlisted = 1;
+	} else if (path[0] == '\0' || strcmp(path, ".") == 0 ||
 	         ph_tree_add(&j->dst_failed, path, strlen(path), &e) != 0)
 		j->dst_unlisted = 1; /* the root, or no memory to say where */
 }

@@ -61,6 +61,9 @@ struct ph_job {
 	int idfd;
 	int twoway;                /* one of a two-way run's passes (twoway.c):
 	                              deletes are listed, guarded per side */
+	struct ph_tree src_failed_at; /* two-way: where the source's listing
+	                              failed (the push pass's dst_failed) */
+	int src_unlisted;          /* ... the whole source */
 	/* Told of each conflict copy put beside path (NULL: nobody asks). */
 	void (*beside_fn)(void *arg, const char *path, const char *beside);
 	void *beside_arg;

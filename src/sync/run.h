@@ -24,6 +24,8 @@ struct run {
 	uint8_t *incl;
 	struct ph_known_set known;
 	uint64_t scan_failed;          /* files the scans could not read */
+	uint64_t del_failed;           /* those that refuse deletes (a two-way
+	                                  pass: its source side's only) */
 	int pull, remote_missing;      /* a dry push to a folder not made yet */
 };
 

@@ -542,7 +542,7 @@ over_percent(struct ph_job *j)
  * copies go, unless a listing was incomplete, the source listed empty or
  * more would go than --max-delete allows: then none goes. */
 static int
-gone_files(struct ph_job *j, uint64_t scan_failed)
+gone_files(struct ph_job *j, uint64_t scan_failed, uint64_t del_failed)
 {
 	const struct phsync_options *o = j->o;
 	int64_t max = o->max_delete < 0 ? PHSYNC_MAX_DELETE_DEFAULT : o->max_delete;
@@ -560,10 +560,10 @@ gone_files(struct ph_job *j, uint64_t scan_failed)
 				return rc;
 	if (j->plan.ndel_go == 0)
 		return 0;
-	if (scan_failed > 0)
+	if (del_failed > 0)
 		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: %llu listing "
 		              "error(s) this run, so a missing file may only be unlisted; nothing "
-		              "was deleted", j->plan.ndel_go, (unsigned long long)scan_failed);
+		              "was deleted", j->plan.ndel_go, (unsigned long long)del_failed);
 	/* (Two-way: a side that lists no file at all, folders or not.) */
 	if (j->plan.files_total == 0 && (j->src.n == 0 || j->twoway))
 		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: the %s "
@@ -777,7 +777,7 @@ ph_run_scan(struct run *r)
 	if (rc != 0)
 		return rc;
 	ph_tree_sort(r->pull ? &j->src : &j->dst);
-	r->scan_failed = j->st.files_failed;
+	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }
 
@@ -850,7 +850,7 @@ ph_run_pass(struct run *r)
 	if (rc == 0 && j->ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == 0)
-		rc = gone_files(j, r->scan_failed);
+		rc = gone_files(j, r->scan_failed, r->del_failed);
 	if (rc == 0 && r->pull && j->o->remove_source)
 		rc = ph_offload_run(j);
 	return rc;
@@ -905,6 +905,7 @@ ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 	ph_state_partials_free(j->partials, j->npartials);
 	ph_tree_free(&j->found_partials);
 	ph_tree_free(&j->dst_failed);
+	ph_tree_free(&j->src_failed_at);
 	ph_tree_free(&j->known_paths);
 	if (j->o->conn == NULL) {
 		ph_sftp_free(j->sftp);

@@ -89,13 +89,20 @@ push_setup(struct ph_two *t)
 	b->root_atime = a->root_atime;
 	b->twoway = 1;
 	/* The scans noted their failures on the pull's sides: the phone's as
-	 * its source's, the laptop's as paths. Writes where the phone could
-	 * not be listed are left alone, all of them (the paths are not kept). */
+	 * its source's (and where, for the push: nothing is written where the
+	 * phone could not be listed), the laptop's as the pull's destination. */
 	b->src_failed = a->dst_failed.n + (uint64_t)a->dst_unlisted;
-	b->dst_unlisted = a->src_failed > 0;
+	b->dst_failed = a->src_failed_at;
+	memset(&a->src_failed_at, 0, sizeof(a->src_failed_at));
+	b->dst_unlisted = a->src_unlisted;
 	ph_emit_init(&b->ev, &t->ob, &b->st);
 	t->b.pull = 0;
+	/* Records are forgotten only after complete listings of both sides;
+	 * a side's deletes are refused when the other (its source) could not
+	 * be listed whole. */
 	t->b.scan_failed = t->a.scan_failed;
+	t->a.del_failed = a->src_failed;
+	t->b.del_failed = b->src_failed;
 }
 
 /* What the push pass owns (not what it borrows). */

@@ -271,6 +271,38 @@ class TwoWayTest(TwoWayCase):
         self.assertIn("--prefer", r.err)
 
 
+class FailedListingTest(TwoWayCase):
+    """A phone folder that cannot be listed (tests/lib/sftp_relay.py refuses it) is unknown,
+    not deleted: nothing is deleted here, nothing is written into it there."""
+    server_kwargs = {"relay": True}
+
+    def test_failed_phone_listing_refuses_deletes_here(self):
+        self.put(self.remote, "Locked/inside.jpg", b"inside", T0)
+        self.put(self.remote, "a.txt", b"phone a\n", T0)
+        for i in range(4):
+            self.put(self.local, "pad/%d.txt" % i, b"pad", T0)
+        self.put(self.local, "b.txt", b"laptop b\n", T0)
+        self.sync("--helper", "never", expect=0)
+        os.unlink(os.path.join(self.remote, "a.txt"))         # would go here too
+        self.put(self.local, "b.txt", b"laptop edit", T0 + 50)
+        self.put(self.local, "Locked/new.jpg", b"not into a folder not listed", T0 + 51)
+        self.srv.relay_set(fail_opendir=["Locked"])   # the phone refuses to list Locked/
+        r = self.sync("--helper", "never", expect=1)
+        self.srv.relay_set()
+        self.assertIn("listing error", r.err)
+        got = files(self.local)
+        # Nothing deleted here: not Locked/ (unlisted, not deleted), not even a.txt.
+        self.assertEqual(got["Locked/inside.jpg"], (b"inside", T0))
+        self.assertIn("a.txt", got)
+        # The rest went on, but nothing into the folder the phone could not list.
+        self.assertEqual(files(self.remote)["b.txt"], (b"laptop edit", T0 + 50))
+        self.assertNotIn("Locked/new.jpg", files(self.remote))
+        # Listed again: the delete and the new file go.
+        self.sync("--helper", "never", expect=0)
+        self.assertSame()
+        self.assertNotIn("a.txt", files(self.local))
+
+
 class CutTest(TwoWayCase):
     """kill -9 at several points of a two-way run (each on a JSON event appearing, never on
     time), then a clean run: both sides equal, every version still there."""
