@@ -17,6 +17,7 @@
  * A run cut between any two of these steps loses no version: the next run
  * sees a file deleted on one side and changed on the other (the change
  * goes back) and a conflict copy new on one side (it goes across). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,6 +225,33 @@ two_execute(struct ph_two *t)
 	return rc != 0 ? rc : refused;
 }
 
+/* A --trash folder inside the synced folders is on both sides: what one
+ * side moved there is no new file for the other (excluded, as a rule
+ * from the top). */
+static int
+trash_excluded(struct ph_two *t, const struct phsync_options *o)
+{
+	const char *tr = o->trash_dir;
+	size_t n = o->n_excludes, len;
+
+	if (tr == NULL || tr[0] == '/' || strncmp(tr, "../", 3) == 0)
+		return 0;
+	len = strlen(tr);
+	while (len > 0 && tr[len - 1] == '/')
+		len--;
+	if (len == 0 || (t->excl = calloc(n + 1, sizeof(*t->excl))) == NULL ||
+	    (t->trash_rule = malloc(len + 3)) == NULL)
+		return len == 0 ? 0 : PHSYNC_ENOMEM;
+	/* "/DIR/": the folder at the top only, not a name at any depth. */
+	snprintf(t->trash_rule, len + 3, "/%.*s/", (int)len, tr);
+	if (n > 0)
+		memcpy(t->excl, o->excludes, n * sizeof(*t->excl));
+	t->excl[n] = t->trash_rule;
+	t->oa.excludes = t->excl;
+	t->oa.n_excludes = n + 1;
+	return 0;
+}
+
 /* Options a two-way run cannot take, and those it sets for its passes. */
 static int
 two_begin(struct ph_two *t, phsync_ctx *ctx, const struct phsync_options *opts)
@@ -242,6 +270,8 @@ two_begin(struct ph_two *t, phsync_ctx *ctx, const struct phsync_options *opts)
 		return ph_err(ctx, PHSYNC_EINVAL, "a two-way sync's --prefer or "
 		              "--max-delete-percent is out of range");
 	t->oa = *opts;
+	if (trash_excluded(t, opts) != 0)
+		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
 	t->fa.fn = t->fb.fn = opts->on_event;
 	t->fa.arg = t->fb.arg = opts->event_arg;
 	t->oa.on_event = fwd_event;
@@ -262,6 +292,8 @@ ph_sync_twoway(phsync_ctx *ctx, const char *remote, const char *local_dir,
 		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
 	if ((rc = two_begin(t, ctx, opts)) != 0 ||
 	    (rc = ph_run_begin(&t->a, ctx, PHSYNC_PULL, remote, &t->oa, local_dir)) != 0) {
+		free(t->excl);
+		free(t->trash_rule);
 		free(t);
 		return rc;
 	}
@@ -279,6 +311,8 @@ ph_sync_twoway(phsync_ctx *ctx, const char *remote, const char *local_dir,
 	ph_two_conflicts_free(t);
 	ph_recon_free(&t->rec);
 	rc = ph_run_end(&t->a, rc, stats);
+	free(t->excl);
+	free(t->trash_rule);
 	free(t);
 	return rc;
 }

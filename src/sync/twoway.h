@@ -36,6 +36,8 @@ struct ph_two {
 	const struct ph_tree *ltree, *rtree;
 	struct ph_two_cf *c;
 	size_t nc;
+	const char **excl;      /* the caller's excludes and the trash folder's */
+	char *trash_rule;
 };
 
 /* The reconciler's conflicts with their actions found. 0 or ENOMEM. */

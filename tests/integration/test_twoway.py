@@ -211,6 +211,18 @@ class TwoWayTest(TwoWayCase):
         self.assertSame()
         self.assertEqual(sorted(files(self.remote)), ["dir/c.txt", "dir/new.txt"])
 
+    def test_trash_on_either_side(self):
+        self.synced(n=4)
+        os.unlink(os.path.join(self.local, "a.txt"))
+        os.unlink(os.path.join(self.remote, "b.txt"))
+        self.sync("--trash", ".trash", expect=0)
+        self.assertEqual(files(os.path.join(self.remote, ".trash")), {"a.txt": (b"phone a\n", T0)})
+        self.assertEqual(files(os.path.join(self.local, ".trash")), {"b.txt": (b"laptop b\n", T0 + 10)})
+        # Each side's trash is its own: not synced, not new on the other side.
+        r = self.sync("--trash", ".trash", "--json", expect=0)
+        self.assertEqual(r.json()[-1]["files_done"], 0, r)
+        self.assertNotIn(".trash/b.txt", files(self.remote))
+
     def test_moves_travel_as_moves(self):
         self.put(self.remote, "big/photo.jpg", os.urandom(200_000), T0)
         self.put(self.local, "doc/report.pdf", os.urandom(150_000), T0 + 1)
