@@ -26,8 +26,16 @@ typedef struct phsync_conn phsync_conn;
 
 enum phsync_direction {
 	PHSYNC_PULL = 1, /* remote -> local */
-	PHSYNC_PUSH = 2  /* local -> remote */
+	PHSYNC_PUSH = 2, /* local -> remote */
+	PHSYNC_BOTH = 3  /* two-way (docs/TWOWAY.md): what changed on either
+	                    side since the pair's last sync goes to the other */
 };
+
+/* Two-way sync: who wins a file changed on both sides (phsync_options'
+ * prefer). NONE keeps both versions (the other as a conflict copy on both
+ * sides); the others keep one, no copy. */
+enum { PHSYNC_PREFER_NONE = 0, PHSYNC_PREFER_LOCAL, PHSYNC_PREFER_REMOTE,
+       PHSYNC_PREFER_NEWER };
 
 enum phsync_event_type {
 	PHSYNC_EV_FILE_DONE = 1,  /* a file was copied (or would be, dry run) */
@@ -90,6 +98,8 @@ struct phsync_event {
 	                           FILE_DONE of a move or copy ("moved",
 	                           "copied"): the path it was made from */
 	const struct phsync_stats *stats;
+	enum phsync_direction dir; /* a two-way run's file event: the way the
+	                              file went (PULL or PUSH); 0 otherwise */
 };
 
 typedef void (*phsync_event_fn)(const struct phsync_event *ev, void *arg);
@@ -139,6 +149,10 @@ struct phsync_options {
 	                                  would go; < 0: PHSYNC_MAX_DELETE_DEFAULT */
 	const char *trash_dir;         /* move deleted files under this folder
 	                                  (on the destination's side) instead */
+	unsigned max_delete_percent;   /* refuse a side's deletes when more than
+	                                  this percent of its files would go;
+	                                  0: off, but 50 for two-way runs */
+	int prefer;                    /* two-way: PHSYNC_PREFER_* */
 	int remove_source;             /* pull only: offload, i.e. remove each
 	                                  file from the phone once its copy here
 	                                  is durable, reads back with the hash
@@ -212,8 +226,11 @@ int phsync_parse_remote(const char *spec, char **user, char **host,
  * the daemon config's helper key). Returns 0, or PHSYNC_EINVAL. */
 int phsync_parse_helper(const char *s, int *mode);
 
-/* Makes local_dir hold the contents of the remote folder (PULL) or the
- * remote folder hold the contents of local_dir (PUSH). remote is
+/* Makes local_dir hold the contents of the remote folder (PULL), the
+ * remote folder hold the contents of local_dir (PUSH), or both hold what
+ * changed on either since their last sync (BOTH, docs/TWOWAY.md: deletes
+ * go both ways, guarded; PHSYNC_ECONFLICT when a file changed on both
+ * sides and both versions were kept). remote is
  * "[user@]host:path", host being an ssh_config alias or a host name.
  * Returns 0, PHSYNC_EPARTIAL when some files failed and the rest synced,
  * or another error when the run stopped. stats (may be NULL) is filled. */

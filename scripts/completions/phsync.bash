@@ -20,7 +20,7 @@ _phsync()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "pull push status daemon pair doctor backup restore verify
+        COMPREPLY=($(compgen -W "pull push sync status daemon pair doctor backup restore verify
                                  delta serve -h --help -V --version" -- "$cur"))
         return
     fi
@@ -31,8 +31,11 @@ _phsync()
         --helper)
             COMPREPLY=($(compgen -W "auto never always" -- "$cur"))
             return ;;
+        --prefer)
+            COMPREPLY=($(compgen -W "local remote newer" -- "$cur"))
+            return ;;
         --timeout | --min-age | --modify-window | --max-delete | --exclude | --include | \
-        --authorized-keys | --interval | --keep | --helper-path | -b)
+        --authorized-keys | --interval | --keep | --helper-path | -b | --max-delete-percent)
             return ;;
     esac
     sync_opts="-F -n --dry-run -v --verbose -q --quiet --json --progress --no-progress
@@ -42,6 +45,7 @@ _phsync()
                -h --help -V --version"
     case $cmd in
         pull | push) opts=$sync_opts ;;
+        sync) opts="$sync_opts --prefer --max-delete-percent" ;;
         status) opts="--json --state-dir -h --help" ;;
         daemon) opts="-c --config -v --verbose -q --quiet -h --help" ;;
         pair) opts="-F --key --authorized-keys --timeout -v --verbose -h --help" ;;

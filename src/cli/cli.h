@@ -23,6 +23,7 @@ int cli_exit_code(int rc);
 /* `phsync pull ...`, `phsync push ...` (sync_cmd.c). */
 int cli_pull_main(int argc, char **argv);
 int cli_push_main(int argc, char **argv);
+int cli_sync_main(int argc, char **argv);
 /* `phsync status ...` (status_cmd.c). */
 int cli_status_main(int argc, char **argv);
 /* `phsync delta ...`: rdiff-style plumbing over the delta engine. */

@@ -11,6 +11,7 @@
 static const char usage_head[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"       phsync sync [OPTIONS] HOST:DIR LOCALDIR  (two-way; either order)\n"
 "       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
 "       phsync daemon [-c FILE] [-v|-q]   (every pair of a config file)\n"
 "       phsync status [--json] [--state-dir DIR]   (watched pairs, pairs synced so far)\n"
@@ -141,6 +142,30 @@ static const char push_head[] =
 "(exit 5). Nothing is deleted unless --delete says so. HOST is a Host in\n"
 "~/.ssh/config (or -F FILE), as with ssh and rsync. More: man phsync-push.\n";
 
+static const char twoway_head[] =
+"usage: phsync sync [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
+"       phsync sync [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
+"\n"
+"Two-way sync: what is new, changed, moved or deleted on either side since\n"
+"the pair's last sync goes to the other (the HOST: form says which side is\n"
+"the phone). A file changed on both sides keeps both versions on both sides:\n"
+"the newer under its name, the other beside it as\n"
+"NAME.phsync-conflict-YYYYMMDD-HHMMSS.EXT (exit 5), unless --prefer\n"
+"decides. A change beats a delete. The first sync of a pair makes the union\n"
+"of both sides and deletes nothing. Deletes go both ways, refused when the\n"
+"other side lists empty or a listing failed, or when over --max-delete or\n"
+"--max-delete-percent. More: man phsync-sync.\n"
+"\n"
+"Two-way options:\n"
+"      --prefer local|remote|newer  a file changed on both sides: that\n"
+"                     version wins and no conflict copy is kept (named in\n"
+"                     the summary)\n"
+"      --max-delete-percent P  refuse a side's deletes when more than P\n"
+"                     percent of its files would go (default 50; 100: off)\n"
+"With -n each line says which way the file would go (pull: phone to here,\n"
+"push: here to phone); --json events carry \"dir\". --delete is implied;\n"
+"--overwrite and --remove-source-files are refused.\n";
+
 static const char sync_tail[] =
 "\n"
 "GLOB without '/' matches a name at any depth ('*.tmp', '.thumbnails');\n"
@@ -155,6 +180,8 @@ static const char status_usage[] =
 "usage: phsync status [--json] [--state-dir DIR]\n"
 "       phsync status [OPTIONS] [USER@]HOST:DIR LOCALDIR   (a pull)\n"
 "       phsync status [OPTIONS] LOCALDIR [USER@]HOST:DIR   (a push)\n"
+"       phsync status [OPTIONS] sync HOST:DIR LOCALDIR   (a two-way sync; either\n"
+"                                                         order)\n"
 "Without paths, lists the pairs a watching pull or push and phsync daemon\n"
 "keep in step (watching, syncing, waiting for the host, stopped; the last\n"
 "sync), then the sync pairs phsync has state for, and how each one's last run\n"
@@ -171,4 +198,5 @@ static const char status_usage[] =
 const char *const cli_help_main[] = { usage_head, sync_options, usage_tail, NULL };
 const char *const cli_help_pull[] = { pull_head, sync_options, sync_tail, NULL };
 const char *const cli_help_push[] = { push_head, sync_options, sync_tail, NULL };
+const char *const cli_help_sync[] = { twoway_head, sync_options, sync_tail, NULL };
 const char *const cli_help_status[] = { status_usage, NULL };

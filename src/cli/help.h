@@ -7,6 +7,7 @@
 extern const char *const cli_help_main[];    /* phsync --help */
 extern const char *const cli_help_pull[];    /* phsync pull --help */
 extern const char *const cli_help_push[];    /* phsync push --help */
+extern const char *const cli_help_sync[];    /* phsync sync --help */
 extern const char *const cli_help_status[];  /* phsync status --help */
 
 #endif

@@ -23,6 +23,7 @@ static const struct {
 } commands[] = {
 	{ "pull", cli_pull_main },
 	{ "push", cli_push_main },
+	{ "sync", cli_sync_main },
 	{ "delta", cli_delta_main },
 	{ "status", cli_status_main },
 	{ "pair", cli_pair_main },

@@ -40,6 +40,9 @@ static int add_rule(const struct cli_cmd *c, struct cli_args *a, int key, const 
 static int set_max_delete(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg);
 static int set_trash(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg);
 static int set_helper(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg);
+static int set_max_delete_percent(const struct cli_cmd *c, struct cli_args *a, int key,
+                                  const char *arg);
+static int set_prefer(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg);
 
 /* Every shared option once. The ranges and messages are those phsync(1)
  * and each command's --help promise. */
@@ -82,6 +85,9 @@ static const struct shared_opt shared[] = {
 	{ "helper", CLI_O_HELPER, required_argument, CLI_SYNC, K_FN, 0, 0, 0, set_helper },
 	{ "helper-path", CLI_O_HELPER_PATH, required_argument, CLI_SYNC, K_STR,
 	  FIELD(opts.helper_path), 0, 0, NULL },
+	{ "prefer", CLI_O_PREFER, required_argument, CLI_TWOWAY, K_FN, 0, 0, 0, set_prefer },
+	{ "max-delete-percent", CLI_O_MAX_DELETE_PERCENT, required_argument, CLI_TWOWAY, K_FN, 0,
+	  0, 0, set_max_delete_percent },
 	{ "help", 'h', no_argument, CLI_HELP, K_HELP, 0, 0, 0, NULL },
 	{ "version", 'V', no_argument, CLI_SYNC, K_VERSION, 0, 0, 0, NULL },
 };
@@ -194,6 +200,35 @@ set_helper(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg
 	(void)key;
 	if (phsync_parse_helper(arg, &a->opts.helper) != 0)
 		return cli_usage_error(c->name, "--helper takes auto, never or always");
+	return CLI_GO_ON;
+}
+
+static int
+set_max_delete_percent(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	(void)key;
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || v < 1 || v > 100)
+		return cli_usage_error(c->name, "--max-delete-percent takes 1 to 100 (100: no "
+		                       "limit but --max-delete)");
+	a->opts.max_delete_percent = (unsigned)v;
+	return CLI_GO_ON;
+}
+
+static int
+set_prefer(const struct cli_cmd *c, struct cli_args *a, int key, const char *arg)
+{
+	(void)key;
+	if (strcmp(arg, "local") == 0)
+		a->opts.prefer = PHSYNC_PREFER_LOCAL;
+	else if (strcmp(arg, "remote") == 0)
+		a->opts.prefer = PHSYNC_PREFER_REMOTE;
+	else if (strcmp(arg, "newer") == 0)
+		a->opts.prefer = PHSYNC_PREFER_NEWER;
+	else
+		return cli_usage_error(c->name, "--prefer takes local, remote or newer");
 	return CLI_GO_ON;
 }
 

@@ -32,6 +32,7 @@ enum {
 	CLI_SYNC = 1u << 9,        /* pull's and push's: -n, --delete, --watch,
 	                              --helper, -V and the rest of phsync --help */
 	CLI_HELP = 1u << 10,       /* -h, --help (every command) */
+	CLI_TWOWAY = 1u << 11,     /* sync's: --prefer, --max-delete-percent */
 	CLI_PULL_PUSH = (1u << 11) - 1  /* all of them: pull, push, status of a pair */
 };
 
@@ -42,7 +43,7 @@ enum {
 	CLI_O_NO_DEFAULT_EXCLUDES, CLI_O_NO_FSYNC, CLI_O_TIMEOUT, CLI_O_STATE_DIR,
 	CLI_O_MIN_AGE, CLI_O_RESET_STATE, CLI_O_MODIFY_WINDOW, CLI_O_OVERWRITE, CLI_O_DELETE,
 	CLI_O_MAX_DELETE, CLI_O_TRASH, CLI_O_REMOVE_SOURCE, CLI_O_WATCH, CLI_O_INTERVAL,
-	CLI_O_HELPER, CLI_O_HELPER_PATH,
+	CLI_O_HELPER, CLI_O_HELPER_PATH, CLI_O_PREFER, CLI_O_MAX_DELETE_PERCENT,
 	CLI_O_OWN = 512
 };
 

@@ -131,6 +131,22 @@ progress(struct cli_out *o, const struct phsync_stats *st, const char *file)
 	o->line_shown = 1;
 }
 
+/* A two-way run's file event: the way it went, as a word. */
+static const char *
+way(const struct phsync_event *ev)
+{
+	return ev->dir == PHSYNC_PULL ? "pull" : ev->dir == PHSYNC_PUSH ? "push" : NULL;
+}
+
+/* Opens an event's JSON object: its name and, in a two-way run, "dir". */
+static void
+obj(FILE *f, const struct phsync_event *ev, const char *name)
+{
+	fprintf(f, "{\"event\":\"%s\"", name);
+	if (way(ev) != NULL)
+		fprintf(f, ",\"dir\":\"%s\"", way(ev));
+}
+
 static void
 json_event(struct cli_out *o, const struct phsync_event *ev)
 {
@@ -139,7 +155,8 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 
 	switch (ev->type) {
 	case PHSYNC_EV_FILE_DONE:
-		fputs("{\"event\":\"file\",\"action\":", f);
+		obj(f, ev, "file");
+		fputs(",\"action\":", f);
 		cli_json_string(f, ev->action);
 		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
@@ -151,33 +168,38 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		        o->dry_run ? ",\"dry_run\":true" : "");
 		break;
 	case PHSYNC_EV_FILE_FAILED:
-		fputs("{\"event\":\"file\",\"path\":", f);
+		obj(f, ev, "file");
+		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
 		fputs(",\"status\":\"failed\",\"error\":", f);
 		cli_json_string(f, ev->message ? ev->message : phsync_strerror(ev->err));
 		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_SKIPPED:
-		fputs("{\"event\":\"skip\",\"path\":", f);
+		obj(f, ev, "skip");
+		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
 		fputs(",\"reason\":", f);
 		cli_json_string(f, ev->action);
 		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_MKDIR:
-		fputs("{\"event\":\"mkdir\",\"path\":", f);
+		obj(f, ev, "mkdir");
+		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
 		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_WARNING:
-		fputs("{\"event\":\"warning\",\"path\":", f);
+		obj(f, ev, "warning");
+		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
 		fputs(",\"message\":", f);
 		cli_json_string(f, ev->message);
 		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_INFO:
-		fputs("{\"event\":\"info\",\"message\":", f);
+		obj(f, ev, "info");
+		fputs(",\"message\":", f);
 		cli_json_string(f, ev->message);
 		fputs("}\n", f);
 		break;
@@ -192,14 +214,16 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		fputs("}\n", f);
 		break;
 	case PHSYNC_EV_CONFLICT:
-		fputs("{\"event\":\"conflict\",\"path\":", f);
+		obj(f, ev, "conflict");
+		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
 		fprintf(f, ",\"size\":%" PRIu64 ",\"message\":", ev->size);
 		cli_json_string(f, ev->message);
 		fprintf(f, "%s}\n", o->dry_run ? ",\"dry_run\":true" : "");
 		break;
 	case PHSYNC_EV_DELETED:
-		fputs("{\"event\":\"delete\",\"action\":", f);
+		obj(f, ev, "delete");
+		fputs(",\"action\":", f);
 		cli_json_string(f, ev->action);
 		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
@@ -207,7 +231,8 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		        o->dry_run ? ",\"dry_run\":true" : "");
 		break;
 	case PHSYNC_EV_NOT_REACHED:
-		fputs("{\"event\":\"not-reached\",\"action\":", f);
+		obj(f, ev, "not-reached");
+		fputs(",\"action\":", f);
 		cli_json_string(f, ev->action);
 		fputs(",\"path\":", f);
 		cli_json_string(f, ev->path);
@@ -262,6 +287,9 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		if (o->quiet || (!o->verbose && !o->dry_run))
 			break;
 		cli_clear_line(o);
+		/* A two-way run says which way each line goes. */
+		if (way(ev) != NULL)
+			fprintf(o->out, "%s ", way(ev));
 		if (ev->type == PHSYNC_EV_FILE_DONE && ev->message != NULL)
 			fprintf(o->out, "%s %s (from %s)\n", ev->action, shown, msg);
 		else
@@ -276,7 +304,8 @@ cli_on_event(const struct phsync_event *ev, void *arg)
 		if (o->quiet || (!o->verbose && !o->dry_run))
 			break;
 		cli_clear_line(o);
-		fprintf(o->out, "skip %s (%s)\n", shown, ev->action);
+		fprintf(o->out, "%s%sskip %s (%s)\n", way(ev) ? way(ev) : "", way(ev) ? " " : "",
+		        shown, ev->action);
 		break;
 	case PHSYNC_EV_PROGRESS:
 		if (o->progress && !o->quiet)

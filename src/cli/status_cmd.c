@@ -268,7 +268,7 @@ status_of_pair(int argc, char **argv, enum phsync_direction dir)
 /* The paths of status's command line: how many, and the first two. The
  * options are pull's and push's (status with a pair takes them all). */
 static int
-count_paths(int argc, char **argv, const char *pos[2])
+count_paths(int argc, char **argv, const char *pos[2], int *first)
 {
 	int i, npos = 0, dashdash = 0;
 
@@ -278,10 +278,12 @@ count_paths(int argc, char **argv, const char *pos[2])
 			continue;
 		}
 		if (!dashdash && argv[i][0] == '-' && argv[i][1] != '\0') {
-			if (cli_takes_value(CLI_PULL_PUSH, argv[i]))
+			if (cli_takes_value(CLI_PULL_PUSH | CLI_TWOWAY, argv[i]))
 				i++;
 			continue;
 		}
+		if (npos == 0)
+			*first = i;
 		if (npos < 2)
 			pos[npos] = argv[i];
 		npos++;
@@ -323,9 +325,15 @@ cli_status_main(int argc, char **argv)
 	                             0, NULL, NULL };
 	const char *pos[2] = { NULL, NULL };
 	struct cli_args a;
-	int rc;
+	int rc, first = 0, npos = count_paths(argc, argv, pos, &first);
 
-	if (count_paths(argc, argv, pos) == 2) {
+	/* `phsync status sync A B`: what a two-way sync would do (the word
+	 * taken out, the rest as sync's command line). */
+	if (npos == 3 && strcmp(pos[0], "sync") == 0) {
+		memmove(&argv[first], &argv[first + 1], (size_t)(argc - first) * sizeof(*argv));
+		return status_of_pair(argc - 1, argv, PHSYNC_BOTH);
+	}
+	if (npos == 2) {
 		char *u, *h, *p;
 		int pull = phsync_parse_remote(pos[0], &u, &h, &p) == 0;
 
@@ -340,6 +348,7 @@ cli_status_main(int argc, char **argv)
 	if ((rc = cli_parse(&cmd, &argc, argv, &a)) != CLI_GO_ON)
 		return rc;
 	if (optind != argc)
-		return cli_usage_error("status", "status takes no path or two (HOST:DIR LOCALDIR)");
+		return cli_usage_error("status", "status takes no path, two (HOST:DIR LOCALDIR) or "
+		                       "sync and two");
 	return list_pairs(a.opts.state_dir, a.out.json);
 }

@@ -85,6 +85,43 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        o->dry_run ? "would be deleted" : "deleted");
 }
 
+static int
+is_remote(const char *w)
+{
+	char *u, *h, *p;
+
+	if (phsync_parse_remote(w, &u, &h, &p) != 0)
+		return 0;
+	free(u);
+	free(h);
+	free(p);
+	return 1;
+}
+
+/* `phsync sync A B`: which side is the phone is said by the HOST: form,
+ * in either order (a local path with a ':' in it is taken as local when it
+ * exists). */
+static int
+sync_sides(const char *a, const char *b, struct cli_sync *s)
+{
+	struct stat st;
+	int ra = is_remote(a), rb = is_remote(b);
+
+	if (ra && rb) {
+		ra = stat(a, &st) != 0;
+		rb = !ra;
+	}
+	if (ra == rb)
+		return cli_usage_error("", "sync needs one [USER@]HOST:DIR and one LOCALDIR "
+		                       "(either order)");
+	s->remote = ra ? a : b;
+	s->local = ra ? b : a;
+	if (s->a.watch)
+		return cli_usage_error("", "sync --watch is not built yet: run sync again, or "
+		                       "watch one way with pull --watch or push --watch");
+	return CLI_GO_ON;
+}
+
 int
 cli_sync_parse(int argc, char **argv, enum phsync_direction dir, int status,
                struct cli_sync *s)
@@ -93,7 +130,10 @@ cli_sync_parse(int argc, char **argv, enum phsync_direction dir, int status,
 	char *u, *h, *p;
 	int rc;
 
-	cmd.help = status ? cli_help_status : dir == PHSYNC_PULL ? cli_help_pull : cli_help_push;
+	cmd.help = status ? cli_help_status : dir == PHSYNC_PULL ? cli_help_pull :
+	           dir == PHSYNC_PUSH ? cli_help_push : cli_help_sync;
+	if (dir == PHSYNC_BOTH)
+		cmd.takes |= CLI_TWOWAY;
 	cli_args_init(&s->a);
 	s->dir = dir;
 	s->status = status;
@@ -102,7 +142,10 @@ cli_sync_parse(int argc, char **argv, enum phsync_direction dir, int status,
 		return rc;
 	if (argc - optind != 2)
 		return cli_usage_error("", "%s needs a source and a destination (%d given)",
-		                       dir == PHSYNC_PULL ? "pull" : "push", argc - optind);
+		                       dir == PHSYNC_PULL ? "pull" : dir == PHSYNC_PUSH ? "push" :
+		                       "sync", argc - optind);
+	if (dir == PHSYNC_BOTH)
+		return sync_sides(argv[optind], argv[optind + 1], s);
 	s->remote = dir == PHSYNC_PULL ? argv[optind] : argv[optind + 1];
 	s->local = dir == PHSYNC_PULL ? argv[optind + 1] : argv[optind];
 	if (phsync_parse_remote(s->remote, &u, &h, &p) != 0)
@@ -200,4 +243,10 @@ int
 cli_push_main(int argc, char **argv)
 {
 	return sync_main(argc, argv, PHSYNC_PUSH);
+}
+
+int
+cli_sync_main(int argc, char **argv)
+{
+	return sync_main(argc, argv, PHSYNC_BOTH);
 }

@@ -17,9 +17,12 @@ ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path)
 {
 	struct ph_entry e = { 0 };
 
-	if (t == &j->src)
+	if (t == &j->src) {
 		j->src_failed++;
-	else if (path[0] == '\0' || strcmp(path, ".") == 0 ||
+		if (j->twoway && (path[0] == '\0' || strcmp(path, ".") == 0 ||
+		                  ph_tree_add(&j->src_failed_at, path, strlen(path), &e) != 0))
+			j->src_unlisted = 1;
+	} else if (path[0] == '\0' || strcmp(path, ".") == 0 ||
 	         ph_tree_add(&j->dst_failed, path, strlen(path), &e) != 0)
 		j->dst_unlisted = 1; /* the root, or no memory to say where */
 }
@@ -111,6 +114,8 @@ ph_job_conflict(struct ph_job *j, const char *path, const char *beside, uint64_t
 	char msg[512];
 
 	j->st.conflicts++;
+	if (beside != NULL && j->beside_fn != NULL)
+		j->beside_fn(j->beside_arg, path, beside);
 	if (beside != NULL)
 		snprintf(msg, sizeof(msg), "%s; the version here is kept, the incoming one is "
 		         "beside it as %s", why, beside);

@@ -59,6 +59,14 @@ struct ph_job {
 	size_t nrenew, caprenew;
 	char *idir;                /* the folder ident.c has open (idfd), or NULL */
 	int idfd;
+	int twoway;                /* one of a two-way run's passes (twoway.c):
+	                              deletes are listed, guarded per side */
+	struct ph_tree src_failed_at; /* two-way: where the source's listing
+	                              failed (the push pass's dst_failed) */
+	int src_unlisted;          /* ... the whole source */
+	/* Told of each conflict copy put beside path (NULL: nobody asks). */
+	void (*beside_fn)(void *arg, const char *path, const char *beside);
+	void *beside_arg;
 };
 
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: ISC */
-/* phsync_sync: connect, scan both sides, plan, execute, report. */
+/* A run's steps (run.h): connect, scan both sides, plan, execute, report;
+ * phsync_sync (entry.c) runs them one way, twoway.c both. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "staterow.h"
 #include "strpool.h"
 #include "tempname.h"
+#include "run.h"
 #include "unreached.h"
 
 static void
@@ -512,19 +514,42 @@ match_names(struct ph_job *j)
 	return 0;
 }
 
+/* --max-delete-percent (50 in a two-way run unless given, as rclone
+ * bisync's --max-delete): more than that share of the destination's files
+ * would go, so none goes. */
+static int
+over_percent(struct ph_job *j)
+{
+	unsigned pct = j->o->max_delete_percent ? j->o->max_delete_percent :
+	               j->twoway ? 50 : 100;
+	uint64_t files = 0;
+	size_t i;
+
+	if (pct >= 100)
+		return 0;
+	for (i = 0; i < j->dst.n; i++)
+		files += j->dst.v[i].type == PH_T_FILE;
+	if ((uint64_t)j->plan.ndel_go * 100 <= (uint64_t)pct * files)
+		return 0;
+	return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: more than %u%% of "
+	              "the %llu file(s) %s; nothing was deleted (--max-delete-percent to "
+	              "allow more)", j->plan.ndel_go, pct, (unsigned long long)files,
+	              j->dir == PHSYNC_PULL ? "here" : "on the phone");
+}
+
 /* What went from the source since the last sync: records of files gone
  * from both sides are forgotten, and with --delete the destination's
  * copies go, unless a listing was incomplete, the source listed empty or
  * more would go than --max-delete allows: then none goes. */
 static int
-gone_files(struct ph_job *j, uint64_t scan_failed)
+gone_files(struct ph_job *j, uint64_t scan_failed, uint64_t del_failed)
 {
 	const struct phsync_options *o = j->o;
 	int64_t max = o->max_delete < 0 ? PHSYNC_MAX_DELETE_DEFAULT : o->max_delete;
 	size_t i;
 	int rc;
 
-	for (i = 0; i < j->plan.ndel && o->delete_missing; i++)
+	for (i = 0; i < j->plan.ndel && (o->delete_missing || j->twoway); i++)
 		if (j->plan.del[i].kept == 1)
 			ph_job_event(j, PHSYNC_EV_SKIPPED, j->dst.v[j->plan.del[i].dst].path, "kept", 0, 0,
 			             "deleted at the source since the last sync, but changed here "
@@ -535,18 +560,22 @@ gone_files(struct ph_job *j, uint64_t scan_failed)
 				return rc;
 	if (j->plan.ndel_go == 0)
 		return 0;
-	if (scan_failed > 0)
+	if (del_failed > 0)
 		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: %llu listing "
 		              "error(s) this run, so a missing file may only be unlisted; nothing "
-		              "was deleted", j->plan.ndel_go, (unsigned long long)scan_failed);
-	if (j->plan.files_total == 0 && j->src.n == 0)
-		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: the source "
+		              "was deleted", j->plan.ndel_go, (unsigned long long)del_failed);
+	/* (Two-way: a side that lists no file at all, folders or not.) */
+	if (j->plan.files_total == 0 && (j->src.n == 0 || j->twoway))
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: the %s "
 		              "listed empty (an unmounted card or a revoked permission looks the "
-		              "same); nothing was deleted", j->plan.ndel_go);
+		              "same); nothing was deleted", j->plan.ndel_go, !j->twoway ?
+		              "source" : j->dir == PHSYNC_PULL ? "phone" : "laptop");
 	if ((int64_t)j->plan.ndel_go > max)
 		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: more than "
 		              "--max-delete %lld; nothing was deleted (raise --max-delete if this "
 		              "is what you want)", j->plan.ndel_go, (long long)max);
+	if ((rc = over_percent(j)) != 0)
+		return rc;
 	return ph_delete_run(j);
 }
 
@@ -565,26 +594,11 @@ hold_paths(struct ph_job *j)
 	}
 }
 
-/* One pull or push: the job and what phsync_sync holds beside it. */
-struct run {
-	struct ph_job j;
-	struct phsync_options defaults;
-	struct ph_ssh *ssh;
-	struct ph_sftp_attrs ra;       /* the remote root's */
-	struct ph_strpool pool;        /* both trees' paths, once */
-	char *user, *host, *rpath;
-	char *ldir, *single;           /* a single file's folder here, its name */
-	const char **pat;              /* the filter's rules */
-	uint8_t *incl;
-	struct ph_known_set known;
-	uint64_t scan_failed;          /* files the scans could not read */
-	int pull, remote_missing;      /* a dry push to a folder not made yet */
-};
 
 /* The run's settings checked, the job set up, the remote spec read. On a
  * failure nothing is held and no event was sent. */
-static int
-run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+int
+ph_run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
           const struct phsync_options *opts, const char *local_dir)
 {
 	struct ph_job *j = &r->j;
@@ -605,7 +619,7 @@ run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char 
 	j->local_dir = local_dir;
 	r->pull = dir == PHSYNC_PULL;
 	if (dir != PHSYNC_PULL && dir != PHSYNC_PUSH)
-		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull or push");
+		return ph_err(ctx, PHSYNC_EINVAL, "direction must be pull, push or both");
 	if (opts->remove_source && (!r->pull || !opts->fsync))
 		return ph_err(ctx, PHSYNC_EINVAL, "--remove-source-files works with pull, and "
 		              "needs fsync (not with --no-fsync): a phone's file goes only once "
@@ -623,8 +637,8 @@ run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char 
  * and the local root. The local side first: a bad local path should not
  * cost a login. A pull's missing destination is made only once the source
  * is known good, so a refused host or a typo leaves nothing behind. */
-static int
-run_local(struct run *r, const char *remote)
+int
+ph_run_local(struct run *r, const char *remote)
 {
 	struct ph_job *j = &r->j;
 	int rc;
@@ -687,8 +701,8 @@ run_remote_root(struct run *r, const char *remote)
 }
 
 /* Logged in (or on the caller's kept connection), the remote root known. */
-static int
-run_connect(struct run *r, const char *remote)
+int
+ph_run_connect(struct run *r, const char *remote)
 {
 	struct ph_job *j = &r->j;
 	int rc;
@@ -711,8 +725,8 @@ run_connect(struct run *r, const char *remote)
  * run (a dry run only reads it, and takes no lock; a dry pull into a
  * folder not yet made has none), a push's uploads cut last time loaded
  * (their temps are kept by the scan). */
-static int
-run_state(struct run *r)
+int
+ph_run_state(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	int rc;
@@ -732,8 +746,8 @@ run_state(struct run *r)
  * one lists the server (rsync's sender and generator overlap the same
  * way). Our own leftovers (a killed run's temp files) are removed on the
  * destination side, never on the source. */
-static int
-run_scan(struct run *r)
+int
+ph_run_scan(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	struct ph_lscan ls;
@@ -749,9 +763,11 @@ run_scan(struct run *r)
 	if (j->lroot >= 0)
 		ph_lscan_start(&ls);
 	if (r->pull)
-		rc = ph_job_remote_scan(j, &j->src, 0);
+		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run);
 	else if (!r->remote_missing)
 		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run);
+	/* (A two-way run lists as a pull; its push resumes no cut upload, so
+	 * our stale temps on the phone go too.) */
 	ph_lscan_join(&ls);
 	ph_lscan_report(j, &ls);
 	if (rc == 0 && ls.rc != 0)
@@ -761,20 +777,27 @@ run_scan(struct run *r)
 	if (rc != 0)
 		return rc;
 	ph_tree_sort(r->pull ? &j->src : &j->dst);
-	r->scan_failed = j->st.files_failed;
+	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }
 
+int
+ph_run_names(struct run *r)
+{
+	return match_names(&r->j);
+}
+
 /* Names matched, the state's records merged in, the plan made. */
-static int
-run_plan(struct run *r)
+int
+ph_run_plan(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	struct ph_plan_opts po;
 	int64_t step;
 	int rc;
 
-	if ((rc = match_names(j)) != 0)
+	/* (A two-way run matched both orientations' names first.) */
+	if (!j->twoway && (rc = match_names(j)) != 0)
 		return rc;
 	if (!r->pull)
 		hold_paths(j);
@@ -786,7 +809,7 @@ run_plan(struct run *r)
 		po.modify_window = step;
 	po.known = &r->known;
 	po.overwrite = j->o->overwrite;
-	po.deletes = j->o->delete_missing;
+	po.deletes = j->o->delete_missing || j->twoway;
 	po.filter = &j->filter;
 	po.src_incomplete = j->src_failed > 0;
 	if ((rc = ph_plan_make(&j->src, &j->dst, &po, &j->plan)) != 0)
@@ -803,8 +826,8 @@ run_plan(struct run *r)
 
 /* What the plan says carried out: the files, then the records renewed,
  * the files gone from the source, --remove-source-files. */
-static int
-run_execute(struct run *r)
+int
+ph_run_pass(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	int rc;
@@ -827,24 +850,32 @@ run_execute(struct run *r)
 	if (rc == 0 && j->ctx->interrupted)
 		rc = PHSYNC_EINTR;
 	if (rc == 0)
-		rc = gone_files(j, r->scan_failed);
+		rc = gone_files(j, r->scan_failed, r->del_failed);
 	if (rc == 0 && r->pull && j->o->remove_source)
 		rc = ph_offload_run(j);
+	return rc;
+}
+
+int
+ph_run_result(struct ph_job *j, int rc)
+{
 	if (rc == 0 && j->st.files_failed > 0)
 		rc = ph_err(j->ctx, PHSYNC_EPARTIAL, "%llu file(s) failed; the rest synced",
 		            (unsigned long long)j->st.files_failed);
 	if (rc == 0 && j->st.conflicts > 0)
-		rc = ph_err(j->ctx, PHSYNC_ECONFLICT, "%llu file(s) changed on both sides: each "
-		            "kept as it is here, with the incoming version beside it "
+		rc = ph_err(j->ctx, PHSYNC_ECONFLICT, "%llu file(s) changed on both sides: %s "
 		            "(NAME.phsync-conflict-DATE-TIME.EXT)%s",
-		            (unsigned long long)j->st.conflicts, j->o->dry_run ? " (dry run)" : "");
+		            (unsigned long long)j->st.conflicts, j->twoway ?
+		            "each kept on both sides, the newer version under its name and the "
+		            "other beside it" : "each kept as it is here, with the incoming "
+		            "version beside it", j->o->dry_run ? " (dry run)" : "");
 	return rc;
 }
 
 /* The run's result said (the summary event, the state closed with it) and
  * everything it held let go. Returns the result. */
-static int
-run_end(struct run *r, int rc, struct phsync_stats *stats)
+int
+ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 {
 	struct ph_job *j = &r->j;
 	phsync_ctx *ctx = j->ctx;
@@ -874,6 +905,7 @@ run_end(struct run *r, int rc, struct phsync_stats *stats)
 	ph_state_partials_free(j->partials, j->npartials);
 	ph_tree_free(&j->found_partials);
 	ph_tree_free(&j->dst_failed);
+	ph_tree_free(&j->src_failed_at);
 	ph_tree_free(&j->known_paths);
 	if (j->o->conn == NULL) {
 		ph_sftp_free(j->sftp);
@@ -900,26 +932,26 @@ run_end(struct run *r, int rc, struct phsync_stats *stats)
 }
 
 int
-phsync_sync(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
-            const char *local_dir, const struct phsync_options *opts,
-            struct phsync_stats *stats)
+ph_sync_oneway(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+               const char *local_dir, const struct phsync_options *opts,
+               struct phsync_stats *stats)
 {
 	struct run *r = calloc(1, sizeof(*r));
 	int rc;
 
 	if (r == NULL)
 		return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
-	if ((rc = run_begin(r, ctx, dir, remote, opts, local_dir)) != 0) {
+	if ((rc = ph_run_begin(r, ctx, dir, remote, opts, local_dir)) != 0) {
 		free(r);
 		return rc;
 	}
-	if ((rc = run_local(r, remote)) == 0 &&
-	    (rc = run_connect(r, remote)) == 0 &&
-	    (rc = run_state(r)) == 0 &&
-	    (rc = run_scan(r)) == 0 &&
-	    (rc = run_plan(r)) == 0)
-		rc = run_execute(r);
-	rc = run_end(r, rc, stats);
+	if ((rc = ph_run_local(r, remote)) == 0 &&
+	    (rc = ph_run_connect(r, remote)) == 0 &&
+	    (rc = ph_run_state(r)) == 0 &&
+	    (rc = ph_run_scan(r)) == 0 &&
+	    (rc = ph_run_plan(r)) == 0)
+		rc = ph_run_result(&r->j, ph_run_pass(r));
+	rc = ph_run_end(r, rc, stats);
 	free(r);
 	return rc;
 }

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: ISC */
+/* A run's steps (sync.c), which phsync_sync (entry.c) takes one way and
+ * twoway.c both ways. Internal. */
+#ifndef PH_RUN_H
+#define PH_RUN_H
+
+#include <stdint.h>
+
+#include "job.h"
+#include "sftp.h"
+#include "ssh.h"
+#include "strpool.h"
+
+/* One pull or push: the job and what phsync_sync holds beside it. */
+struct run {
+	struct ph_job j;
+	struct phsync_options defaults;
+	struct ph_ssh *ssh;
+	struct ph_sftp_attrs ra;       /* the remote root's */
+	struct ph_strpool pool;        /* both trees' paths, once */
+	char *user, *host, *rpath;
+	char *ldir, *single;           /* a single file's folder here, its name */
+	const char **pat;              /* the filter's rules */
+	uint8_t *incl;
+	struct ph_known_set known;
+	uint64_t scan_failed;          /* files the scans could not read */
+	uint64_t del_failed;           /* those that refuse deletes (a two-way
+	                                  pass: its source side's only) */
+	int pull, remote_missing;      /* a dry push to a folder not made yet */
+};
+
+/* The steps, in their order; each returns 0 or a negative PHSYNC_E* with
+ * the message in the context. begin: settings checked, the remote spec
+ * read (on a failure nothing is held and no event was sent). local: the
+ * filter and the local root. connect: logged in, the remote root known.
+ * state: the pair's state open. scan: both sides listed at once. plan:
+ * names matched, the records merged, j.plan made. pass: the plan carried
+ * out (files, renewed records, deletes, offload). */
+int ph_run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+                 const struct phsync_options *opts, const char *local_dir);
+int ph_run_local(struct run *r, const char *remote);
+int ph_run_connect(struct run *r, const char *remote);
+int ph_run_state(struct run *r);
+int ph_run_scan(struct run *r);
+int ph_run_plan(struct run *r);
+/* A two-way run's name matching, each orientation before either plan
+ * (ph_run_plan does it itself in a one-way run). */
+int ph_run_names(struct run *r);
+int ph_run_pass(struct run *r);
+/* A pass's result rc, or (when 0) EPARTIAL for failed files, ECONFLICT
+ * for conflicts kept. */
+int ph_run_result(struct ph_job *j, int rc);
+/* The run's result said (the summary event, the state closed with it) and
+ * everything it held let go. Returns the result. */
+int ph_run_end(struct run *r, int rc, struct phsync_stats *stats);
+
+/* The one-way run (sync.c) and the two-way run (twoway.c). */
+int ph_sync_oneway(phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
+                   const char *local_dir, const struct phsync_options *opts,
+                   struct phsync_stats *stats);
+int ph_sync_twoway(phsync_ctx *ctx, const char *remote, const char *local_dir,
+                   const struct phsync_options *opts, struct phsync_stats *stats);
+
+#endif
