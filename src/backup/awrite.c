@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
-/* The archive writer: libarchive's pax writer into a temp file, .tar.zst
- * through our own zstd frames so media is stored, not recompressed. */
+/* The archive writer: libarchive's pax writer into a temp file, through
+ * the writer thread of aout.c (for .tar.zst, our own zstd frames so media
+ * is stored, not recompressed). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -14,18 +15,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
-#include <zstd.h>
 
+#include "aout.h"
 #include "awrite.h"
 #include "ctx.h"
 #include "platform.h"
 #include "tempname.h"
-
-#define RAW_BLOCK (128u << 10)   /* zstd's largest block */
-#define ZOUT (256u << 10)
-#define ZJOB (2u << 20)          /* zstd worker job size: bounds its memory */
-#define MAX_WORKERS 8
 
 struct ph_aw {
 	phsync_ctx *ctx;
@@ -36,15 +31,8 @@ struct ph_aw {
 	char final[PATH_MAX];       /* as given */
 	char tmp[NAME_MAX + 1];     /* in dfd */
 	char tmppath[PATH_MAX + NAME_MAX + 2];
-	uint64_t bytes;
-	/* .tar.zst */
-	ZSTD_CCtx *cc;
-	int store;                  /* stored bytes go in raw frames */
-	int in_cframe, in_rframe;
-	uint8_t *zout;
-	uint8_t *raw;               /* the raw block being filled */
-	size_t rawn;
-	XXH64_state_t *rawsum;
+	struct ph_aout *out;        /* the writer thread */
+	int store;                  /* .tar.zst: stored bytes go in raw frames */
 };
 
 static const struct {
@@ -72,162 +60,27 @@ ph_aw_kind_of(const char *name, size_t *extlen)
 	return 0;
 }
 
-/* Writes all n bytes to the file (a short write is retried; ENOSPC and
- * EIO are kept for the message). */
-static int
-fd_write(struct ph_aw *aw, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t w = write(aw->fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			aw->err = w < 0 ? errno : EIO;
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
-		aw->bytes += (uint64_t)w;
-	}
-	return 0;
-}
-
-static int
-zfail(struct ph_aw *aw, size_t r)
-{
-	aw->err = EIO;
-	ph_err(aw->ctx, PHSYNC_EIO, "zstd: %s", ZSTD_getErrorName(r));
-	return -1;
-}
-
-/* Ends the compressed frame in progress, if any. */
-static int
-zend_cframe(struct ph_aw *aw)
-{
-	ZSTD_inBuffer in = { NULL, 0, 0 };
-	size_t r;
-
-	if (!aw->in_cframe)
-		return 0;
-	do {
-		ZSTD_outBuffer out = { aw->zout, ZOUT, 0 };
-
-		r = ZSTD_compressStream2(aw->cc, &out, &in, ZSTD_e_end);
-		if (ZSTD_isError(r))
-			return zfail(aw, r);
-		if (out.pos > 0 && fd_write(aw, aw->zout, out.pos) != 0)
-			return -1;
-	} while (r != 0);
-	aw->in_cframe = 0;
-	return 0;
-}
-
+/* The output's failure into aw->err, and zstd's words into the message. */
 static void
-le24(uint8_t *p, uint32_t v)
+out_failed(struct ph_aw *aw)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-}
+	const char *zmsg = NULL;
 
-/* A raw block: 3-byte header (last flag, type 0 = raw, size), the bytes. */
-static int
-raw_block(struct ph_aw *aw, int last)
-{
-	uint8_t h[3];
-
-	le24(h, (uint32_t)(aw->rawn << 3) | (last ? 1u : 0u));
-	if (fd_write(aw, h, 3) != 0 || (aw->rawn > 0 && fd_write(aw, aw->raw, aw->rawn) != 0))
-		return -1;
-	aw->rawn = 0;
-	return 0;
-}
-
-/* Ends the raw frame in progress: its last block, then the content
- * checksum (low 32 bits of XXH64, as zstd's own frames carry). */
-static int
-zend_rframe(struct ph_aw *aw)
-{
-	uint32_t sum;
-	uint8_t c[4];
-
-	if (!aw->in_rframe)
-		return 0;
-	if (raw_block(aw, 1) != 0)
-		return -1;
-	sum = (uint32_t)XXH64_digest(aw->rawsum);
-	c[0] = (uint8_t)sum;
-	c[1] = (uint8_t)(sum >> 8);
-	c[2] = (uint8_t)(sum >> 16);
-	c[3] = (uint8_t)(sum >> 24);
-	aw->in_rframe = 0;
-	return fd_write(aw, c, 4);
-}
-
-/* Stored bytes: zstd frames of raw blocks (RFC 8878: magic, a frame
- * header with a 128 KiB window and the checksum flag, blocks of at most
- * 128 KiB, checksum). Any zstd decoder reads them; no CPU is spent on
- * trying to compress a JPEG or an MP4. */
-static int
-zraw(struct ph_aw *aw, const uint8_t *p, size_t n)
-{
-	static const uint8_t hdr[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, (17 - 10) << 3 };
-
-	if (!aw->in_rframe) {
-		if (fd_write(aw, hdr, sizeof(hdr)) != 0)
-			return -1;
-		XXH64_reset(aw->rawsum, 0);
-		aw->in_rframe = 1;
-	}
-	XXH64_update(aw->rawsum, p, n);
-	while (n > 0) {
-		size_t k = RAW_BLOCK - aw->rawn < n ? RAW_BLOCK - aw->rawn : n;
-
-		memcpy(aw->raw + aw->rawn, p, k);
-		aw->rawn += k;
-		p += k;
-		n -= k;
-		if (aw->rawn == RAW_BLOCK && raw_block(aw, 0) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-zcompress(struct ph_aw *aw, const void *p, size_t n)
-{
-	ZSTD_inBuffer in = { p, n, 0 };
-
-	aw->in_cframe = 1;
-	while (in.pos < in.size) {
-		ZSTD_outBuffer out = { aw->zout, ZOUT, 0 };
-		size_t r = ZSTD_compressStream2(aw->cc, &out, &in, ZSTD_e_continue);
-
-		if (ZSTD_isError(r))
-			return zfail(aw, r);
-		if (out.pos > 0 && fd_write(aw, aw->zout, out.pos) != 0)
-			return -1;
-	}
-	return 0;
+	aw->err = ph_aout_error(aw->out, &zmsg);
+	if (aw->err == 0)
+		aw->err = EIO;
+	if (zmsg != NULL)
+		ph_err(aw->ctx, PHSYNC_EIO, "zstd: %s", zmsg);
 }
 
 static la_ssize_t
 write_cb(struct archive *a, void *arg, const void *p, size_t n)
 {
 	struct ph_aw *aw = arg;
-	int rc;
 
-	if (aw->kind != PH_AW_ZSTD)
-		rc = fd_write(aw, p, n);
-	else if (aw->store)
-		rc = zend_cframe(aw) == 0 ? zraw(aw, p, n) : -1;
-	else
-		rc = zend_rframe(aw) == 0 ? zcompress(aw, p, n) : -1;
-	if (rc != 0) {
-		archive_set_error(a, aw->err ? aw->err : EIO, "%s", strerror(aw->err ? aw->err : EIO));
+	if (ph_aout_write(aw->out, p, n, aw->store) != 0) {
+		out_failed(aw);
+		archive_set_error(a, aw->err, "%s", strerror(aw->err));
 		return -1;
 	}
 	return (la_ssize_t)n;
@@ -238,8 +91,9 @@ close_cb(struct archive *a, void *arg)
 {
 	struct ph_aw *aw = arg;
 
-	if (aw->kind == PH_AW_ZSTD && (zend_cframe(aw) != 0 || zend_rframe(aw) != 0)) {
-		archive_set_error(a, aw->err ? aw->err : EIO, "%s", strerror(aw->err ? aw->err : EIO));
+	if (aw->out != NULL && ph_aout_drain(aw->out, 1) != 0) {
+		out_failed(aw);
+		archive_set_error(a, aw->err, "%s", strerror(aw->err));
 		return ARCHIVE_FATAL;
 	}
 	return ARCHIVE_OK;
@@ -290,27 +144,6 @@ clean_stale(int dfd, const char *ext)
 		unlinkat(dfd, de->d_name, 0);
 	}
 	closedir(d);
-}
-
-static int
-setup_zstd(struct ph_aw *aw, int level)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int workers = ncpu < 1 ? 1 : ncpu > MAX_WORKERS ? MAX_WORKERS : (int)ncpu;
-
-	aw->cc = ZSTD_createCCtx();
-	aw->zout = malloc(ZOUT);
-	aw->raw = malloc(RAW_BLOCK);
-	aw->rawsum = XXH64_createState();
-	if (aw->cc == NULL || aw->zout == NULL || aw->raw == NULL || aw->rawsum == NULL)
-		return PHSYNC_ENOMEM;
-	ZSTD_CCtx_setParameter(aw->cc, ZSTD_c_compressionLevel, level ? level : 3);
-	ZSTD_CCtx_setParameter(aw->cc, ZSTD_c_checksumFlag, 1);
-	/* Several threads where libzstd has them (Debian's has); without, it
-	 * refuses the parameter and compresses on this one. */
-	if (!ZSTD_isError(ZSTD_CCtx_setParameter(aw->cc, ZSTD_c_nbWorkers, workers)))
-		ZSTD_CCtx_setParameter(aw->cc, ZSTD_c_jobSize, ZJOB);
-	return 0;
 }
 
 int
@@ -380,9 +213,10 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 		rc = PHSYNC_ENOMEM;
 		goto fail;
 	}
+	if ((rc = ph_aout_open(aw->fd, aw->kind == PH_AW_ZSTD ? (level ? level : 3) : 0, do_fsync,
+	                       &aw->out)) != 0)
+		goto fail;
 	if (aw->kind == PH_AW_ZSTD) {
-		if ((rc = setup_zstd(aw, level)) != 0)
-			goto fail;
 		/* Unblocked: each entry's bytes reach us as they are written,
 		 * so the store/compress switch falls where it is asked. */
 		archive_write_set_bytes_per_block(aw->a, 0);
@@ -471,10 +305,53 @@ ph_aw_end(struct ph_aw *aw)
 	return 0;
 }
 
-uint64_t
-ph_aw_bytes(const struct ph_aw *aw)
+int
+ph_aw_can_undo(const struct ph_aw *aw)
 {
-	return aw->bytes;
+	return aw->kind == PH_AW_ZSTD;   /* unblocked: our stream is libarchive's */
+}
+
+int
+ph_aw_mark(struct ph_aw *aw)
+{
+	if (ph_aout_mark(aw->out) != 0) {
+		out_failed(aw);
+		return write_err(aw, "writing");
+	}
+	return 0;
+}
+
+int
+ph_aw_undo(struct ph_aw *aw, uint64_t left)
+{
+	static const uint8_t zero[65536];
+
+	/* libarchive is owed the rest of the entry: it gets zeros, which are
+	 * dropped, so its state is "between entries" again; then the file is
+	 * cut back to the mark. */
+	ph_aout_discard(aw->out);
+	while (left > 0) {
+		la_ssize_t w = archive_write_data(aw->a, zero, left < sizeof(zero) ? (size_t)left :
+		                                  sizeof(zero));
+
+		if (w <= 0)
+			return write_err(aw, "writing");
+		left -= (uint64_t)w;
+	}
+	if (archive_write_finish_entry(aw->a) < ARCHIVE_WARN)
+		return write_err(aw, "writing");
+	if (ph_aout_undo(aw->out) != 0) {
+		out_failed(aw);
+		return write_err(aw, "writing");
+	}
+	return 0;
+}
+
+uint64_t
+ph_aw_bytes(struct ph_aw *aw)
+{
+	(void)ph_aout_drain(aw->out, 0);   /* a failure is said by the commit */
+	return ph_aout_bytes(aw->out);
 }
 
 const char *
@@ -557,17 +434,13 @@ ph_aw_abort(struct ph_aw *aw)
 		return;
 	if (aw->a != NULL)
 		archive_write_free(aw->a);   /* closes too: harmless on a temp we remove */
+	ph_aout_free(aw->out);          /* before the fd closes: it writes to it */
 	if (aw->fd >= 0)
 		close(aw->fd);
 	if (aw->open)
 		unlinkat(aw->dfd, aw->tmp, 0);
 	if (aw->dfd >= 0)
 		close(aw->dfd);
-	ZSTD_freeCCtx(aw->cc);
-	free(aw->zout);
-	free(aw->raw);
-	if (aw->rawsum != NULL)
-		XXH64_freeState(aw->rawsum);
 	if (aw->utf8 != (locale_t)0)
 		freelocale(aw->utf8);
 	free(aw);

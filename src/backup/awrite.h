@@ -45,8 +45,17 @@ int ph_aw_header(struct ph_aw *aw, const struct ph_aw_entry *e);
 int ph_aw_data(struct ph_aw *aw, const void *p, size_t n);
 int ph_aw_end(struct ph_aw *aw);
 
-/* Bytes written to the archive file so far. */
-uint64_t ph_aw_bytes(const struct ph_aw *aw);
+/* Whether this kind can take an entry back (ph_aw_undo): .tar.zst. */
+int ph_aw_can_undo(const struct ph_aw *aw);
+/* Before an entry's header: the point ph_aw_undo goes back to. */
+int ph_aw_mark(struct ph_aw *aw);
+/* Takes the entry begun after the mark out of the archive, as if it had
+ * never been begun (left: the bytes it was still owed). After it the next
+ * entry may begin. Returns 0 or PHSYNC_E*. */
+int ph_aw_undo(struct ph_aw *aw, uint64_t left);
+
+/* Bytes written to the archive file so far (after what is queued is written). */
+uint64_t ph_aw_bytes(struct ph_aw *aw);
 /* The temp file's path (for messages and tests). */
 const char *ph_aw_temp(const struct ph_aw *aw);
 

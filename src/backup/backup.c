@@ -174,6 +174,25 @@ bk_failed(void *arg, size_t i, int err, const char *msg)
 }
 
 static int
+bk_mark(void *arg)
+{
+	struct bk *b = arg;
+
+	return ph_aw_mark(b->aw);
+}
+
+/* The file begun after the mark failed: out of the archive and the stats. */
+static int
+bk_undo(void *arg, size_t i)
+{
+	struct bk *b = arg;
+
+	(void)i;
+	b->run->st.bytes_done -= b->cur_size - b->left;
+	return ph_aw_undo(b->aw, b->left);
+}
+
+static int
 held_row(void *arg, const char *path, const struct ph_backup_file *f)
 {
 	struct bk *b = arg;
@@ -614,7 +633,7 @@ write_archive(struct bk *b, const char *absdir, const char *name, int level, cha
               size_t plen)
 {
 	struct ph_brun *run = b->run;
-	struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, b };
+	struct ph_fetch_ops ops = { bk_begin, bk_data, bk_end, bk_failed, bk_mark, bk_undo, b, 0 };
 	char final[PATH_MAX * 2];
 	struct ph_aw *aw;
 	uint64_t size;
@@ -622,8 +641,10 @@ write_archive(struct bk *b, const char *absdir, const char *name, int level, cha
 	int rc;
 
 	snprintf(final, sizeof(final), "%s/%s", strcmp(absdir, "/") ? absdir : "", name);
-	if ((rc = ph_aw_open(run->ctx, final, level, run->o->fsync, &b->aw)) != 0 ||
-	    (rc = write_manifest(b, 1)) != 0 ||
+	if ((rc = ph_aw_open(run->ctx, final, level, run->o->fsync, &b->aw)) != 0)
+		return rc;
+	ops.undo_ok = ph_aw_can_undo(b->aw);
+	if ((rc = write_manifest(b, 1)) != 0 ||
 	    (rc = ph_fetch_run(run, b->items, b->nitems, &ops)) != 0)
 		return rc;
 	for (i = 0; i < b->mf.ndel; i++) {

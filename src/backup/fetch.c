@@ -14,7 +14,12 @@
 #include "local.h"
 #include "platform.h"
 
-#define BUDGET (24u << 20)   /* bytes asked for and not yet handed over */
+/* Bytes asked for and not yet handed over. Where the archive can take an
+ * entry back, only files up to HOLD_MEM are held here and the budget is
+ * small; otherwise it must fit a held file of PH_FETCH_HOLD and more. */
+#define BUDGET_UNDO (4u << 20)
+#define BUDGET_HOLD (12u << 20)
+#define HOLD_MEM (1u << 20)
 #define MAX_OPEN 32          /* files open (or being opened) at once */
 #define LOCAL_CHUNK (1u << 20)
 /* Chunk buffers kept for reuse: a fresh one per read costs page faults
@@ -34,6 +39,7 @@ struct ffile {
 	int state;
 	int probe;            /* 0 waiting, 1 the size holds */
 	int begun, consumed;
+	int undo;             /* begun after a mark: a failure takes it back */
 	unsigned refs;        /* requests in flight that point here */
 	uint64_t next_off;    /* the next slot's offset */
 	int err;
@@ -57,7 +63,7 @@ struct fetch {
 	struct ffile **win;   /* files [head, tail): win[i % MAX_OPEN] */
 	size_t head, tail, slot_file;
 	struct slot *first, *last;
-	uint64_t buffered;
+	uint64_t buffered, budget, hold_mem;
 	uint32_t chunk;
 	int fatal;
 	uint8_t *spare[SPARE]; /* chunk-sized buffers to reuse */
@@ -327,7 +333,9 @@ consume(struct fetch *fe)
 	int rc, moved = 0;
 
 	if (f->state == F_FAILED) {
-		if (f->begun) {
+		if (f->begun && f->undo && (rc = ops->undo(ops->arg, f->item)) != 0)
+			return rc;
+		if (f->begun && !f->undo) {
 			return ph_err(fe->run->ctx, f->err ? f->err : PHSYNC_EREMOTE,
 			              "%s: %s: its header already promised %llu bytes, so the "
 			              "archive was abandoned rather than hold wrong content; run "
@@ -347,7 +355,7 @@ consume(struct fetch *fe)
 		int ready = f->probe == 1 && f->state == F_OPEN;
 		struct slot *sl;
 
-		if (ready && f->size <= PH_FETCH_HOLD) {
+		if (ready && f->size <= fe->hold_mem) {
 			/* Held: every byte in before the header. */
 			ready = f->next_off == f->size;
 			for (sl = fe->first; ready && sl != NULL && sl->f == f; sl = sl->next)
@@ -358,6 +366,12 @@ consume(struct fetch *fe)
 		if (!ready)
 			return 0;
 		sl = fe->first != NULL && fe->first->f == f ? fe->first : NULL;
+		if (f->size > fe->hold_mem && f->size <= PH_FETCH_HOLD) {
+			/* Streamed, with the way back a held file would have. */
+			if ((rc = ops->mark(ops->arg)) != 0)
+				return rc;
+			f->undo = 1;
+		}
 		rc = ops->begin(ops->arg, f->item, f->size, fe->items[f->item].e->mtime, 0,
 		                sl ? sl->buf : NULL, sl ? sl->have : 0);
 		if (rc != 0)
@@ -410,7 +424,7 @@ fetch_remote(struct fetch *fe)
 				fe->slot_file++;
 				continue;
 			}
-			if (fe->buffered + fe->chunk > BUDGET)
+			if (fe->buffered + fe->chunk > fe->budget)
 				break;
 			rc = make_slot(fe, f);
 		}
@@ -559,6 +573,8 @@ ph_fetch_run(struct ph_brun *run, const struct ph_fetch_item *items, size_t n,
 	fe.items = items;
 	fe.n = n;
 	fe.ops = ops;
+	fe.budget = ops->undo_ok ? BUDGET_UNDO : BUDGET_HOLD;
+	fe.hold_mem = ops->undo_ok ? HOLD_MEM : PH_FETCH_HOLD;
 	if (run->lroot >= 0) {
 		uint8_t *buf = malloc(LOCAL_CHUNK);
 

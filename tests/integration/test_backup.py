@@ -10,7 +10,8 @@ written leaves nothing under the final name, and the next run removes the temp a
 series; verify finds a flipped byte and a cut archive; restore refuses hostile archives ('..',
 absolute paths, symlinks out, a file through a symlink, hard links, a huge size) and writes
 nothing outside DIR; a server that lies about a size: the file is left out (exit 5), the archive
-holds no wrong content; --keep prunes old chains, never the newest.
+holds no wrong content; a photo whose read fails after its first MBs went into a .tar.zst is cut
+back out; --keep prunes old chains, never the newest.
 """
 
 import io
@@ -284,6 +285,39 @@ class BackupTest(SyncTestCase):
         r = self.backup("--incremental", name="lie.tar.zst", expect=0)
         done = sorted(e["path"] for e in r.json() if e["event"] == "file")
         self.assertEqual(done, ["grown.jpg", "liar.jpg"])
+
+    def test_file_failing_mid_read_is_taken_back_out(self):
+        """A photo of a few MB is streamed into a .tar.zst after a mark, not held in memory: when
+        its read fails after its first MBs are in the archive, they are cut back out. The
+        failing READ (at 7.8 MB) is asked for only after the first bytes were handed over (the
+        fetch budget is 4 MB), so the file's header is in the archive when it fails."""
+        big = b"\xff\xd8\xff\xe0" + random_bytes(7_900_000, 11)
+        write_file(os.path.join(self.remote, "a.txt"), b"a\n" * 1000, mtime=T0)
+        write_file(os.path.join(self.remote, "b.jpg"), big, mtime=T0)
+        write_file(os.path.join(self.remote, "c.mp4"), random_bytes(1_500_000, 12), mtime=T0)
+        write_file(os.path.join(self.remote, "d.txt"), b"d\n" * 1000, mtime=T0)
+        self.srv.relay_set(fail_read={"name": "b.jpg", "at": 7_800_000})
+        r = self.backup(name="cut.tar.zst", expect=5)
+        self.assertEqual(len(self.srv.relay_fired()), 1, self.srv.relay_fired())
+        a = self.published(r)
+        failed = [e["path"] for e in r.json() if e["event"] == "file" and e["status"] == "failed"]
+        self.assertEqual(failed, ["b.jpg"])
+        p = subprocess.run(["zstd", "-t", a], capture_output=True)
+        self.assertEqual(p.returncode, 0, p)
+        for tool in ("gnutar", "bsdtar"):
+            out = self.extract_with(tool, a)
+            self.assertEqual(sorted(files(tree(out))), ["a.txt", "c.mp4", "d.txt"])
+            for n in ("a.txt", "c.mp4", "d.txt"):
+                with open(os.path.join(out, n), "rb") as f, open(os.path.join(self.remote, n), "rb") as g:
+                    self.assertEqual(f.read(), g.read(), n)
+        self.assertEqual(self.srv.run(["verify", a]).code, 0)
+        self.srv.relay_set()
+        r = self.backup("--incremental", name="cut.tar.zst", expect=0)
+        done = sorted(e["path"] for e in r.json() if e["event"] == "file")
+        self.assertEqual(done, ["b.jpg"])
+        dst = os.path.join(self.tmp, "r")
+        self.restore([a, self.published(r)], dst)
+        self.assertTreesEqual(self.remote, dst)
 
     def test_keep_prunes_old_chains_only(self):
         write_file(os.path.join(self.remote, "a.txt"), b"a", mtime=T0)

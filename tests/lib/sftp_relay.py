@@ -44,6 +44,10 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         Right after forwarding the reply to a WRITE into file N (a push temp ".N.phsync-t..."
         counts as N) that reaches offset K, the relay kills sftp-server and exits: a push cut
         by a dead link once K bytes are on the server.
+    "fail_read": {"name": N, "at": OFFSET}
+        A READ of file N whose range holds byte OFFSET gets SSH_FX_FAILURE without reaching
+        the server: a file that cannot be read to its end (a card pulled, an I/O error) after
+        its first bytes came.
     "hang": {"type": "READ", "name": N}
         Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
         CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
@@ -426,6 +430,14 @@ class Relay:
                 del self.requests[rid]
                 self.status(rid, FX_FAILURE, "listing cut by the relay")
                 return
+
+        fail = self.cfg.get("fail_read")
+        if t == READ and fail and name is not None and matches(fail.get("name", "*"), name) \
+                and info["off"] <= int(fail["at"]) < info["off"] + info["len"]:
+            self.fired("fail_read", "%s off=%d" % (name, info["off"]))
+            del self.requests[rid]
+            self.status(rid, FX_FAILURE, "read refused by the relay")
+            return
 
         if "attrs_at" in info:
             pkt = self.set_times(pkt, info["attrs_at"], name)
