@@ -59,6 +59,8 @@ struct ph_job {
 	size_t nrenew, caprenew;
 	char *idir;                /* the folder ident.c has open (idfd), or NULL */
 	int idfd;
+	const struct stat *lid_st; /* the recorded file's stat, taken already
+	                              (the pull's I/O thread), or NULL */
 };
 
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */
