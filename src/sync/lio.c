@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
                                          op's own cost (OP_COST) */
 #define MAX_BATCH 512                 /* files made durable together (two batches
                                          in flight: 4 fds a file at most) */
+#define FD_SPARE 64                   /* fds left to the rest of the run */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
 #define COPY_PIECE (256u << 10)       /* a COPY is read and written in these */
@@ -71,6 +73,8 @@ struct ph_lio {
 	struct batch *to_commit;     /* the committer's, NULL when it is free */
 	int cstop;                   /* the committer ends when free */
 	struct batch bufs[2];
+	size_t max_batch;            /* files a batch: MAX_BATCH, fewer under a
+	                                low open-file limit */
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
 	int cur_dirfd;
@@ -597,7 +601,7 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	l->fill->fds[l->fill->n] = f->fd;
 	l->fill->v[l->fill->n++] = f;
 	l->fill->bytes += f->size;
-	if (l->fill->n == MAX_BATCH || l->fill->bytes >= MAX_BATCH_BYTES) {
+	if (l->fill->n >= l->max_batch || l->fill->bytes >= MAX_BATCH_BYTES) {
 		pthread_mutex_lock(&l->mu);
 		hand_off(l, 1);
 		pthread_mutex_unlock(&l->mu);
@@ -690,6 +694,7 @@ int
 ph_lio_new(int root, int durable, struct ph_lio **out)
 {
 	struct ph_lio *l = calloc(1, sizeof(*l));
+	struct rlimit rl;
 
 	if (l == NULL)
 		return PHSYNC_ENOMEM;
@@ -698,6 +703,14 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	l->durable = durable;
 	ph_temp_owner_self(&l->owner);
 	l->fill = &l->bufs[0];
+	l->max_batch = MAX_BATCH;
+	/* Two batches in flight hold a file and a folder fd per file (a
+	 * delta's basis besides): a low limit shrinks them rather than
+	 * failing files with EMFILE. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)(4 * MAX_BATCH + FD_SPARE))
+		l->max_batch = rl.rlim_cur > 4 * 8 + FD_SPARE ?
+		               (size_t)(rl.rlim_cur - FD_SPARE) / 4 : 8;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);
