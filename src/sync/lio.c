@@ -22,8 +22,11 @@
 
 #define MAX_QUEUED_BYTES (4u << 20)   /* queued ops' memory: copied data and each
                                          op's own cost (OP_COST) */
-#define MAX_BATCH 512                 /* files made durable together (two batches
-                                         in flight: 4 fds a file at most) */
+#define COMMIT_AT 512                 /* files made durable together when the
+                                         committer keeps up */
+#define MAX_BATCH 4096                /* ... and when it does not: the batch grows
+                                         while it is busy (fewer syncs a file; two
+                                         batches in flight, 4 fds a file at most) */
 #define FD_SPARE 64                   /* fds left to the rest of the run */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
@@ -604,6 +607,12 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	if (l->fill->n >= l->max_batch || l->fill->bytes >= MAX_BATCH_BYTES) {
 		pthread_mutex_lock(&l->mu);
 		hand_off(l, 1);
+		pthread_mutex_unlock(&l->mu);
+	} else if (l->fill->n >= COMMIT_AT) {
+		/* A busy committer: go on filling this one (each sync waits
+		 * for the disk's cache flush, whatever the batch's size). */
+		pthread_mutex_lock(&l->mu);
+		hand_off(l, 0);
 		pthread_mutex_unlock(&l->mu);
 	}
 }
