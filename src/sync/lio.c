@@ -596,6 +596,10 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		deliver(l, &f, 1);
 		return;
 	}
+	/* Its hash is final: the state (about 600 bytes) is not kept while
+	 * the file waits in a batch of up to MAX_BATCH. */
+	XXH3_freeState(f->hs);
+	f->hs = NULL;
 	/* The disk starts on it now, while the next files arrive, rather than
 	 * all at once in the batch's sync (writes hint each 8 MiB step as it
 	 * fills: here the rest, all of a photo). */
