@@ -30,6 +30,7 @@
 #define FD_SPARE 64                   /* fds left to the rest of the run */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
+#define SMALL_HINT (256u << 10)       /* smaller files get no write-back hint */
 #define COPY_PIECE (256u << 10)       /* a COPY is read and written in these */
 
 struct op {
@@ -602,8 +603,10 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	f->hs = NULL;
 	/* The disk starts on it now, while the next files arrive, rather than
 	 * all at once in the batch's sync (writes hint each 8 MiB step as it
-	 * fills: here the rest, all of a photo). */
-	if (l->durable)
+	 * fills: here the rest, all of a photo). A small file's is left to
+	 * the batch's syncfs, on the committer: submitting each on its own
+	 * costs this thread more than the disk gains. */
+	if (l->durable && f->size >= SMALL_HINT)
 		ph_writeback_hint(f->fd, f->size / WRITEBACK_STEP * WRITEBACK_STEP, 0);
 	l->fill->fds[l->fill->n] = f->fd;
 	l->fill->v[l->fill->n++] = f;
