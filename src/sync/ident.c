@@ -56,6 +56,17 @@ ph_ident_close(struct ph_job *j)
 	j->idfd = -1;
 }
 
+static void
+from_stat(const struct stat *st, struct ph_ident *id)
+{
+	id->size = (uint64_t)st->st_size;
+	id->ino = (uint64_t)st->st_ino;
+	id->dev = (uint64_t)st->st_dev;
+	id->mtime = ph_mtime_fit((int64_t)st->st_mtime);
+	id->mtime_ns = ph_st_mtime_ns(st);
+	id->ctime_ns = ph_st_ctime_ns(st);
+}
+
 int
 ph_ident_stat(struct ph_job *j, const char *rel, struct ph_ident *id)
 {
@@ -71,12 +82,7 @@ ph_ident_stat(struct ph_job *j, const char *rel, struct ph_ident *id)
 	     !S_ISREG(st.st_mode) ? PHSYNC_ENOENT : 0;
 	if (rc != 0)
 		return rc;
-	id->size = (uint64_t)st.st_size;
-	id->ino = (uint64_t)st.st_ino;
-	id->dev = (uint64_t)st.st_dev;
-	id->mtime = ph_mtime_fit((int64_t)st.st_mtime);
-	id->mtime_ns = ph_st_mtime_ns(&st);
-	id->ctime_ns = ph_st_ctime_ns(&st);
+	from_stat(&st, id);
 	return 0;
 }
 
@@ -108,14 +114,24 @@ ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f)
 	int rc;
 
 	f->has_lid = 0;
-	if (f->hash == NULL || (e = ph_tree_find(&j->src, path)) == NULL)
+	if (f->hash == NULL)
 		return;
-	/* Folders change while a run carries out its plan: none kept open. */
-	ph_ident_close(j);
-	rc = ph_ident_stat(j, local_rel(j, e), &id);
-	ph_ident_close(j);
-	if (rc != 0)
-		return;
+	if (j->lid_st != NULL) {
+		/* The pull's I/O thread stat'ed the file it had just renamed
+		 * into place, through the folder's fd: the same inode, and the
+		 * network thread opens no folder per file. */
+		from_stat(j->lid_st, &id);
+	} else {
+		if ((e = ph_tree_find(&j->src, path)) == NULL)
+			return;
+		/* Folders change while a run carries out its plan: none kept
+		 * open. */
+		ph_ident_close(j);
+		rc = ph_ident_stat(j, local_rel(j, e), &id);
+		ph_ident_close(j);
+		if (rc != 0)
+			return;
+	}
 	f->has_lid = 1;
 	f->lino = id.ino;
 	f->ldev = id.dev;

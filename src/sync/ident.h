@@ -40,7 +40,8 @@ int ph_ident_suspect(const struct ph_state_file *f, const struct ph_ident *id);
 /* Sets f's identity for the record of path (a key of the job's source
  * tree) being written now: the local file must show f's local size and
  * time, and f carry a hash; a push's local file changed during the run
- * gets an identity that never matches (checked next run). */
+ * gets an identity that never matches (checked next run). With
+ * j->lid_st set, that stat of the file is used instead of a new one. */
 void ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f);
 
 /* For the local file rel that shows the size and time recorded for path

@@ -67,6 +67,8 @@ struct ph_job {
 	/* Told of each conflict copy put beside path (NULL: nobody asks). */
 	void (*beside_fn)(void *arg, const char *path, const char *beside);
 	void *beside_arg;
+	const struct stat *lid_st; /* the recorded file's stat, taken already
+	                              (the pull's I/O thread), or NULL */
 };
 
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */

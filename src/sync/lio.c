@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,9 +22,15 @@
 
 #define MAX_QUEUED_BYTES (4u << 20)   /* queued ops' memory: copied data and each
                                          op's own cost (OP_COST) */
-#define MAX_BATCH 512                 /* files made durable together */
+#define COMMIT_AT 512                 /* files made durable together when the
+                                         committer keeps up */
+#define MAX_BATCH 4096                /* ... and when it does not: the batch grows
+                                         while it is busy (fewer syncs a file; two
+                                         batches in flight, 4 fds a file at most) */
+#define FD_SPARE 64                   /* fds left to the rest of the run */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
+#define SMALL_HINT (256u << 10)       /* smaller files get no write-back hint */
 #define COPY_PIECE (256u << 10)       /* a COPY is read and written in these */
 
 struct op {
@@ -45,24 +52,38 @@ struct op {
  * (issue 22, item 7: uncounted, they grew the queue by 1.5 GB in 20 s). */
 #define OP_COST (sizeof(struct op) + 32)
 
+/* Files made durable and placed together; the I/O thread fills one while
+ * the committer commits the other. */
+struct batch {
+	struct ph_lio_file *v[MAX_BATCH];
+	int fds[MAX_BATCH];
+	int dirfds[MAX_BATCH];       /* one per folder of the batch */
+	size_t n;
+	uint64_t bytes;
+};
+
 struct ph_lio {
 	pthread_mutex_t mu;
 	pthread_cond_t work, room, done_cv;
+	pthread_cond_t commit_cv;    /* the committer: a batch to commit, or stop */
+	pthread_cond_t cdone_cv;     /* the I/O thread: the committer is free */
 	struct op *head, *tail;
 	size_t queued_bytes;
 	struct ph_lio_file *done_head, *done_tail; /* finished, for the caller */
 	size_t pending;              /* finished by the caller, not yet popped */
 	int root, durable, stop, error;
 	struct ph_temp_owner owner;  /* for the temp names */
-	pthread_t th;
+	pthread_t th, cth;
+	struct batch *to_commit;     /* the committer's, NULL when it is free */
+	int cstop;                   /* the committer ends when free */
+	struct batch bufs[2];
+	size_t max_batch;            /* files a batch: MAX_BATCH, fewer under a
+	                                low open-file limit */
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
 	int cur_dirfd;
 	struct op *cbuf;             /* a piece of a COPY, on its way */
-	struct ph_lio_file *batch[MAX_BATCH];
-	int fds[MAX_BATCH];
-	size_t nbatch;
-	uint64_t batch_bytes;
+	struct batch *fill;          /* the batch being filled (one of bufs) */
 };
 
 static void
@@ -176,71 +197,138 @@ land_beside(struct ph_lio_file *f)
 	return rc;
 }
 
-/* Makes the batch durable, closes each file (NFS reports write errors
- * there), renames it into place (or beside a guarded file that changed),
- * hands them back. */
+/* Closes f (NFS reports write errors there) and puts it in place: under
+ * its final name, or beside a guarded file that changed. A placed file's
+ * identity is taken here, through the folder it was renamed in (no path
+ * walk), for the state (ident.c). */
 static void
-flush_batch(struct ph_lio *l)
+place(struct ph_lio_file *f, int sync_err)
+{
+	if (f->err == 0 && sync_err != 0)
+		f->err = sync_err;
+	if (close(f->fd) != 0 && f->err == 0 && errno != EINTR)
+		f->err = -errno;
+	f->fd = -1;
+	if (f->err == 0 && f->guard)
+		f->landed = guard_check(f);
+	if (f->err == 0 && f->landed == PH_LIO_BESIDE) {
+		f->err = land_beside(f);
+	} else if (f->err == 0 && !f->guard) {
+		/* A new file: its name may have been taken since the scan (or
+		 * is taken in another case on a file system that ignores
+		 * case): never replaced, it lands beside. */
+		f->err = ph_rename_noreplace(f->dirfd, f->tmp, f->dirfd, f->final);
+		if (f->err == -EEXIST) {
+			f->landed = PH_LIO_BESIDE;
+			f->err = land_beside(f);
+		}
+	} else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0) {
+		f->err = -errno;
+	}
+	if (f->err != 0)
+		unlinkat(f->dirfd, f->tmp, 0);
+	else if (f->landed != PH_LIO_BESIDE)
+		f->has_st = fstatat(f->dirfd, f->final, &f->st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		            S_ISREG(f->st.st_mode);
+}
+
+/* The renames of batch b durable: its folders (each once) together, one
+ * syncfs per file system where there is one (platform/durable.c); on a
+ * failure each folder on its own, so an error marks only its files. */
+static void
+sync_folders(struct batch *b)
+{
+	size_t i, k, nd = 0;
+	int e;
+
+	for (i = 0; i < b->n; i++) {
+		int seen = 0;
+
+		if (b->v[i]->err != 0)
+			continue;
+		for (k = 0; k < i && !seen; k++)
+			seen = b->v[k]->err == 0 && same_folder(b->v[k], b->v[i]);
+		if (!seen)
+			b->dirfds[nd++] = b->v[i]->dirfd;
+	}
+	if (nd == 0 || ph_durable_sync(b->dirfds, nd) == 0)
+		return;
+	for (i = 0; i < b->n; i++) {
+		struct ph_lio_file *f = b->v[i];
+		int seen = 0;
+
+		for (k = 0; k < i && !seen; k++)
+			seen = b->v[k]->err == 0 && same_folder(b->v[k], f);
+		if (f->err != 0 || seen || fsync(f->dirfd) == 0)
+			continue;
+		e = -errno;
+		for (k = i; k < b->n; k++)
+			if (b->v[k]->err == 0 && same_folder(b->v[k], f))
+				b->v[k]->err = e;
+	}
+}
+
+/* On the committer thread, while the I/O thread fills the next batch:
+ * makes batch b's data durable, places each file, makes the renames
+ * durable, and only then hands the files back: a file handed back as
+ * committed survives a power cut (the state records it on that promise). */
+static void
+commit_batch(struct ph_lio *l, struct batch *b)
 {
 	size_t i;
 	int e = 0;
 
-	if (l->nbatch == 0)
-		return;
-	if (l->durable) {
-		for (i = 0; i < l->nbatch; i++)
-			l->fds[i] = l->batch[i]->fd;
-		e = ph_durable_sync(l->fds, l->nbatch);
-	}
-	for (i = 0; i < l->nbatch; i++) {
-		struct ph_lio_file *f = l->batch[i];
+	if (l->durable)
+		e = ph_durable_sync(b->fds, b->n);
+	for (i = 0; i < b->n; i++)
+		place(b->v[i], e);
+	if (l->durable)
+		sync_folders(b);
+	deliver(l, b->v, b->n);
+	b->n = 0;
+	b->bytes = 0;
+}
 
-		if (f->err == 0 && e != 0)
-			f->err = e;
-		if (close(f->fd) != 0 && f->err == 0 && errno != EINTR)
-			f->err = -errno;
-		f->fd = -1;
-		if (f->err == 0 && f->guard)
-			f->landed = guard_check(f);
-		if (f->err == 0 && f->landed == PH_LIO_BESIDE) {
-			f->err = land_beside(f);
-		} else if (f->err == 0 && !f->guard) {
-			/* A new file: its name may have been taken since the scan
-			 * (or is taken in another case on a file system that
-			 * ignores case): never replaced, it lands beside. */
-			f->err = ph_rename_noreplace(f->dirfd, f->tmp, f->dirfd, f->final);
-			if (f->err == -EEXIST) {
-				f->landed = PH_LIO_BESIDE;
-				f->err = land_beside(f);
-			}
-		} else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0) {
-			f->err = -errno;
+static void *
+commit_run(void *arg)
+{
+	struct ph_lio *l = arg;
+	struct batch *b;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		if (l->to_commit == NULL) {
+			if (l->cstop)
+				break;
+			pthread_cond_wait(&l->commit_cv, &l->mu);
+			continue;
 		}
-		if (f->err != 0)
-			unlinkat(f->dirfd, f->tmp, 0);
+		b = l->to_commit;
+		pthread_mutex_unlock(&l->mu);
+		commit_batch(l, b);
+		pthread_mutex_lock(&l->mu);
+		l->to_commit = NULL;
+		pthread_cond_signal(&l->cdone_cv);
+		pthread_cond_signal(&l->work); /* an idle I/O thread's partial batch */
 	}
-	/* The renames durable too, one fsync per folder of the batch: a file
-	 * handed back as committed survives a power cut (the state records it
-	 * on that promise). */
-	for (i = 0; l->durable && i < l->nbatch; i++) {
-		struct ph_lio_file *f = l->batch[i];
-		size_t k;
-		int seen = 0, e2;
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
 
-		if (f->err != 0)
-			continue;
-		for (k = 0; k < i && !seen; k++)
-			seen = l->batch[k]->err == 0 && same_folder(l->batch[k], f);
-		if (seen || fsync(f->dirfd) == 0)
-			continue;
-		e2 = -errno;
-		for (k = i; k < l->nbatch; k++)
-			if (l->batch[k]->err == 0 && same_folder(l->batch[k], f))
-				l->batch[k]->err = e2;
-	}
-	deliver(l, l->batch, l->nbatch);
-	l->nbatch = 0;
-	l->batch_bytes = 0;
+/* Hands the filled batch to the committer; with wait, first waits until
+ * the committer is free (else returns 0 when it is busy). Returns 1 when
+ * handed over. Called with l->mu held. */
+static int
+hand_off(struct ph_lio *l, int wait)
+{
+	while (wait && l->to_commit != NULL)
+		pthread_cond_wait(&l->cdone_cv, &l->mu);
+	if (l->to_commit != NULL)
+		return 0;
+	l->to_commit = l->fill;
+	l->fill = l->fill == &l->bufs[0] ? &l->bufs[1] : &l->bufs[0];
+	pthread_cond_signal(&l->commit_cv);
+	return 1;
 }
 
 /* Opens a partial download to go on with: its first resume_have bytes are
@@ -509,15 +597,31 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 		deliver(l, &f, 1);
 		return;
 	}
+	/* Its hash is final: the state (about 600 bytes) is not kept while
+	 * the file waits in a batch of up to MAX_BATCH. */
+	XXH3_freeState(f->hs);
+	f->hs = NULL;
 	/* The disk starts on it now, while the next files arrive, rather than
 	 * all at once in the batch's sync (writes hint each 8 MiB step as it
-	 * fills: here the rest, all of a photo). */
-	if (l->durable)
+	 * fills: here the rest, all of a photo). A small file's is left to
+	 * the batch's syncfs, on the committer: submitting each on its own
+	 * costs this thread more than the disk gains. */
+	if (l->durable && f->size >= SMALL_HINT)
 		ph_writeback_hint(f->fd, f->size / WRITEBACK_STEP * WRITEBACK_STEP, 0);
-	l->batch[l->nbatch++] = f;
-	l->batch_bytes += f->size;
-	if (l->nbatch == MAX_BATCH || l->batch_bytes >= MAX_BATCH_BYTES)
-		flush_batch(l);
+	l->fill->fds[l->fill->n] = f->fd;
+	l->fill->v[l->fill->n++] = f;
+	l->fill->bytes += f->size;
+	if (l->fill->n >= l->max_batch || l->fill->bytes >= MAX_BATCH_BYTES) {
+		pthread_mutex_lock(&l->mu);
+		hand_off(l, 1);
+		pthread_mutex_unlock(&l->mu);
+	} else if (l->fill->n >= COMMIT_AT) {
+		/* A busy committer: go on filling this one (each sync waits
+		 * for the disk's cache flush, whatever the batch's size). */
+		pthread_mutex_lock(&l->mu);
+		hand_off(l, 0);
+		pthread_mutex_unlock(&l->mu);
+	}
 }
 
 static void *
@@ -529,14 +633,11 @@ run(void *arg)
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		if (l->head == NULL) {
-			/* Idle: a good moment to make the batch durable. */
-			if (l->nbatch > 0) {
-				pthread_mutex_unlock(&l->mu);
-				flush_batch(l);
-				pthread_mutex_lock(&l->mu);
+			/* Idle: a good moment to commit the batch, once the
+			 * committer is free (it wakes us then). */
+			if (l->fill->n > 0 && hand_off(l, 0))
 				continue;
-			}
-			if (l->stop)
+			if (l->fill->n == 0 && l->stop)
 				break;
 			pthread_cond_wait(&l->work, &l->mu);
 			continue;
@@ -582,10 +683,34 @@ ph_lio_file_new(const char *rel)
 	return f;
 }
 
+static void
+destroy(struct ph_lio *l)
+{
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->work);
+	pthread_cond_destroy(&l->room);
+	pthread_cond_destroy(&l->done_cv);
+	pthread_cond_destroy(&l->commit_cv);
+	pthread_cond_destroy(&l->cdone_cv);
+	free(l);
+}
+
+/* Ends the committer once it has committed what it was handed. */
+static void
+stop_committer(struct ph_lio *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->cstop = 1;
+	pthread_cond_signal(&l->commit_cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->cth, NULL);
+}
+
 int
 ph_lio_new(int root, int durable, struct ph_lio **out)
 {
 	struct ph_lio *l = calloc(1, sizeof(*l));
+	struct rlimit rl;
 
 	if (l == NULL)
 		return PHSYNC_ENOMEM;
@@ -593,16 +718,28 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	l->cur_dirfd = -1;
 	l->durable = durable;
 	ph_temp_owner_self(&l->owner);
+	l->fill = &l->bufs[0];
+	l->max_batch = MAX_BATCH;
+	/* Two batches in flight hold a file and a folder fd per file (a
+	 * delta's basis besides): a low limit shrinks them rather than
+	 * failing files with EMFILE. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)(4 * MAX_BATCH + FD_SPARE))
+		l->max_batch = rl.rlim_cur > 4 * 8 + FD_SPARE ?
+		               (size_t)(rl.rlim_cur - FD_SPARE) / 4 : 8;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);
 	pthread_cond_init(&l->done_cv, NULL);
+	pthread_cond_init(&l->commit_cv, NULL);
+	pthread_cond_init(&l->cdone_cv, NULL);
+	if (pthread_create(&l->cth, NULL, commit_run, l) != 0) {
+		destroy(l);
+		return PHSYNC_ENOMEM;
+	}
 	if (pthread_create(&l->th, NULL, run, l) != 0) {
-		pthread_mutex_destroy(&l->mu);
-		pthread_cond_destroy(&l->work);
-		pthread_cond_destroy(&l->room);
-		pthread_cond_destroy(&l->done_cv);
-		free(l);
+		stop_committer(l);
+		destroy(l);
 		return PHSYNC_ENOMEM;
 	}
 	*out = l;
@@ -759,6 +896,7 @@ ph_lio_free(struct ph_lio *l)
 	pthread_cond_signal(&l->work);
 	pthread_mutex_unlock(&l->mu);
 	pthread_join(l->th, NULL);
+	stop_committer(l); /* the I/O thread handed over its last batch */
 	if (l->cur_dirfd >= 0)
 		close(l->cur_dirfd);
 	free(l->cur_dir);
@@ -769,9 +907,5 @@ ph_lio_free(struct ph_lio *l)
 		l->done_head = f->next_done;
 		ph_lio_file_free(f);
 	}
-	pthread_mutex_destroy(&l->mu);
-	pthread_cond_destroy(&l->work);
-	pthread_cond_destroy(&l->room);
-	pthread_cond_destroy(&l->done_cv);
-	free(l);
+	destroy(l);
 }

@@ -3,6 +3,9 @@
  * bytes of each file (copied) and, at the end, a commit or an abort; the
  * I/O thread writes, sets mode and times, makes a batch durable (one
  * syncfs for many small files) and renames each temp file into place.
+ * A batch is made durable, renamed and its folders synced on a second
+ * (committer) thread while the I/O thread writes the next batch; files
+ * are handed back only after their batch's folders are durable.
  * Decryption and the kernel's page-cache copy then run on two cores, as
  * ssh and rsync's receiver do. Operations of one file run in order. */
 #ifndef PH_LIO_H
@@ -10,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 struct ph_lio;
 
@@ -52,6 +56,11 @@ struct ph_lio_file {
 	uint64_t hashed;     /* bytes [0, hashed) are in hs */
 	uint8_t hash[16];    /* on commit: XXH3-128 of the content (canonical) */
 	int64_t dst_mtime;   /* on commit: the mtime the file system kept */
+	/* On commit under its final name (PLACED, SAME): the file's stat
+	 * once renamed, through its folder's fd (the state's identity,
+	 * ident.h), when has_st. */
+	struct stat st;
+	int has_st;
 	/* Replacing an existing file (set by the caller): with guard, the
 	 * final name must still hold what the plan saw there (guard_size,
 	 * guard_mtime), else the new content lands beside it under a conflict

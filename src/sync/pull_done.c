@@ -61,7 +61,9 @@ committed(struct ph_job *j, const struct ph_action *a, const struct ph_entry *e,
 	j->st.files_done++;
 	j->st.bytes_committed += f->size;
 	j->st.bytes_matched += f->matched;
+	j->lid_st = f->has_st ? &f->st : NULL; /* the identity, taken on placing */
 	ph_job_record(j, e->path, f->size, f->dst_mtime, e->mtime, f->hash, 0);
+	j->lid_st = NULL;
 	ph_job_touch_parent(j, e->path);
 	if (j->o->remove_source)
 		offload_add(j, a->src, f->hash);

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: ISC */
+/* The local I/O thread commits a batch on a second thread (src/sync/lio.c):
+ * the batch's data made durable, its files renamed, its folders synced, and
+ * only then handed back (the caller records a file in the state only once
+ * it is handed back). Meanwhile the I/O thread goes on writing the next
+ * files. fsync is wrapped at link time (tests/CMakeLists.txt) so the
+ * committer can be held inside its folder fsync; futimens is wrapped to
+ * count the files the I/O thread finished writing. Nothing here waits on
+ * time: only on those conditions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "lio.h"
+
+#define N 10   /* files a batch here: below MAX_BATCH, handed over when idle */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int hold_dirs;          /* a folder's fsync waits until released */
+static int in_dir_fsync, released, dir_fsyncs, written;
+static int gate = 1;           /* the first file's futimens waits until opened */
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+int __real_futimens(int fd, const struct timespec ts[2]);
+int __wrap_futimens(int fd, const struct timespec ts[2]);
+
+int
+__wrap_fsync(int fd)
+{
+	struct stat st;
+	int rc;
+
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		pthread_mutex_lock(&mu);
+		in_dir_fsync = 1;
+		pthread_cond_broadcast(&cv);
+		while (hold_dirs && !released)
+			pthread_cond_wait(&cv, &mu);
+		pthread_mutex_unlock(&mu);
+		rc = __real_fsync(fd);
+		pthread_mutex_lock(&mu);
+		dir_fsyncs++;
+		pthread_mutex_unlock(&mu);
+		return rc;
+	}
+	return __real_fsync(fd);
+}
+
+int
+__wrap_futimens(int fd, const struct timespec ts[2])
+{
+	int rc;
+
+	pthread_mutex_lock(&mu);
+	while (gate)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	rc = __real_futimens(fd, ts);
+	pthread_mutex_lock(&mu);
+	written++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+static void
+queue_files(struct ph_lio *l, const char *dir, struct ph_lio_file **v, size_t base)
+{
+	char rel[64], data[96];
+	size_t i;
+
+	for (i = 0; i < N; i++) {
+		snprintf(rel, sizeof(rel), "%s/f%zu", dir, i);
+		snprintf(data, sizeof(data), "content of %s", rel);
+		assert_non_null(v[i] = ph_lio_file_new(rel));
+		v[i]->mode = 0644;
+		v[i]->mtime = 1700000000;
+		v[i]->expect = strlen(data);
+		v[i]->cookie = base + i;
+		assert_int_equal(ph_lio_write(l, v[i], 0, data, strlen(data)), 0);
+		ph_lio_finish(l, v[i], PH_LIO_COMMIT);
+	}
+}
+
+/* Is rel under its final name with the content queue_files wrote? */
+static int
+placed(int root, const char *rel)
+{
+	char want[96], got[96];
+	ssize_t n;
+	int fd = openat(root, rel, O_RDONLY | O_NOFOLLOW);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, got, sizeof(got) - 1);
+	close(fd);
+	snprintf(want, sizeof(want), "content of %s", rel);
+	return n == (ssize_t)strlen(want) && memcmp(got, want, (size_t)n) == 0;
+}
+
+static void
+wait_for(int *flag, int at_least)
+{
+	pthread_mutex_lock(&mu);
+	while (*flag < at_least)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void
+test_handed_back_after_the_folders_sync(void **state)
+{
+	char dir[] = "/tmp/phsync-liob-XXXXXX", rel[64];
+	struct ph_lio *l = NULL;
+	struct ph_lio_file *a[N], *b[N], *done[2 * N];
+	size_t got = 0, i;
+	struct stat st;
+	int root;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(mkdirat(root, "a", 0755), 0);
+	assert_int_equal(mkdirat(root, "b", 0755), 0);
+	hold_dirs = 1;
+	assert_int_equal(ph_lio_new(root, 1, &l), 0);
+	/* The I/O thread waits in the first file's end until all N are
+	 * queued: they then make one batch. */
+	queue_files(l, "a", a, 0);
+	pthread_mutex_lock(&mu);
+	gate = 0;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	/* The first batch goes to the committer once the I/O thread is idle;
+	 * it syncs the data, renames, and is held in the folder's fsync. */
+	wait_for(&in_dir_fsync, 1);
+	for (i = 0; i < N; i++) {
+		snprintf(rel, sizeof(rel), "a/f%zu", i);
+		assert_true(placed(root, rel));     /* renamed already ... */
+	}
+	assert_int_equal(ph_lio_pop(l, done, 2 * N, 0), 0);   /* ... but none handed back */
+	/* The I/O thread is not held: it writes the next files meanwhile. */
+	queue_files(l, "b", b, N);
+	wait_for(&written, 2 * N);
+	assert_int_equal(ph_lio_pop(l, done, 2 * N, 0), 0);
+	for (i = 0; i < N; i++) {
+		snprintf(rel, sizeof(rel), "b/f%zu", i);
+		assert_false(placed(root, rel));    /* the next batch waits its turn */
+	}
+	pthread_mutex_lock(&mu);
+	released = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	while (got < 2 * N)
+		got += ph_lio_pop(l, done + got, 2 * N - got, 1);
+	pthread_mutex_lock(&mu);
+	assert_true(dir_fsyncs >= 2);           /* a/ and b/, each before its files came back */
+	pthread_mutex_unlock(&mu);
+	for (i = 0; i < 2 * N; i++) {
+		struct ph_lio_file *f = done[i];
+
+		/* In order: the first batch's files before the next one's. */
+		assert_int_equal(f->cookie, i);
+		assert_int_equal(f->err, 0);
+		assert_int_equal(f->landed, PH_LIO_PLACED);
+		assert_true(placed(root, f->rel));
+		/* The identity taken on placing is the file's under its name. */
+		assert_true(f->has_st);
+		assert_int_equal(fstatat(root, f->rel, &st, AT_SYMLINK_NOFOLLOW), 0);
+		assert_int_equal(f->st.st_ino, st.st_ino);
+		assert_int_equal(f->st.st_dev, st.st_dev);
+		assert_int_equal(f->st.st_ctim.tv_sec, st.st_ctim.tv_sec);
+		assert_int_equal(f->st.st_ctim.tv_nsec, st.st_ctim.tv_nsec);
+		assert_int_equal(f->st.st_mtime, 1700000000);
+		assert_int_equal(unlinkat(root, f->rel, 0), 0);
+		ph_lio_file_free(f);
+	}
+	ph_lio_free(l);
+	/* No temp file is left beside them. */
+	assert_int_equal(unlinkat(root, "a", AT_REMOVEDIR), 0);
+	assert_int_equal(unlinkat(root, "b", AT_REMOVEDIR), 0);
+	close(root);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_handed_back_after_the_folders_sync),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
