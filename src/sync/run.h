@@ -27,6 +27,7 @@ struct run {
 	uint64_t del_failed;           /* those that refuse deletes (a two-way
 	                                  pass: its source side's only) */
 	int pull, remote_missing;      /* a dry push to a folder not made yet */
+	int known_ready;               /* known filled by ph_run_known_both */
 };
 
 /* The steps, in their order; each returns 0 or a negative PHSYNC_E* with
@@ -46,6 +47,10 @@ int ph_run_plan(struct run *r);
 /* A two-way run's name matching, each orientation before either plan
  * (ph_run_plan does it itself in a one-way run). */
 int ph_run_names(struct run *r);
+/* A two-way run's records, read once and merged for both orientations
+ * (each local file's identity checked once); then ph_run_plan reads none.
+ * r is the pull, other the push, their trees each other's swapped. */
+int ph_run_known_both(struct run *r, struct run *other);
 int ph_run_pass(struct run *r);
 /* A pass's result rc, or (when 0) EPARTIAL for failed files, ECONFLICT
  * for conflicts kept. */

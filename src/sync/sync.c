@@ -13,6 +13,7 @@
 #include "ident.h"
 #include "job.h"
 #include "kept.h"
+#include "known.h"
 #include "local.h"
 #include "login.h"
 #include "lscan.h"
@@ -114,18 +115,6 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 	return rc;
 }
 
-/* A record whose names phsync could not have written (staterow.h) is
- * never used: said, and dropped with its row. */
-static void
-bad_row(struct ph_job *j, const char *path, const char *what)
-{
-	char msg[200];
-
-	snprintf(msg, sizeof(msg), "the sync state holds %s with a name phsync never writes "
-	         "(outside the folder, or not its own temp name): ignored and dropped", what);
-	ph_job_event(j, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EUNSAFE, msg);
-}
-
 /* The kept transfers (j->partials) whose path or temp name is not one
  * phsync made for that file where it lands this run (kind: PH_TEMP_PARTIAL
  * for a pull's kept download, PH_TEMP_NEW for a push's kept upload) are
@@ -146,7 +135,7 @@ check_partial_rows(struct ph_job *j, int kind)
 			i++;
 			continue;
 		}
-		bad_row(j, pa->path, "a cut transfer");
+		ph_bad_row(j, pa->path, "a cut transfer");
 		if ((rc = ph_state_partial_drop(j->state, pa->path)) != 0)
 			return rc;
 		/* out of the list: nothing after this sees it */
@@ -156,138 +145,6 @@ check_partial_rows(struct ph_job *j, int kind)
 		j->npartials--;
 	}
 	return 0;
-}
-
-/* The state's records as the planner needs them, read in one ordered pass
- * merged with both trees (same order): a file exactly as recorded on both
- * sides only gets flags on its source entry and is counted (at a million
- * unchanged files, nothing more is held); the other records (changed
- * since on a side, or gone from one) are kept, oriented as the plan sees
- * them (the remote is the source of a pull). */
-struct kmerge {
-	struct ph_job *j;
-	int pull;
-	size_t si, di;
-	struct ph_known *v;
-	size_t n, cap;
-	uint64_t asrec;
-	char **bad;                /* rows with names phsync never writes */
-	size_t nbad, capbad;
-};
-
-static int
-kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
-{
-	struct kmerge *m = arg;
-	struct ph_tree *src = &m->j->src;
-	const struct ph_tree *dst = &m->j->dst;
-	struct ph_entry *s = NULL;
-	const struct ph_entry *d = NULL;
-	struct ph_known kn;
-	int c = 1;
-
-	if (!ph_staterow_path_ok(path, strlen(path))) {
-		/* Never merged with a tree nor planned: dropped after the walk. */
-		if (m->nbad == m->capbad) {
-			size_t nc = m->capbad ? m->capbad * 2 : 16;
-			char **nv = realloc(m->bad, nc * sizeof(*nv));
-
-			if (nv == NULL)
-				return PHSYNC_ENOMEM;
-			m->bad = nv;
-			m->capbad = nc;
-		}
-		if ((m->bad[m->nbad] = strdup(path)) == NULL)
-			return PHSYNC_ENOMEM;
-		m->nbad++;
-		return 0;
-	}
-	while (m->si < src->n && (c = ph_path_cmp(src->v[m->si].path, path)) < 0)
-		m->si++;
-	if (m->si < src->n && c == 0)
-		s = &src->v[m->si];
-	c = 1;
-	while (m->di < dst->n && (c = ph_path_cmp(dst->v[m->di].path, path)) < 0)
-		m->di++;
-	if (m->di < dst->n && c == 0)
-		d = &dst->v[m->di];
-	kn.ssize = m->pull ? f->rsize : f->lsize;
-	kn.smtime = m->pull ? f->rmtime : f->lmtime;
-	kn.dsize = m->pull ? f->lsize : f->rsize;
-	kn.dmtime = m->pull ? f->lmtime : f->rmtime;
-	kn.touched = 0;
-	/* The local side as recorded by size and time: its identity says
-	 * whether that can be trusted (ident.c), as git's index does. */
-	{
-		const struct ph_entry *l = m->pull ? d : s;
-		int rc;
-
-		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
-		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
-		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
-			if ((rc = ph_ident_changed(m->j, ph_entry_raw(l), path, f)) < 0)
-				return rc;
-			kn.touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
-		}
-	}
-	if (s != NULL) {
-		s->flags |= PH_E_KNOWN;
-		if (d != NULL && s->type == PH_T_FILE && d->type == PH_T_FILE && !s->nosize &&
-		    !kn.touched &&
-		    !d->nosize && s->size == kn.ssize && s->mtime == kn.smtime &&
-		    d->size == kn.dsize && d->mtime == kn.dmtime) {
-			s->flags |= PH_E_ASREC;
-			m->asrec++;
-			return 0;
-		}
-		kn.path = s->path;
-	} else {
-		struct ph_entry e = { 0 };
-
-		/* Gone from the source: its path is kept for the plan. */
-		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &e) != 0)
-			return PHSYNC_ENOMEM;
-		kn.path = m->j->known_paths.v[m->j->known_paths.n - 1].path;
-	}
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		struct ph_known *nv = realloc(m->v, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		m->v = nv;
-		m->cap = nc;
-	}
-	m->v[m->n++] = kn;
-	return 0;
-}
-
-static int
-load_known(struct ph_job *j, int pull, struct ph_known_set *known)
-{
-	struct kmerge m;
-	size_t i;
-	int rc;
-
-	memset(&m, 0, sizeof(m));
-	m.j = j;
-	m.pull = pull;
-	rc = ph_state_each(j->state, kmerge_row, &m);
-	known->v = m.v;
-	known->n = m.n;
-	known->asrec = m.asrec;
-	for (i = 0; i < m.nbad; i++) {
-		if (rc == 0) {
-			bad_row(j, m.bad[i], "a file record");
-			rc = ph_state_file_forget(j->state, m.bad[i]);
-		}
-		free(m.bad[i]);
-	}
-	free(m.bad);
-	ph_ident_close(j);
-	if (rc == 0)
-		rc = ph_ident_renew(j);
-	return rc;
 }
 
 /* The destination's time step: a FAT/exFAT disk here (statfs), or a
@@ -787,6 +644,17 @@ ph_run_names(struct run *r)
 	return match_names(&r->j);
 }
 
+int
+ph_run_known_both(struct run *r, struct run *other)
+{
+	int rc = 0;
+
+	if (r->j.state != NULL)
+		rc = ph_known_load(&r->j, r->pull, &r->known, &other->j, &other->known);
+	r->known_ready = other->known_ready = 1;
+	return rc;
+}
+
 /* Names matched, the state's records merged in, the plan made. */
 int
 ph_run_plan(struct run *r)
@@ -801,7 +669,8 @@ ph_run_plan(struct run *r)
 		return rc;
 	if (!r->pull)
 		hold_paths(j);
-	if (j->state != NULL && (rc = load_known(j, r->pull, &r->known)) != 0)
+	if (j->state != NULL && !r->known_ready &&
+	    (rc = ph_known_load(j, r->pull, &r->known, NULL, NULL)) != 0)
 		return rc;
 	po.young_after = j->o->min_age_s ? (int64_t)time(NULL) - j->o->min_age_s : 0;
 	po.modify_window = j->o->modify_window_s;
