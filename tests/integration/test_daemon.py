@@ -166,6 +166,9 @@ class DaemonTest(SyncTestCase):
         # settle-ms at its largest (60 s): a file closed after writing goes at once all the
         # same (the deadline, 30 s, is half the settle period), with its bytes; a file still
         # open for writing meanwhile is left alone (held back, "too new").
+        if os.environ.get("PHSYNC_PORTABLE") == "1":
+            self.skipTest("PHSYNC_PORTABLE: libuv's file events have no close-after-write "
+                          "event, so the settle period alone says a file rests")
         music = os.path.join(self.tmp, "music")
         phone = os.path.join(self.remote, "Music")
         os.makedirs(music)
