@@ -131,7 +131,7 @@ struct daemon {
  * text made inert. */
 void ph_wreport_say(const struct pair *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* "pull" or "push". */
+/* "pull", "push" or "sync" (a two-way pair). */
 const char *ph_wreport_dir(const struct pair *p);
 /* Takes p's record (loop thread, before p starts): a second watcher of
  * the same pair writes none. Then says "starting". */

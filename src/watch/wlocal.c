@@ -120,7 +120,7 @@ ph_wlocal_pull_busy(const struct pair *p)
 		char qa[PATH_MAX];
 		size_t m;
 
-		if (q == p || q->def.dir != PHSYNC_PULL || !q->busy ||
+		if (q == p || q->def.dir == PHSYNC_PUSH || !q->busy ||
 		    realpath(q->def.local, qa) == NULL)
 			continue;
 		m = strlen(qa);
