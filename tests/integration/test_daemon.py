@@ -6,7 +6,9 @@ broken file keeps the running pairs); files a pull writes into a folder a push w
 sent back; a file closed after writing goes without waiting for the settle period (60 s in
 that test), one still open for writing stays back; with the inotify watch limit reached (lowered in a user namespace of the test's own,
 so the machine's sysctl is untouched) the warning names fs.inotify.max_user_watches and files
-in unwatched folders still arrive by the rescan; config errors name the file and line.
+in unwatched folders still arrive by the rescan; config errors name the file and line; a
+`direction = both` pair sends a local file and a local delete up, brings the phone's file down,
+and does not send that file back.
 
 IN_Q_OVERFLOW is provoked for real in test_watch_status.py (as root, lowering
 fs.inotify.max_queued_events for an instant: it has no per-namespace value).
@@ -184,6 +186,11 @@ class DaemonTest(SyncTestCase):
         self.assertEqual(d.matching(r" phone\.txt \(push\)$"), [], d.text())
         self.assertEqual(len(d.matching(r" here\.txt \((pull|push)\)$")), 1, d.text())
         self.assertEqual([l for l in d.matching(r"change\(s\)") if "phone.txt" in l], [], d.text())
+        # A local delete goes too (a two-way run sends deletes, with its guards).
+        os.remove(os.path.join(local, "here.txt"))
+        wait_for(lambda: not os.path.exists(os.path.join(self.remote, "here.txt")),
+                 what="here.txt deleted on the phone")
+        self.assertTrue(arrived(os.path.join(self.remote, "phone.txt"), b"made on the phone", T0 + 2))
         self.assertEqual(d.stop(), 0, d.text())
         self.assertNoLeftovers(local, self.remote)
 

@@ -7,7 +7,8 @@ rename within the tree (with --delete) moves it; a pull polls the phone, listing
 folders whose time moved (a 300-photo folder is stat'ed, not listed); the phone going away
 and coming back is one message and a quiet retry that then syncs what changed; a changed host
 key stops the watch (exit 4) without retries; SIGTERM during a transfer exits 0 and leaves no
-temp file.
+temp file. sync --watch (two-way, issue 26): a local file goes up, the phone's files and
+deletes come down by the poll, what a run wrote here starts no run and is not sent back.
 
 Every wait is on a condition (the file's bytes, a line on stderr) with a deadline of 60 s; no
 assertion depends on how fast anything runs.
@@ -317,5 +318,10 @@ class TwoWayWatchTest(SyncTestCase):
             self.assertTrue(moved[0].endswith("(%s)" % way), w.text())
         self.assertEqual([l for l in w.matching(r"change\(s\)")
                           if re.search(r"phone\.txt|marker\.txt|r0\.txt|last\.txt", l)], [], w.text())
+        # A delete on the phone comes here by the poll.
+        os.remove(os.path.join(self.remote, "r0.txt"))
+        wait_for(lambda: not os.path.exists(os.path.join(self.local, "r0.txt")),
+                 what="r0.txt deleted here")
+        self.assertTrue(arrived(os.path.join(self.local, "last.txt"), b"last", T0 + 4))
         self.assertEqual(w.stop(), 0, w.text())
         self.assertNoLeftovers()
