@@ -49,6 +49,8 @@ on_event(const struct phsync_event *ev, void *arg)
 			ph_wreport_say(p, "skip %s (%s)", ev->path, ev->action ? ev->action : "");
 		break;
 	case PHSYNC_EV_DELETED:
+		if (p->def.dir == PHSYNC_BOTH && ev->dir == PHSYNC_PULL)
+			ph_wlocal_remember_gone(p, ev->path);
 		if (v > 0)
 			ph_wreport_say(p, "%s %s", ev->action ? ev->action : "delete", ev->path);
 		break;

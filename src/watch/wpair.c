@@ -100,6 +100,7 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 			p->slow = 1;
 		if ((e = ph_wlocal_pend_get(p, rel)) != NULL) {
 			e->writing = 0;
+			e->gone = 0;
 			if (ph_wlocal_stat(p, rel, &e->size, &e->mtime_ns, abs, sizeof(abs)) != 0)
 				e->size = UINT64_MAX;
 		}
@@ -119,13 +120,23 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		e->writing = 1;
 		break;
 	case PH_FSW_GONE:
+		/* A two-way pair: judged in the settle, where a delete its own
+		 * run made is known (and starts no run). */
+		if (p->def.dir == PHSYNC_BOTH) {
+			if ((e = ph_wlocal_pend_get(p, rel)) != NULL) {
+				e->writing = 0;
+				e->gone = 1;
+			}
+			p->slow = 1;
+			ph_wpair_restart_settle(p);
+			break;
+		}
 		for (i = 0; i < p->npend; i++)
 			if (strcmp(p->pend[i].rel, rel) == 0) {
 				ph_wlocal_pend_drop(p, i);
 				break;
 			}
-		/* A two-way run sends deletes always (with its guards). */
-		if (p->def.opts.delete_missing || p->def.dir == PHSYNC_BOTH) {
+		if (p->def.opts.delete_missing) {
 			p->dirty = 1;
 			p->slow = 1;
 			ph_wpair_restart_settle(p);
@@ -167,7 +178,19 @@ settle_scan(struct pair *p, char *trig, size_t tlen, int *moving)
 			continue;
 		}
 		if (ph_wlocal_stat(p, e->rel, &size, &mt, abs, sizeof(abs)) != 0) {
-			ph_wlocal_pend_drop(p, i); /* gone, or no longer a file */
+			/* Gone, or no longer a file: a push's sync sees it (or not, by
+			 * its --delete); a two-way pair's delete goes, unless its own
+			 * run made it. */
+			if (e->gone && abs[0] != '\0' && !ph_wlocal_own_match(p->d, abs, UINT64_MAX, INT64_MIN)) {
+				if (tl + strlen(e->rel) + 3 < tlen)
+					tl += (size_t)snprintf(trig + tl, tlen - tl, "%s%s", go ? ", " : "", e->rel);
+				go++;
+				i++;
+				continue;
+			}
+			if (e->gone && p->d->verbose > 0)
+				ph_wreport_say(p, "not sent back (a run deleted it): %s", e->rel);
+			ph_wlocal_pend_drop(p, i);
 			continue;
 		}
 		if (ph_wlocal_own_match(p->d, abs, size, mt)) {

@@ -319,9 +319,13 @@ class TwoWayWatchTest(SyncTestCase):
         self.assertEqual([l for l in w.matching(r"change\(s\)")
                           if re.search(r"phone\.txt|marker\.txt|r0\.txt|last\.txt", l)], [], w.text())
         # A delete on the phone comes here by the poll.
+        local_runs = len(w.matching(r": two-way run \(local changes\)"))
         os.remove(os.path.join(self.remote, "r0.txt"))
         wait_for(lambda: not os.path.exists(os.path.join(self.local, "r0.txt")),
                  what="r0.txt deleted here")
+        # The run's own delete here is judged, and starts no run.
+        w.wait_line(r": not sent back \(a run deleted it\): r0\.txt$")
+        self.assertEqual(len(w.matching(r": two-way run \(local changes\)")), local_runs, w.text())
         self.assertTrue(arrived(os.path.join(self.local, "last.txt"), b"last", T0 + 4))
         self.assertEqual(w.stop(), 0, w.text())
         self.assertNoLeftovers()
