@@ -12,7 +12,7 @@ static const char usage_head[] =
 "usage: phsync pull [OPTIONS] [USER@]HOST:DIR LOCALDIR\n"
 "       phsync push [OPTIONS] LOCALDIR [USER@]HOST:DIR\n"
 "       phsync sync [OPTIONS] HOST:DIR LOCALDIR  (two-way; either order)\n"
-"       phsync pull|push --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
+"       phsync pull|push|sync --watch [--interval SEC] [OPTIONS] ...  (keep syncing)\n"
 "       phsync daemon [-c FILE] [-v|-q]   (every pair of a config file)\n"
 "       phsync status [--json] [--state-dir DIR]   (watched pairs, pairs synced so far)\n"
 "       phsync status [OPTIONS] HOST:DIR LOCALDIR  (what a sync would do now)\n"
@@ -164,7 +164,10 @@ static const char twoway_head[] =
 "                     percent of its files would go (default 50; 100: off)\n"
 "With -n each line says which way the file would go (pull: phone to here,\n"
 "push: here to phone); --json events carry \"dir\". --delete is implied;\n"
-"--overwrite and --remove-source-files are refused.\n";
+"--overwrite and --remove-source-files are refused.\n"
+"With --watch a local change starts a two-way run within a second and the\n"
+"phone is polled every --interval SEC; what a run wrote here is not sent\n"
+"back.\n";
 
 static const char sync_tail[] =
 "\n"

@@ -116,9 +116,6 @@ sync_sides(const char *a, const char *b, struct cli_sync *s)
 		                       "(either order)");
 	s->remote = ra ? a : b;
 	s->local = ra ? b : a;
-	if (s->a.watch)
-		return cli_usage_error("", "sync --watch is not built yet: run sync again, or "
-		                       "watch one way with pull --watch or push --watch");
 	return CLI_GO_ON;
 }
 
@@ -144,16 +141,19 @@ cli_sync_parse(int argc, char **argv, enum phsync_direction dir, int status,
 		return cli_usage_error("", "%s needs a source and a destination (%d given)",
 		                       dir == PHSYNC_PULL ? "pull" : dir == PHSYNC_PUSH ? "push" :
 		                       "sync", argc - optind);
-	if (dir == PHSYNC_BOTH)
-		return sync_sides(argv[optind], argv[optind + 1], s);
-	s->remote = dir == PHSYNC_PULL ? argv[optind] : argv[optind + 1];
-	s->local = dir == PHSYNC_PULL ? argv[optind + 1] : argv[optind];
-	if (phsync_parse_remote(s->remote, &u, &h, &p) != 0)
-		return cli_usage_error("", "'%s' is not HOST:DIR (the %s side must be remote)",
-		                       s->remote, dir == PHSYNC_PULL ? "first" : "second");
-	free(u);
-	free(h);
-	free(p);
+	if (dir == PHSYNC_BOTH) {
+		if ((rc = sync_sides(argv[optind], argv[optind + 1], s)) != CLI_GO_ON)
+			return rc;
+	} else {
+		s->remote = dir == PHSYNC_PULL ? argv[optind] : argv[optind + 1];
+		s->local = dir == PHSYNC_PULL ? argv[optind + 1] : argv[optind];
+		if (phsync_parse_remote(s->remote, &u, &h, &p) != 0)
+			return cli_usage_error("", "'%s' is not HOST:DIR (the %s side must be remote)",
+			                       s->remote, dir == PHSYNC_PULL ? "first" : "second");
+		free(u);
+		free(h);
+		free(p);
+	}
 	if ((s->a.watch && (status || s->a.opts.dry_run || s->a.out.json)) ||
 	    (s->a.interval_s && !s->a.watch))
 		return cli_usage_error("", "%s", !s->a.watch ? "--interval works with --watch" :
@@ -198,7 +198,7 @@ watch_main(struct cli_sync *s)
 	struct stat lst;
 
 	/* The watcher watches a folder: a file's push is a plain run. */
-	if (s->dir == PHSYNC_PUSH && stat(s->local, &lst) == 0 && !S_ISDIR(lst.st_mode))
+	if (s->dir != PHSYNC_PULL && stat(s->local, &lst) == 0 && !S_ISDIR(lst.st_mode))
 		return cli_usage_error("", "--watch watches a folder: %s is a file (a plain push "
 		                       "sends one file)", s->local);
 	memset(&wp, 0, sizeof(wp));

@@ -165,6 +165,8 @@ apply(struct ph_conf_pair *p, const struct line *l, char *err, size_t errlen)
 			p->dir = PHSYNC_PULL;
 		else if (!strcmp(v, "push"))
 			p->dir = PHSYNC_PUSH;
+		else if (!strcmp(v, "both"))
+			p->dir = PHSYNC_BOTH;
 		else
 			rc = -1;
 	} else if (!strcmp(k, "remote")) {
@@ -299,7 +301,7 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 			    apply(p, &ps.v[k], ps.err, sizeof(ps.err)) != 0)
 				goto bad_value;
 		if (p->dir == 0 || p->remote == NULL || p->local == NULL) {
-			snprintf(err, errlen, "%s: [%s] needs direction (pull or push), remote "
+			snprintf(err, errlen, "%s: [%s] needs direction (pull, push or both), remote "
 			         "(HOST:DIR) and local (a folder)", path, p->name);
 			goto fail;
 		}

@@ -47,6 +47,8 @@ struct pend {
 	uint64_t size;
 	int64_t mtime_ns;
 	int writing;             /* modified and not yet closed */
+	int gone;                /* deleted (a two-way pair): a run's own
+	                            delete is matched in the settle */
 };
 
 /* A pair's record for `phsync status` (wstatus.h), kept by wreport.c:
@@ -131,7 +133,7 @@ struct daemon {
  * text made inert. */
 void ph_wreport_say(const struct pair *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* "pull" or "push". */
+/* "pull", "push" or "sync" (a two-way pair). */
 const char *ph_wreport_dir(const struct pair *p);
 /* Takes p's record (loop thread, before p starts): a second watcher of
  * the same pair writes none. Then says "starting". */
@@ -156,6 +158,9 @@ void ph_wreport_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 
 /* (worker) rel was written by p's pull: remembered until the job ends. */
 void ph_wlocal_remember(struct pair *p, const char *rel);
+/* (worker) rel was deleted here by p's two-way run: remembered as a
+ * write of no size (UINT64_MAX, INT64_MIN) until the job ends. */
+void ph_wlocal_remember_gone(struct pair *p, const char *rel);
 /* (loop, job ended) p's writes join the daemon's list. */
 void ph_wlocal_take_writes(struct pair *p);
 /* Was abs written by one of our pulls, and is it still as written? The

@@ -109,7 +109,7 @@ ka_done(struct pair *p, int rc)
 	if (ending(p))
 		return;
 	/* What came while it ran: changed files, a poll or an idle close due. */
-	if (p->def.dir == PHSYNC_PUSH && (p->npend > 0 || p->dirty))
+	if (p->def.dir != PHSYNC_PULL && (p->npend > 0 || p->dirty))
 		ph_wpair_restart_settle(p);
 	if (p->timer_due) {
 		p->timer_due = 0;
@@ -187,7 +187,12 @@ job_ok(struct pair *p, int rc, int first)
 		               s->bytes_committed / 1e6, (unsigned long long)s->files_deleted,
 		               (unsigned long long)s->files_failed, s->elapsed_ms / 1000.0);
 	if (first) {
-		if (p->def.dir == PHSYNC_PUSH)
+		if (p->def.dir == PHSYNC_BOTH)
+			ph_wreport_say(p, "watching %s (%zu folder(s)) and %s (polled every %u s); "
+			               "changes on either side go to the other", p->def.local,
+			               p->fsw ? ph_fsw_count(p->fsw) : (size_t)0, p->def.remote,
+			               p->def.interval_s);
+		else if (p->def.dir == PHSYNC_PUSH)
 			ph_wreport_say(p, "watching %s (%zu folder(s)); changes go to %s",
 			               p->def.local, p->fsw ? ph_fsw_count(p->fsw) : (size_t)0,
 			               p->def.remote);
@@ -223,7 +228,7 @@ ph_wdone_on_done(uv_async_t *a)
 	ph_wlocal_take_writes(p);
 	/* Push pairs waiting for this pull's writes to be known look again. */
 	for (i = 0; i < d->npairs; i++)
-		if (d->pairs[i] != p && d->pairs[i]->def.dir == PHSYNC_PUSH &&
+		if (d->pairs[i] != p && d->pairs[i]->def.dir != PHSYNC_PULL &&
 		    (d->pairs[i]->npend > 0 || d->pairs[i]->dirty))
 			ph_wpair_restart_settle(d->pairs[i]);
 

@@ -18,11 +18,16 @@ on_event(const struct phsync_event *ev, void *arg)
 
 	switch (ev->type) {
 	case PHSYNC_EV_FILE_DONE:
-		if (p->def.dir == PHSYNC_PULL)
+		/* A file written here (a pull's, or a two-way run's way in):
+		 * its own watch must not send it back. */
+		if (p->def.dir == PHSYNC_PULL ||
+		    (p->def.dir == PHSYNC_BOTH && ev->dir == PHSYNC_PULL))
 			ph_wlocal_remember(p, ev->path);
 		if (v > 0)
-			ph_wreport_say(p, "%s %s%s%s", ev->action ? ev->action : "copied", ev->path,
-			               ev->message ? " from " : "", ev->message ? ev->message : "");
+			ph_wreport_say(p, "%s %s%s%s%s", ev->action ? ev->action : "copied", ev->path,
+			               ev->message ? " from " : "", ev->message ? ev->message : "",
+			               ev->dir == PHSYNC_PULL ? " (pull)" :
+			               ev->dir == PHSYNC_PUSH ? " (push)" : "");
 		break;
 	case PHSYNC_EV_FILE_FAILED:
 		if (v >= 0)
@@ -44,6 +49,8 @@ on_event(const struct phsync_event *ev, void *arg)
 			ph_wreport_say(p, "skip %s (%s)", ev->path, ev->action ? ev->action : "");
 		break;
 	case PHSYNC_EV_DELETED:
+		if (p->def.dir == PHSYNC_BOTH && ev->dir == PHSYNC_PULL)
+			ph_wlocal_remember_gone(p, ev->path);
 		if (v > 0)
 			ph_wreport_say(p, "%s %s", ev->action ? ev->action : "delete", ev->path);
 		break;
@@ -71,6 +78,8 @@ run_sync(struct pair *p, int fresh)
 
 	p->job.t0 = (int64_t)time(NULL);
 	ph_wreport_syncing(p);
+	if (p->def.dir == PHSYNC_BOTH && p->d->verbose > 0)
+		ph_wreport_say(p, "two-way run (%s)", p->job.poll ? "polled" : "local changes");
 	o.on_event = on_event;
 	o.event_arg = p;
 	o.prompt = NULL;

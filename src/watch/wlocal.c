@@ -35,17 +35,11 @@ lstat_ns(const char *path, uint64_t *mode, uint64_t *size, int64_t *mtime_ns)
 
 /* -- files pulls wrote ---------------------------------------------------- */
 
-void
-ph_wlocal_remember(struct pair *p, const char *rel)
+static void
+own_keep(struct pair *p, const char *abs, uint64_t size, int64_t mtime_ns)
 {
-	char path[PATH_MAX], abs[PATH_MAX];
-	uint64_t mode, size;
-	int64_t mtime_ns;
 	struct own *o;
 
-	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
-	    realpath(path, abs) == NULL || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
-		return;
 	uv_mutex_lock(&p->wrote_lock);
 	if (p->nwrote == p->capwrote && p->nwrote < MAX_OWN) {
 		size_t nc = p->capwrote ? p->capwrote * 2 : 64;
@@ -62,6 +56,32 @@ ph_wlocal_remember(struct pair *p, const char *rel)
 		p->nwrote++;
 	}
 	uv_mutex_unlock(&p->wrote_lock);
+}
+
+void
+ph_wlocal_remember(struct pair *p, const char *rel)
+{
+	char path[PATH_MAX], abs[PATH_MAX];
+	uint64_t mode, size;
+	int64_t mtime_ns;
+
+	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
+	    realpath(path, abs) == NULL || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
+		return;
+	own_keep(p, abs, size, mtime_ns);
+}
+
+void
+ph_wlocal_remember_gone(struct pair *p, const char *rel)
+{
+	char abs[PATH_MAX];
+
+	/* The name is gone: the folder's resolved path (the watch's own)
+	 * with rel, as ph_wlocal_stat makes it. */
+	if (p->local_abs[0] == '\0' ||
+	    snprintf(abs, sizeof(abs), "%s/%s", p->local_abs, rel) >= (int)sizeof(abs))
+		return;
+	own_keep(p, abs, UINT64_MAX, INT64_MIN);
 }
 
 static void
@@ -120,7 +140,7 @@ ph_wlocal_pull_busy(const struct pair *p)
 		char qa[PATH_MAX];
 		size_t m;
 
-		if (q == p || q->def.dir != PHSYNC_PULL || !q->busy ||
+		if (q == p || q->def.dir == PHSYNC_PUSH || !q->busy ||
 		    realpath(q->def.local, qa) == NULL)
 			continue;
 		m = strlen(qa);

@@ -40,14 +40,16 @@ start_job(struct pair *p, int poll)
 	uv_timer_stop(&p->timer);
 	uv_timer_stop(&p->ka);
 	p->job.ka = 0;
-	p->job.poll = poll && p->def.dir == PHSYNC_PULL;
+	p->job.poll = poll && p->def.dir != PHSYNC_PUSH;
 	p->job.full = 0;
 	if (p->job.poll) {
 		p->polls++;
 		p->job.full = p->def.full_every > 0 && p->polls % p->def.full_every == 0;
 	}
 	/* A push leaves the files still open for writing for a later run:
-	 * they are sent once closed and settled. */
+	 * they are sent once closed and settled. A two-way run is given
+	 * none: how its reconciler would read a held file is untested, so
+	 * such a file goes as it stands and again once closed. */
 	ph_wpair_free_hold(p);
 	if (p->def.dir == PHSYNC_PUSH && p->npend > 0 &&
 	    (p->job.hold = calloc(p->npend, sizeof(*p->job.hold))) != NULL) {
@@ -98,6 +100,7 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 			p->slow = 1;
 		if ((e = ph_wlocal_pend_get(p, rel)) != NULL) {
 			e->writing = 0;
+			e->gone = 0;
 			if (ph_wlocal_stat(p, rel, &e->size, &e->mtime_ns, abs, sizeof(abs)) != 0)
 				e->size = UINT64_MAX;
 		}
@@ -117,6 +120,17 @@ on_fs(void *arg, enum ph_fsw_kind kind, const char *rel, const char *msg)
 		e->writing = 1;
 		break;
 	case PH_FSW_GONE:
+		/* A two-way pair: judged in the settle, where a delete its own
+		 * run made is known (and starts no run). */
+		if (p->def.dir == PHSYNC_BOTH) {
+			if ((e = ph_wlocal_pend_get(p, rel)) != NULL) {
+				e->writing = 0;
+				e->gone = 1;
+			}
+			p->slow = 1;
+			ph_wpair_restart_settle(p);
+			break;
+		}
 		for (i = 0; i < p->npend; i++)
 			if (strcmp(p->pend[i].rel, rel) == 0) {
 				ph_wlocal_pend_drop(p, i);
@@ -164,7 +178,19 @@ settle_scan(struct pair *p, char *trig, size_t tlen, int *moving)
 			continue;
 		}
 		if (ph_wlocal_stat(p, e->rel, &size, &mt, abs, sizeof(abs)) != 0) {
-			ph_wlocal_pend_drop(p, i); /* gone, or no longer a file */
+			/* Gone, or no longer a file: a push's sync sees it (or not, by
+			 * its --delete); a two-way pair's delete goes, unless its own
+			 * run made it. */
+			if (e->gone && abs[0] != '\0' && !ph_wlocal_own_match(p->d, abs, UINT64_MAX, INT64_MIN)) {
+				if (tl + strlen(e->rel) + 3 < tlen)
+					tl += (size_t)snprintf(trig + tl, tlen - tl, "%s%s", go ? ", " : "", e->rel);
+				go++;
+				i++;
+				continue;
+			}
+			if (e->gone && p->d->verbose > 0)
+				ph_wreport_say(p, "not sent back (a run deleted it): %s", e->rel);
+			ph_wlocal_pend_drop(p, i);
 			continue;
 		}
 		if (ph_wlocal_own_match(p->d, abs, size, mt)) {
@@ -231,7 +257,7 @@ ph_wpair_start(struct pair *p, int quiet)
 {
 	char err[PATH_MAX + 256];
 
-	if (p->def.dir == PHSYNC_PUSH) {
+	if (p->def.dir != PHSYNC_PULL) {
 		if (realpath(p->def.local, p->local_abs) == NULL) {
 			if (!quiet)
 				ph_wreport_say(p, "%s: %s", p->def.local, strerror(errno));
@@ -297,7 +323,7 @@ ph_wpair_ka_arm(struct pair *p)
 {
 	if (p->closing || p->d->stopping || p->busy || p->state == ST_STOPPED ||
 	    !phsync_conn_alive(p->conn) ||
-	    (p->def.dir == PHSYNC_PULL && p->def.keepalive_s >= p->def.interval_s)) {
+	    (p->def.dir != PHSYNC_PUSH && p->def.keepalive_s >= p->def.interval_s)) {
 		uv_timer_stop(&p->ka);
 		return;
 	}
@@ -314,7 +340,7 @@ on_ka(uv_timer_t *t)
 		return;
 	/* A pull polling less often than idle-close lets its link go between
 	 * polls (a push pair's own timer does that for it). */
-	if (p->def.dir == PHSYNC_PULL &&
+	if (p->def.dir != PHSYNC_PUSH &&
 	    uv_now(&p->d->loop) - p->last_use_ms >= (uint64_t)p->def.idle_close_s * 1000) {
 		idle_close(p);
 		return;
@@ -338,12 +364,14 @@ ph_wpair_kick(struct pair *p)
 {
 	if (p->closing || p->d->stopping || p->busy || p->state == ST_STOPPED)
 		return;
-	if (p->def.dir == PHSYNC_PULL) {
+	/* A two-way pair is both: its local changes settle, the phone's
+	 * are polled. */
+	if (p->def.dir != PHSYNC_PULL && (p->npend > 0 || p->dirty))
+		ph_wpair_restart_settle(p);
+	if (p->def.dir != PHSYNC_PUSH) {
 		uv_timer_start(&p->timer, ph_wpair_on_timer, (uint64_t)p->def.interval_s * 1000, 0);
 		return;
 	}
-	if (p->npend > 0 || p->dirty)
-		ph_wpair_restart_settle(p);
 	if (p->unwatched)
 		uv_timer_start(&p->timer, ph_wpair_on_timer, (uint64_t)p->def.interval_s * 1000, 0);
 	else if (p->conn != NULL)
@@ -359,14 +387,15 @@ ph_wpair_on_timer(uv_timer_t *t)
 		p->timer_due = 1; /* its end runs this */
 	if (p->busy || p->closing || p->d->stopping)
 		return;
-	if (p->def.dir == PHSYNC_PUSH && p->fsw == NULL) {
+	if (p->def.dir != PHSYNC_PULL && p->fsw == NULL) {
 		ph_wpair_retry_start(p); /* its folder was missing (a disk not mounted yet?) */
 		return;
 	}
 	if (p->state == ST_WAITING_HOST || !p->started_once) {
 		start_job(p, 1); /* a retry: a pull polls, a push syncs */
-	} else if (p->def.dir == PHSYNC_PULL) {
-		start_job(p, 1);
+	} else if (p->def.dir != PHSYNC_PUSH) {
+		/* Folders the watch limit left out: a plain run looks at all. */
+		start_job(p, !(p->def.dir == PHSYNC_BOTH && p->unwatched));
 	} else if (p->unwatched) {
 		p->dirty = 1; /* folders the watch limit left out: look at all */
 		p->slow = 1;

@@ -34,7 +34,7 @@ ph_wreport_say(const struct pair *p, const char *fmt, ...)
 const char *
 ph_wreport_dir(const struct pair *p)
 {
-	return p->def.dir == PHSYNC_PULL ? "pull" : "push";
+	return p->def.dir == PHSYNC_PULL ? "pull" : p->def.dir == PHSYNC_PUSH ? "push" : "sync";
 }
 
 /* Writes p's record; the caller holds its lock. */

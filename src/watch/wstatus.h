@@ -16,7 +16,7 @@
 struct ph_wst_rec {
 	long pid;                  /* the watcher's process */
 	const char *name;          /* the pair's name (config section, or "watch") */
-	const char *direction;     /* "pull" or "push" */
+	const char *direction;     /* "pull", "push" or "sync" (two-way) */
 	const char *remote;        /* as configured: [user@]host:path */
 	const char *local;         /* absolute when it could be resolved */
 	const char *config;        /* the daemon's config file; "" for --watch */

@@ -267,7 +267,7 @@ class DocsTest(unittest.TestCase):
         documented = set()
         for m in re.finditer(r"^\.TP\n\.B[IR]? (.*)$", settings, re.M):
             line = re.sub(r'"[^"]*"', " ", m.group(1))
-            documented.update(w for w in re.findall(r"[a-z][a-z-]*", line) if w not in ("pull", "push", "yes", "no"))
+            documented.update(w for w in re.findall(r"[a-z][a-z-]*", line) if w not in ("pull", "push", "both", "yes", "no"))
         self.assertEqual(sorted(documented - keys), [], "in phsync.conf(5), unknown to conf.c")
 
 

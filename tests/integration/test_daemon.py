@@ -6,7 +6,9 @@ broken file keeps the running pairs); files a pull writes into a folder a push w
 sent back; a file closed after writing goes without waiting for the settle period (60 s in
 that test), one still open for writing stays back; with the inotify watch limit reached (lowered in a user namespace of the test's own,
 so the machine's sysctl is untouched) the warning names fs.inotify.max_user_watches and files
-in unwatched folders still arrive by the rescan; config errors name the file and line.
+in unwatched folders still arrive by the rescan; config errors name the file and line; a
+`direction = both` pair sends a local file and a local delete up, brings the phone's file down,
+and does not send that file back.
 
 IN_Q_OVERFLOW is provoked for real in test_watch_status.py (as root, lowering
 fs.inotify.max_queued_events for an instant: it has no per-namespace value).
@@ -162,6 +164,36 @@ class DaemonTest(SyncTestCase):
         self.assertEqual(os.stat(os.path.join(self.remote, "DCIM/new.jpg")).st_ino, ino)
         self.assertEqual(d.stop(), 0, d.text())
 
+    def test_direction_both(self):
+        # One two-way pair (issue 26): a local file goes up, the phone's comes down by the
+        # poll, and the file the run wrote here is not sent back.
+        local = os.path.join(self.tmp, "notes")
+        os.makedirs(local)
+        conf = self.conf(self.defaults() + self.pair("notes", "both", self.remote, local))
+        d = self.start(conf, "-v")
+        d.wait_line(r"^phsync: notes: watching .* changes on either side go to the other")
+        write_file(os.path.join(local, "here.txt"), b"made here", mtime=T0 + 1)
+        wait_for(lambda: arrived(os.path.join(self.remote, "here.txt"), b"made here", T0 + 1),
+                 what="here.txt sent to the phone")
+        write_file(os.path.join(self.remote, "phone.txt"), b"made on the phone", mtime=T0 + 2)
+        wait_for(lambda: arrived(os.path.join(local, "phone.txt"), b"made on the phone", T0 + 2),
+                 what="phone.txt brought here")
+        d.wait_line(r"^phsync: notes: not sent back \(a pull wrote it\): phone\.txt$")
+        write_file(os.path.join(self.remote, "marker.txt"), b"marker", mtime=T0 + 3)
+        wait_for(lambda: arrived(os.path.join(local, "marker.txt"), b"marker", T0 + 3),
+                 what="marker.txt brought here")
+        self.assertEqual(len(d.matching(r"^phsync: notes: .* phone\.txt \(pull\)$")), 1, d.text())
+        self.assertEqual(d.matching(r" phone\.txt \(push\)$"), [], d.text())
+        self.assertEqual(len(d.matching(r" here\.txt \((pull|push)\)$")), 1, d.text())
+        self.assertEqual([l for l in d.matching(r"change\(s\)") if "phone.txt" in l], [], d.text())
+        # A local delete goes too (a two-way run sends deletes, with its guards).
+        os.remove(os.path.join(local, "here.txt"))
+        wait_for(lambda: not os.path.exists(os.path.join(self.remote, "here.txt")),
+                 what="here.txt deleted on the phone")
+        self.assertTrue(arrived(os.path.join(self.remote, "phone.txt"), b"made on the phone", T0 + 2))
+        self.assertEqual(d.stop(), 0, d.text())
+        self.assertNoLeftovers(local, self.remote)
+
     def test_closed_file_goes_without_the_settle_period(self):
         # settle-ms at its largest (60 s): a file closed after writing goes at once all the
         # same (the deadline, 30 s, is half the settle period), with its bytes; a file still
@@ -226,7 +258,7 @@ class DaemonTest(SyncTestCase):
     def test_config_errors(self):
         cases = {
             "[x]\ndirection = pull\nremote = phone:/a\nlocal = /tmp/x\ncolour = blue\n": ":5: unknown setting 'colour'",
-            "[x]\ndirection = pull\nremote = phone:/a\n": "[x] needs direction (pull or push), remote",
+            "[x]\ndirection = pull\nremote = phone:/a\n": "[x] needs direction (pull, push or both), remote",
             "[x]\ndirection = pull\nremote = /a\nlocal = /b\n": "[x] remote = /a: not a valid value",
             "[defaults]\ninterval = 0\n[x]\ndirection=push\nremote=phone:/a\nlocal=/b\n": "interval = 0: not a valid value",
             "; nothing\n": "no sync pair",

@@ -275,7 +275,7 @@ class TwoWayTest(TwoWayCase):
     def test_usage(self):
         for args in (["sync", self.local, self.tmp], ["sync", "--prefer", "mine", "phone:x", self.local],
                      ["sync", "--max-delete-percent", "0", "phone:x", self.local],
-                     ["sync", "--watch", "phone:x", self.local]):
+                     ["sync", "--watch", "--json", "phone:x", self.local]):
             r = self.srv.run(args)
             self.assertEqual(r.code, 2, r)
         r = self.srv.run(["sync", "-F", self.srv.config, "--overwrite", "phone:" + self.remote, self.local])
