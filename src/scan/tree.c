@@ -296,13 +296,14 @@ rule_match(const char *pat, const char *path, int is_dir)
 int
 ph_filter_match(const struct ph_filter *f, const char *path, int is_dir)
 {
-	size_t i;
+	size_t i, n;
 
 	if (f == NULL)
 		return 1;
 	if (f->only != NULL && strcmp(path, f->only) != 0)
 		return 0;
-	for (i = 0; i < f->n; i++)
+	n = f->only != NULL ? f->n - f->ndef : f->n;
+	for (i = 0; i < n; i++)
 		if (rule_match(f->pat[i], path, is_dir))
 			return f->incl[i];
 	return 1;
@@ -372,5 +373,6 @@ ph_filter_options(struct ph_filter *f, const struct phsync_options *o, const cha
 	f->pat = *pat;
 	f->incl = *incl;
 	f->n = n;
+	f->ndef = ndef;
 	return 0;
 }

@@ -127,9 +127,12 @@ struct ph_filter {
 	const char *const *pat;
 	const uint8_t *incl;  /* per rule: 1 include, 0 exclude */
 	size_t n;
+	size_t ndef;          /* the last ndef rules are the default excludes */
 	const char *only;     /* a single-file run: the one name at the root
 	                         that is synced (nothing else, nothing below
-	                         it), or NULL */
+	                         it), or NULL. The default excludes do not
+	                         apply to it (the user named it); the user's
+	                         own --exclude rules do, as rsync's do. */
 };
 /* Sets f's rules from o: its includes, its excludes, then the default
  * excludes (phsync_default_excludes, unless o says none); *pat and *incl

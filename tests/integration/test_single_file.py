@@ -87,6 +87,25 @@ class SingleFileTest(SyncTestCase):
         self.assertEqual(r.json()[-1]["files_done"], 0, r)
         self.assertFalse([e for e in r.json() if e["event"] == "file"], r)
 
+    def test_named_file_beats_the_default_excludes(self):
+        # A name the default excludes leave out of a folder run (a file the camera is still
+        # writing, one in the gallery's bin) is pulled when the user names it; the user's own
+        # --exclude still applies to it, as rsync's does.
+        pend = os.path.join(self.cam, ".pending-1700000000-x.jpg")
+        write_file(pend, random_bytes(7_000, 11), mtime=T0 + 30, mode=0o644)
+        folder = os.path.join(self.tmp, "folder")
+        r = self.pull("--state-dir", self.state, "--json", src=self.cam, dst=folder, expect=0)
+        self.assertNotIn(".pending-1700000000-x.jpg", os.listdir(folder), r)
+        r = self.pull_x("--json", src=pend, expect=0)
+        self.assertEqual(sorted(os.listdir(self.local)), [".pending-1700000000-x.jpg"], r)
+        self.assertSame(pend, os.path.join(self.local, ".pending-1700000000-x.jpg"))
+        self.assertEqual(r.json()[-1]["files_done"], 1, r)
+        mine = os.path.join(self.tmp, "mine")
+        r = self.pull_x("--json", "--exclude", "*.jpg", src=self.x, dst=mine, expect=0)
+        self.assertEqual(r.json()[-1]["files_done"], 0, r)
+        self.assertFalse(os.path.exists(os.path.join(mine, "x.jpg")), r)
+        self.assertNoLeftovers()
+
     def test_phone_edit_arrives(self):
         self.pull_x(expect=0)
         write_file(self.x, random_bytes(300_001, 9), mtime=T0 + 3600)

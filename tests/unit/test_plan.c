@@ -354,7 +354,7 @@ test_plan_gone(void **state)
 	struct ph_known_set known = { kv, 6, 0 };
 	const char *pat[] = { "*.tmp" };
 	const uint8_t incl[] = { 0 };
-	struct ph_filter f = { pat, incl, 1, NULL };
+	struct ph_filter f = { .pat = pat, .incl = incl, .n = 1 };
 	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, &f, 0 };
 	struct ph_plan p;
 
@@ -510,7 +510,7 @@ test_filter(void **state)
 {
 	const char *pat[] = { "keep.tmp", "*.tmp", ".thumbnails/", "DCIM/*/raw", "/top.txt" };
 	const uint8_t incl[] = { 1, 0, 0, 0, 0 };
-	struct ph_filter f = { pat, incl, 5, NULL };
+	struct ph_filter f = { .pat = pat, .incl = incl, .n = 5 };
 
 	(void)state;
 	assert_true(ph_filter_match(&f, "DCIM/a.jpg", 0));
