@@ -18,14 +18,10 @@ AuthTest     a key the server does not accept -> exit 3; a missing key file -> e
 
 import os
 import re
-import shutil
-import signal
 import subprocess
-import tempfile
-import time
 import unittest
 
-from harness import SyncTestCase, free_port, sample_tree, skip_or_fail, tree, write_file
+from harness import SyncTestCase, free_port, sample_tree, start_ssh_agent, tree, write_file
 from ptyrun import run_on_pty
 
 T0 = 1700000000
@@ -211,19 +207,7 @@ class AuthTest(SyncTestCase):
         self._refused(self.srv.write_config(hostname="no-such-host.invalid", known_hosts="none"), max_s=120)
 
     def test_agent_key_used(self):
-        if not shutil.which("ssh-agent"):
-            skip_or_fail("ssh-agent", "ssh-agent not installed")
-        d = tempfile.mkdtemp(prefix="phsync-agent-")
-        self.addCleanup(shutil.rmtree, d, True)
-        sock = os.path.join(d, "agent.sock")
-        agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock):
-            self.assertIsNone(agent.poll(), "ssh-agent exited at start")
-            self.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear within 30 s")
-            time.sleep(0.01)
+        sock, _ = start_ssh_agent(self)
         env = dict(os.environ, SSH_AUTH_SOCK=sock)
         subprocess.run(["ssh-add", "-q", self.srv.user_key], env=env, check=True,
                        stdin=subprocess.DEVNULL, capture_output=True)

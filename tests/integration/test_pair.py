@@ -8,7 +8,6 @@ key leaves nothing behind; a pull by the new name just works, and so does OpenSS
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import tempfile
@@ -16,7 +15,7 @@ import time
 import unittest
 
 from harness import (REPO, SshServer, Unavailable, phsync_bin, sanitizer_env,
-                     sample_tree, skip_or_fail, tree, write_file)
+                     sample_tree, skip_or_fail, start_ssh_agent, tree, write_file)
 from ptyrun import run_on_pty
 
 PASSWORD = "correct horse 42"
@@ -161,19 +160,7 @@ class PairTest(unittest.TestCase):
     def start_agent(self, *keys):
         """A real ssh-agent of this test's own, holding new keys of the given types; returns
         {"SSH_AUTH_SOCK": its socket} and {type: public line}."""
-        if not shutil.which("ssh-agent"):
-            skip_or_fail("ssh-agent", "ssh-agent not installed")
-        d = tempfile.mkdtemp(prefix="phsync-pair-agent-")
-        self.addCleanup(shutil.rmtree, d, True)
-        sock = os.path.join(d, "agent.sock")
-        agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock):
-            self.assertIsNone(agent.poll(), "ssh-agent exited at start")
-            self.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear")
-            time.sleep(0.01)
+        sock, d = start_ssh_agent(self, "phsync-pair-agent-")
         pubs = {}
         for kt in keys:
             k = os.path.join(d, "key_" + kt)

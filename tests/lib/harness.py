@@ -978,6 +978,26 @@ def _digest(path, size):
     return h.hexdigest()
 
 
+def start_ssh_agent(test, prefix="phsync-agent-"):
+    """A real ssh-agent of the test's own, on a socket in a folder of its own, stopped and
+    removed when the test ends. Returns (its socket, that folder). Waits for the socket to
+    appear (never for a time); the agent exiting first or 30 s without it fail the test."""
+    if not shutil.which("ssh-agent"):
+        skip_or_fail("ssh-agent", "ssh-agent not installed")
+    d = tempfile.mkdtemp(prefix=prefix)
+    test.addCleanup(shutil.rmtree, d, True)
+    sock = os.path.join(d, "agent.sock")
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", sock], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    test.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
+    deadline = time.monotonic() + 30
+    while not os.path.exists(sock):
+        test.assertIsNone(agent.poll(), "ssh-agent exited at start")
+        test.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear within 30 s")
+        time.sleep(0.01)
+    return sock, d
+
+
 def tree(root, hashes=True, max_hash=64 << 20):
     """Snapshot of the tree under root, never following symlinks: {relpath: Entry}.
     relpath uses '/', the root itself is not included.  Files larger than max_hash are not
