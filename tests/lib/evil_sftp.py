@@ -48,12 +48,13 @@ import struct
 import sys
 import time
 
-INIT, VERSION, OPEN, CLOSE, READ, WRITE, LSTAT, FSTAT, SETSTAT, FSETSTAT, OPENDIR, READDIR = range(1, 13)
-REMOVE, MKDIR, RMDIR, REALPATH, STAT, RENAME, READLINK, SYMLINK = range(13, 21)
-STATUS, HANDLE, DATA, NAME, ATTRS = 101, 102, 103, 104, 105
-EXTENDED, EXTENDED_REPLY = 200, 201
-FX_OK, FX_EOF, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FX_FAILURE, FX_BAD_MESSAGE, FX_OP_UNSUPPORTED = 0, 1, 2, 3, 4, 5, 8
-A_SIZE, A_UIDGID, A_PERMISSIONS, A_ACMODTIME, A_EXTENDED = 1, 2, 4, 8, 0x80000000
+from sftpcodec import (INIT, VERSION, OPEN, CLOSE, READ, WRITE, LSTAT, FSTAT, SETSTAT, FSETSTAT,  # noqa: F401
+                      OPENDIR, READDIR, REMOVE, MKDIR, RMDIR, REALPATH, STAT, RENAME, READLINK,
+                      SYMLINK, STATUS, HANDLE, DATA, NAME, ATTRS, EXTENDED, EXTENDED_REPLY, FX_OK,
+                      FX_EOF, FX_NO_SUCH_FILE, FX_PERMISSION_DENIED, FX_FAILURE, A_SIZE, A_UIDGID,
+                      A_PERMISSIONS, A_ACMODTIME, A_EXTENDED, Reader, s, u32)
+
+FX_BAD_MESSAGE, FX_OP_UNSUPPORTED = 5, 8
 O_READ, O_WRITE, O_APPEND, O_CREAT, O_TRUNC, O_EXCL = 1, 2, 4, 8, 0x10, 0x20
 
 CONTROL = ".evil-sftp.json"
@@ -74,61 +75,6 @@ def log(*a):
     if LOG:
         LOG.write(" ".join(str(x) for x in a) + "\n")
         LOG.flush()
-
-
-class Reader:
-    def __init__(self, data):
-        self.d, self.p = data, 0
-
-    def u8(self):
-        v = self.d[self.p]
-        self.p += 1
-        return v
-
-    def u32(self):
-        v = struct.unpack_from(">I", self.d, self.p)[0]
-        self.p += 4
-        return v
-
-    def u64(self):
-        v = struct.unpack_from(">Q", self.d, self.p)[0]
-        self.p += 8
-        return v
-
-    def string(self):
-        n = self.u32()
-        if self.p + n > len(self.d):
-            raise ValueError("string past end")
-        v = self.d[self.p:self.p + n]
-        self.p += n
-        return v
-
-    def attrs(self):
-        a = {}
-        fl = self.u32()
-        if fl & A_SIZE:
-            a["size"] = self.u64()
-        if fl & A_UIDGID:
-            a["uid"], a["gid"] = self.u32(), self.u32()
-        if fl & A_PERMISSIONS:
-            a["perm"] = self.u32()
-        if fl & A_ACMODTIME:
-            a["atime"], a["mtime"] = self.u32(), self.u32()
-        if fl & A_EXTENDED:
-            for _ in range(self.u32()):
-                self.string()
-                self.string()
-        return a
-
-
-def s(b):
-    if isinstance(b, str):
-        b = b.encode("utf-8", "surrogateescape")
-    return struct.pack(">I", len(b)) + b
-
-
-def u32(v):
-    return struct.pack(">I", v & 0xFFFFFFFF)
 
 
 def attrs_of(st, size=None):
@@ -256,7 +202,7 @@ class Server:
         if t == OPEN:
             path = self.path(r.string())
             pflags = r.u32()
-            a = r.attrs()
+            a = r.attrs()[1]
             log("open", repr(path), pflags)
             vd = self.virtual(path)
             if vd is not None:
@@ -343,7 +289,7 @@ class Server:
                 if h is None:
                     return self.status(rid, FX_FAILURE, "bad handle")
                 target = h.get("fd", h.get("path"))
-            a = r.attrs()
+            a = r.attrs()[1]
             if "size" in a:
                 os.truncate(target, a["size"])
             if "perm" in a:
@@ -391,7 +337,7 @@ class Server:
             return self.status(rid, FX_OK)
         if t == MKDIR:
             path = self.path(r.string())
-            a = r.attrs()
+            a = r.attrs()[1]
             os.mkdir(path, a.get("perm", 0o777) & 0o7777)
             return self.status(rid, FX_OK)
         if t == RMDIR:
