@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: ISC
-"""Other server implementations phones run: the same pull, push and no-change re-run against
+"""Other server implementations phones run: the same pull, push, no-change re-run and two-way
+sync (first contact, edits, new files, deletes and a move on both sides, a conflict) against
 
 DropbearTest          Dropbear (SimpleSSHD and many phone apps) with OpenSSH's sftp-server
 GesftpserverTest      OpenSSH sshd with Green End's gesftpserver (a different sftp-server)
@@ -66,6 +67,74 @@ class _Compat:
         with open(os.path.join(self.remote, "a.jpg"), "rb") as f:
             self.assertEqual(f.read(), b"two!")
         self.assertEqual(leftovers(self.remote), [])
+
+
+    def sync(self, *opts, expect=None):
+        srv = self.srv
+        r = srv.run(["sync", "-F", srv.config, "--json"] + srv._helper_opts(opts) + list(opts)
+                    + ["phone:" + self.remote, self.local], timeout=120)
+        if expect is not None:
+            self.assertEqual(r.code, expect, r)
+        return r
+
+    def assertSidesEqual(self):
+        """Both sides hold the same files with the same bytes and mtimes (to the second)."""
+        def files(root):
+            return {k: (e.digest, int(e.mtime)) for k, e in tree(root).items() if e.type == "f"}
+        self.assertEqual(files(self.local), files(self.remote))
+
+    def test_two_way(self):
+        # phsync sync on this server: the union at first contact, an edit and a new file on
+        # each side, a delete on each side, a move on the laptop, a file changed on both sides
+        # (a conflict: both versions on both sides, exit 5), and no-change runs moving nothing.
+        os.makedirs(self.local)
+        rp = lambda rel: os.path.join(self.remote, rel)  # noqa: E731
+        lp = lambda rel: os.path.join(self.local, rel)  # noqa: E731
+        write_file(rp("DCIM/a.jpg"), random_bytes(300_000, 1), mtime=T0)
+        write_file(rp("DCIM/gone.jpg"), b"deleted on the laptop", mtime=T0)
+        write_file(rp("Docs/both.txt"), b"first\n", mtime=T0 + 1)
+        write_file(lp("Notes/n.txt"), b"laptop note\n", mtime=T0 + 2)
+        write_file(lp("Notes/gone.txt"), b"deleted on the phone", mtime=T0 + 3)
+        write_file(lp("Notes/move.txt"), random_bytes(70_000, 2), mtime=T0 + 4)
+        self.assertEqual(summary(self.sync(expect=0))["files_done"], 6)
+        self.assertSidesEqual()
+        s = summary(self.sync(expect=0))
+        self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), s)
+
+        a2 = random_bytes(300_000, 3)
+        write_file(rp("DCIM/a.jpg"), a2, mtime=T0 + 100)
+        write_file(lp("Notes/n.txt"), b"laptop note, edited\n", mtime=T0 + 101)
+        write_file(rp("DCIM/new.jpg"), b"new on the phone", mtime=T0 + 102)
+        write_file(lp("Notes/new.txt"), b"new on the laptop", mtime=T0 + 103)
+        os.unlink(lp("DCIM/gone.jpg"))
+        os.unlink(rp("Notes/gone.txt"))
+        os.rename(lp("Notes/move.txt"), lp("Notes/moved.txt"))
+        self.sync(expect=0)
+        self.assertSidesEqual()
+        with open(lp("DCIM/a.jpg"), "rb") as f:
+            self.assertEqual(f.read(), a2)
+        with open(rp("Notes/n.txt"), "rb") as f:
+            self.assertEqual(f.read(), b"laptop note, edited\n")
+        for gone in ("DCIM/gone.jpg", "Notes/gone.txt", "Notes/move.txt"):
+            self.assertFalse(os.path.exists(rp(gone)) or os.path.exists(lp(gone)), gone)
+        self.assertTrue(os.path.isfile(rp("Notes/moved.txt")))
+
+        write_file(rp("Docs/both.txt"), b"the phone's version\n", mtime=T0 + 200)
+        write_file(lp("Docs/both.txt"), b"the laptop's version\n", mtime=T0 + 300)
+        r = self.sync(expect=5)
+        self.assertEqual(summary(r)["conflicts"], 1, r)
+        self.assertSidesEqual()
+        names = sorted(os.listdir(lp("Docs")))
+        self.assertEqual(len(names), 2, names)
+        self.assertEqual(names[1], "both.txt", names)
+        self.assertTrue(names[0].startswith("both.phsync-conflict-"), names)
+        with open(lp("Docs/both.txt"), "rb") as f:
+            self.assertEqual(f.read(), b"the laptop's version\n")   # the newer keeps the name
+        with open(lp("Docs/" + names[0]), "rb") as f:
+            self.assertEqual(f.read(), b"the phone's version\n")
+        s = summary(self.sync(expect=0))
+        self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), s)
+        self.assertEqual(leftovers(self.local) + leftovers(self.remote), [])
 
 
 class DropbearTest(_Compat, SyncTestCase):
