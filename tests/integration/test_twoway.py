@@ -445,19 +445,27 @@ class ResumeTest(TwoWayCase):
         super().setUp()
         self.state = os.path.join(self.tmp, "state")
 
+    def cut(self, dst, kind, **fault):
+        """A sync of VID.mp4 cut by the relay's fault: the link lost, no VID.mp4 at dst but our
+        temp of that kind ("t" a push's, "p" a pull's) and its one partial row. (temp, have)."""
+        self.srv.relay_set(**fault)
+        r = self.sync("--state-dir", self.state)
+        self.assertTrue(any(f.split()[0] in fault for f in self.srv.relay_fired()))
+        self.assertIn(r.code, (EXIT_ERROR, EXIT_CONNECT), r)
+        self.srv.relay_set()
+        self.assertFalse(os.path.exists(os.path.join(dst, "VID.mp4")))
+        (tmp,) = [n for n in os.listdir(dst) if n.startswith(".VID.mp4.phsync-%s." % kind)]
+        ((path, name, have),) = self.partials()
+        self.assertEqual((path, name), ("VID.mp4", tmp))
+        self.assertGreaterEqual(have, 1 << 20)
+        return tmp, have
+
     def test_cut_upload_resumes(self):
         data = random_bytes(self.SIZE, 26)
         self.put(self.local, "VID.mp4", data, T0)
         self.put(self.remote, "phone.txt", b"from the phone", T0)
-        self.srv.relay_set(die_after_write={"name": "VID.mp4", "bytes": 12 << 20})
-        r = self.sync("--state-dir", self.state)
-        self.assertTrue(any(f.split()[0] == "die_after_write" for f in self.srv.relay_fired()))
-        self.assertIn(r.code, (EXIT_ERROR, EXIT_CONNECT), r)
-        self.assertFalse(os.path.exists(os.path.join(self.remote, "VID.mp4")))
-        (tmp,) = [n for n in os.listdir(self.remote) if n.startswith(".VID.mp4.phsync-t.")]
-        ((path, name, have),) = self.partials()
-        self.assertEqual((path, name), ("VID.mp4", tmp))
-        self.assertGreaterEqual(have, 1 << 20)
+        tmp, have = self.cut(self.remote, "t", die_after_write={"name": "VID.mp4",
+                                                                 "bytes": 12 << 20})
         with open(os.path.join(self.remote, tmp), "rb") as f:
             self.assertEqual(f.read()[:have], data[:have], "the kept prefix is not the file's")
 
@@ -480,10 +488,7 @@ class ResumeTest(TwoWayCase):
     def test_changed_laptop_file_starts_over(self):
         # The laptop's file changed after the cut: its kept temp goes, the file goes whole.
         self.put(self.local, "VID.mp4", random_bytes(self.SIZE, 27), T0)
-        self.srv.relay_set(die_after_write={"name": "VID.mp4", "bytes": 12 << 20})
-        r = self.sync("--state-dir", self.state)
-        self.assertIn(r.code, (EXIT_ERROR, EXIT_CONNECT), r)
-        self.assertEqual(len(self.partials()), 1)
+        self.cut(self.remote, "t", die_after_write={"name": "VID.mp4", "bytes": 12 << 20})
         data = random_bytes(self.SIZE, 28)
         self.put(self.local, "VID.mp4", data, T0 + 60)
         r, written = self.run_counted()
@@ -496,18 +501,9 @@ class ResumeTest(TwoWayCase):
         data = random_bytes(self.SIZE, 29)
         self.put(self.remote, "VID.mp4", data, T0)
         self.put(self.local, "laptop.txt", b"from the laptop", T0)
-        self.srv.relay_set(die_mid_data={"name": "VID.mp4", "at": 20 << 20})
-        r = self.sync("--state-dir", self.state)
-        self.assertTrue(any(f.split()[0] == "die_mid_data" for f in self.srv.relay_fired()))
-        self.assertIn(r.code, (EXIT_ERROR, EXIT_CONNECT), r)
-        self.assertFalse(os.path.exists(os.path.join(self.local, "VID.mp4")))
-        (part,) = [n for n in os.listdir(self.local) if n.startswith(".VID.mp4.phsync-p.")]
-        ((path, name, have),) = self.partials()
-        self.assertEqual((path, name), ("VID.mp4", part))
-        self.assertGreaterEqual(have, 1 << 20)
+        _, have = self.cut(self.local, "p", die_mid_data={"name": "VID.mp4", "at": 20 << 20})
 
         # The next run reads only the rest from the phone; the laptop's file goes across.
-        self.srv.relay_set()
         r = self.sync("--state-dir", self.state, "--json", expect=0)
         self.assertEqual(sorted((e.get("dir"), e["action"], e["path"]) for e in r.json()
                                 if e["event"] == "file"),
