@@ -68,6 +68,26 @@ ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 }
 
 void
+ph_job_borrow(struct ph_job *j, const struct ph_job *from, const struct phsync_options *o,
+              enum phsync_direction dir)
+{
+	j->ctx = from->ctx;
+	j->o = o;
+	j->dir = dir;
+	j->sftp = from->sftp;
+	j->rroot = from->rroot;
+	j->lroot = from->lroot;
+	j->filter = from->filter;
+	j->state = from->state;
+	j->started = from->started;
+	j->local_dir = from->local_dir;
+	j->root_mtime = from->root_mtime;
+	j->root_atime = from->root_atime;
+	j->twoway = from->twoway;
+	ph_emit_init(&j->ev, o, &j->st);
+}
+
+void
 ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,
              const char *action, uint64_t size, int err, const char *msg)
 {

@@ -74,6 +74,14 @@ struct ph_job {
 /* Notes a failed listing of path ("" or ".": the root) on side t of j. */
 void ph_job_scan_failed(struct ph_job *j, const struct ph_tree *t, const char *path);
 
+/* Sets j up as another pass of from's run (a two-way run's push pass,
+ * its last pass): the context, the connection, the roots, the filter, the
+ * state, the start time, the root's times and whether two-way are from's
+ * (borrowed: freed by from's owner); j's options o, its direction dir, its
+ * own events counting into j->st. */
+void ph_job_borrow(struct ph_job *j, const struct ph_job *from, const struct phsync_options *o,
+                   enum phsync_direction dir);
+
 /* Sends an event to the caller (stats are attached); a file's outcome
  * marks it reached (unreached.h). */
 void ph_job_event(struct ph_job *j, enum phsync_event_type type, const char *path,

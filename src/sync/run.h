@@ -52,6 +52,9 @@ int ph_run_names(struct run *r);
  * r is the pull, other the push, their trees each other's swapped. */
 int ph_run_known_both(struct run *r, struct run *other);
 int ph_run_pass(struct run *r);
+/* The run's counts of what is to do (j->st) from its plan: the plan
+ * step's, and again once a two-way run reconciled or made a plan. */
+void ph_run_counts(struct ph_job *j);
 /* A pass's result rc, or (when 0) EPARTIAL for failed files, ECONFLICT
  * for conflicts kept. */
 int ph_run_result(struct ph_job *j, int rc);

@@ -118,7 +118,9 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
 /* The kept transfers (j->partials) whose path or temp name is not one
  * phsync made for that file where it lands this run (kind: PH_TEMP_PARTIAL
  * for a pull's kept download, PH_TEMP_NEW for a push's kept upload) are
- * dropped before anything opens, removes or renames their temp. */
+ * dropped before anything opens, removes or renames their temp. In a
+ * two-way pass the other kind's rows are the other pass's: only taken
+ * out of this pass's list. */
 static int
 check_partial_rows(struct ph_job *j, int kind)
 {
@@ -128,7 +130,18 @@ check_partial_rows(struct ph_job *j, int kind)
 	for (i = 0; i < j->npartials;) {
 		struct ph_partial *pa = &j->partials[i];
 		const struct ph_entry *e;
+		struct ph_temp_info ti;
 
+		/* A two-way run's passes share the state: the other pass's
+		 * kept transfer is its own to check, left in the state. */
+		if (j->twoway && pa->tmp != NULL && ph_temp_parse(pa->tmp, strlen(pa->tmp), &ti) &&
+		    ti.kind == (kind == PH_TEMP_NEW ? PH_TEMP_PARTIAL : PH_TEMP_NEW)) {
+			free(pa->path);
+			free(pa->tmp);
+			memmove(pa, pa + 1, (j->npartials - i - 1) * sizeof(*pa));
+			j->npartials--;
+			continue;
+		}
 		e = ph_staterow_path_ok(pa->path, strlen(pa->path)) ?
 		    ph_tree_find(&j->src, pa->path) : NULL;
 		if (ph_staterow_partial_ok(pa->path, e ? ph_entry_dpath(e) : NULL, pa->tmp, kind)) {
@@ -581,7 +594,8 @@ ph_run_connect(struct run *r, const char *remote)
 /* A pull's destination made, the pair's state open and locked for this
  * run (a dry run only reads it, and takes no lock; a dry pull into a
  * folder not yet made has none), a push's uploads cut last time loaded
- * (their temps are kept by the scan). */
+ * (their temps are kept by the scan; a two-way run loads them into its
+ * pull's job, which lists the phone, and hands them to its push pass). */
 int
 ph_run_state(struct run *r)
 {
@@ -594,7 +608,7 @@ ph_run_state(struct run *r)
 	if ((!j->o->dry_run || j->lroot >= 0) &&
 	    (rc = open_state(j, r->ssh, j->rroot, j->local_dir, r->single)) != 0)
 		return rc;
-	if (!r->pull && j->state != NULL && !j->o->dry_run)
+	if ((!r->pull || j->twoway) && j->state != NULL && !j->o->dry_run)
 		return ph_state_partial_load(j->state, &j->partials, &j->npartials);
 	return 0;
 }
@@ -623,8 +637,9 @@ ph_run_scan(struct run *r)
 		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run);
 	else if (!r->remote_missing)
 		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run);
-	/* (A two-way run lists as a pull; its push resumes no cut upload, so
-	 * our stale temps on the phone go too.) */
+	/* (A two-way run lists as a pull; the phone holds its push's temps,
+	 * so our stale ones go there too, the kept uploads left as a push
+	 * leaves them.) */
 	ph_lscan_join(&ls);
 	ph_lscan_report(j, &ls);
 	if (rc == 0 && ls.rc != 0)
@@ -687,10 +702,16 @@ ph_run_plan(struct run *r)
 	if ((j->dirty = calloc(j->src.n ? j->src.n : 1, 1)) == NULL ||
 	    ph_unreached_init(j) != 0)
 		return PHSYNC_ENOMEM;
+	ph_run_counts(j);
+	return 0;
+}
+
+void
+ph_run_counts(struct ph_job *j)
+{
 	j->st.files_total = j->plan.files_total;
 	j->st.files_todo = j->plan.files_todo;
 	j->st.bytes_todo = j->plan.bytes_todo;
-	return 0;
 }
 
 /* What the plan says carried out: the files, then the records renewed,

@@ -74,21 +74,9 @@ push_setup(struct ph_two *t)
 {
 	struct ph_job *a = &t->a.j, *b = &t->b.j;
 
-	b->ctx = a->ctx;
-	b->o = &t->ob;
-	b->dir = PHSYNC_PUSH;
-	b->sftp = a->sftp;
-	b->rroot = a->rroot;
-	b->lroot = a->lroot;
-	b->filter = a->filter;
+	ph_job_borrow(b, a, &t->ob, PHSYNC_PUSH);
 	b->src = a->dst;
 	b->dst = a->src;
-	b->state = a->state;
-	b->started = a->started;
-	b->local_dir = a->local_dir;
-	b->root_mtime = a->root_mtime;
-	b->root_atime = a->root_atime;
-	b->twoway = 1;
 	/* The scans noted their failures on the pull's sides: the phone's as
 	 * its source's (and where, for the push: nothing is written where the
 	 * phone could not be listed), the laptop's as the pull's destination. */
@@ -96,7 +84,13 @@ push_setup(struct ph_two *t)
 	b->dst_failed = a->src_failed_at;
 	memset(&a->src_failed_at, 0, sizeof(a->src_failed_at));
 	b->dst_unlisted = a->src_unlisted;
-	ph_emit_init(&b->ev, &t->ob, &b->st);
+	/* The uploads an earlier run cut, loaded before the scan (which left
+	 * their temps on the phone): the push pass checks and goes on from
+	 * them as a push does; the pull pass loads its own downloads. */
+	b->partials = a->partials;
+	b->npartials = a->npartials;
+	a->partials = NULL;
+	a->npartials = 0;
 	t->b.pull = 0;
 	/* Records are forgotten only after complete listings of both sides;
 	 * a side's deletes are refused when the other (its source) could not
@@ -125,6 +119,23 @@ push_free(struct ph_two *t)
 	ph_tree_free(&b->known_paths);
 }
 
+/* A laptop file the caller says is still being written (held: the push
+ * plan leaves it, and the reconciler then the pull's action on it too) is
+ * not deleted here because the phone deleted it: it is changing, and a
+ * change beats a delete. */
+static void
+keep_held(struct ph_two *t)
+{
+	struct ph_plan *p = &t->a.j.plan;
+	size_t i;
+
+	for (i = 0; i < p->ndel && t->oa.n_hold > 0; i++)
+		if (!p->del[i].kept && (t->a.j.dst.v[p->del[i].dst].flags & PH_E_HOLD)) {
+			p->del[i].kept = 1;
+			p->ndel_go--;
+		}
+}
+
 /* Both trees scanned, names matched both ways, both plans made (each
  * orientation's records merged in), then reconciled. */
 static int
@@ -144,15 +155,14 @@ two_plan(struct ph_two *t)
 	if ((rc = ph_run_known_both(&t->a, &t->b)) != 0 ||
 	    (rc = ph_run_plan(&t->a)) != 0 || (rc = ph_run_plan(&t->b)) != 0)
 		return rc;
+	keep_held(t);
 	t->ltree = &b->src;
 	t->rtree = &a->src;
 	if ((rc = ph_recon_make(t->ltree, t->rtree, &a->plan, &b->plan,
 	                        (enum ph_prefer)t->oa.prefer, &t->rec)) != 0)
 		return ph_err(a->ctx, rc, "out of memory reconciling the two sides");
-	a->st.files_todo = a->plan.files_todo;
-	a->st.bytes_todo = a->plan.bytes_todo;
-	b->st.files_todo = b->plan.files_todo;
-	b->st.bytes_todo = b->plan.bytes_todo;
+	ph_run_counts(a);
+	ph_run_counts(b);
 	return ph_two_conflicts_init(t);
 }
 

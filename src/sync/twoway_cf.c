@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -103,19 +104,97 @@ same_bytes(struct ph_two *t, const struct ph_two_cf *c)
 	return memcmp(hl, hr, 16) == 0;
 }
 
+/* The laptop's file l (as listed) gets time when; l then holds the time
+ * it shows (a FAT disk's 2 s step). Left as it is when it changed since
+ * the listing or the time cannot be set: each side's own time is then
+ * recorded. */
+static void
+adopt_local(struct ph_two *t, struct ph_entry *l, int64_t when)
+{
+	struct ph_job *a = &t->a.j;
+	struct timespec ts[2];
+	struct stat st;
+	const char *base;
+	char *dir;
+	int dfd, fd = -1;
+
+	if (ph_local_split(ph_entry_raw(l), &dir, &base) != 0)
+		return;
+	if (ph_local_opendir(a->lroot, dir, &dfd) == 0) {
+		fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		close(dfd);
+	}
+	free(dir);
+	if (fd < 0)
+		return;
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)when; /* no access time kept: as mtime */
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == l->size &&
+	    (int64_t)st.st_mtime == l->mtime && futimens(fd, ts) == 0 &&
+	    (!a->o->fsync || fsync(fd) == 0) && fstat(fd, &st) == 0)
+		l->mtime = ph_mtime_fit((int64_t)st.st_mtime);
+	close(fd);
+}
+
+/* The phone's file r (as listed) gets time when, read back (a phone that
+ * steps or refuses times keeps its own, which is recorded). 0, or the
+ * link's failure. */
+static int
+adopt_remote(struct ph_two *t, struct ph_entry *r, int64_t when)
+{
+	struct ph_job *a = &t->a.j;
+	struct ph_sftp_attrs at, now;
+	char *rp = ph_job_rpath(a, ph_entry_raw(r));
+	int rc;
+
+	if (rp == NULL)
+		return PHSYNC_ENOMEM;
+	memset(&at, 0, sizeof(at));
+	at.flags = PH_ATTR_ACMODTIME;
+	at.atime = at.mtime = (uint32_t)when;
+	/* Still as listed (its bytes were just compared), then set. */
+	rc = ph_sftp_stat_sync(a->sftp, PH_LSTAT, rp, &now);
+	if (rc == 0 && (now.flags & PH_ATTR_SIZE) && (now.flags & PH_ATTR_ACMODTIME) &&
+	    now.size == r->size && (int64_t)now.mtime == r->mtime &&
+	    (rc = ph_sftp_setstat_sync(a->sftp, rp, &at)) == 0 &&
+	    (rc = ph_sftp_stat_sync(a->sftp, PH_LSTAT, rp, &now)) == 0 &&
+	    (now.flags & PH_ATTR_ACMODTIME) && now.size == r->size)
+		r->mtime = ph_mtime_fit((int64_t)now.mtime);
+	free(rp);
+	return rc < 0 && ph_sftp_dead(a->sftp) ? rc : 0;
+}
+
+/* The same bytes adopted: both sides get the older of their two times
+ * (the original's: a copy made later carries a later time), set on the
+ * side whose time is later (docs/TWOWAY.md). */
+static int
+adopt_time(struct ph_two *t, const struct ph_two_cf *c)
+{
+	struct ph_entry *l = &t->b.j.src.v[c->l], *r = &t->a.j.src.v[c->r];
+
+	if (l->mtime > r->mtime)
+		adopt_local(t, l, r->mtime);
+	else if (r->mtime > l->mtime)
+		return adopt_remote(t, r, l->mtime);
+	return 0;
+}
+
 int
 ph_two_first_contact(struct ph_two *t)
 {
 	size_t k;
+	int rc;
 
 	for (k = 0; k < t->nc && !t->oa.dry_run; k++) {
 		struct ph_two_cf *c = &t->c[k];
 
 		/* Both edited to the same bytes (or, first contact, met with
-		 * them): no conflict, each side's time is recorded. */
+		 * them): no conflict; one time on both sides, recorded. */
 		if (!same_bytes(t, c))
 			continue;
 		c->adopted = 1;
+		if ((rc = adopt_time(t, c)) != 0)
+			return rc;
 		if (c->pa != NULL) {
 			unplan(&t->a.j, c->pa, PH_A_RECORD);
 			c->pa->dst = c->l;
@@ -270,20 +349,7 @@ last_job(struct ph_two *t, struct ph_job *c)
 	const struct ph_job *b = &t->b.j;
 	size_t k;
 
-	c->ctx = b->ctx;
-	c->o = b->o;
-	c->dir = PHSYNC_PUSH;
-	c->sftp = b->sftp;
-	c->rroot = b->rroot;
-	c->lroot = b->lroot;
-	c->filter = b->filter;
-	c->state = b->state;
-	c->started = b->started;
-	c->local_dir = b->local_dir;
-	c->root_mtime = b->root_mtime;
-	c->root_atime = b->root_atime;
-	c->twoway = 1;
-	ph_emit_init(&c->ev, b->o, &c->st);
+	ph_job_borrow(c, b, b->o, PHSYNC_PUSH);
 	for (k = 0; k < t->nc; k++) {
 		const struct ph_entry *l = &t->ltree->v[t->c[k].l];
 		struct ph_entry e = *l;
@@ -309,8 +375,7 @@ last_job(struct ph_two *t, struct ph_job *c)
 	}
 	c->plan.n = c->plan.cap = c->src.n;
 	c->plan.files_total = c->src.n;
-	c->st.files_todo = c->plan.files_todo;
-	c->st.bytes_todo = c->plan.bytes_todo;
+	ph_run_counts(c);
 	return 0;
 }
 

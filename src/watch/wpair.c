@@ -46,12 +46,11 @@ start_job(struct pair *p, int poll)
 		p->polls++;
 		p->job.full = p->def.full_every > 0 && p->polls % p->def.full_every == 0;
 	}
-	/* A push leaves the files still open for writing for a later run:
-	 * they are sent once closed and settled. A two-way run is given
-	 * none: how its reconciler would read a held file is untested, so
-	 * such a file goes as it stands and again once closed. */
+	/* A push or a two-way run leaves the files still open for writing
+	 * for a later run: they are sent once closed and settled (a two-way
+	 * run also takes nothing onto them from the phone meanwhile). */
 	ph_wpair_free_hold(p);
-	if (p->def.dir == PHSYNC_PUSH && p->npend > 0 &&
+	if (p->def.dir != PHSYNC_PULL && p->npend > 0 &&
 	    (p->job.hold = calloc(p->npend, sizeof(*p->job.hold))) != NULL) {
 		size_t i;
 

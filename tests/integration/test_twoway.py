@@ -14,12 +14,14 @@ creates, deletes, moves and conflicting edits on both sides (bench/twoway_model.
 long).
 """
 
+import glob
 import json
 import os
 import signal
+import sqlite3
 
 import twoway_model
-from harness import SyncTestCase, tree, write_file
+from harness import EXIT_CONNECT, EXIT_ERROR, SyncTestCase, random_bytes, tree, write_file
 
 T0 = 1700000000
 CONFLICT = ".phsync-conflict-"
@@ -80,8 +82,8 @@ class TwoWayTest(TwoWayCase):
         self.assertSame()
 
     def test_first_contact(self):
-        # The union; equal bytes adopted (also with other times: compared, then each side's
-        # time recorded); other bytes a conflict, the newer at the name; nothing deleted.
+        # The union; equal bytes adopted (also with other times: compared, then both sides
+        # get the older time); other bytes a conflict, the newer at the name; nothing deleted.
         self.put(self.remote, "p.txt", b"from the phone", T0)
         self.put(self.local, "l/q.txt", b"from the laptop", T0 + 5)
         self.put(self.remote, "same.txt", b"equal", T0 + 7)
@@ -91,9 +93,7 @@ class TwoWayTest(TwoWayCase):
         self.put(self.remote, "x.txt", b"phone version", T0 + 50)
         self.put(self.local, "x.txt", b"laptop", T0)
         r = self.sync("--json", expect=5)
-        self.assertEqual(files(self.local).pop("t.txt"), (b"same bytes", T0 + 100))
-        self.assertEqual(files(self.remote).pop("t.txt"), (b"same bytes", T0))
-        os.utime(os.path.join(self.local, "t.txt"), (T0, T0))   # for assertSame
+        self.assertEqual(files(self.local)["t.txt"], (b"same bytes", T0))
         got = files(self.local)
         self.assertEqual(got["p.txt"], (b"from the phone", T0))
         self.assertEqual(got["l/q.txt"], (b"from the laptop", T0 + 5))
@@ -107,6 +107,30 @@ class TwoWayTest(TwoWayCase):
         self.assertIn(("pull", "p.txt"), ways)
         self.assertIn(("push", "l/q.txt"), ways)
         self.assertEqual(r.json()[-1]["conflicts"], 1, r)
+
+    def test_adopted_bytes_get_the_older_time(self):
+        # The same new name with the same bytes on both sides, first contact or created on
+        # both since: adopted, both sides given the older of the two times (the original's;
+        # a copy made later carries a later time), set on the side whose time is later.
+        self.put(self.remote, "phone-older.txt", b"one", T0)
+        self.put(self.local, "phone-older.txt", b"one", T0 + 100)
+        self.put(self.remote, "laptop-older.txt", b"two", T0 + 200)
+        self.put(self.local, "laptop-older.txt", b"two", T0 + 5)
+        self.sync(expect=0)
+        want = {"phone-older.txt": (b"one", T0), "laptop-older.txt": (b"two", T0 + 5)}
+        self.assertEqual(files(self.local), want)
+        self.assertEqual(files(self.remote), want)
+        # Created on both sides since the last sync, alike.
+        self.put(self.local, "both/new.txt", b"made twice", T0 + 300)
+        self.put(self.remote, "both/new.txt", b"made twice", T0 + 250)
+        self.sync(expect=0)
+        self.assertEqual(files(self.local)["both/new.txt"], (b"made twice", T0 + 250))
+        self.assertSame()
+        # Recorded so: the next run moves nothing and changes nothing on either side.
+        before = (snap(self.local), snap(self.remote))
+        r = self.sync("--json", expect=0)
+        self.assertEqual((r.json()[-1]["files_done"], r.json()[-1]["bytes_done"]), (0, 0), r)
+        self.assertEqual((snap(self.local), snap(self.remote)), before)
 
     def test_table_rows(self):
         # Every row of docs/TWOWAY.md's table at once, each on its own file.
@@ -389,6 +413,125 @@ class CutTest(TwoWayCase):
         want = self.prepare()
         self.cut_at(self.count("conflict", "pull", 2))
         self.finish(want)
+
+
+class ResumeTest(TwoWayCase):
+    """A big upload or download cut by a dying link (tests/lib/sftp_relay.py) in a two-way run
+    keeps its temp, on the phone or here, and its kept prefix in the state; the next run goes
+    on from it as push and pull do, sending only the rest."""
+    server_kwargs = {"relay": True}
+    SIZE = 40 << 20
+
+    def run_counted(self, *opts):
+        """A sync through the counting relay: (result, bytes WRITE carried to the phone)."""
+        self.srv.relay_set(count=True)
+        r = self.sync("--state-dir", self.state, "--json", *opts)
+        written = sum(int(l.split()[2]) for l in self.srv.relay_fired()
+                      if l.split()[:2] == ["count", "WRITE"])
+        return r, written
+
+    def partials(self):
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        with sqlite3.connect(db) as c:
+            return list(c.execute("SELECT path, tmp, have FROM partial"))
+
+    def record(self, path):
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT lsize, lmtime, rsize, rmtime FROM files WHERE path = ?",
+                             (path,)).fetchone()
+
+    def setUp(self):
+        super().setUp()
+        self.state = os.path.join(self.tmp, "state")
+
+    def cut(self, dst, kind, **fault):
+        """A sync of VID.mp4 cut by the relay's fault: the link lost, no VID.mp4 at dst but our
+        temp of that kind ("t" a push's, "p" a pull's) and its one partial row. (temp, have)."""
+        self.srv.relay_set(**fault)
+        r = self.sync("--state-dir", self.state)
+        self.assertTrue(any(f.split()[0] in fault for f in self.srv.relay_fired()))
+        self.assertIn(r.code, (EXIT_ERROR, EXIT_CONNECT), r)
+        self.srv.relay_set()
+        self.assertFalse(os.path.exists(os.path.join(dst, "VID.mp4")))
+        (tmp,) = [n for n in os.listdir(dst) if n.startswith(".VID.mp4.phsync-%s." % kind)]
+        ((path, name, have),) = self.partials()
+        self.assertEqual((path, name), ("VID.mp4", tmp))
+        self.assertGreaterEqual(have, 1 << 20)
+        return tmp, have
+
+    def test_cut_upload_resumes(self):
+        data = random_bytes(self.SIZE, 26)
+        self.put(self.local, "VID.mp4", data, T0)
+        self.put(self.remote, "phone.txt", b"from the phone", T0)
+        tmp, have = self.cut(self.remote, "t", die_after_write={"name": "VID.mp4",
+                                                                 "bytes": 12 << 20})
+        with open(os.path.join(self.remote, tmp), "rb") as f:
+            self.assertEqual(f.read()[:have], data[:have], "the kept prefix is not the file's")
+
+        # The next run checks the kept prefix and sends only the rest.
+        r, written = self.run_counted()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([(e.get("dir"), e["action"], e["path"]) for e in r.json()
+                          if e["event"] == "file"], [("push", "resume", "VID.mp4")])
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have, r)
+        self.assertLessEqual(written, self.SIZE - have + (1 << 20), "more than the rest was sent")
+        self.assertEqual(files(self.remote)["VID.mp4"], (data, T0))
+        self.assertEqual(files(self.local)["phone.txt"], (b"from the phone", T0))
+        self.assertSame()
+        self.assertEqual(self.partials(), [])
+        self.assertEqual(self.record("VID.mp4"), (self.SIZE, T0, self.SIZE, T0))
+        # Settled: nothing moves.
+        r, written = self.run_counted()
+        self.assertEqual((r.code, r.json()[-1]["bytes_done"], written), (0, 0, 0), r)
+
+    def test_changed_laptop_file_starts_over(self):
+        # The laptop's file changed after the cut: its kept temp goes, the file goes whole.
+        self.put(self.local, "VID.mp4", random_bytes(self.SIZE, 27), T0)
+        self.cut(self.remote, "t", die_after_write={"name": "VID.mp4", "bytes": 12 << 20})
+        data = random_bytes(self.SIZE, 28)
+        self.put(self.local, "VID.mp4", data, T0 + 60)
+        r, written = self.run_counted()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE, r)
+        self.assertEqual(files(self.remote), {"VID.mp4": (data, T0 + 60)})
+        self.assertEqual(self.partials(), [])
+
+    def test_cut_download_resumes(self):
+        data = random_bytes(self.SIZE, 29)
+        self.put(self.remote, "VID.mp4", data, T0)
+        self.put(self.local, "laptop.txt", b"from the laptop", T0)
+        _, have = self.cut(self.local, "p", die_mid_data={"name": "VID.mp4", "at": 20 << 20})
+
+        # The next run reads only the rest from the phone; the laptop's file goes across.
+        r = self.sync("--state-dir", self.state, "--json", expect=0)
+        self.assertEqual(sorted((e.get("dir"), e["action"], e["path"]) for e in r.json()
+                                if e["event"] == "file"),
+                         [("pull", "resume", "VID.mp4"), ("push", "new", "laptop.txt")])
+        self.assertEqual(r.json()[-1]["bytes_done"], self.SIZE - have + len(b"from the laptop"))
+        self.assertEqual(files(self.local)["VID.mp4"], (data, T0))
+        self.assertSame()
+        self.assertEqual(self.partials(), [])
+        self.assertEqual(self.record("VID.mp4"), (self.SIZE, T0, self.SIZE, T0))
+
+
+class AdoptRefusedTest(TwoWayCase):
+    """Adopted equal bytes on a phone that will not set times (tests/lib/sftp_relay.py's
+    deny_setstat): the phone keeps its own time, which is recorded; nothing moves after."""
+    server_kwargs = {"relay": True}
+
+    def test_phone_refusing_times_keeps_its_own(self):
+        self.put(self.remote, "same.txt", b"equal bytes", T0 + 100)
+        self.put(self.local, "same.txt", b"equal bytes", T0)
+        self.srv.relay_set(deny_setstat=["same.txt"])
+        self.sync("--helper", "never", expect=0)
+        self.assertTrue(any(f.split()[0] == "deny_setstat" for f in self.srv.relay_fired()))
+        self.assertEqual(files(self.remote), {"same.txt": (b"equal bytes", T0 + 100)})
+        self.assertEqual(files(self.local), {"same.txt": (b"equal bytes", T0)})
+        before = (snap(self.local), snap(self.remote))
+        r = self.sync("--helper", "never", "--json", expect=0)
+        self.assertEqual((r.json()[-1]["files_done"], r.json()[-1]["bytes_done"]), (0, 0), r)
+        self.assertEqual((snap(self.local), snap(self.remote)), before)
 
 
 class ModelTest(TwoWayCase):

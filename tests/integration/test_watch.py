@@ -8,7 +8,8 @@ folders whose time moved (a 300-photo folder is stat'ed, not listed); the phone 
 and coming back is one message and a quiet retry that then syncs what changed; a changed host
 key stops the watch (exit 4) without retries; SIGTERM during a transfer exits 0 and leaves no
 temp file. sync --watch (two-way, issue 26): a local file goes up, the phone's files and
-deletes come down by the poll, what a run wrote here starts no run and is not sent back.
+deletes come down by the poll, what a run wrote here starts no run and is not sent back, a file
+still open for writing never shows on the phone half written.
 
 Every wait is on a condition (the file's bytes, a line on stderr) with a deadline of 60 s; no
 assertion depends on how fast anything runs.
@@ -27,6 +28,38 @@ T0 = 1700000000
 WATCHING = r": watching "
 
 PORTABLE = os.environ.get("PHSYNC_PORTABLE") == "1"
+
+
+def write_slowly(path, rpath, final, meanwhile):
+    """Writes final to path in ten 64 KiB pieces over about 3 s, calling meanwhile() after the
+    first, and waits for the whole file at rpath (the phone's copy). Returns the sizes rpath
+    showed under its name while not whole (a thread reads it every 10 ms): [] when never."""
+    seen_partial = []
+    done = threading.Event()
+
+    def watch_phone():
+        while not done.is_set():
+            got = read_or_none(rpath)
+            if got is not None and got != final:
+                seen_partial.append(len(got))
+            time.sleep(0.01)
+
+    t = threading.Thread(target=watch_phone, daemon=True)
+    t.start()
+    try:
+        with open(path, "wb") as f:
+            f.write(final[:65536])
+            f.flush()
+            meanwhile()
+            for i in range(1, 10):  # the rest over about 3 s
+                time.sleep(0.3)
+                f.write(final[i * 65536:(i + 1) * 65536])
+                f.flush()
+        wait_for(lambda: arrived(rpath, final), what="the whole video on the phone")
+    finally:
+        done.set()
+        t.join()
+    return seen_partial
 
 
 class PushWatchTest(SyncTestCase):
@@ -85,36 +118,16 @@ class PushWatchTest(SyncTestCase):
                           "each pause and again when it rests (docs/MACOS.md)")
         w = self.start_push()
         final = random_bytes(10 * 65536, 11)
-        path = os.path.join(self.local, "VID_slow.mp4")
         rpath = os.path.join(self.remote, "VID_slow.mp4")
-        seen_partial = []
-        done = threading.Event()
 
-        def watch_server():
-            # Whenever the name exists on the server it must hold the whole file.
-            while not done.is_set():
-                got = read_or_none(rpath)
-                if got is not None and got != final:
-                    seen_partial.append(len(got))
-                time.sleep(0.01)
-
-        t = threading.Thread(target=watch_server, daemon=True)
-        t.start()
-        with open(path, "wb") as f:
-            f.write(final[:65536])
-            f.flush()
+        def meanwhile():
             # While it is open, another file changes: its run must leave VID_slow.mp4 alone.
             write_file(os.path.join(self.local, "note.txt"), b"meanwhile", mtime=T0)
             wait_for(lambda: arrived(os.path.join(self.remote, "note.txt"), b"meanwhile"),
                      what="note.txt, sent while the video is still being written")
             self.assertIsNone(read_or_none(rpath), "a file still open for writing was sent")
-            for i in range(1, 10):  # the rest over about 3 s
-                time.sleep(0.3)
-                f.write(final[i * 65536:(i + 1) * 65536])
-                f.flush()
-        wait_for(lambda: arrived(rpath, final), what="the whole video on the server")
-        done.set()
-        t.join()
+        seen_partial = write_slowly(os.path.join(self.local, "VID_slow.mp4"), rpath, final,
+                                    meanwhile)
         self.assertEqual(seen_partial, [], "the server showed a partial file under its name")
         w.wait_line(r"skip VID_slow\.mp4 \(too new\)")
         self.assertEqual(w.stop(), 0, w.text())
@@ -335,5 +348,38 @@ class TwoWayWatchTest(SyncTestCase):
             self.assertEqual(len(w.matching(r": two-way run \(local changes\)")), local_runs,
                              w.text())
         self.assertTrue(arrived(os.path.join(self.local, "last.txt"), b"last", T0 + 4))
+        self.assertEqual(w.stop(), 0, w.text())
+        self.assertNoLeftovers()
+
+    def test_file_written_slowly_never_half_on_phone(self):
+        # As a push pair's (PushWatchTest): the files still open for writing are passed to the
+        # two-way run, which leaves them (both ways) until they are closed.
+        if PORTABLE:
+            self.skipTest("PHSYNC_PORTABLE: libuv's file events have no close-after-write "
+                          "(inotify's IN_CLOSE_WRITE), so a file written slowly is sent at "
+                          "each pause and again when it rests (docs/MACOS.md)")
+        os.makedirs(self.local, exist_ok=True)
+        w = Bg(self.srv, ["sync", "--watch", "--interval", "1", "-v", "-F", self.srv.config,
+                          "phone:" + self.remote, self.local])
+        self.addCleanup(w.kill)
+        w.wait_line(WATCHING)
+        final = random_bytes(10 * 65536, 12)
+        path = os.path.join(self.local, "VID_slow.mp4")
+        rpath = os.path.join(self.remote, "VID_slow.mp4")
+
+        def meanwhile():
+            # While it is open, a local change and a phone change each start a run: both
+            # leave VID_slow.mp4 alone.
+            write_file(os.path.join(self.local, "note.txt"), b"meanwhile", mtime=T0)
+            wait_for(lambda: arrived(os.path.join(self.remote, "note.txt"), b"meanwhile"),
+                     what="note.txt, sent while the video is still being written")
+            write_file(os.path.join(self.remote, "phone.txt"), b"from the phone", mtime=T0 + 1)
+            wait_for(lambda: arrived(os.path.join(self.local, "phone.txt"), b"from the phone",
+                                     T0 + 1), what="phone.txt, brought while the video is open")
+            self.assertFalse(os.path.lexists(rpath), "a file still open for writing was sent")
+        seen_partial = write_slowly(path, rpath, final, meanwhile)
+        self.assertEqual(seen_partial, [], "the phone showed a partial file under its name")
+        w.wait_line(r"skip VID_slow\.mp4 \(too new\)")
+        self.assertEqual(read_or_none(path), final, "the file being written was changed here")
         self.assertEqual(w.stop(), 0, w.text())
         self.assertNoLeftovers()

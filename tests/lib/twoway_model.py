@@ -134,7 +134,7 @@ class Model:
             elif l is None or r is None:
                 res = l or r                       # a change beats a delete
             elif l[0] == r[0]:
-                res = l if l[1] >= r[1] else r     # equal bytes: no conflict
+                res = l if l[1] <= r[1] else r     # equal bytes: adopted, the older time
             else:
                 win, lose = (r, l) if r[1] > l[1] else (l, r)
                 res = win
