@@ -705,8 +705,11 @@ ph_run_pass(struct run *r)
 	    (rc = load_partials(j)) != 0)
 		return rc;
 	report_skips(j);
-	report_shift(j, j->plan.src_shift, 1);
-	report_shift(j, j->plan.dst_shift, 0);
+	/* (A two-way run's push pass found the shifts its pull pass said.) */
+	if (r->pull || !j->twoway) {
+		report_shift(j, j->plan.src_shift, 1);
+		report_shift(j, j->plan.dst_shift, 0);
+	}
 	/* A push's kept uploads, checked now their files' places are known. */
 	if (!r->pull && j->npartials > 0 && (rc = check_partial_rows(j, PH_TEMP_NEW)) != 0)
 		return rc;
