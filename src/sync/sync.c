@@ -350,7 +350,7 @@ block_unlisted(struct ph_job *j)
  * ignores case), source names that would land on one another kept apart,
  * and each source entry's path at the destination. */
 static int
-match_names(struct ph_job *j)
+match_names(struct ph_job *j, int *foldp)
 {
 	struct ph_probe pr;
 	int fold, rc;
@@ -368,6 +368,7 @@ match_names(struct ph_job *j)
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
 	    (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0)
 		return ph_err(j->ctx, rc, "out of memory matching names");
+	*foldp = fold;
 	return 0;
 }
 
@@ -641,7 +642,17 @@ ph_run_scan(struct run *r)
 int
 ph_run_names(struct run *r)
 {
-	return match_names(&r->j);
+	return match_names(&r->j, &r->fold);
+}
+
+int
+ph_run_dest_again(struct run *r, struct run *other)
+{
+	int rc = ph_names_dest_paths(&r->j.src, &r->j.dst, r->fold);
+
+	/* (The phone's tree is both runs': the same storage.) */
+	other->j.dst = r->j.src;
+	return rc != 0 ? ph_err(r->j.ctx, rc, "out of memory matching names") : 0;
 }
 
 int
@@ -665,7 +676,7 @@ ph_run_plan(struct run *r)
 	int rc;
 
 	/* (A two-way run matched both orientations' names first.) */
-	if (!j->twoway && (rc = match_names(j)) != 0)
+	if (!j->twoway && (rc = match_names(j, &r->fold)) != 0)
 		return rc;
 	if (!r->pull)
 		hold_paths(j);

@@ -18,6 +18,11 @@ ShiftedClockTest   the phone's times all move by whole hours between runs (shift
                    to the phone without a conflict; below the rule's threshold each shifted
                    file reads as changed on the phone, and a laptop edit of one of them is a
                    conflict that keeps both versions, never overwritten (docs/TWOWAY.md).
+NocasePhoneTest    a case-insensitive phone (nocase): two laptop names that differ by case are
+                   two files on the phone (one numbered) and one each on the laptop, every run;
+                   a name in another case on the phone is the laptop's file; a rename that only
+                   changes case on either side moves no bytes, loses nothing, and later edits
+                   reach the one file.
 UnicodeFormTest    NFC names on the phone, NFD on the laptop (as a Mac writes them): one file,
                    not two; an edit on either side goes to the other's file of that name.
 EditsMoveOnceTest  N = 5 edits of 256 KiB files on each side, through the remote helper and a
@@ -317,6 +322,84 @@ class ShiftedClockTest(TwoWayQuirkCase):
         self.assertEqual(read(os.path.join(self.local, "a.txt")), new_a)
         loc = files(self.local)
         self.assertEqual(loc["b.txt"][1], T0 + 60 + HOUR, "the time the phone shows")
+        self.settled()
+
+
+class NocasePhoneTest(TwoWayQuirkCase):
+    """A phone whose storage ignores case (the relay's nocase: case-insensitive,
+    case-preserving), against the laptop's ext4, which keeps case apart."""
+
+    def test_case_names_both_ways(self):
+        self.modes = {"nocase": True}
+        L, R = self.local, self.remote
+        write_file(os.path.join(L, "IMG.jpg"), b"upper case photo", mtime=T0)
+        write_file(os.path.join(L, "img.jpg"), b"lower case photo!", mtime=T0 + 1)
+        write_file(os.path.join(L, "photo.jpg"), b"same photo", mtime=T0 + 2)
+        write_file(os.path.join(R, "PHOTO.JPG"), b"same photo", mtime=T0 + 2)
+        write_file(os.path.join(L, "doc.txt"), b"a document", mtime=T0 + 3)
+        write_file(os.path.join(R, "Note.txt"), b"a note from the phone", mtime=T0 + 4)
+        r = self.sync()
+        self.assertFired("nocase")
+        self.assertEqual(sorted(os.listdir(L)),
+                         ["IMG.jpg", "Note.txt", "doc.txt", "img.jpg", "photo.jpg"])
+        self.assertEqual(files(R), {
+            "IMG.jpg": (b"upper case photo", T0),
+            "img (2).jpg": (b"lower case photo!", T0 + 1),
+            "PHOTO.JPG": (b"same photo", T0 + 2),
+            "doc.txt": (b"a document", T0 + 3),
+            "Note.txt": (b"a note from the phone", T0 + 4),
+        })
+        # (a push names a file by its name on the phone)
+        self.assertEqual(self.moved(r), [("pull", "Note.txt"), ("push", "IMG.jpg"),
+                                         ("push", "doc.txt"), ("push", "img (2).jpg")], r)
+        self.settled()
+
+        # An edit of each name that maps to another one reaches it, and no new name appears.
+        write_file(os.path.join(R, "img (2).jpg"), b"lower, edited on the phone", mtime=T0 + 100)
+        write_file(os.path.join(R, "PHOTO.JPG"), b"photo, edited on the phone", mtime=T0 + 101)
+        write_file(os.path.join(L, "IMG.jpg"), b"upper, edited on the laptop", mtime=T0 + 102)
+        r = self.sync()
+        self.assertEqual(len(self.moved(r)), 3, r)
+        self.assertEqual(files(L), {
+            "IMG.jpg": (b"upper, edited on the laptop", T0 + 102),
+            "img.jpg": (b"lower, edited on the phone", T0 + 100),
+            "photo.jpg": (b"photo, edited on the phone", T0 + 101),
+            "doc.txt": (b"a document", T0 + 3),
+            "Note.txt": (b"a note from the phone", T0 + 4),
+        })
+        self.assertEqual(files(R), {
+            "IMG.jpg": (b"upper, edited on the laptop", T0 + 102),
+            "img (2).jpg": (b"lower, edited on the phone", T0 + 100),
+            "PHOTO.JPG": (b"photo, edited on the phone", T0 + 101),
+            "doc.txt": (b"a document", T0 + 3),
+            "Note.txt": (b"a note from the phone", T0 + 4),
+        })
+        self.settled()
+
+        # A rename that only changes case, one on each side: no bytes move, nothing is lost or
+        # doubled; each side keeps its own spelling.
+        os.rename(os.path.join(L, "doc.txt"), os.path.join(L, "Doc.txt"))
+        os.rename(os.path.join(R, "Note.txt"), os.path.join(R, "note.txt"))
+        r = self.sync()
+        self.assertEqual(self.summary(r)["bytes_done"], 0, r)
+        self.assertEqual([e for e in r.json() if e["event"] in ("delete", "conflict")], [], r)
+        lap, ph = files(L), files(R)
+        self.assertEqual(sorted(k for k in lap if k.lower() in ("doc.txt", "note.txt")),
+                         ["Doc.txt", "Note.txt"], lap)
+        self.assertEqual(sorted(k for k in ph if k.lower() in ("doc.txt", "note.txt")),
+                         ["doc.txt", "note.txt"], ph)
+        self.assertEqual(len(lap), 5, lap)
+        self.assertEqual(len(ph), 5, ph)
+        self.settled()
+
+        # Later edits reach the one file of each name.
+        write_file(os.path.join(L, "Doc.txt"), b"the document, edited", mtime=T0 + 200)
+        write_file(os.path.join(R, "note.txt"), b"the note, edited on the phone", mtime=T0 + 201)
+        r = self.sync()
+        self.assertEqual(len(self.moved(r)), 2, r)
+        self.assertEqual(files(R)["doc.txt"], (b"the document, edited", T0 + 200))
+        self.assertEqual(files(L)["Note.txt"], (b"the note, edited on the phone", T0 + 201))
+        self.assertEqual((len(files(L)), len(files(R))), (5, 5))
         self.settled()
 
 
