@@ -298,6 +298,38 @@ class ShiftedClockTest(TwoWayQuirkCase):
         self.assertEqual(len(self.shift_warnings(r, -1)), 1, r)
         self.settled(1)
 
+    def test_deletes_and_moves_during_a_shift(self):
+        # A shift on the phone is no change there: a delete on either side goes across (not
+        # undone as "changed on the other side"), and a move on either side travels as a move.
+        self.make(self.local, ["Music/l%d.mp3" % i for i in range(5)], 1, T0)
+        self.make(self.remote, ["DCIM/p%d.jpg" % i for i in range(5)], 2, T0 + 1000)
+        self.sync()
+        self.modes = {"shift_mtime": HOUR}
+        L, R = self.local, self.remote
+        os.unlink(os.path.join(L, "Music/l0.mp3"))
+        os.makedirs(os.path.join(L, "Music/old"))
+        os.rename(os.path.join(L, "Music/l1.mp3"), os.path.join(L, "Music/old/l1.mp3"))
+        os.unlink(os.path.join(R, "DCIM/p0.jpg"))
+        os.makedirs(os.path.join(R, "Album"))
+        os.rename(os.path.join(R, "DCIM/p1.jpg"), os.path.join(R, "Album/p1.jpg"))
+        lap = files(L)
+        r = self.sync()
+        self.assertFired("shift_mtime", "report")
+        self.assertEqual(len(self.shift_warnings(r, 1)), 1, r)
+        done = sorted((e.get("dir"), e["action"], e["path"]) for e in r.json() if e["event"] == "file")
+        self.assertEqual(done, [("pull", "moved", "Album/p1.jpg"), ("push", "moved", "Music/old/l1.mp3")], r)
+        gone = sorted((e.get("dir"), e["path"]) for e in r.json() if e["event"] == "delete")
+        self.assertEqual(gone, [("pull", "DCIM/p0.jpg"), ("push", "Music/l0.mp3")], r)
+        self.assertEqual(self.summary(r)["bytes_done"], 0, r)
+        self.assertEqual(sorted(files(L)), sorted(files(R)))
+        now = files(L)
+        for k, v in now.items():
+            if k in lap:
+                self.assertEqual(v, lap[k], k)   # the laptop's own files untouched
+        self.assertEqual(now["Album/p1.jpg"], lap["DCIM/p1.jpg"])
+        self.assertEqual(now["Music/old/l1.mp3"], lap["Music/old/l1.mp3"])
+        self.settled()
+
     def test_small_folder_keeps_a_laptop_edit(self):
         # Three files: too few for the rule to call it a shift, so each phone time that moved
         # reads as a change there (as for a pull). An unchanged laptop copy takes the phone's
