@@ -154,6 +154,41 @@ class TwoWayQuirkCase(SyncTestCase):
         return out
 
 
+    def churn(self, lap, ph, fired):
+        """After a settled first sync of lap (laptop files) and ph (phone files), each side
+        moves one file, deletes one and both edit one (the laptop's newer): the moves travel as
+        moves, the deletes go across, the conflict keeps both versions on both sides (exit 5);
+        both sides then hold the same names and bytes, and the next runs move nothing."""
+        L, R = self.local, self.remote
+        lk, pk = sorted(lap), sorted(ph)
+        os.makedirs(os.path.join(L, "moved"))
+        os.rename(os.path.join(L, lk[0]), os.path.join(L, "moved", "l.bin"))
+        os.makedirs(os.path.join(R, "moved"))
+        os.rename(os.path.join(R, pk[0]), os.path.join(R, "moved", "p.bin"))
+        os.unlink(os.path.join(L, pk[1]))
+        os.unlink(os.path.join(R, lk[1]))
+        mine = self.edit(L, lk[2], 41, T0 + 90001)
+        theirs = self.edit(R, lk[2], 42, T0 + 80001)
+        r = self.sync(expect=5)
+        self.assertFired(*fired)
+        done = sorted((e.get("dir"), e["action"], e["path"]) for e in r.json()
+                      if e["event"] == "file" and e["action"] == "moved")
+        self.assertEqual(done, [("pull", "moved", "moved/p.bin"), ("push", "moved", "moved/l.bin")], r)
+        gone = sorted((e.get("dir"), e["path"]) for e in r.json() if e["event"] == "delete")
+        self.assertEqual(gone, [("pull", lk[1]), ("push", pk[1])], r)
+        self.assertEqual(self.summary(r)["conflicts"], 1, r)
+        got_l, got_r = files(L), files(R)
+        self.assertEqual(sorted(got_l), sorted(got_r))
+        self.assertEqual({k: d for k, (d, _t) in got_l.items()}, {k: d for k, (d, _t) in got_r.items()})
+        self.assertEqual(got_l[lk[2]][0], mine)
+        copies = [k for k in got_l if CONFLICT in k]
+        self.assertEqual(len(copies), 1, sorted(got_l))
+        self.assertEqual(got_l[copies[0]][0], theirs)
+        self.assertEqual(got_l["moved/l.bin"][0], lap[lk[0]][0])
+        self.assertEqual(got_l["moved/p.bin"][0], ph[pk[0]][0])
+        self.settled()
+
+
 class RefusedTimesTest(TwoWayQuirkCase):
     """deny_setstat on every name: the phone keeps the time it wrote a file at."""
 
@@ -194,6 +229,15 @@ class RefusedTimesTest(TwoWayQuirkCase):
         self.settled()
 
 
+    def test_moves_deletes_and_a_conflict(self):
+        self.modes = {"deny_setstat": ["*"]}
+        lap = self.make(self.local, ["Music/l%d.mp3" % i for i in range(4)], 1, T0)
+        ph = self.make(self.remote, ["DCIM/p%d.jpg" % i for i in range(4)], 2, T0 + 1000)
+        self.sync()
+        self.settled(1)
+        self.churn(lap, ph, ("deny_setstat",))
+
+
 class SteppedCardTest(TwoWayQuirkCase):
     """mtime_step 2: the card reports and stores even seconds, whatever it is told."""
 
@@ -231,6 +275,14 @@ class SteppedCardTest(TwoWayQuirkCase):
                 self.assertEqual(got_l[rel], (data, t - 1), rel)
                 self.assertEqual(got_r[rel], (data, t), rel)
         self.settled()
+
+    def test_moves_deletes_and_a_conflict(self):
+        self.modes = {"mtime_step": 2}
+        lap = self.make(self.local, ["Music/l%d.mp3" % i for i in range(4)], 1, T0, odd=True)
+        ph = self.make(self.remote, ["DCIM/p%d.jpg" % i for i in range(4)], 2, T0 + 1000, odd=True)
+        self.sync()
+        self.settled(1)
+        self.churn(lap, ph, ("mtime_step", "set"))
 
     def test_few_files(self):
         # 8 files on the card: too few to call it stepped, so no 2 s window: the records must
