@@ -487,6 +487,36 @@ class NocasePhoneTest(TwoWayQuirkCase):
         self.settled()
 
 
+    def test_same_new_name_in_two_cases(self):
+        # The phone and the laptop each make a file of one name in another case: one name on
+        # the phone, so the same file: equal bytes adopted, other bytes a conflict with both
+        # versions kept on both sides; a new folder likewise.
+        self.modes = {"nocase": True}
+        L, R = self.local, self.remote
+        write_file(os.path.join(L, "pad.txt"), b"pad", mtime=T0)
+        self.sync()
+        write_file(os.path.join(L, "Same.txt"), b"equal bytes", mtime=T0 + 10)
+        write_file(os.path.join(R, "same.TXT"), b"equal bytes", mtime=T0 + 10)
+        write_file(os.path.join(L, "Album/x.txt"), b"the laptop's x", mtime=T0 + 30)
+        write_file(os.path.join(R, "ALBUM/y.txt"), b"the phone's y", mtime=T0 + 31)
+        write_file(os.path.join(L, "Diff.txt"), b"the laptop's", mtime=T0 + 20)
+        write_file(os.path.join(R, "diff.txt"), b"the phone's!", mtime=T0 + 21)
+        r = self.sync(expect=5)
+        self.assertFired("nocase")
+        self.assertEqual(self.summary(r)["conflicts"], 1, r)
+        lap, ph = files(L), files(R)
+        self.assertEqual(sorted(lap), sorted(["Album/x.txt", "Album/y.txt", "Diff.txt", "Same.txt",
+                                              "pad.txt"] + [k for k in lap if CONFLICT in k]), lap)
+        self.assertEqual(sorted(ph), sorted(["ALBUM/x.txt", "ALBUM/y.txt", "diff.txt", "same.TXT",
+                                             "pad.txt"] + [k for k in ph if CONFLICT in k]), ph)
+        for side in (lap, ph):
+            copies = [k for k in side if CONFLICT in k]
+            self.assertEqual(len(copies), 1, side)
+            self.assertEqual(sorted([side[copies[0]][0], side.get("Diff.txt", side.get("diff.txt"))[0]]),
+                             sorted([b"the laptop's", b"the phone's!"]))
+        self.settled()
+
+
 NFC = unicodedata.normalize("NFC", "caf\u00e9")
 NFD = unicodedata.normalize("NFD", "caf\u00e9")
 assert NFC != NFD
