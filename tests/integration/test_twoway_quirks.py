@@ -156,8 +156,9 @@ class TwoWayQuirkCase(SyncTestCase):
 
     def churn(self, lap, ph, fired):
         """After a settled first sync of lap (laptop files) and ph (phone files), each side
-        moves one file, deletes one and both edit one (the laptop's newer): the moves travel as
-        moves, the deletes go across, the conflict keeps both versions on both sides (exit 5);
+        moves one file, deletes one and both edit two (the laptop's newer in one, the phone's in
+        the other): the moves travel as moves, the deletes go across, each conflict keeps both
+        versions on both sides (exit 5);
         both sides then hold the same names and bytes, and the next runs move nothing."""
         L, R = self.local, self.remote
         lk, pk = sorted(lap), sorted(ph)
@@ -167,8 +168,10 @@ class TwoWayQuirkCase(SyncTestCase):
         os.rename(os.path.join(R, pk[0]), os.path.join(R, "moved", "p.bin"))
         os.unlink(os.path.join(L, pk[1]))
         os.unlink(os.path.join(R, lk[1]))
-        mine = self.edit(L, lk[2], 41, T0 + 90001)
+        mine = self.edit(L, lk[2], 41, T0 + 90001)     # the laptop's newer
         theirs = self.edit(R, lk[2], 42, T0 + 80001)
+        older = self.edit(L, pk[2], 43, T0 + 80003)    # the phone's newer
+        newer = self.edit(R, pk[2], 44, T0 + 90003)
         r = self.sync(expect=5)
         self.assertFired(*fired)
         done = sorted((e.get("dir"), e["action"], e["path"]) for e in r.json()
@@ -176,14 +179,15 @@ class TwoWayQuirkCase(SyncTestCase):
         self.assertEqual(done, [("pull", "moved", "moved/p.bin"), ("push", "moved", "moved/l.bin")], r)
         gone = sorted((e.get("dir"), e["path"]) for e in r.json() if e["event"] == "delete")
         self.assertEqual(gone, [("pull", lk[1]), ("push", pk[1])], r)
-        self.assertEqual(self.summary(r)["conflicts"], 1, r)
+        self.assertEqual(self.summary(r)["conflicts"], 2, r)
         got_l, got_r = files(L), files(R)
         self.assertEqual(sorted(got_l), sorted(got_r))
         self.assertEqual({k: d for k, (d, _t) in got_l.items()}, {k: d for k, (d, _t) in got_r.items()})
         self.assertEqual(got_l[lk[2]][0], mine)
-        copies = [k for k in got_l if CONFLICT in k]
-        self.assertEqual(len(copies), 1, sorted(got_l))
-        self.assertEqual(got_l[copies[0]][0], theirs)
+        self.assertEqual(got_l[pk[2]][0], newer)
+        copies = sorted(k for k in got_l if CONFLICT in k)
+        self.assertEqual(len(copies), 2, sorted(got_l))
+        self.assertEqual(sorted(got_l[k][0] for k in copies), sorted([theirs, older]))
         self.assertEqual(got_l["moved/l.bin"][0], lap[lk[0]][0])
         self.assertEqual(got_l["moved/p.bin"][0], ph[pk[0]][0])
         self.settled()
@@ -514,6 +518,31 @@ class NocasePhoneTest(TwoWayQuirkCase):
             self.assertEqual(len(copies), 1, side)
             self.assertEqual(sorted([side[copies[0]][0], side.get("Diff.txt", side.get("diff.txt"))[0]]),
                              sorted([b"the laptop's", b"the phone's!"]))
+        self.settled()
+
+
+    def test_deleting_one_of_two_case_names(self):
+        # A known limit (docs/TWOWAY.md): the laptop deletes IMG.jpg, one of two names the
+        # phone holds as IMG.jpg and img (2).jpg. img.jpg is then the only laptop name of its
+        # folded form, so the phone's IMG.jpg is taken for it (changed there) and img (2).jpg for
+        # a file the laptop deleted: a conflict (exit 5) that keeps both versions on both
+        # sides, the deleted one as a conflict copy. Nothing is lost, and the runs after move
+        # nothing.
+        self.modes = {"nocase": True}
+        L, R = self.local, self.remote
+        write_file(os.path.join(L, "IMG.jpg"), b"upper case photo", mtime=T0)
+        write_file(os.path.join(L, "img.jpg"), b"lower case photo!", mtime=T0 + 1)
+        write_file(os.path.join(L, "pad.txt"), b"pad", mtime=T0)
+        self.sync()
+        os.unlink(os.path.join(L, "IMG.jpg"))
+        r = self.sync(expect=5)
+        self.assertEqual(self.summary(r)["conflicts"], 1, r)
+        lap, ph = files(L), files(R)
+        self.assertEqual(lap["img.jpg"], (b"lower case photo!", T0 + 1))
+        for side in (lap, ph):
+            self.assertEqual(sorted(d for d, _t in side.values()),
+                             sorted([b"lower case photo!", b"upper case photo", b"pad"]), side)
+        self.assertEqual(len(ph), 3, ph)
         self.settled()
 
 
