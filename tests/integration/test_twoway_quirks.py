@@ -4,7 +4,8 @@
 Each quirk is emulated by tests/lib/sftp_relay.py in front of OpenSSH's sftp-server (or, for
 Unicode forms, by names on disk) and checked the same way: a first `phsync sync`, then two runs
 that must move nothing (exit 0, no file, delete or conflict event, no bytes, every file on both
-sides with the same bytes, mtime, inode and ctime as before), then edits on each side that must
+sides with the same bytes, mtime, inode and ctime as before; `phsync status sync` says nothing
+is to be done), then edits on each side that must
 travel exactly once, each in its own direction, with the right bytes and the time the quirk
 allows, and a run after them that moves nothing again.
 
@@ -125,7 +126,8 @@ class TwoWayQuirkCase(SyncTestCase):
                          (0, 0, 0, 0), r)
 
     def settled(self, runs=2):
-        """runs more syncs, each moving nothing and changing nothing on either side."""
+        """runs more syncs, each moving nothing and changing nothing on either side; and
+        `phsync status sync` says there is nothing to do."""
         before = (snap(self.local), snap(self.remote))
         out = []
         for _ in range(runs):
@@ -134,6 +136,15 @@ class TwoWayQuirkCase(SyncTestCase):
             self.assertEqual((snap(self.local), snap(self.remote)), before,
                              "a run that moved nothing changed a file")
             out.append(r)
+        srv = self.srv
+        if srv.relay:
+            srv.relay_set(**self.modes)
+        r = srv.run(["status", "-F", srv.config, "--json", "sync", "phone:" + self.remote,
+                     self.local] + srv._helper_opts(()))
+        self.assertEqual(r.code, 0, r)
+        st = [e for e in r.json() if e["event"] == "status"][0]
+        self.assertEqual((st["files_to_copy"], st["files_to_delete"], st["conflicts"]), (0, 0, 0), r)
+        self.assertEqual((snap(self.local), snap(self.remote)), before)
         return out
 
     def edit(self, root, rel, seed, t):
