@@ -5,31 +5,36 @@ Each quirk is emulated by tests/lib/sftp_relay.py in front of OpenSSH's sftp-ser
 Unicode forms, by names on disk) and checked the same way: a first `phsync sync`, then two runs
 that must move nothing (exit 0, no file, delete or conflict event, no bytes, every file on both
 sides with the same bytes, mtime, inode and ctime as before; `phsync status sync` says nothing
-is to be done), then edits on each side that must
-travel exactly once, each in its own direction, with the right bytes and the time the quirk
-allows, and a run after them that moves nothing again.
+is to be done), then edits on each side that must travel exactly once, each in its own
+direction, with the right bytes and the time the quirk allows, and a run after them that moves
+nothing again.
 
 RefusedTimesTest   a phone that refuses to set times (deny_setstat): the phone's copy keeps its
-                   own mtime, the record holds it, nothing moves again.
+                   own mtime, the record holds it, nothing moves again; moves, deletes and a
+                   conflict won by each side too.
 SteppedCardTest    a FAT/exFAT card (mtime_step 2): odd times read and stored one second down,
-                   with few files (no modify window) and with many (a 2 s window).
+                   with few files (no modify window) and with many (a 2 s window); moves,
+                   deletes and conflicts too.
 ShiftedClockTest   the phone's times all move by whole hours between runs (shift_mtime): the
                    pull's rule (a shift of at least 4 known files, 90 % of them, is taken off)
                    holds both ways: nothing moves, said once, a laptop edit made meanwhile goes
-                   to the phone without a conflict; below the rule's threshold each shifted
-                   file reads as changed on the phone, and a laptop edit of one of them is a
-                   conflict that keeps both versions, never overwritten (docs/TWOWAY.md).
+                   to the phone without a conflict, deletes go across and moves travel as moves;
+                   below the rule's threshold each shifted file reads as changed on the phone,
+                   and a laptop edit of one of them is a conflict that keeps both versions,
+                   never overwritten (docs/TWOWAY.md).
+CombinedQuirksTest a shift of -1 h on a phone that refuses times, and on a FAT card.
 NocasePhoneTest    a case-insensitive phone (nocase): two laptop names that differ by case are
                    two files on the phone (one numbered) and one each on the laptop, every run;
                    a name in another case on the phone is the laptop's file; a rename that only
                    changes case on either side moves no bytes, loses nothing, and later edits
-                   reach the one file.
+                   reach the one file; the same new name made on both sides in two cases; a
+                   folder spelt in another case; a known limit (deleting one of two case names).
 UnicodeFormTest    NFC names on the phone, NFD on the laptop (as a Mac writes them): one file,
                    not two; an edit on either side goes to the other's file of that name.
-EditsMoveOnceTest  N = 5 edits of 256 KiB files on each side, through the remote helper and a
-                   counting TCP proxy: each direction carries about the edits' bytes (deltas),
-                   well under a whole file each, nothing is sent back, and a second run moves
-                   about nothing.
+EditsMoveOnceTest  N = 5 edits of 4 KiB in 256 KiB files on each side, through the remote
+                   helper and a counting TCP proxy: each direction carries about the edits'
+                   bytes (deltas), well under a whole file each, nothing is sent back, and a
+                   second run costs what a quiet run costs.
 
 No test waits on time: every run is a blocking call; checks are on bytes, times, exit codes, the
 --json events, the relay's log and the proxy's counts.
@@ -422,6 +427,44 @@ class ShiftedClockTest(TwoWayQuirkCase):
         loc = files(self.local)
         self.assertEqual(loc["b.txt"][1], T0 + 60 + HOUR, "the time the phone shows")
         self.settled()
+
+
+class CombinedQuirksTest(TwoWayQuirkCase):
+    """A phone that changes time zone (-1 h) while it also refuses to set times, or while its
+    card keeps 2 s steps: the shift is still found and taken off both ways."""
+
+    def combined(self, base):
+        self.modes = dict(base)
+        self.make(self.local, ["Music/l%d.mp3" % i for i in range(5)], 1, T0, odd=True)
+        self.make(self.remote, ["DCIM/p%d.jpg" % i for i in range(5)], 2, T0 + 1000, odd=True)
+        self.sync()
+        self.settled(1)
+        self.modes = dict(base, shift_mtime=-HOUR)
+        new = self.edit(self.local, "DCIM/p1.jpg", 21, T0 + 50001)
+        r = self.sync()
+        self.assertFired("shift_mtime", "report")
+        self.assertEqual(self.moved(r), [("push", "DCIM/p1.jpg")], r)
+        self.assertEqual(len([m for m in self.warnings(r) if "moved by -1 h" in m]), 1, r)
+        self.assertEqual(read(os.path.join(self.remote, "DCIM/p1.jpg")), new)
+        self.settled()
+        e_ph = self.edit(self.remote, "Music/l2.mp3", 22, T0 + 60001)
+        e_lap = self.edit(self.local, "Music/l3.mp3", 23, T0 + 70001)
+        r = self.sync()
+        self.assertEqual(self.moved(r), [("pull", "Music/l2.mp3"), ("push", "Music/l3.mp3")], r)
+        self.assertEqual(read(os.path.join(self.remote, "Music/l3.mp3")), e_lap)
+        self.assertEqual(read(os.path.join(self.local, "Music/l2.mp3")), e_ph)
+        self.settled()
+        return files(self.local)["Music/l2.mp3"][1], mtime(os.path.join(self.remote, "Music/l3.mp3"))
+
+    def test_refused_times_and_a_shift(self):
+        got, phone = self.combined({"deny_setstat": ["*"]})
+        self.assertEqual(got, T0 + 60001 - HOUR)          # the time the phone shows
+        self.assertNotIn(phone, (T0 + 70001, T0 + 70001 + HOUR))   # its own
+
+    def test_stepped_card_and_a_shift(self):
+        got, phone = self.combined({"mtime_step": 2})
+        self.assertEqual(got, T0 + 60000 - HOUR)          # stepped, then shown shifted
+        self.assertEqual(phone, T0 + 70000 + HOUR)        # stored in its clock, stepped
 
 
 class NocasePhoneTest(TwoWayQuirkCase):
