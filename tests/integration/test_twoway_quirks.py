@@ -34,7 +34,8 @@ UnicodeFormTest    NFC names on the phone, NFD on the laptop (as a Mac writes th
 EditsMoveOnceTest  N = 5 edits of 4 KiB in 256 KiB files on each side, through the remote
                    helper and a counting TCP proxy: each direction carries about the edits'
                    bytes (deltas), well under a whole file each, nothing is sent back, and a
-                   second run costs what a quiet run costs.
+                   second run costs what a quiet run costs; over plain SFTP the laptop's edits
+                   go as copy-data deltas and the phone's come whole, each once.
 
 No test waits on time: every run is a blocking call; checks are on bytes, times, exit codes, the
 --json events, the relay's log and the proxy's counts.
@@ -661,12 +662,15 @@ class EditsMoveOnceTest(TwoWayQuirkCase):
         at = (seed * 37_000) % (self.SIZE - self.EDIT)
         return data[:at] + random_bytes(self.EDIT, seed) + data[at + self.EDIT:]
 
-    def test_each_edit_moves_once(self):
+    def edited(self, helper, pick):
+        """2N+2 files (odd ones made on the laptop, even ones on the phone), synced through a
+        counting proxy; then N files edited on each side (pick(names) -> (laptop's, phone's))
+        and one run. Returns (the run, up, down, the quiet run's (up, down), the laptop's
+        edited names, the phone's, the proxy, its config)."""
         proxy = CuttingProxy(self.srv.port)
         self.addCleanup(proxy.close)
         cfg = self.srv.write_config(port=proxy.port)
-        helper = ["--helper", "always", "--helper-path", phsync_bin()]
-        datas = {}
+        self.datas = datas = {}
         for i in range(2 * self.N + 2):
             side = self.local if i % 2 else self.remote
             rel = "f/%02d.bin" % i
@@ -678,8 +682,7 @@ class EditsMoveOnceTest(TwoWayQuirkCase):
         self.assertQuiet(r)
         quiet = (proxy.up, proxy.down)
 
-        names = sorted(datas)
-        on_laptop, on_phone = names[:self.N], names[self.N:2 * self.N]
+        on_laptop, on_phone = pick(sorted(datas))
         for j, rel in enumerate(on_laptop + on_phone):
             datas[rel] = self.change(datas[rel], j + 1)
             root = self.local if rel in on_laptop else self.remote
@@ -691,6 +694,22 @@ class EditsMoveOnceTest(TwoWayQuirkCase):
         for root in (self.local, self.remote):
             got = files(root)
             self.assertEqual({k: d for k, (d, _t) in got.items()}, datas, root)
+        print("\n%d edits of %d bytes each way in %d KiB files (%s): up %d, down %d; a quiet "
+              "run: up %d, down %d" % (self.N, self.EDIT, self.SIZE >> 10, helper[1], up, down,
+                                       *quiet))
+        return r, up, down, quiet, proxy, cfg
+
+    def assertNothingSentBack(self, helper, quiet, proxy, cfg):
+        """The next run moves nothing and costs what a quiet run costs."""
+        r = self.sync(*helper, config=cfg)
+        self.assertQuiet(r)
+        self.assertLess(proxy.up, quiet[0] + 4096, (proxy.up, quiet))
+        self.assertLess(proxy.down, quiet[1] + 4096, (proxy.down, quiet))
+
+    def test_each_edit_moves_once(self):
+        helper = ["--helper", "always", "--helper-path", phsync_bin()]
+        r, up, down, quiet, proxy, cfg = self.edited(
+            helper, lambda names: (names[:self.N], names[self.N:2 * self.N]))
         s = self.summary(r)
         self.assertEqual(s["helper"], 1, r)
         self.assertGreater(s["bytes_matched"], 2 * self.N * (self.SIZE - 4 * self.EDIT), s)
@@ -701,13 +720,21 @@ class EditsMoveOnceTest(TwoWayQuirkCase):
         self.assertLess(up, quiet[0] + bound, (up, down, quiet))
         self.assertLess(down, quiet[1] + bound, (up, down, quiet))
         self.assertLess(max(up - quiet[0], down - quiet[1]), self.N * self.SIZE // 4)
-        # Nothing is sent back: the next run moves nothing and costs what a quiet run costs.
-        r = self.sync(*helper, config=cfg)
-        self.assertQuiet(r)
-        self.assertLess(proxy.up, quiet[0] + 4096, (proxy.up, quiet))
-        self.assertLess(proxy.down, quiet[1] + 4096, (proxy.down, quiet))
-        print("\n%d edits of %d bytes each way in %d KiB files: up %d, down %d; a quiet run: "
-              "up %d, down %d" % (self.N, self.EDIT, self.SIZE >> 10, up, down, *quiet))
+        self.assertNothingSentBack(helper, quiet, proxy, cfg)
+
+    def test_plain_sftp(self):
+        # Without the helper: the laptop's edits of files it sent earlier go as copy-data of the
+        # phone's copy plus the changed blocks (push's delta against the recorded signature);
+        # the phone's edits come whole (SFTP offers a pull nothing better). Each edit once.
+        helper = ["--helper", "never"]
+        r, up, down, quiet, proxy, cfg = self.edited(
+            helper, lambda names: (names[1::2][:self.N], names[0::2][:self.N]))
+        s = self.summary(r)
+        self.assertGreater(s["bytes_matched"], self.N * (self.SIZE - 4 * self.EDIT), s)
+        self.assertLess(up, quiet[0] + self.N * (self.EDIT + (16 << 10)), (up, down, quiet))
+        self.assertGreater(down, quiet[1] + self.N * self.SIZE, (up, down, quiet))
+        self.assertLess(down, quiet[1] + self.N * (self.SIZE + (16 << 10)), (up, down, quiet))
+        self.assertNothingSentBack(helper, quiet, proxy, cfg)
 
 
 if __name__ == "__main__":
