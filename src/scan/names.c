@@ -175,9 +175,10 @@ numbered(const char *key, unsigned n)
 	return s;
 }
 
-/* Gives entry i of t the key nk, and its subtree the same prefix. */
+/* Gives entry i of t the key nk, and its subtree the same prefix (each
+ * keeping its raw name); renamed: mark i as given a name of our own. */
 static int
-rekey_subtree(struct ph_tree *t, size_t i, const char *nk)
+rekey_subtree(struct ph_tree *t, size_t i, const char *nk, int renamed)
 {
 	char *old = strdup(t->v[i].path);
 	size_t ol, nl = strlen(nk), j;
@@ -187,7 +188,8 @@ rekey_subtree(struct ph_tree *t, size_t i, const char *nk)
 		return PHSYNC_ENOMEM;
 	ol = strlen(old);
 	rc = ph_tree_rename(t, i, nk, NULL, NULL);
-	t->v[i].flags |= PH_E_RENAMED;
+	if (renamed)
+		t->v[i].flags |= PH_E_RENAMED;
 	for (j = i + 1; rc == 0 && j < t->n; j++) {
 		const char *p = t->v[j].path;
 		char *k;
@@ -292,7 +294,7 @@ ph_names_separate(struct ph_tree *src, struct ph_tree *dst, int fold,
 			}
 			taken = fset_find(&s, src, kf, fhash(kf), fold, -1);
 			if (taken == -1) {
-				rc = rekey_subtree(src, i, k);
+				rc = rekey_subtree(src, i, k, 1);
 				if (rc == 0)
 					fset_find(&s, src, kf, fhash(kf), fold, (int64_t)i);
 				if (rc == 0 && report != NULL && fold)
@@ -309,7 +311,11 @@ ph_names_separate(struct ph_tree *src, struct ph_tree *dst, int fold,
 		}
 		renamed = 1;
 	}
-	/* The destination's names for the same files (it ignores case). */
+	/* The destination's names for the same files (it ignores case); a
+	 * folder's subtree with it, so that a file only the destination has
+	 * stays under its folder's key ("ALBUM/y.jpg" is "Album/y.jpg" when the
+	 * source's "Album" is the destination's "ALBUM"). The subtree follows
+	 * its folder in dst's order and is looked at after it. */
 	for (i = 0; fold && dst != NULL && i < dst->n; i++) {
 		int64_t o;
 
@@ -322,8 +328,7 @@ ph_names_separate(struct ph_tree *src, struct ph_tree *dst, int fold,
 			goto out;
 		}
 		if (o >= 0 && strcmp(src->v[o].path, dst->v[i].path) != 0) {
-			if ((rc = ph_tree_rename(dst, i, src->v[o].path, ph_entry_raw(&dst->v[i]),
-			                         NULL)) != 0)
+			if ((rc = rekey_subtree(dst, i, src->v[o].path, 0)) != 0)
 				goto out;
 			rekeyed = 1;
 		}

@@ -94,8 +94,41 @@ del_key_cmp(const void *a, const void *b)
 	return x->dst < y->dst ? -1 : x->dst > y->dst;
 }
 
+/* As recorded, or as recorded once a whole-hour shift of that side is
+ * taken off (plan.h). */
+static int
+time_as_recorded(int64_t t, int64_t rec, int64_t shift, int64_t win)
+{
+	return same_time(t, rec, win) || (shift != 0 && same_time(t - shift, rec, win));
+}
+
+/* The first candidate of v (sorted by del_key_cmp) not taken yet with the
+ * source's recorded size and time, taken; or NULL. */
+static struct ph_del *
+take_candidate(struct ph_del **v, size_t n, uint64_t size, int64_t mtime)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid]->ssize < size || (v[mid]->ssize == size && v[mid]->smtime < mtime))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && v[lo]->ssize == size && v[lo]->smtime == mtime; lo++)
+		if (v[lo]->kept != 3) {
+			v[lo]->kept = 3; /* taken for now (reset by the caller) */
+			return v[lo];
+		}
+	return NULL;
+}
+
 /* New source files that look like a recorded file gone from the source
- * whose copy is still at the destination: moves (or copies) to confirm. */
+ * whose copy is still at the destination: moves (or copies) to confirm.
+ * A source whose times all moved by whole hours is looked up as recorded
+ * too (a file moved on a phone that changed time zone). */
 static int
 plan_moves(struct ph_plan *plan, const struct ph_tree *src, int deletes)
 {
@@ -115,27 +148,15 @@ plan_moves(struct ph_plan *plan, const struct ph_tree *src, int deletes)
 	for (i = 0; i < plan->n; i++) {
 		struct ph_action *a = &plan->v[i];
 		const struct ph_entry *s = &src->v[a->src];
-		size_t lo = 0, hi = n;
+		struct ph_del *c;
 
 		if (a->kind != PH_A_NEW || s->nosize || s->size == 0)
 			continue;
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (v[mid]->ssize < s->size ||
-			    (v[mid]->ssize == s->size && v[mid]->smtime < s->mtime))
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		/* The first unused one of that size and time. */
-		for (; lo < n && v[lo]->ssize == s->size && v[lo]->smtime == s->mtime; lo++) {
-			if (v[lo]->kept == 3)
-				continue;
-			v[lo]->kept = 3; /* taken for now (reset below) */
+		if ((c = take_candidate(v, n, s->size, s->mtime)) == NULL && plan->src_shift != 0)
+			c = take_candidate(v, n, s->size, s->mtime - plan->src_shift);
+		if (c != NULL) {
 			a->how = deletes ? PH_N_MOVE : PH_N_COPY;
-			a->dst = v[lo]->dst;
-			break;
+			a->dst = c->dst;
 		}
 	}
 	for (i = 0; i < n; i++)
@@ -199,7 +220,8 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 		plan->del[plan->ndel].ssize = kn->ssize;
 		plan->del[plan->ndel].smtime = kn->smtime;
 		plan->del[plan->ndel].kept = d->nosize || d->size != kn->dsize ||
-		                             !same_time(d->mtime, kn->dmtime, win) ||
+		                             !time_as_recorded(d->mtime, kn->dmtime,
+		                                               plan->dst_shift, win) ||
 		                             (kn->touched & PH_KNOWN_DST);
 		if (!plan->del[plan->ndel].kept && opts->deletes)
 			plan->ndel_go++;

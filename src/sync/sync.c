@@ -363,7 +363,7 @@ block_unlisted(struct ph_job *j)
  * ignores case), source names that would land on one another kept apart,
  * and each source entry's path at the destination. */
 static int
-match_names(struct ph_job *j)
+match_names(struct ph_job *j, int *foldp)
 {
 	struct ph_probe pr;
 	int fold, rc;
@@ -381,6 +381,7 @@ match_names(struct ph_job *j)
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
 	    (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0)
 		return ph_err(j->ctx, rc, "out of memory matching names");
+	*foldp = fold;
 	return 0;
 }
 
@@ -656,7 +657,17 @@ ph_run_scan(struct run *r)
 int
 ph_run_names(struct run *r)
 {
-	return match_names(&r->j);
+	return match_names(&r->j, &r->fold);
+}
+
+int
+ph_run_dest_again(struct run *r, struct run *other)
+{
+	int rc = ph_names_dest_paths(&r->j.src, &r->j.dst, r->fold);
+
+	/* (The phone's tree is both runs': the same storage.) */
+	other->j.dst = r->j.src;
+	return rc != 0 ? ph_err(r->j.ctx, rc, "out of memory matching names") : 0;
 }
 
 int
@@ -680,7 +691,7 @@ ph_run_plan(struct run *r)
 	int rc;
 
 	/* (A two-way run matched both orientations' names first.) */
-	if (!j->twoway && (rc = match_names(j)) != 0)
+	if (!j->twoway && (rc = match_names(j, &r->fold)) != 0)
 		return rc;
 	if (!r->pull)
 		hold_paths(j);
@@ -726,8 +737,11 @@ ph_run_pass(struct run *r)
 	    (rc = load_partials(j)) != 0)
 		return rc;
 	report_skips(j);
-	report_shift(j, j->plan.src_shift, 1);
-	report_shift(j, j->plan.dst_shift, 0);
+	/* (A two-way run's push pass found the shifts its pull pass said.) */
+	if (r->pull || !j->twoway) {
+		report_shift(j, j->plan.src_shift, 1);
+		report_shift(j, j->plan.dst_shift, 0);
+	}
 	/* A push's kept uploads, checked now their files' places are known. */
 	if (!r->pull && j->npartials > 0 && (rc = check_partial_rows(j, PH_TEMP_NEW)) != 0)
 		return rc;

@@ -152,7 +152,8 @@ two_plan(struct ph_two *t)
 	/* Matching may have sorted or renamed: one tree each, the latest. */
 	a->src = b->dst;
 	a->dst = b->src;
-	if ((rc = ph_run_known_both(&t->a, &t->b)) != 0 ||
+	if ((rc = ph_run_dest_again(&t->a, &t->b)) != 0 ||
+	    (rc = ph_run_known_both(&t->a, &t->b)) != 0 ||
 	    (rc = ph_run_plan(&t->a)) != 0 || (rc = ph_run_plan(&t->b)) != 0)
 		return rc;
 	keep_held(t);

@@ -167,6 +167,9 @@ test_case_insensitive_destination(void **state)
 	add(&dst, "PHOTO.JPG", PH_T_FILE);
 	add(&dst, "ALBUM", PH_T_DIR);
 	add(&dst, "ALBUM/A.jpg", PH_T_FILE);
+	add(&dst, "ALBUM/only-here.jpg", PH_T_FILE);
+	add(&dst, "ALBUM/SUB", PH_T_DIR);
+	add(&dst, "ALBUM/SUB/z.jpg", PH_T_FILE);
 	ph_tree_sort(&src);
 	ph_tree_sort(&dst);
 	assert_int_equal(ph_names_fold_collide(&src), 1);
@@ -184,6 +187,13 @@ test_case_insensitive_destination(void **state)
 	assert_non_null(e);
 	assert_string_equal(ph_entry_raw(e), "PHOTO.JPG");
 	assert_non_null(ph_tree_find(&dst, "Album/a.jpg"));
+	/* and what only the destination has under a folder keeps its folder's. */
+	e = ph_tree_find(&dst, "Album/only-here.jpg");
+	assert_non_null(e);
+	assert_string_equal(ph_entry_raw(e), "ALBUM/only-here.jpg");
+	e = ph_tree_find(&dst, "Album/SUB/z.jpg");
+	assert_non_null(e);
+	assert_string_equal(ph_entry_raw(e), "ALBUM/SUB/z.jpg");
 	assert_int_equal(ph_names_dest_paths(&src, &dst, 1), 0);
 	assert_string_equal(ph_entry_dpath(ph_tree_find(&src, "photo.jpg")), "PHOTO.JPG");
 	assert_string_equal(ph_entry_dpath(ph_tree_find(&src, "Album/a.jpg")), "ALBUM/A.jpg");

@@ -440,6 +440,66 @@ test_plan_hour_shift(void **state)
 	ph_tree_free(&dst);
 }
 
+/* The shift is no change: a file gone from the source whose copy at a
+ * shifted destination is as recorded once the shift is off is deleted (not
+ * kept as "changed there"), and a file moved at a shifted source is found
+ * as a move by its recorded time. */
+static void
+test_plan_hour_shift_deletes_and_moves(void **state)
+{
+	struct ph_tree src = { 0 }, dst = { 0 };
+	struct ph_known kv[6];
+	struct ph_known_set known = { kv, 6, 0 };
+	struct ph_plan_opts ko = { 0, 0, &known, 0, 1, NULL, 0 };
+	char names[6][16];
+	struct ph_plan p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 6; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%zu.jpg", i);
+		kv[i] = (struct ph_known){ names[i], 100 + i, 100 + i, 5000, 5000, 0 };
+		if (i > 0)
+			ut_add(&src, names[i], PH_T_FILE, 100 + i, 5000);
+		ut_add(&dst, names[i], PH_T_FILE, 100 + i, 5000 + 3600);
+	}
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	/* f0 deleted at the source, the destination's times all +1 h. */
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.dst_shift, 3600);
+	assert_int_equal(p.ndel, 1);
+	assert_int_equal(p.del[0].kept, 0);
+	assert_int_equal(p.ndel_go, 1);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+	memset(&src, 0, sizeof(src));
+	memset(&dst, 0, sizeof(dst));
+	/* f0 moved to sub/ at the source, whose times all moved +1 h. */
+	for (i = 0; i < 6; i++) {
+		ut_add(&src, i == 0 ? "sub/f0.jpg" : names[i], PH_T_FILE, 100 + i, 5000 + 3600);
+		ut_add(&dst, names[i], PH_T_FILE, 100 + i, 5000);
+	}
+	ut_add(&src, "sub", PH_T_DIR, 0, 5000);
+	ph_tree_sort(&src);
+	ph_tree_sort(&dst);
+	assert_int_equal(ph_plan_make(&src, &dst, &ko, &p), 0);
+	assert_int_equal(p.src_shift, 3600);
+	for (i = 0; i < p.n; i++) {
+		if (strcmp(src.v[p.v[i].src].path, "sub/f0.jpg") != 0)
+			continue;
+		assert_int_equal(p.v[i].kind, PH_A_NEW);
+		assert_int_equal(p.v[i].how, PH_N_MOVE);
+		assert_string_equal(dst.v[p.v[i].dst].path, "f0.jpg");
+		break;
+	}
+	assert_true(i < p.n);
+	ph_plan_free(&p);
+	ph_tree_free(&src);
+	ph_tree_free(&dst);
+}
+
 static void
 test_plan_conflicts_block_subtree(void **state)
 {
@@ -546,6 +606,7 @@ main(void)
 		cmocka_unit_test(test_plan_conflict_rules),
 		cmocka_unit_test(test_plan_gone),
 		cmocka_unit_test(test_plan_hour_shift),
+		cmocka_unit_test(test_plan_hour_shift_deletes_and_moves),
 		cmocka_unit_test(test_plan_conflicts_block_subtree),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plan_records_flagged_not_kept),
