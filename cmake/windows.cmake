@@ -17,7 +17,9 @@ set(PH_WIN_SYSLIBS ws2_32 iphlpapi shell32 advapi32 userenv psapi user32 bcrypt)
 # Static: libgcc and winpthread inside the .exe, nothing to ship beside it.
 add_link_options(-static)
 
-set(PH_WIN_PARTS core delta wire)
+set(PH_WIN_PARTS core delta wire state)
+# The libraries those parts use beyond xxHash (state: SQLite).
+set(PH_WIN_LIBS PkgConfig::SQLITE3)
 set(PH_WIN_SOURCES)
 foreach(src ${PHSYNC_LIB_SOURCES})
   get_filename_component(dir ${src} DIRECTORY)
@@ -40,7 +42,8 @@ target_include_directories(phsync_core_win
   PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_SOURCE_DIR}/platform/win32 ${CMAKE_BINARY_DIR})
 target_compile_definitions(phsync_core_win PRIVATE PHSYNC_VERSION_STRING="${PROJECT_VERSION}")
 # Threads: winpthreads (core/reap.c's thread), linked in by -static.
-target_link_libraries(phsync_core_win PUBLIC PkgConfig::XXHASH Threads::Threads ${PH_WIN_SYSLIBS})
+target_link_libraries(phsync_core_win PUBLIC PkgConfig::XXHASH ${PH_WIN_LIBS} Threads::Threads
+                      ${PH_WIN_SYSLIBS})
 
 # Everything that builds for Windows today (scripts/build-windows.sh builds this).
 add_custom_target(phsync_win_all)

@@ -17,6 +17,12 @@
 #define AT(fd) ((fd) == PH_AT_CWD ? AT_FDCWD : (fd))
 
 int
+ph_path_sep(int c)
+{
+	return c == '/';
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -43,6 +43,9 @@ struct ph_stat {
 	enum ph_ftype type;
 };
 
+/* 1 when c separates a path's components: '/' (Windows: '\\' too). */
+int ph_path_sep(int c);
+
 /* The folder path (absolute, or relative to the current folder) as a folder
  * descriptor. Returns the fd or -errno. */
 int ph_dir_open_path(const char *path);

@@ -93,6 +93,12 @@ fill(HANDLE h, struct ph_stat *st)
 }
 
 int
+ph_path_sep(int c)
+{
+	return c == '/' || c == '\\';
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	return ph_win_dir_open(path);
