@@ -71,14 +71,26 @@ ph_close(int fd)
 	return close(fd) == 0 ? 0 : -errno;
 }
 
+/* sec.nsec in ns, held at the ends of int64_t (before 1677, after 2262). */
+static int64_t
+ts_ns(int64_t sec, long nsec)
+{
+	if (sec >= INT64_MAX / 1000000000)
+		return INT64_MAX;
+	if (sec <= INT64_MIN / 1000000000)
+		return INT64_MIN;
+	return sec * 1000000000 + nsec;
+}
+
 static void
 fill(const struct stat *s, struct ph_stat *st)
 {
 	st->size = (uint64_t)s->st_size;
 	st->dev = (uint64_t)s->st_dev;
 	st->ino = (uint64_t)s->st_ino;
-	st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
-	st->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec;
+	st->mtime_ns = ts_ns((int64_t)s->st_mtim.tv_sec, s->st_mtim.tv_nsec);
+	st->mtime_sec = (int64_t)s->st_mtim.tv_sec;
+	st->ctime_ns = ts_ns((int64_t)s->st_ctim.tv_sec, s->st_ctim.tv_nsec);
 	st->mode = (uint32_t)(s->st_mode & 07777);
 	st->nlink = (uint32_t)s->st_nlink;
 	st->type = S_ISREG(s->st_mode) ? PH_FT_REG : S_ISDIR(s->st_mode) ? PH_FT_DIR :

@@ -36,8 +36,9 @@ struct ph_stat {
 	uint64_t size;
 	uint64_t dev;      /* the file system (Windows: the volume's serial number) */
 	uint64_t ino;      /* the file on it (Windows: the file index) */
-	int64_t mtime_ns;  /* since 1970, in ns */
-	int64_t ctime_ns;  /* the last change of data or metadata */
+	int64_t mtime_ns;  /* since 1970, in ns (held at INT64_MIN/MAX past 1677-2262) */
+	int64_t mtime_sec; /* the same in whole seconds, rounded down: any time at all */
+	int64_t ctime_ns;  /* the last change of data or metadata (held as mtime_ns) */
 	uint32_t mode;     /* permission bits (Windows: 0444 when read-only, else 0644/0755) */
 	uint32_t nlink;
 	enum ph_ftype type;

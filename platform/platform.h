@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* 1 when the CPU has AES instructions (AES-GCM is then the fastest cipher). */
 int ph_cpu_has_aes(void);
@@ -61,6 +62,36 @@ int ph_exe_path(char *buf, size_t n);
 /* Fills buf with n bytes from the OS's random source (getentropy, in
  * pieces of 256; Windows: BCryptGenRandom). Returns 0 or -errno. */
 int ph_random(void *buf, size_t n);
+
+/* C library pieces not every OS has (docs/WINDOWS.md, section 7): the
+ * POSIX call in platform/libc.c, the Windows one in platform/win32/libc.c. */
+
+/* The local time of t into *tm (localtime_r; Windows: localtime_s).
+ * Returns 0, or -EINVAL for a time the C library cannot break down. */
+int ph_localtime(time_t t, struct tm *tm);
+
+/* This computer's name (gethostname; Windows: its DNS host name), UTF-8,
+ * into buf (n bytes, always terminated, cut to fit); "" when unknown. */
+void ph_hostname(char *buf, size_t n);
+
+/* 0 when no process has the id pid, else 1 (it runs, or cannot be told:
+ * someone else's). POSIX: kill(pid, 0) and ESRCH; Windows: OpenProcess and
+ * its exit code. */
+int ph_pid_alive(uint32_t pid);
+
+/* The CPUs online (sysconf; Windows: GetActiveProcessorCount), at least 1. */
+int ph_cpu_count(void);
+
+/* The bytes an unprivileged writer may still use on the file system of
+ * the folder fd (fstatvfs: f_bavail * f_frsize; Windows:
+ * GetDiskFreeSpaceExW, quotas counted) into *bytes. 0 or -errno. */
+int ph_free_space(int fd, uint64_t *bytes);
+
+/* path made absolute, with every symlink, "." and ".." resolved (realpath;
+ * Windows: GetFinalPathNameByHandleW, in the form C:\dir or
+ * \\server\share\dir), into out (n bytes). The file must exist.
+ * Returns 0, -ENAMETOOLONG when it does not fit, or -errno. */
+int ph_realpath(const char *path, char *out, size_t n);
 
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */

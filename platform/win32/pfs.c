@@ -34,10 +34,24 @@ fd_handle(int fd)
 	return oh == -1 || oh == -2 ? INVALID_HANDLE_VALUE : (HANDLE)oh;
 }
 
+/* A FILETIME in ns since 1970, held at the ends of int64_t (after 2262). */
 static int64_t
 ft_ns(LONGLONG ticks)
 {
-	return (int64_t)(ticks - EPOCH_TICKS) * 100;
+	int64_t t = (int64_t)ticks - EPOCH_TICKS;
+
+	if (t >= INT64_MAX / 100)
+		return INT64_MAX;
+	return t <= INT64_MIN / 100 ? INT64_MIN : t * 100;
+}
+
+/* The same in whole seconds, rounded down. */
+static int64_t
+ft_sec(LONGLONG ticks)
+{
+	int64_t t = (int64_t)ticks - EPOCH_TICKS;
+
+	return t / 10000000 - (t % 10000000 < 0);
 }
 
 /* 1 when h (opened with FILE_FLAG_OPEN_REPARSE_POINT, attributes attrs) is a
@@ -72,6 +86,7 @@ fill(HANDLE h, struct ph_stat *st)
 	t.LowPart = bi.ftLastWriteTime.dwLowDateTime;
 	t.HighPart = (LONG)bi.ftLastWriteTime.dwHighDateTime;
 	st->mtime_ns = ft_ns(t.QuadPart);
+	st->mtime_sec = ft_sec(t.QuadPart);
 	/* ChangeTime (data or metadata) where the file system keeps it. */
 	if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof(basic)) &&
 	    basic.ChangeTime.QuadPart != 0)

@@ -41,7 +41,7 @@ memo_get(const char *kind, const char *dir, const char *user, const char *hostke
 {
 	char path[PATH_MAX + 32], buf[1024], want[512];
 	struct ph_stat st;
-	int64_t now = (int64_t)time(NULL), mt;
+	int64_t now = (int64_t)time(NULL);
 	int64_t n;
 	size_t wl;
 	int fd, fresh;
@@ -49,10 +49,8 @@ memo_get(const char *kind, const char *dir, const char *user, const char *hostke
 	if (memo_path(kind, dir, user, hostkey, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
 	    (fd = ph_openat(PH_AT_CWD, path, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0)
 		return 0;
-	fresh = ph_fstat(fd, &st) == 0 && st.type == PH_FT_REG;
-	/* Whole seconds, rounded down as st_mtime is. */
-	mt = st.mtime_ns / 1000000000 - (st.mtime_ns % 1000000000 < 0);
-	fresh = fresh && mt <= now && now - mt < PH_NOHELPER_TTL_S;
+	fresh = ph_fstat(fd, &st) == 0 && st.type == PH_FT_REG && st.mtime_sec <= now &&
+	        now - st.mtime_sec < PH_NOHELPER_TTL_S;
 	n = fresh ? ph_pread(fd, buf, sizeof(buf) - 1, 0) : -1;
 	ph_close(fd);
 	if (n <= 0)
