@@ -6,9 +6,9 @@
 # CMakeLists.txt (the POSIX library, the executable, install, helpers, the Linux
 # test suite) is not read on Windows yet.
 #
-# What builds for Windows today: the first layer, phsync_core_win = the parts
-# core, delta and wire, platform/cpu.c and platform/win32/*.c (platform.h's
-# Windows side). docs/WINDOWS.md lists what remains, file by file.
+# What builds for Windows today: phsync_core_win = the parts in PH_WIN_PARTS,
+# platform/cpu.c, platform/winname.c and platform/win32/*.c (platform.h's and
+# pfs.h's Windows side). docs/WINDOWS.md lists what remains, file by file.
 
 # Windows system libraries: libssh (ws2_32 iphlpapi shell32 advapi32), libuv
 # (psapi user32 userenv), libarchive (bcrypt). The .pc files of the prefix

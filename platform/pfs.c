@@ -50,6 +50,8 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 		of |= O_DIRECTORY;
 	if (flags & PH_O_NOFOLLOW)
 		of |= O_NOFOLLOW;
+	if (flags & PH_O_NONBLOCK)
+		of |= O_NONBLOCK;
 	fd = openat(AT(dirfd), name, of, (mode_t)mode);
 	if (fd < 0)
 		return -errno;
@@ -90,6 +92,7 @@ fill(const struct stat *s, struct ph_stat *st)
 	st->ino = (uint64_t)s->st_ino;
 	st->mtime_ns = ts_ns((int64_t)s->st_mtim.tv_sec, s->st_mtim.tv_nsec);
 	st->mtime_sec = (int64_t)s->st_mtim.tv_sec;
+	st->mtime_nsec = (uint32_t)s->st_mtim.tv_nsec;
 	st->ctime_ns = ts_ns((int64_t)s->st_ctim.tv_sec, s->st_ctim.tv_nsec);
 	st->mode = (uint32_t)(s->st_mode & 07777);
 	st->nlink = (uint32_t)s->st_nlink;

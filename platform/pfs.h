@@ -28,6 +28,8 @@
 #define PH_O_TRUNC    0x0040
 #define PH_O_DIR      0x0080 /* a folder, to list or to open names in */
 #define PH_O_NOFOLLOW 0x0100 /* a symlink (Windows: a symlink or junction): -ELOOP */
+#define PH_O_NONBLOCK 0x0200 /* POSIX: a FIFO does not block the open (reads of a
+                                regular file are the same); Windows: nothing */
 
 /* ph_stat.type */
 enum ph_ftype { PH_FT_OTHER = 0, PH_FT_REG, PH_FT_DIR, PH_FT_LNK };
@@ -38,6 +40,7 @@ struct ph_stat {
 	uint64_t ino;      /* the file on it (Windows: the file index) */
 	int64_t mtime_ns;  /* since 1970, in ns (held at INT64_MIN/MAX past 1677-2262) */
 	int64_t mtime_sec; /* the same in whole seconds, rounded down: any time at all */
+	uint32_t mtime_nsec; /* and the ns within that second */
 	int64_t ctime_ns;  /* the last change of data or metadata (held as mtime_ns) */
 	uint32_t mode;     /* permission bits (Windows: 0444 when read-only, else 0644/0755) */
 	uint32_t nlink;

@@ -87,6 +87,7 @@ fill(HANDLE h, struct ph_stat *st)
 	t.HighPart = (LONG)bi.ftLastWriteTime.dwHighDateTime;
 	st->mtime_ns = ft_ns(t.QuadPart);
 	st->mtime_sec = ft_sec(t.QuadPart);
+	st->mtime_nsec = (uint32_t)((t.QuadPart % 10000000 + 10000000) % 10000000) * 100u;
 	/* ChangeTime (data or metadata) where the file system keeps it. */
 	if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof(basic)) &&
 	    basic.ChangeTime.QuadPart != 0)

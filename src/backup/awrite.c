@@ -99,13 +99,25 @@ close_cb(struct archive *a, void *arg)
 	return ARCHIVE_OK;
 }
 
+/* Over a disk quota: EDQUOT, where the C library has it (mingw has not). */
+static int
+is_edquot(int e)
+{
+#ifdef EDQUOT
+	return e == EDQUOT;
+#else
+	(void)e;
+	return 0;
+#endif
+}
+
 /* The message for a failed write: the disk's own words first. */
 static int
 write_err(struct ph_aw *aw, const char *what)
 {
 	int e = aw->err ? aw->err : archive_errno(aw->a);
 
-	if (e == ENOSPC || e == EDQUOT)
+	if (e == ENOSPC || is_edquot(e))
 		return ph_err(aw->ctx, PHSYNC_ENOSPC, "%s: no space left on the archive's disk "
 		              "(%s); the incomplete archive was removed", aw->final, what);
 	if (aw->ctx->err[0] != '\0' && aw->err == EIO && e == EIO)
@@ -234,9 +246,7 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 			archive_write_set_filter_option(aw->a, NULL, "compression-level", opt + 18);
 		}
 		if (aw->kind == PH_AW_XZ) {
-			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-			snprintf(opt, sizeof(opt), "%ld", ncpu < 1 ? 1 : ncpu);
+			snprintf(opt, sizeof(opt), "%d", ph_cpu_count());
 			archive_write_set_filter_option(aw->a, "xz", "threads", opt);
 		}
 	}

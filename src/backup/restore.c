@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -21,6 +20,7 @@
 #include "ctx.h"
 #include "brun.h"
 #include "local.h"
+#include "platform.h"
 #include "pset.h"
 #include "tempname.h"
 
@@ -157,7 +157,7 @@ static int
 open_place(struct rs *r, const struct ph_ar_entry *e, int *dfd, const char **base)
 {
 	struct ph_brun *run = r->run;
-	struct statvfs vs;
+	uint64_t space;
 	char *dir = NULL;
 	int rc;
 
@@ -174,7 +174,7 @@ open_place(struct rs *r, const struct ph_ar_entry *e, int *dfd, const char **bas
 		return ph_err(run->ctx, rc, "%s: cannot make its folder: %s", e->path,
 		              phsync_strerror(rc));
 	/* A size that cannot fit is refused before a byte is written. */
-	if (fstatvfs(*dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
+	if (ph_free_space(*dfd, &space) == 0 && e->size / 2 > space / 2) {
 		close(*dfd);
 		*dfd = -1;
 		return ph_err(run->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
