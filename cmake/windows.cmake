@@ -17,10 +17,10 @@ set(PH_WIN_SYSLIBS ws2_32 iphlpapi shell32 advapi32 userenv psapi user32 bcrypt)
 # Static: libgcc and winpthread inside the .exe, nothing to ship beside it.
 add_link_options(-static)
 
-set(PH_WIN_PARTS core delta wire state scan)
-# The libraries those parts use beyond xxHash (state: SQLite; scan: utf8proc,
-# and libssh through the transport headers of its remote listing).
-set(PH_WIN_LIBS PkgConfig::SQLITE3 PkgConfig::UTF8PROC)
+set(PH_WIN_PARTS core delta wire state scan backup)
+# The libraries those parts use beyond xxHash (state: SQLite; scan: utf8proc;
+# backup: libarchive and zstd).
+set(PH_WIN_LIBS PkgConfig::SQLITE3 PkgConfig::UTF8PROC PkgConfig::LIBARCHIVE PkgConfig::ZSTD)
 set(PH_WIN_SOURCES)
 foreach(src ${PHSYNC_LIB_SOURCES})
   get_filename_component(dir ${src} DIRECTORY)

@@ -179,6 +179,22 @@ ph_futime(int fd, int64_t mtime_ns)
 	return futimens(fd, ts) == 0 ? 0 : -errno;
 }
 
+int
+ph_set_times(int fd, int64_t sec, uint32_t nsec)
+{
+	struct timespec ts[2];
+
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+	ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
+	return futimens(fd, ts) == 0 ? 0 : -errno;
+}
+
+int
+ph_fchmod(int fd, unsigned mode)
+{
+	return fchmod(fd, (mode_t)mode) == 0 ? 0 : -errno;
+}
+
 int64_t
 ph_pread(int fd, void *buf, size_t n, uint64_t off)
 {

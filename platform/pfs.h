@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest name in a folder, in bytes (POSIX's NAME_MAX, which mingw lacks). */
+#define PH_NAME_MAX 255
+
 /* As a folder descriptor: name is then a path, absolute or relative to the
  * current folder (on Windows also with a drive, "C:\\x" or "C:/x"). */
 #define PH_AT_CWD (-100)
@@ -94,6 +97,15 @@ int ph_ftruncate(int fd, uint64_t size);
 /* Sets fd's modification time (ns since 1970), leaving the access time.
  * fd must be open for writing on Windows (SetFileTime). */
 int ph_futime(int fd, int64_t mtime_ns);
+
+/* Sets fd's access and modification times both to sec.nsec since 1970 (any
+ * time the file system holds; Windows: SetFileTime, in 100 ns steps, fd
+ * open for writing). A copy's access time is its modification time. */
+int ph_set_times(int fd, int64_t sec, uint32_t nsec);
+
+/* Sets fd's permission bits (fchmod). Windows keeps only "read-only": set
+ * when mode gives the owner no write permission, cleared otherwise. */
+int ph_fchmod(int fd, unsigned mode);
 
 /* Reads/writes up to n bytes at off without using the fd's position:
  * returns the count (0 at the end of the file) or -errno. On Windows

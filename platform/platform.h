@@ -3,10 +3,12 @@
 #ifndef PH_PLATFORM_H
 #define PH_PLATFORM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+#include <wchar.h>
 
 /* 1 when the CPU has AES instructions (AES-GCM is then the fastest cipher). */
 int ph_cpu_has_aes(void);
@@ -92,6 +94,37 @@ int ph_free_space(int fd, uint64_t *bytes);
  * \\server\share\dir), into out (n bytes). The file must exist.
  * Returns 0, -ENAMETOOLONG when it does not fit, or -errno. */
 int ph_realpath(const char *path, char *out, size_t n);
+
+/* Names handed to libraries that convert them (libarchive's writer). On
+ * POSIX they go as UTF-8 bytes under a C.UTF-8 character type for the
+ * calling thread: ph_utf8_ctype_new makes one (NULL when the system has
+ * none), ph_utf8_ctype_use makes it the thread's and returns the one to
+ * give back to it afterwards (NULL: nothing to give back), and
+ * ph_utf8_ctype_free frees it. On Windows libraries read byte names in the
+ * ANSI code page, so names go to them wide instead: ph_wide_name gives the
+ * UTF-8 name as a malloc'd UTF-16 string (0, -EILSEQ, -ENOMEM), and answers
+ * -ENOSYS on POSIX, where ph_utf8_ctype_new is NULL on Windows. */
+void *ph_utf8_ctype_new(void);
+void *ph_utf8_ctype_use(void *ctype);
+void ph_utf8_ctype_free(void *ctype);
+int ph_wide_name(const char *utf8, wchar_t **out);
+
+/* One piece of a gathered write. */
+struct ph_iov {
+	const void *base;
+	size_t len;
+};
+
+/* Writes the pieces in order (writev; Windows: one write per piece until
+ * one comes short). Returns the bytes written, which may be fewer than
+ * asked (the caller goes on from there), or -errno. */
+int64_t ph_writev(int fd, const struct ph_iov *iov, int cnt);
+
+/* pthread_create for a worker that must never take the process's signals
+ * (Ctrl-C goes to the caller's thread): on POSIX every signal is blocked
+ * in the new thread; Windows sends no signals to threads (Ctrl-C comes on
+ * a thread of its own). Returns pthread_create's answer. */
+int ph_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: ISC */
 /* platform.h's C library pieces on Windows: localtime_s, the computer's DNS
  * host name, OpenProcess for "does it run", GetActiveProcessorCount,
- * GetDiskFreeSpaceExW, GetFinalPathNameByHandleW. */
+ * GetDiskFreeSpaceExW, GetFinalPathNameByHandleW, writes of one piece at a
+ * time, threads (winpthreads). */
 #include <errno.h>
+#include <io.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +143,62 @@ ph_realpath(const char *path, char *out, size_t n)
 		memcpy(out, s, len + 1);
 	free(s);
 	return rc;
+}
+
+int64_t
+ph_writev(int fd, const struct ph_iov *iov, int cnt)
+{
+	int64_t done = 0;
+	int i;
+
+	for (i = 0; i < cnt; i++) {
+		size_t left = iov[i].len;
+		const char *p = iov[i].base;
+
+		while (left > 0) {
+			/* _write takes an unsigned int count. */
+			unsigned k = left > (1u << 30) ? (1u << 30) : (unsigned)left;
+			int w = _write(fd, p, k);
+
+			if (w < 0)
+				return done > 0 ? done : -errno;
+			done += w;
+			if ((unsigned)w < k)
+				return done;
+			p += w;
+			left -= (size_t)w;
+		}
+	}
+	return done;
+}
+
+int
+ph_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return pthread_create(th, NULL, fn, arg);
+}
+
+void *
+ph_utf8_ctype_new(void)
+{
+	return NULL;   /* names go to libraries wide (ph_wide_name) */
+}
+
+void *
+ph_utf8_ctype_use(void *ctype)
+{
+	(void)ctype;
+	return NULL;
+}
+
+void
+ph_utf8_ctype_free(void *ctype)
+{
+	(void)ctype;
+}
+
+int
+ph_wide_name(const char *utf8, wchar_t **out)
+{
+	return ph_win_widen(utf8, out);
 }

@@ -340,6 +340,47 @@ ph_futime(int fd, int64_t mtime_ns)
 	return SetFileTime(h, NULL, NULL, &ft) ? 0 : ph_win_errno(GetLastError());
 }
 
+int
+ph_set_times(int fd, int64_t sec, uint32_t nsec)
+{
+	HANDLE h = fd_handle(fd);
+	LARGE_INTEGER t;
+	FILETIME ft;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	/* FILETIME counts 100 ns from 1601 up to about the year 30828. */
+	if (sec < -EPOCH_TICKS / 10000000 || sec > (INT64_MAX - EPOCH_TICKS) / 10000000 - 1)
+		return -EINVAL;
+	t.QuadPart = sec * 10000000 + (int64_t)(nsec / 100) + EPOCH_TICKS;
+	ft.dwLowDateTime = t.LowPart;
+	ft.dwHighDateTime = (DWORD)t.HighPart;
+	return SetFileTime(h, NULL, &ft, &ft) ? 0 : ph_win_errno(GetLastError());
+}
+
+int
+ph_fchmod(int fd, unsigned mode)
+{
+	HANDLE h = fd_handle(fd);
+	FILE_BASIC_INFO bi;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	if (!GetFileInformationByHandleEx(h, FileBasicInfo, &bi, sizeof(bi)))
+		return ph_win_errno(GetLastError());
+	if (mode & 0200)
+		bi.FileAttributes &= ~(DWORD)FILE_ATTRIBUTE_READONLY;
+	else
+		bi.FileAttributes |= FILE_ATTRIBUTE_READONLY;
+	if (bi.FileAttributes == 0)
+		bi.FileAttributes = FILE_ATTRIBUTE_NORMAL;
+	/* Zero times mean "unchanged". */
+	bi.CreationTime.QuadPart = bi.LastAccessTime.QuadPart = 0;
+	bi.LastWriteTime.QuadPart = bi.ChangeTime.QuadPart = 0;
+	return SetFileInformationByHandle(h, FileBasicInfo, &bi, sizeof(bi)) ? 0 :
+	       ph_win_errno(GetLastError());
+}
+
 /* One ReadFile or WriteFile of at most 1 GiB at off. */
 static int64_t
 at_offset(int fd, void *rbuf, const void *wbuf, size_t n, uint64_t off)
