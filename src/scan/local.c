@@ -146,8 +146,9 @@ scan_fail(struct scan *s, const char *path, int err, const char *msg)
 	s->on_event(&ev, s->event_arg);
 }
 
-/* An entry read from the folder at s->path[0..plen) that is not listed
- * (the one remove_temps takes away if stale): whether to go on. */
+/* One of our temp names in the folder dfd (s->path[0..plen) its path):
+ * never listed; a partial download told to the caller, a stale leftover
+ * removed when remove_temps. Returns 0 or PHSYNC_ENOMEM. */
 static int
 scan_temp(struct scan *s, int dfd, const char *name, size_t plen, size_t nl,
           const struct ph_temp_info *ti)
