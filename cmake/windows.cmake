@@ -6,9 +6,9 @@
 # CMakeLists.txt (the POSIX library, the executable, install, helpers, the Linux
 # test suite) is not read on Windows yet.
 #
-# What builds for Windows today: the first layer, phsync_core_win = the parts
-# core, delta and wire, platform/cpu.c and platform/win32/*.c (platform.h's
-# Windows side). docs/WINDOWS.md lists what remains, file by file.
+# What builds for Windows today: phsync_core_win = the parts in PH_WIN_PARTS,
+# platform/cpu.c, platform/winname.c and platform/win32/*.c (platform.h's and
+# pfs.h's Windows side). docs/WINDOWS.md lists what remains, file by file.
 
 # Windows system libraries: libssh (ws2_32 iphlpapi shell32 advapi32), libuv
 # (psapi user32 userenv), libarchive (bcrypt). The .pc files of the prefix
@@ -17,7 +17,10 @@ set(PH_WIN_SYSLIBS ws2_32 iphlpapi shell32 advapi32 userenv psapi user32 bcrypt)
 # Static: libgcc and winpthread inside the .exe, nothing to ship beside it.
 add_link_options(-static)
 
-set(PH_WIN_PARTS core delta wire)
+set(PH_WIN_PARTS core delta wire state scan backup)
+# The libraries those parts use beyond xxHash (state: SQLite; scan: utf8proc;
+# backup: libarchive and zstd).
+set(PH_WIN_LIBS PkgConfig::SQLITE3 PkgConfig::UTF8PROC PkgConfig::LIBARCHIVE PkgConfig::ZSTD)
 set(PH_WIN_SOURCES)
 foreach(src ${PHSYNC_LIB_SOURCES})
   get_filename_component(dir ${src} DIRECTORY)
@@ -40,7 +43,8 @@ target_include_directories(phsync_core_win
   PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_SOURCE_DIR}/platform/win32 ${CMAKE_BINARY_DIR})
 target_compile_definitions(phsync_core_win PRIVATE PHSYNC_VERSION_STRING="${PROJECT_VERSION}")
 # Threads: winpthreads (core/reap.c's thread), linked in by -static.
-target_link_libraries(phsync_core_win PUBLIC PkgConfig::XXHASH Threads::Threads ${PH_WIN_SYSLIBS})
+target_link_libraries(phsync_core_win PUBLIC PkgConfig::XXHASH ${PH_WIN_LIBS} Threads::Threads
+                      ${PH_WIN_SYSLIBS})
 
 # Everything that builds for Windows today (scripts/build-windows.sh builds this).
 add_custom_target(phsync_win_all)

@@ -17,6 +17,12 @@
 #define AT(fd) ((fd) == PH_AT_CWD ? AT_FDCWD : (fd))
 
 int
+ph_path_sep(int c)
+{
+	return c == '/';
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -44,6 +50,8 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 		of |= O_DIRECTORY;
 	if (flags & PH_O_NOFOLLOW)
 		of |= O_NOFOLLOW;
+	if (flags & PH_O_NONBLOCK)
+		of |= O_NONBLOCK;
 	fd = openat(AT(dirfd), name, of, (mode_t)mode);
 	if (fd < 0)
 		return -errno;
@@ -65,14 +73,27 @@ ph_close(int fd)
 	return close(fd) == 0 ? 0 : -errno;
 }
 
+/* sec.nsec in ns, held at the ends of int64_t (before 1677, after 2262). */
+static int64_t
+ts_ns(int64_t sec, long nsec)
+{
+	if (sec >= INT64_MAX / 1000000000)
+		return INT64_MAX;
+	if (sec <= INT64_MIN / 1000000000)
+		return INT64_MIN;
+	return sec * 1000000000 + nsec;
+}
+
 static void
 fill(const struct stat *s, struct ph_stat *st)
 {
 	st->size = (uint64_t)s->st_size;
 	st->dev = (uint64_t)s->st_dev;
 	st->ino = (uint64_t)s->st_ino;
-	st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
-	st->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec;
+	st->mtime_ns = ts_ns((int64_t)s->st_mtim.tv_sec, s->st_mtim.tv_nsec);
+	st->mtime_sec = (int64_t)s->st_mtim.tv_sec;
+	st->mtime_nsec = (uint32_t)s->st_mtim.tv_nsec;
+	st->ctime_ns = ts_ns((int64_t)s->st_ctim.tv_sec, s->st_ctim.tv_nsec);
 	st->mode = (uint32_t)(s->st_mode & 07777);
 	st->nlink = (uint32_t)s->st_nlink;
 	st->type = S_ISREG(s->st_mode) ? PH_FT_REG : S_ISDIR(s->st_mode) ? PH_FT_DIR :
@@ -156,6 +177,22 @@ ph_futime(int fd, int64_t mtime_ns)
 		ts[1].tv_nsec += 1000000000;
 	}
 	return futimens(fd, ts) == 0 ? 0 : -errno;
+}
+
+int
+ph_set_times(int fd, int64_t sec, uint32_t nsec)
+{
+	struct timespec ts[2];
+
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+	ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
+	return futimens(fd, ts) == 0 ? 0 : -errno;
+}
+
+int
+ph_fchmod(int fd, unsigned mode)
+{
+	return fchmod(fd, (mode_t)mode) == 0 ? 0 : -errno;
 }
 
 int64_t

@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest name in a folder, in bytes (POSIX's NAME_MAX, which mingw lacks). */
+#define PH_NAME_MAX 255
+
 /* As a folder descriptor: name is then a path, absolute or relative to the
  * current folder (on Windows also with a drive, "C:\\x" or "C:/x"). */
 #define PH_AT_CWD (-100)
@@ -28,6 +31,8 @@
 #define PH_O_TRUNC    0x0040
 #define PH_O_DIR      0x0080 /* a folder, to list or to open names in */
 #define PH_O_NOFOLLOW 0x0100 /* a symlink (Windows: a symlink or junction): -ELOOP */
+#define PH_O_NONBLOCK 0x0200 /* POSIX: a FIFO does not block the open (reads of a
+                                regular file are the same); Windows: nothing */
 
 /* ph_stat.type */
 enum ph_ftype { PH_FT_OTHER = 0, PH_FT_REG, PH_FT_DIR, PH_FT_LNK };
@@ -36,12 +41,17 @@ struct ph_stat {
 	uint64_t size;
 	uint64_t dev;      /* the file system (Windows: the volume's serial number) */
 	uint64_t ino;      /* the file on it (Windows: the file index) */
-	int64_t mtime_ns;  /* since 1970, in ns */
-	int64_t ctime_ns;  /* the last change of data or metadata */
+	int64_t mtime_ns;  /* since 1970, in ns (held at INT64_MIN/MAX past 1677-2262) */
+	int64_t mtime_sec; /* the same in whole seconds, rounded down: any time at all */
+	uint32_t mtime_nsec; /* and the ns within that second */
+	int64_t ctime_ns;  /* the last change of data or metadata (held as mtime_ns) */
 	uint32_t mode;     /* permission bits (Windows: 0444 when read-only, else 0644/0755) */
 	uint32_t nlink;
 	enum ph_ftype type;
 };
+
+/* 1 when c separates a path's components: '/' (Windows: '\\' too). */
+int ph_path_sep(int c);
 
 /* The folder path (absolute, or relative to the current folder) as a folder
  * descriptor. Returns the fd or -errno. */
@@ -87,6 +97,15 @@ int ph_ftruncate(int fd, uint64_t size);
 /* Sets fd's modification time (ns since 1970), leaving the access time.
  * fd must be open for writing on Windows (SetFileTime). */
 int ph_futime(int fd, int64_t mtime_ns);
+
+/* Sets fd's access and modification times both to sec.nsec since 1970 (any
+ * time the file system holds; Windows: SetFileTime, in 100 ns steps, fd
+ * open for writing). A copy's access time is its modification time. */
+int ph_set_times(int fd, int64_t sec, uint32_t nsec);
+
+/* Sets fd's permission bits (fchmod). Windows keeps only "read-only": set
+ * when mode gives the owner no write permission, cleared otherwise. */
+int ph_fchmod(int fd, unsigned mode);
 
 /* Reads/writes up to n bytes at off without using the fd's position:
  * returns the count (0 at the end of the file) or -errno. On Windows

@@ -3,9 +3,12 @@
 #ifndef PH_PLATFORM_H
 #define PH_PLATFORM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
+#include <wchar.h>
 
 /* 1 when the CPU has AES instructions (AES-GCM is then the fastest cipher). */
 int ph_cpu_has_aes(void);
@@ -61,6 +64,67 @@ int ph_exe_path(char *buf, size_t n);
 /* Fills buf with n bytes from the OS's random source (getentropy, in
  * pieces of 256; Windows: BCryptGenRandom). Returns 0 or -errno. */
 int ph_random(void *buf, size_t n);
+
+/* C library pieces not every OS has (docs/WINDOWS.md, section 7): the
+ * POSIX call in platform/libc.c, the Windows one in platform/win32/libc.c. */
+
+/* The local time of t into *tm (localtime_r; Windows: localtime_s).
+ * Returns 0, or -EINVAL for a time the C library cannot break down. */
+int ph_localtime(time_t t, struct tm *tm);
+
+/* This computer's name (gethostname; Windows: its DNS host name), UTF-8,
+ * into buf (n bytes, always terminated, cut to fit); "" when unknown. */
+void ph_hostname(char *buf, size_t n);
+
+/* 0 when no process has the id pid, else 1 (it runs, or cannot be told:
+ * someone else's). POSIX: kill(pid, 0) and ESRCH; Windows: OpenProcess and
+ * its exit code. */
+int ph_pid_alive(uint32_t pid);
+
+/* The CPUs online (sysconf; Windows: GetActiveProcessorCount), at least 1. */
+int ph_cpu_count(void);
+
+/* The bytes an unprivileged writer may still use on the file system of
+ * the folder fd (fstatvfs: f_bavail * f_frsize; Windows:
+ * GetDiskFreeSpaceExW, quotas counted) into *bytes. 0 or -errno. */
+int ph_free_space(int fd, uint64_t *bytes);
+
+/* path made absolute, with every symlink, "." and ".." resolved (realpath;
+ * Windows: GetFinalPathNameByHandleW, in the form C:\dir or
+ * \\server\share\dir), into out (n bytes). The file must exist.
+ * Returns 0, -ENAMETOOLONG when it does not fit, or -errno. */
+int ph_realpath(const char *path, char *out, size_t n);
+
+/* Names handed to libraries that convert them (libarchive's writer). On
+ * POSIX they go as UTF-8 bytes under a C.UTF-8 character type for the
+ * calling thread: ph_utf8_ctype_new makes one (NULL when the system has
+ * none), ph_utf8_ctype_use makes it the thread's and returns the one to
+ * give back to it afterwards (NULL: nothing to give back), and
+ * ph_utf8_ctype_free frees it. On Windows libraries read byte names in the
+ * ANSI code page, so names go to them wide instead: ph_wide_name gives the
+ * UTF-8 name as a malloc'd UTF-16 string (0, -EILSEQ, -ENOMEM), and answers
+ * -ENOSYS on POSIX, where ph_utf8_ctype_new is NULL on Windows. */
+void *ph_utf8_ctype_new(void);
+void *ph_utf8_ctype_use(void *ctype);
+void ph_utf8_ctype_free(void *ctype);
+int ph_wide_name(const char *utf8, wchar_t **out);
+
+/* One piece of a gathered write. */
+struct ph_iov {
+	const void *base;
+	size_t len;
+};
+
+/* Writes the pieces in order (writev; Windows: one write per piece until
+ * one comes short). Returns the bytes written, which may be fewer than
+ * asked (the caller goes on from there), or -errno. */
+int64_t ph_writev(int fd, const struct ph_iov *iov, int cnt);
+
+/* pthread_create for a worker that must never take the process's signals
+ * (Ctrl-C goes to the caller's thread): on POSIX every signal is blocked
+ * in the new thread; Windows sends no signals to threads (Ctrl-C comes on
+ * a thread of its own). Returns pthread_create's answer. */
+int ph_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Raises the soft open-file limit to the hard one; returns the new soft
  * limit (or the old one if it could not be raised). */

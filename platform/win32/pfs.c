@@ -34,10 +34,24 @@ fd_handle(int fd)
 	return oh == -1 || oh == -2 ? INVALID_HANDLE_VALUE : (HANDLE)oh;
 }
 
+/* A FILETIME in ns since 1970, held at the ends of int64_t (after 2262). */
 static int64_t
 ft_ns(LONGLONG ticks)
 {
-	return (int64_t)(ticks - EPOCH_TICKS) * 100;
+	int64_t t = (int64_t)ticks - EPOCH_TICKS;
+
+	if (t >= INT64_MAX / 100)
+		return INT64_MAX;
+	return t <= INT64_MIN / 100 ? INT64_MIN : t * 100;
+}
+
+/* The same in whole seconds, rounded down. */
+static int64_t
+ft_sec(LONGLONG ticks)
+{
+	int64_t t = (int64_t)ticks - EPOCH_TICKS;
+
+	return t / 10000000 - (t % 10000000 < 0);
 }
 
 /* 1 when h (opened with FILE_FLAG_OPEN_REPARSE_POINT, attributes attrs) is a
@@ -72,6 +86,8 @@ fill(HANDLE h, struct ph_stat *st)
 	t.LowPart = bi.ftLastWriteTime.dwLowDateTime;
 	t.HighPart = (LONG)bi.ftLastWriteTime.dwHighDateTime;
 	st->mtime_ns = ft_ns(t.QuadPart);
+	st->mtime_sec = ft_sec(t.QuadPart);
+	st->mtime_nsec = (uint32_t)((t.QuadPart % 10000000 + 10000000) % 10000000) * 100u;
 	/* ChangeTime (data or metadata) where the file system keeps it. */
 	if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof(basic)) &&
 	    basic.ChangeTime.QuadPart != 0)
@@ -90,6 +106,12 @@ fill(HANDLE h, struct ph_stat *st)
 	if (bi.dwFileAttributes & FILE_ATTRIBUTE_READONLY)
 		st->mode &= ~0222u;
 	return 0;
+}
+
+int
+ph_path_sep(int c)
+{
+	return c == '/' || c == '\\';
 }
 
 int
@@ -316,6 +338,47 @@ ph_futime(int fd, int64_t mtime_ns)
 	ft.dwLowDateTime = t.LowPart;
 	ft.dwHighDateTime = (DWORD)t.HighPart;
 	return SetFileTime(h, NULL, NULL, &ft) ? 0 : ph_win_errno(GetLastError());
+}
+
+int
+ph_set_times(int fd, int64_t sec, uint32_t nsec)
+{
+	HANDLE h = fd_handle(fd);
+	LARGE_INTEGER t;
+	FILETIME ft;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	/* FILETIME counts 100 ns from 1601 up to about the year 30828. */
+	if (sec < -EPOCH_TICKS / 10000000 || sec > (INT64_MAX - EPOCH_TICKS) / 10000000 - 1)
+		return -EINVAL;
+	t.QuadPart = sec * 10000000 + (int64_t)(nsec / 100) + EPOCH_TICKS;
+	ft.dwLowDateTime = t.LowPart;
+	ft.dwHighDateTime = (DWORD)t.HighPart;
+	return SetFileTime(h, NULL, &ft, &ft) ? 0 : ph_win_errno(GetLastError());
+}
+
+int
+ph_fchmod(int fd, unsigned mode)
+{
+	HANDLE h = fd_handle(fd);
+	FILE_BASIC_INFO bi;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return -EBADF;
+	if (!GetFileInformationByHandleEx(h, FileBasicInfo, &bi, sizeof(bi)))
+		return ph_win_errno(GetLastError());
+	if (mode & 0200)
+		bi.FileAttributes &= ~(DWORD)FILE_ATTRIBUTE_READONLY;
+	else
+		bi.FileAttributes |= FILE_ATTRIBUTE_READONLY;
+	if (bi.FileAttributes == 0)
+		bi.FileAttributes = FILE_ATTRIBUTE_NORMAL;
+	/* Zero times mean "unchanged". */
+	bi.CreationTime.QuadPart = bi.LastAccessTime.QuadPart = 0;
+	bi.LastWriteTime.QuadPart = bi.ChangeTime.QuadPart = 0;
+	return SetFileInformationByHandle(h, FileBasicInfo, &bi, sizeof(bi)) ? 0 :
+	       ph_win_errno(GetLastError());
 }
 
 /* One ReadFile or WriteFile of at most 1 GiB at off. */

@@ -7,15 +7,14 @@
  * both run beside the SFTP reads. */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
 
 #include "aout.h"
+#include "pfs.h"
 #include "phsync/phsync.h"
 #include "platform.h"
 
@@ -58,24 +57,24 @@ struct ph_aout {
 
 /* Writes the iovecs whole (a short write is continued). 0 or an errno. */
 static int
-writev_all(struct ph_aout *o, struct iovec *iov, int cnt)
+writev_all(struct ph_aout *o, struct ph_iov *iov, int cnt)
 {
 	while (cnt > 0) {
-		ssize_t w = writev(o->fd, iov, cnt);
+		int64_t w = ph_writev(o->fd, iov, cnt);
 
-		if (w < 0 && errno == EINTR)
+		if (w == -EINTR)
 			continue;
 		if (w <= 0)
-			return w < 0 ? errno : EIO;
+			return w < 0 ? (int)-w : EIO;
 		o->wbytes += (uint64_t)w;
-		while (cnt > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
+		while (cnt > 0 && (uint64_t)w >= iov->len) {
+			w -= (int64_t)iov->len;
 			iov++;
 			cnt--;
 		}
 		if (cnt > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
+			iov->base = (const uint8_t *)iov->base + w;
+			iov->len -= (size_t)w;
 		}
 	}
 	if (o->durable && o->wbytes - o->wb_off >= WB_STEP) {
@@ -89,7 +88,7 @@ writev_all(struct ph_aout *o, struct iovec *iov, int cnt)
 static int
 write_all(struct ph_aout *o, const void *p, size_t n)
 {
-	struct iovec iov = { (void *)p, n };
+	struct ph_iov iov = { p, n };
 
 	return n > 0 ? writev_all(o, &iov, 1) : 0;
 }
@@ -169,12 +168,12 @@ zraw(struct ph_aout *o, const uint8_t *p, size_t n)
 {
 	static const uint8_t hdr[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, (17 - 10) << 3 };
 	uint8_t bh[NIOV / 2][3];
-	struct iovec iov[NIOV];
+	struct ph_iov iov[NIOV];
 	int cnt = 0, k = 0;
 
 	if (!o->in_rframe) {
-		iov[cnt].iov_base = (void *)hdr;
-		iov[cnt++].iov_len = sizeof(hdr);
+		iov[cnt].base = hdr;
+		iov[cnt++].len = sizeof(hdr);
 		XXH64_reset(o->rawsum, 0);
 		o->in_rframe = 1;
 	}
@@ -183,10 +182,10 @@ zraw(struct ph_aout *o, const uint8_t *p, size_t n)
 		size_t b = n < RAW_BLOCK ? n : RAW_BLOCK;
 
 		le24(bh[k], (uint32_t)(b << 3));    /* not last, raw */
-		iov[cnt].iov_base = bh[k++];
-		iov[cnt++].iov_len = 3;
-		iov[cnt].iov_base = (void *)p;
-		iov[cnt++].iov_len = b;
+		iov[cnt].base = bh[k++];
+		iov[cnt++].len = 3;
+		iov[cnt].base = p;
+		iov[cnt++].len = b;
 		p += b;
 		n -= b;
 	}
@@ -220,8 +219,11 @@ put(struct ph_aout *o, const struct abuf *b)
 static int
 back_to_mark(struct ph_aout *o)
 {
-	if (ftruncate(o->fd, (off_t)o->mark_off) != 0 ||
-	    lseek(o->fd, (off_t)o->mark_off, SEEK_SET) < 0)
+	int e = ph_ftruncate(o->fd, o->mark_off);
+
+	if (e != 0)
+		return -e;
+	if (lseek(o->fd, (off_t)o->mark_off, SEEK_SET) < 0)
 		return errno;
 	o->wbytes = o->mark_off;
 	if (o->wb_off > o->mark_off)
@@ -282,9 +284,7 @@ int
 ph_aout_open(int fd, int zlevel, int durable, struct ph_aout **out)
 {
 	struct ph_aout *o = calloc(1, sizeof(*o));
-	sigset_t all, old;
 	unsigned i;
-	int rc;
 
 	*out = NULL;
 	if (o == NULL)
@@ -309,11 +309,7 @@ ph_aout_open(int fd, int zlevel, int durable, struct ph_aout **out)
 		ZSTD_CCtx_setParameter(o->cc, ZSTD_c_checksumFlag, 1);
 	}
 	/* Signals (Ctrl-C) go to the caller's thread, never to the writer. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&o->th, NULL, writer, o);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if (ph_thread_start(&o->th, writer, o) != 0)
 		goto fail;
 	o->started = 1;
 	*out = o;

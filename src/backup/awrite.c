@@ -4,21 +4,17 @@
  * is stored, not recompressed). */
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "aout.h"
 #include "awrite.h"
 #include "ctx.h"
+#include "pfs.h"
 #include "platform.h"
 #include "tempname.h"
 
@@ -26,11 +22,11 @@ struct ph_aw {
 	phsync_ctx *ctx;
 	struct archive *a;
 	int kind, fd, dfd, do_fsync, err, open;
-	locale_t utf8;              /* C.UTF-8 for libarchive's name conversions, or 0 */
+	void *utf8;                 /* C.UTF-8 for libarchive's name conversions, or NULL */
 	size_t extlen;
 	char final[PATH_MAX];       /* as given */
-	char tmp[NAME_MAX + 1];     /* in dfd */
-	char tmppath[PATH_MAX + NAME_MAX + 2];
+	char tmp[PH_NAME_MAX + 1];  /* in dfd */
+	char tmppath[PATH_MAX + PH_NAME_MAX + 2];
 	struct ph_aout *out;        /* the writer thread */
 	int store;                  /* .tar.zst: stored bytes go in raw frames */
 };
@@ -99,13 +95,25 @@ close_cb(struct archive *a, void *arg)
 	return ARCHIVE_OK;
 }
 
+/* Over a disk quota: EDQUOT, where the C library has it (mingw has not). */
+static int
+is_edquot(int e)
+{
+#ifdef EDQUOT
+	return e == EDQUOT;
+#else
+	(void)e;
+	return 0;
+#endif
+}
+
 /* The message for a failed write: the disk's own words first. */
 static int
 write_err(struct ph_aw *aw, const char *what)
 {
 	int e = aw->err ? aw->err : archive_errno(aw->a);
 
-	if (e == ENOSPC || e == EDQUOT)
+	if (e == ENOSPC || is_edquot(e))
 		return ph_err(aw->ctx, PHSYNC_ENOSPC, "%s: no space left on the archive's disk "
 		              "(%s); the incomplete archive was removed", aw->final, what);
 	if (aw->ctx->err[0] != '\0' && aw->err == EIO && e == EIO)
@@ -120,30 +128,33 @@ static void
 clean_stale(int dfd, const char *ext)
 {
 	struct ph_temp_owner self;
-	struct dirent *de;
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct ph_dirent de;
+	struct ph_dir *d;
 	int64_t now = (int64_t)time(NULL);
+	int r;
 
-	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
+	/* pfs.h lists through a descriptor of its own: dfd stays as it is. */
+	if (ph_dir_list(dfd, &d) != 0)
 		return;
-	}
 	ph_temp_owner_self(&self);
-	while ((de = readdir(d)) != NULL) {
+	while ((r = ph_dir_read(d, &de)) != 0) {
 		struct ph_temp_info ti;
-		size_t nl = strlen(de->d_name), el = strlen(ext);
+		size_t nl, el = strlen(ext);
 
-		if (!ph_temp_parse(de->d_name, nl, &ti) || ti.kind != PH_TEMP_NEW ||
+		if (r == -EILSEQ)
+			continue;
+		if (r < 0)
+			break;
+		nl = strlen(de.name);
+		if (!ph_temp_parse(de.name, nl, &ti) || ti.kind != PH_TEMP_NEW ||
 		    !ph_temp_stale(&ti, &self, now))
 			continue;
-		if (ti.final_len < el || memcmp(de->d_name + ti.final_off + ti.final_len - el, ext,
+		if (ti.final_len < el || memcmp(de.name + ti.final_off + ti.final_len - el, ext,
 		                                el) != 0)
 			continue;
-		unlinkat(dfd, de->d_name, 0);
+		ph_unlinkat(dfd, de.name, 0);
 	}
-	closedir(d);
+	ph_dir_end(d);
 }
 
 int
@@ -166,7 +177,7 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 	 * wrote hdrcharset=BINARY records that GNU tar warns about. Only the
 	 * writer: under a UTF-8 locale libarchive's reader turns NFD names
 	 * into NFC, so aread.c keeps the C locale and gets the bytes. */
-	aw->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	aw->utf8 = ph_utf8_ctype_new();
 	snprintf(aw->final, sizeof(aw->final), "%s", final);
 	if ((aw->kind = ph_aw_kind_of(final, &aw->extlen)) == 0) {
 		rc = ph_err(ctx, PHSYNC_EINVAL, "%s: the archive's name must end in .tar, .tar.zst, "
@@ -182,9 +193,10 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 			snprintf(dir, sizeof(dir), "/");
 		base++;
 	}
-	if ((aw->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = ph_err(ctx, ph_err_from_errno(errno), "%s: the archive's folder: %s", dir,
-		            strerror(errno));
+	if ((aw->dfd = ph_dir_open_path(dir)) < 0) {
+		rc = ph_err(ctx, ph_err_from_errno(-aw->dfd), "%s: the archive's folder: %s", dir,
+		            strerror(-aw->dfd));
+		aw->dfd = -1;
 		goto fail;
 	}
 	clean_stale(aw->dfd, final + strlen(final) - aw->extlen);
@@ -194,11 +206,13 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 			rc = ph_err(ctx, PHSYNC_EINVAL, "%s: no archive name", final);
 			goto fail;
 		}
-		aw->fd = openat(aw->dfd, aw->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		                0600);
-		if (aw->fd < 0 && errno != EEXIST) {
-			rc = ph_err(ctx, ph_err_from_errno(errno), "%s/%s: %s", dir, aw->tmp,
-			            strerror(errno));
+		aw->fd = ph_openat(aw->dfd, aw->tmp,
+		                   PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW, 0600);
+		if (aw->fd < 0 && aw->fd != -EEXIST) {
+			int e = -aw->fd;
+
+			aw->fd = -1;
+			rc = ph_err(ctx, ph_err_from_errno(e), "%s/%s: %s", dir, aw->tmp, strerror(e));
 			goto fail;
 		}
 	}
@@ -234,9 +248,7 @@ ph_aw_open(phsync_ctx *ctx, const char *final, int level, int do_fsync, struct p
 			archive_write_set_filter_option(aw->a, NULL, "compression-level", opt + 18);
 		}
 		if (aw->kind == PH_AW_XZ) {
-			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-			snprintf(opt, sizeof(opt), "%ld", ncpu < 1 ? 1 : ncpu);
+			snprintf(opt, sizeof(opt), "%d", ph_cpu_count());
 			archive_write_set_filter_option(aw->a, "xz", "threads", opt);
 		}
 	}
@@ -261,20 +273,27 @@ int
 ph_aw_header(struct ph_aw *aw, const struct ph_aw_entry *e)
 {
 	struct archive_entry *ae = archive_entry_new2(aw->a);
-	locale_t old;
+	wchar_t *wide = NULL;
+	void *old;
 	int r;
 
 	if (ae == NULL)
 		return PHSYNC_ENOMEM;
-	archive_entry_copy_pathname(ae, e->path);
+	/* Windows: the name as UTF-16 (libarchive would read bytes in the ANSI
+	 * code page); POSIX: as its bytes, under C.UTF-8 below. */
+	if (ph_wide_name(e->path, &wide) == 0)
+		archive_entry_copy_pathname_w(ae, wide);
+	else
+		archive_entry_copy_pathname(ae, e->path);
+	free(wide);
 	archive_entry_set_filetype(ae, e->dir ? AE_IFDIR : AE_IFREG);
 	archive_entry_set_perm(ae, e->mode & 07777);
 	archive_entry_set_size(ae, e->dir ? 0 : (la_int64_t)e->size);
 	archive_entry_set_mtime(ae, (time_t)e->mtime, e->nsec);
-	old = aw->utf8 != (locale_t)0 ? uselocale(aw->utf8) : (locale_t)0;
+	old = ph_utf8_ctype_use(aw->utf8);
 	r = archive_write_header(aw->a, ae);
-	if (old != (locale_t)0)
-		uselocale(old);
+	if (old != NULL)
+		ph_utf8_ctype_use(old);
 	archive_entry_free(ae);
 	if (r < ARCHIVE_WARN)
 		return write_err(aw, "writing");
@@ -379,7 +398,7 @@ alt_name(const struct ph_aw *aw, unsigned k, char *buf, size_t len)
 int
 ph_aw_commit(struct ph_aw *aw, char *published, size_t len)
 {
-	char name[NAME_MAX + 1];
+	char name[PH_NAME_MAX + 1];
 	unsigned k;
 	int rc = 0, r = 0;
 
@@ -387,14 +406,14 @@ ph_aw_commit(struct ph_aw *aw, char *published, size_t len)
 		rc = write_err(aw, "ending the archive");
 		goto out;
 	}
-	if (aw->do_fsync && fsync(aw->fd) != 0) {
-		aw->err = errno;
+	if (aw->do_fsync && (r = ph_durable_sync(&aw->fd, 1)) != 0) {
+		aw->err = -r;
 		rc = write_err(aw, "fsync");
 		goto out;
 	}
-	if (close(aw->fd) != 0) {
+	if ((r = ph_close(aw->fd)) != 0) {
 		aw->fd = -1;
-		aw->err = errno;
+		aw->err = -r;
 		rc = write_err(aw, "closing");
 		goto out;
 	}
@@ -410,11 +429,11 @@ ph_aw_commit(struct ph_aw *aw, char *published, size_t len)
 		goto out;
 	}
 	aw->open = 0;
-	if (aw->do_fsync && fsync(aw->dfd) != 0) {
+	if (aw->do_fsync && (r = ph_dir_sync(aw->dfd)) != 0) {
 		/* The archive is complete under its name; only its name may not
 		 * survive a power cut. Said, not hidden. */
 		rc = ph_err(aw->ctx, PHSYNC_EIO, "%s: the archive's folder cannot be fsync'ed: %s",
-		            aw->final, strerror(errno));
+		            aw->final, strerror(-r));
 	}
 	if (published != NULL) {
 		const char *base = strrchr(aw->final, '/');
@@ -436,12 +455,11 @@ ph_aw_abort(struct ph_aw *aw)
 		archive_write_free(aw->a);   /* closes too: harmless on a temp we remove */
 	ph_aout_free(aw->out);          /* before the fd closes: it writes to it */
 	if (aw->fd >= 0)
-		close(aw->fd);
+		ph_close(aw->fd);
 	if (aw->open)
-		unlinkat(aw->dfd, aw->tmp, 0);
+		ph_unlinkat(aw->dfd, aw->tmp, 0);
 	if (aw->dfd >= 0)
-		close(aw->dfd);
-	if (aw->utf8 != (locale_t)0)
-		freelocale(aw->utf8);
+		ph_close(aw->dfd);
+	ph_utf8_ctype_free(aw->utf8);
 	free(aw);
 }

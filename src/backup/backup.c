@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "phsync/backup.h"
+#include "platform.h"
 #include "awrite.h"
 #include "ctx.h"
 #include "fetch.h"
@@ -229,7 +230,8 @@ expand_name(phsync_ctx *ctx, const char *tmpl, time_t now, char *out, size_t len
 	size_t o = 0;
 	const char *p;
 
-	localtime_r(&now, &tm);
+	if (ph_localtime(now, &tm) != 0)
+		memset(&tm, 0, sizeof(tm));
 	for (p = tmpl; *p && o + 8 < len; p++) {
 		int v = -1, w = 2;
 
@@ -266,15 +268,15 @@ open_series(struct ph_brun *run, struct ph_ssh *ssh, const char *src_abs, const 
 	char user[256] = "", host[256] = "", dir[PATH_MAX], lpath[PATH_MAX + 300];
 	char hk[PH_SSH_HOST_KEY_MAX];
 	const char *base = strrchr(tmpl, '/');
+	int e;
 
 	snprintf(dir, sizeof(dir), "%.*s", base ? (int)(base - tmpl) : 1, base ? tmpl : ".");
 	if (base != NULL && dir[0] == '\0')
 		snprintf(dir, sizeof(dir), "/");
 	base = base ? base + 1 : tmpl;
-	if (realpath(dir, absdir) == NULL)
-		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: the archive's folder: %s", dir,
-		              strerror(errno));
-	(void)dlen;
+	if ((e = ph_realpath(dir, absdir, dlen)) != 0)
+		return ph_err(run->ctx, ph_err_from_errno(-e), "%s: the archive's folder: %s", dir,
+		              strerror(-e));
 	key.port = 0;
 	key.hostkey = NULL;   /* a local source: keyed by its folder alone */
 	if (ssh != NULL)
@@ -558,8 +560,8 @@ scan_local_source(struct ph_brun *run, const char *src, char *srcabs)
 
 	if ((rc = ph_local_open_root(run->ctx, src, PH_ROOT_OPEN, &run->lroot)) != 0)
 		return rc;
-	if (realpath(src, srcabs) == NULL)
-		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", src, strerror(errno));
+	if ((rc = ph_realpath(src, srcabs, PATH_MAX)) != 0)
+		return ph_err(run->ctx, ph_err_from_errno(-rc), "%s: %s", src, strerror(-rc));
 	if ((rc = ph_local_scan(run->ctx, run->lroot, &run->filter, 0, 1, &run->src, NULL,
 	                        lscan_event, run, &failed)) != 0)
 		return rc;

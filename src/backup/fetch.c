@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "fetch.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
 
 /* Bytes asked for and not yet handed over. Where the archive can take an
@@ -460,9 +461,9 @@ local_open(struct ph_brun *run, const char *rel, int *fd)
 	free(dir);
 	if (rc != 0)
 		return rc;
-	*fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	rc = *fd < 0 ? ph_err_from_errno(errno) : 0;
-	close(dfd);
+	*fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW | PH_O_NONBLOCK, 0);
+	rc = *fd < 0 ? ph_err_from_errno(-*fd) : 0;
+	ph_close(dfd);
 	return rc;
 }
 
@@ -490,7 +491,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 {
 	const struct ph_fetch_ops *ops = fe->ops;
 	const struct ph_entry *e = fe->items[i].e;
-	struct stat st;
+	struct ph_stat st;
 	uint64_t left;
 	ssize_t r;
 	int fd = -1, rc;
@@ -501,26 +502,26 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 			return rc;
 		return ops->end(ops->arg, i);
 	}
-	if ((rc = local_open(fe->run, ph_entry_raw(e), &fd)) != 0 || fstat(fd, &st) != 0 ||
-	    !S_ISREG(st.st_mode)) {
+	if ((rc = local_open(fe->run, ph_entry_raw(e), &fd)) != 0 || ph_fstat(fd, &st) != 0 ||
+	    st.type != PH_FT_REG) {
 		snprintf(msg, sizeof(msg), "cannot open: %s", rc ? phsync_strerror(rc) :
 		         "not a regular file any more");
 		ops->failed(ops->arg, i, rc ? rc : PHSYNC_EIO, msg);
 		if (fd >= 0)
-			close(fd);
+			ph_close(fd);
 		return 0;
 	}
-	left = (uint64_t)st.st_size;
+	left = st.size;
 	if (left <= PH_FETCH_HOLD) {
 		/* Held: read it whole (and one byte more, which must not come). */
 		uint8_t *all = malloc(left + 1);
 
 		if (all == NULL) {
-			close(fd);
+			ph_close(fd);
 			return PHSYNC_ENOMEM;
 		}
 		r = read_full(fd, all, left + 1);
-		close(fd);
+		ph_close(fd);
 		if (r != (ssize_t)left) {
 			snprintf(msg, sizeof(msg), r < 0 ? "reading: %s" : "the file changed size "
 			         "while read%s; left out of this archive", r < 0 ? strerror(errno) : "");
@@ -528,7 +529,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 			free(all);
 			return 0;
 		}
-		rc = ops->begin(ops->arg, i, left, st.st_mtime, ph_st_mtime_nsec(&st),
+		rc = ops->begin(ops->arg, i, left, st.mtime_sec, st.mtime_nsec,
 		                all, left);
 		if (rc == 0 && left > 0)
 			rc = ops->data(ops->arg, i, all, left);
@@ -537,7 +538,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 		free(all);
 		return rc;
 	}
-	rc = ops->begin(ops->arg, i, left, st.st_mtime, ph_st_mtime_nsec(&st), NULL, 0);
+	rc = ops->begin(ops->arg, i, left, st.mtime_sec, st.mtime_nsec, NULL, 0);
 	while (rc == 0 && left > 0) {
 		size_t want = left < LOCAL_CHUNK ? (size_t)left : LOCAL_CHUNK;
 
@@ -547,7 +548,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 			            "promised %llu bytes), so the archive was abandoned rather than "
 			            "hold wrong content", ph_entry_raw(e),
 			            r < 0 ? strerror(errno) : "the file shrank",
-			            (unsigned long long)st.st_size);
+			            (unsigned long long)st.size);
 			break;
 		}
 		rc = ops->data(ops->arg, i, buf, want);
@@ -556,7 +557,7 @@ fetch_local_one(struct fetch *fe, size_t i, uint8_t *buf)
 		if (fe->run->ctx->interrupted)
 			rc = PHSYNC_EINTR;
 	}
-	close(fd);
+	ph_close(fd);
 	return rc == 0 ? ops->end(ops->arg, i) : rc;
 }
 

@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "apath.h"
+#include "buf.h"
 #include "manifest.h"
 #include "phsync/error.h"
+#include "str.h"
 
 int
 ph_mf_add(struct ph_manifest *m, const struct ph_mf_file *f)
@@ -67,67 +69,86 @@ esc_needed(unsigned char c)
 	return c < 0x21 || c == 0x7f || c == '%';
 }
 
-static void
-put_esc(FILE *f, const char *s)
+static int
+put_esc(struct ph_buf *b, const char *s)
 {
-	for (; *s; s++) {
+	int rc = 0;
+
+	for (; *s && rc == 0; s++) {
 		if (esc_needed((unsigned char)*s))
-			fprintf(f, "%%%02X", (unsigned char)*s);
+			rc = ph_buf_printf(b, "%%%02X", (unsigned char)*s);
 		else
-			fputc(*s, f);
+			rc = ph_buf_put(b, s, 1);
 	}
+	return rc;
+}
+
+/* One entry's line. */
+static int
+put_entry(struct ph_buf *b, const struct ph_mf_file *e)
+{
+	int rc, k;
+
+	if (e->dir) {
+		rc = ph_buf_printf(b, "d %" PRId64 " %u %o ", e->mtime, e->nsec, e->mode);
+	} else {
+		rc = ph_buf_printf(b, "f %" PRIu64 " %" PRId64 " %u %o ", e->size, e->mtime, e->nsec,
+		                   e->mode);
+		for (k = 0; k < 16 && rc == 0; k++)
+			rc = ph_buf_printf(b, "%02x", e->hash[k]);
+		if (rc == 0)
+			rc = ph_buf_put(b, " ", 1);
+	}
+	if (rc == 0)
+		rc = put_esc(b, e->path);
+	return rc != 0 ? rc : ph_buf_put(b, "\n", 1);
 }
 
 int
 ph_mf_format(const struct ph_manifest *m, int head, char **out, size_t *len)
 {
-	FILE *f = open_memstream(out, len);
+	struct ph_buf b = { 0 };
 	uint64_t nfiles = 0, ndirs = 0;
 	size_t i;
-	int k;
+	int rc;
 
-	if (f == NULL)
-		return PHSYNC_ENOMEM;
-	fprintf(f, "phsync-manifest 1\nseries %s\nseq %" PRId64 "\nkind %s\nbase %" PRId64
-	        "\ncreated %" PRId64 "\nsource ", m->series, m->seq,
-	        m->full ? "full" : "incremental", m->base, m->created);
-	put_esc(f, m->source ? m->source : "");
-	fputc('\n', f);
-	if (head) {
-		fputs("head\n", f);
-		goto out;
-	}
-	for (i = 0; i < m->n; i++) {
-		const struct ph_mf_file *e = &m->v[i];
-
-		if (e->dir) {
+	*out = NULL;
+	*len = 0;
+	rc = ph_buf_printf(&b, "phsync-manifest 1\nseries %s\nseq %" PRId64 "\nkind %s\nbase %"
+	                   PRId64 "\ncreated %" PRId64 "\nsource ", m->series, m->seq,
+	                   m->full ? "full" : "incremental", m->base, m->created);
+	if (rc == 0)
+		rc = put_esc(&b, m->source ? m->source : "");
+	if (rc == 0)
+		rc = ph_buf_put(&b, "\n", 1);
+	if (rc == 0 && head)
+		rc = ph_buf_printf(&b, "head\n");
+	for (i = 0; !head && i < m->n && rc == 0; i++) {
+		if (m->v[i].dir)
 			ndirs++;
-			fprintf(f, "d %" PRId64 " %u %o ", e->mtime, e->nsec, e->mode);
-		} else {
+		else
 			nfiles++;
-			fprintf(f, "f %" PRIu64 " %" PRId64 " %u %o ", e->size, e->mtime, e->nsec,
-			        e->mode);
-			for (k = 0; k < 16; k++)
-				fprintf(f, "%02x", e->hash[k]);
-			fputc(' ', f);
-		}
-		put_esc(f, e->path);
-		fputc('\n', f);
+		rc = put_entry(&b, &m->v[i]);
 	}
-	for (i = 0; i < m->ndel; i++) {
-		fputs("x ", f);
-		put_esc(f, m->del[i]);
-		fputc('\n', f);
+	for (i = 0; !head && i < m->ndel && rc == 0; i++) {
+		rc = ph_buf_put(&b, "x ", 2);
+		if (rc == 0)
+			rc = put_esc(&b, m->del[i]);
+		if (rc == 0)
+			rc = ph_buf_put(&b, "\n", 1);
 	}
-	fprintf(f, "end %" PRIu64 " %" PRIu64 " %zu\n", nfiles, ndirs, m->ndel);
-out:
-	if (ferror(f)) {
-		fclose(f);
-		free(*out);
-		*out = NULL;
+	if (rc == 0 && !head)
+		rc = ph_buf_printf(&b, "end %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", nfiles, ndirs,
+		                   (uint64_t)m->ndel);
+	if (rc == 0)
+		rc = ph_buf_reserve(&b, 1);   /* the text's NUL, not counted */
+	if (rc != 0) {
+		ph_buf_free(&b);
 		return PHSYNC_ENOMEM;
 	}
-	fclose(f);
+	b.data[b.len] = '\0';
+	*out = (char *)b.data;
+	*len = b.len;
 	return 0;
 }
 
@@ -251,7 +272,7 @@ ph_mf_parse(const char *buf, size_t len, struct ph_manifest *m)
 		}
 		n = (size_t)(nl - p);
 		free(line);
-		if ((line = strndup(p, n)) == NULL) {
+		if ((line = ph_strndup(p, n)) == NULL) {
 			rc = -1;
 			break;
 		}

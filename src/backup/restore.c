@@ -4,13 +4,11 @@
  * renamed only once the whole archive read back right; nothing outside the
  * folder; no symlink followed or made. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -21,6 +19,8 @@
 #include "ctx.h"
 #include "brun.h"
 #include "local.h"
+#include "pfs.h"
+#include "platform.h"
 #include "pset.h"
 #include "tempname.h"
 
@@ -29,7 +29,7 @@
 /* A file written to its temp, renamed when its archive checked out. */
 struct staged {
 	char *path;
-	char tmp[NAME_MAX + 1];
+	char tmp[PH_NAME_MAX + 1];
 	uint64_t size, dev, ino;
 	uint8_t hash[16];
 };
@@ -58,10 +58,10 @@ struct rs {
 static int
 mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 {
-	char part[NAME_MAX + 1], sofar[PH_APATH_MAX];
+	char part[PH_NAME_MAX + 1], sofar[PH_APATH_MAX];
 	const char *p = rel;
-	struct stat st;
-	int fd = dup(r->root), nfd, made, rc = 0;
+	struct ph_stat st;
+	int fd = dup(r->root), nfd, made, rc = 0, e;
 
 	if (fd < 0)
 		return ph_err_from_errno(errno);
@@ -69,32 +69,29 @@ mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 		const char *s = strchr(p, '/');
 		size_t n = s ? (size_t)(s - p) : strlen(p);
 
-		if (n > NAME_MAX) {
-			close(fd);
+		if (n > PH_NAME_MAX) {
+			ph_close(fd);
 			return PHSYNC_EINVAL;
 		}
 		memcpy(part, p, n);
 		part[n] = '\0';
 		made = 0;
-		nfd = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(fd, part, (mode & 0777) | 0700) == 0)
+		nfd = ph_openat(fd, part, PH_O_DIR | PH_O_NOFOLLOW, 0);
+		if (nfd == -ENOENT) {
+			if ((e = ph_mkdirat(fd, part, (mode & 0777) | 0700)) == 0)
 				made = 1;
-			else if (errno != EEXIST) {
-				int e = errno;
-
-				close(fd);
-				return ph_err_from_errno(e);
+			else if (e != -EEXIST) {
+				ph_close(fd);
+				return ph_err_from_errno(-e);
 			}
-			nfd = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			nfd = ph_openat(fd, part, PH_O_DIR | PH_O_NOFOLLOW, 0);
 		}
 		if (nfd < 0) {
-			int e = errno;
-
-			close(fd);
-			return e == ELOOP || e == ENOTDIR ? PHSYNC_EUNSAFE : ph_err_from_errno(e);
+			ph_close(fd);
+			return nfd == -ELOOP || nfd == -ENOTDIR ? PHSYNC_EUNSAFE :
+			       ph_err_from_errno(-nfd);
 		}
-		close(fd);
+		ph_close(fd);
 		fd = nfd;
 		p += n + (s != NULL);
 		/* A folder this run made is its own: a later deletion may remove
@@ -104,16 +101,15 @@ mkdirs(struct rs *r, const char *rel, uint32_t mode, int *out)
 
 			if (len >= sizeof(sofar))
 				rc = PHSYNC_EINVAL;
-			else if (fstat(fd, &st) != 0)
-				rc = ph_err_from_errno(errno);
+			else if ((e = ph_fstat(fd, &st)) != 0)
+				rc = ph_err_from_errno(-e);
 			else {
 				memcpy(sofar, rel, len);
 				sofar[len] = '\0';
-				rc = ph_pset_put(&r->put, sofar, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
-				                 1, r->gen);
+				rc = ph_pset_put(&r->put, sofar, st.dev, st.ino, 1, r->gen);
 			}
 			if (rc != 0) {
-				close(fd);
+				ph_close(fd);
 				return rc;
 			}
 		}
@@ -157,7 +153,7 @@ static int
 open_place(struct rs *r, const struct ph_ar_entry *e, int *dfd, const char **base)
 {
 	struct ph_brun *run = r->run;
-	struct statvfs vs;
+	uint64_t space;
 	char *dir = NULL;
 	int rc;
 
@@ -174,8 +170,8 @@ open_place(struct rs *r, const struct ph_ar_entry *e, int *dfd, const char **bas
 		return ph_err(run->ctx, rc, "%s: cannot make its folder: %s", e->path,
 		              phsync_strerror(rc));
 	/* A size that cannot fit is refused before a byte is written. */
-	if (fstatvfs(*dfd, &vs) == 0 && e->size / 2 > (uint64_t)vs.f_bavail * vs.f_frsize / 2) {
-		close(*dfd);
+	if (ph_free_space(*dfd, &space) == 0 && e->size / 2 > space / 2) {
+		ph_close(*dfd);
 		*dfd = -1;
 		return ph_err(run->ctx, PHSYNC_ENOSPC, "%s: %llu bytes do not fit on the disk (no "
 		              "space left); the restore stopped, nothing of this archive was put "
@@ -190,18 +186,20 @@ static int
 open_temp(struct rs *r, int dfd, const char *base, const char *path, char *tmp, size_t len,
           int *fd)
 {
-	int tries;
+	int tries, e = 0;
 
 	*fd = -1;
 	for (tries = 0; *fd < 0 && tries < 16; tries++) {
 		ph_temp_name(tmp, len, base, PH_TEMP_NEW, &r->self);
-		*fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (*fd < 0 && errno != EEXIST)
+		e = ph_openat(dfd, tmp, PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW, 0600);
+		if (e >= 0)
+			*fd = e;
+		else if (e != -EEXIST)
 			break;
 	}
 	if (*fd < 0)
-		return ph_err(r->run->ctx, ph_err_from_errno(errno), "%s: cannot create its temp "
-		              "file: %s", path, strerror(errno));
+		return ph_err(r->run->ctx, ph_err_from_errno(-e), "%s: cannot create its temp "
+		              "file: %s", path, strerror(-e));
 	return 0;
 }
 
@@ -224,12 +222,12 @@ static int
 put_bytes(struct rs *r, int fd, const char *path, const void *p, size_t n, int64_t off)
 {
 	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, off);
+		int64_t w = ph_pwrite(fd, p, n, (uint64_t)off);
 
-		if (w < 0 && errno == EINTR)
+		if (w == -EINTR)
 			continue;
 		if (w <= 0) {
-			int e2 = w < 0 ? errno : EIO;
+			int e2 = w < 0 ? (int)-w : EIO;
 
 			return ph_err(r->run->ctx, ph_err_from_errno(e2), "%s: %s%s", path,
 			              strerror(e2), e2 == ENOSPC ? " (no space left); the restore "
@@ -273,21 +271,20 @@ copy_data(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e, int fd,
 /* Gives the temp file its size, mode and time, syncs it when asked, reads
  * its identity into st and closes it (*fd -1 after). */
 static int
-seal_temp(struct rs *r, const struct ph_ar_entry *e, int *fd, struct stat *st)
+seal_temp(struct rs *r, const struct ph_ar_entry *e, int *fd, struct ph_stat *st)
 {
 	struct ph_brun *run = r->run;
-	struct timespec ts[2];
 	int rc;
 
-	ts[0].tv_sec = ts[1].tv_sec = (time_t)e->mtime;
-	ts[0].tv_nsec = ts[1].tv_nsec = e->nsec;
-	if (ftruncate(*fd, (off_t)e->size) != 0 || fchmod(*fd, (e->mode & 0666) & ~r->mask) != 0 ||
-	    futimens(*fd, ts) != 0 || (run->o->fsync && fsync(*fd) != 0) || fstat(*fd, st) != 0)
-		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
-	rc = close(*fd);
+	if ((rc = ph_ftruncate(*fd, e->size)) != 0 ||
+	    (rc = ph_fchmod(*fd, (e->mode & 0666) & ~(unsigned)r->mask)) != 0 ||
+	    (rc = ph_set_times(*fd, e->mtime, e->nsec)) != 0 ||
+	    (run->o->fsync && (rc = ph_durable_sync(fd, 1)) != 0) || (rc = ph_fstat(*fd, st)) != 0)
+		return ph_err(run->ctx, ph_err_from_errno(-rc), "%s: %s", e->path, strerror(-rc));
+	rc = ph_close(*fd);
 	*fd = -1;
 	if (rc != 0)
-		return ph_err(run->ctx, ph_err_from_errno(errno), "%s: %s", e->path, strerror(errno));
+		return ph_err(run->ctx, ph_err_from_errno(-rc), "%s: %s", e->path, strerror(-rc));
 	return 0;
 }
 
@@ -318,7 +315,7 @@ static int
 stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 {
 	struct staged sg;
-	struct stat st;
+	struct ph_stat st;
 	XXH3_state_t *h = NULL;
 	XXH128_canonical_t c;
 	const char *base;
@@ -328,7 +325,7 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	if ((rc = open_place(r, e, &dfd, &base)) != 0)
 		return rc;
 	if ((rc = open_temp(r, dfd, base, e->path, sg.tmp, sizeof(sg.tmp), &fd)) != 0) {
-		close(dfd);
+		ph_close(dfd);
 		return rc;
 	}
 	if ((h = XXH3_createState()) == NULL) {
@@ -338,20 +335,20 @@ stage_file(struct rs *r, struct ph_ar *ar, const struct ph_ar_entry *e)
 	XXH3_128bits_reset(h);
 	if ((rc = copy_data(r, ar, e, fd, h)) != 0 || (rc = seal_temp(r, e, &fd, &st)) != 0)
 		goto fail;
-	sg.dev = (uint64_t)st.st_dev;
-	sg.ino = (uint64_t)st.st_ino;
+	sg.dev = st.dev;
+	sg.ino = st.ino;
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
 	memcpy(sg.hash, c.digest, 16);
 	XXH3_freeState(h);
-	close(dfd);
+	ph_close(dfd);
 	sg.size = e->size;
 	return add_staged(r, &sg, e->path);
 fail:
 	XXH3_freeState(h);
 	if (fd >= 0)
-		close(fd);
-	unlinkat(dfd, sg.tmp, 0);
-	close(dfd);
+		ph_close(fd);
+	ph_unlinkat(dfd, sg.tmp, 0);
+	ph_close(dfd);
 	return rc;
 }
 
@@ -368,8 +365,8 @@ unstage(struct rs *r)
 
 		if (ph_local_split(r->sv[i].path, &dir, &base) == 0) {
 			if (ph_local_opendir(r->root, dir, &dfd) == 0) {
-				unlinkat(dfd, r->sv[i].tmp, 0);
-				close(dfd);
+				ph_unlinkat(dfd, r->sv[i].tmp, 0);
+				ph_close(dfd);
 			}
 			free(dir);
 		}
@@ -426,7 +423,7 @@ delete_one(struct rs *r, const char *path)
 	struct ph_brun *run = r->run;
 	struct ph_pset_e *pe = ph_pset_get(&r->put, path);
 	const char *base;
-	struct stat st;
+	struct ph_stat st;
 	char *dir;
 	int dfd;
 
@@ -437,21 +434,21 @@ delete_one(struct rs *r, const char *path)
 		return;
 	}
 	free(dir);
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+	if (ph_fstatat(dfd, base, &st) != 0)
 		;   /* nothing there: nothing to do */
-	else if (pe == NULL || pe->dev != (uint64_t)st.st_dev || pe->ino != (uint64_t)st.st_ino)
+	else if (pe == NULL || pe->dev != st.dev || pe->ino != st.ino)
 		ph_emit(&run->ev, PHSYNC_EV_WARNING, path, NULL, 0, 0, "deleted at the source, but "
 		             "not put here by this restore: left alone");
-	else if (unlinkat(dfd, base, pe->dir ? AT_REMOVEDIR : 0) == 0) {
+	else if (ph_unlinkat(dfd, base, pe->dir ? PH_AT_REMOVEDIR : 0) == 0) {
 		pe->live = 0;
 		run->st.files_deleted++;
 		ph_emit(&run->ev, PHSYNC_EV_DELETED, path, "deleted", 0, 0, NULL);
 		if (run->o->fsync)
-			fsync(dfd);
+			ph_dir_sync(dfd);
 	} else
 		ph_emit(&run->ev, PHSYNC_EV_WARNING, path, NULL, 0, PHSYNC_EIO, "deleted at the "
 		             "source by then, but cannot be removed here (a folder not empty?)");
-	close(dfd);
+	ph_close(dfd);
 }
 
 static int
@@ -484,18 +481,17 @@ unmake(struct rs *r)
 	for (i = 0; i < n; i++) {
 		struct ph_pset_e *pe = ph_pset_get(&r->put, v[i]);
 		const char *base;
-		struct stat st;
+		struct ph_stat st;
 		char *dir;
 		int dfd;
 
 		if (ph_local_split(v[i], &dir, &base) != 0)
 			continue;
 		if (ph_local_opendir(r->root, dir, &dfd) == 0) {
-			if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    pe->dev == (uint64_t)st.st_dev && pe->ino == (uint64_t)st.st_ino &&
-			    unlinkat(dfd, base, AT_REMOVEDIR) == 0)
+			if (ph_fstatat(dfd, base, &st) == 0 && pe->dev == st.dev && pe->ino == st.ino &&
+			    ph_unlinkat(dfd, base, PH_AT_REMOVEDIR) == 0)
 				pe->live = 0;
-			close(dfd);
+			ph_close(dfd);
 		}
 		free(dir);
 	}
@@ -525,8 +521,8 @@ apply(struct rs *r, const struct ph_manifest *m)
 		else {
 			if (lastfd >= 0) {
 				if (run->o->fsync)
-					fsync(lastfd);
-				close(lastfd);
+					ph_dir_sync(lastfd);
+				ph_close(lastfd);
 				lastfd = -1;
 			}
 			if ((rc = ph_local_opendir(r->root, dir, &dfd)) != 0) {
@@ -537,12 +533,14 @@ apply(struct rs *r, const struct ph_manifest *m)
 			snprintf(lastdir, sizeof(lastdir), "%s", dir);
 		}
 		free(dir);
-		if (renameat(dfd, s->tmp, dfd, base) != 0) {
+		if ((rc = ph_renameat(dfd, s->tmp, dfd, base)) != 0) {
 			char msg[200];
+			int e = -rc;
 
-			snprintf(msg, sizeof(msg), "cannot be put in place: %s", strerror(errno));
-			unlinkat(dfd, s->tmp, 0);
-			refuse(r, s->path, ph_err_from_errno(errno), msg);
+			rc = 0;
+			snprintf(msg, sizeof(msg), "cannot be put in place: %s", strerror(e));
+			ph_unlinkat(dfd, s->tmp, 0);
+			refuse(r, s->path, ph_err_from_errno(e), msg);
 			continue;
 		}
 		if ((rc = ph_pset_put(&r->put, s->path, s->dev, s->ino, 0, r->gen)) != 0)
@@ -554,8 +552,8 @@ apply(struct rs *r, const struct ph_manifest *m)
 	}
 	if (lastfd >= 0) {
 		if (run->o->fsync)
-			fsync(lastfd);
-		close(lastfd);
+			ph_dir_sync(lastfd);
+		ph_close(lastfd);
 	}
 	if (rc != 0) {
 		unstage(r);
@@ -626,7 +624,7 @@ restore_one(struct rs *r, const struct ph_chain_link *l)
 				            phsync_strerror(rc));
 				break;
 			}
-			close(dfd);
+			ph_close(dfd);
 			rc = add_dtime(r, e.path, e.mtime, e.nsec);
 			break;
 		}
@@ -680,7 +678,7 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	struct ph_chain_link *chain = NULL;
 	struct ph_brun run;
 	struct rs r;
-	struct stat st;
+	struct ph_stat st;
 	size_t i;
 	int rc = 0, made_root = 0;
 
@@ -713,7 +711,7 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	}
 	if ((rc = ph_chain_order(ctx, archives, n, chain)) != 0)
 		goto out;
-	made_root = lstat(dir, &st) != 0 && errno == ENOENT;
+	made_root = ph_fstatat(PH_AT_CWD, dir, &st) == -ENOENT;
 	if ((rc = ph_local_open_root(ctx, dir, PH_ROOT_MAKE, &r.root)) != 0)
 		goto out;
 	for (i = 0; i < n && rc == 0; i++) {
@@ -724,15 +722,12 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 	if (r.nd > 1)
 		qsort(r.dv, r.nd, sizeof(*r.dv), by_depth);
 	for (i = 0; i < r.nd; i++) {
-		struct timespec ts[2];
 		int dfd;
 
 		if (ph_local_opendir(r.root, r.dv[i].path, &dfd) != 0)
 			continue;
-		ts[0].tv_sec = ts[1].tv_sec = (time_t)r.dv[i].mtime;
-		ts[0].tv_nsec = ts[1].tv_nsec = r.dv[i].nsec;
-		futimens(dfd, ts);
-		close(dfd);
+		ph_set_times(dfd, r.dv[i].mtime, r.dv[i].nsec);
+		ph_close(dfd);
 	}
 	if (rc == 0 && run.st.files_failed > 0)
 		rc = ph_err(ctx, PHSYNC_EPARTIAL, "%llu entr%s refused or failed (named above); the "
@@ -752,9 +747,9 @@ out:
 	free(chain);
 	ph_pset_free(&r.put);
 	if (r.root >= 0)
-		close(r.root);
+		ph_close(r.root);
 	/* A folder the failed restore made and left empty goes too. */
 	if (rc != 0 && made_root)
-		rmdir(dir);
+		ph_unlinkat(PH_AT_CWD, dir, PH_AT_REMOVEDIR);
 	return rc;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* Bounded byte buffers and big-endian cursors. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +32,29 @@ ph_buf_reserve(struct ph_buf *b, size_t n)
 	b->data = p;
 	b->cap = ncap;
 	return 0;
+}
+
+int
+ph_buf_printf(struct ph_buf *b, const char *fmt, ...)
+{
+	size_t room = 128;
+
+	for (;;) {
+		va_list ap;
+		int n;
+
+		if (ph_buf_reserve(b, room) != 0)
+			return PHSYNC_ENOMEM;
+		va_start(ap, fmt);
+		n = vsnprintf((char *)b->data + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return 0;
+		}
+		/* Too long: C99 says by how much; an older C library (-1) not. */
+		room = n >= 0 ? (size_t)n + 1 : (b->cap - b->len) * 2;
+	}
 }
 
 void

@@ -33,6 +33,10 @@ int ph_buf_put_u64(struct ph_buf *b, uint64_t v);
 /* An SSH string: u32 length then bytes. */
 int ph_buf_put_str(struct ph_buf *b, const void *p, size_t n);
 int ph_buf_put_cstr(struct ph_buf *b, const char *s);
+/* Appends printf's text (no terminating NUL counted in len; one always
+ * follows it in data, so text built this way is a C string). Returns 0 or
+ * PHSYNC_ENOMEM. The growing text buffer where POSIX has open_memstream. */
+int ph_buf_printf(struct ph_buf *b, const char *fmt, ...);
 
 static inline void
 ph_be32_put(uint8_t *p, uint32_t v)

@@ -1,42 +1,41 @@
 /* SPDX-License-Identifier: ISC */
 /* Local file system access beneath a root; see local.h. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ctx.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
+#include "str.h"
 #include "tempname.h"
 
 int
 ph_local_open_root(phsync_ctx *ctx, const char *path, int create, int *fd)
 {
 	char *copy, *p;
-	int rc = 0;
+	int rc = 0, e;
 
-	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*fd = ph_dir_open_path(path);
 	if (*fd >= 0)
 		return 0;
-	if (errno != ENOENT || !create)
-		return ph_err(ctx, ph_err_from_errno(errno), "%s: %s", path, strerror(errno));
+	if (*fd != -ENOENT || !create)
+		return ph_err(ctx, ph_err_from_errno(-*fd), "%s: %s", path, strerror(-*fd));
 	if ((copy = strdup(path)) == NULL)
 		return PHSYNC_ENOMEM;
 	for (p = copy + 1; rc == 0; p++) {
-		if (*p != '/' && *p != '\0')
+		if (!ph_path_sep(*p) && *p != '\0')
 			continue;
 		{
 			char c = *p;
 
 			*p = '\0';
-			if (mkdir(copy, 0777) != 0 && errno != EEXIST)
-				rc = ph_err(ctx, ph_err_from_errno(errno), "cannot create %s: %s", copy,
-				            strerror(errno));
+			if ((e = ph_mkdirat(PH_AT_CWD, copy, 0777)) != 0 && e != -EEXIST)
+				rc = ph_err(ctx, ph_err_from_errno(-e), "cannot create %s: %s", copy,
+				            strerror(-e));
 			*p = c;
 			if (c == '\0')
 				break;
@@ -45,9 +44,9 @@ ph_local_open_root(phsync_ctx *ctx, const char *path, int create, int *fd)
 	free(copy);
 	if (rc != 0)
 		return rc;
-	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*fd = ph_dir_open_path(path);
 	if (*fd < 0)
-		return ph_err(ctx, ph_err_from_errno(errno), "%s: %s", path, strerror(errno));
+		return ph_err(ctx, ph_err_from_errno(-*fd), "%s: %s", path, strerror(-*fd));
 	return 0;
 }
 
@@ -67,20 +66,17 @@ opendir_walk(int root, const char *rel, int *fd)
 		n = e ? (size_t)(e - p) : strlen(p);
 		if (n == 0 || n >= sizeof(name) || (n == 1 && p[0] == '.') ||
 		    (n == 2 && p[0] == '.' && p[1] == '.')) {
-			close(cur);
+			ph_close(cur);
 			return PHSYNC_EUNSAFE;
 		}
 		memcpy(name, p, n);
 		name[n] = '\0';
-		next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0) {
-			int e2 = errno;
-
-			close(cur);
-			/* O_NOFOLLOW on a symlink gives ELOOP (Linux) or ENOTDIR. */
-			return e2 == ELOOP ? PHSYNC_EUNSAFE : ph_err_from_errno(e2);
-		}
-		close(cur);
+		next = ph_openat(cur, name, PH_O_DIR | PH_O_NOFOLLOW, 0);
+		ph_close(cur);
+		if (next < 0)
+			/* NOFOLLOW on a symlink gives ELOOP (Linux, and pfs.h on
+			 * Windows for a link or junction) or ENOTDIR. */
+			return next == -ELOOP ? PHSYNC_EUNSAFE : ph_err_from_errno(-next);
 		cur = next;
 		p += n;
 		if (*p == '/')
@@ -114,7 +110,7 @@ ph_local_split(const char *rel, char **dir, const char **base)
 {
 	const char *s = strrchr(rel, '/');
 
-	*dir = s ? strndup(rel, (size_t)(s - rel)) : strdup("");
+	*dir = s ? ph_strndup(rel, (size_t)(s - rel)) : strdup("");
 	*base = s ? s + 1 : rel;
 	return *dir ? 0 : PHSYNC_ENOMEM;
 }
@@ -150,118 +146,147 @@ scan_fail(struct scan *s, const char *path, int err, const char *msg)
 	s->on_event(&ev, s->event_arg);
 }
 
+/* One of our temp names in the folder dfd (s->path[0..plen) its path):
+ * never listed; a partial download told to the caller, a stale leftover
+ * removed when remove_temps. Returns 0 or PHSYNC_ENOMEM. */
+static int
+scan_temp(struct scan *s, int dfd, const char *name, size_t plen, size_t nl,
+          const struct ph_temp_info *ti)
+{
+	struct ph_stat st;
+
+	/* A single-file run: another file's temp is not its own. */
+	if (!ph_filter_temp(s->filter, name, ti))
+		return 0;
+	/* Ours: never listed; a dead run's leftover is removed; a partial
+	 * download is told to the caller (resumed, or removed when its state
+	 * does not know it). */
+	if (ti->kind == PH_TEMP_PARTIAL && s->partials != NULL) {
+		struct ph_entry pe;
+
+		memset(&pe, 0, sizeof(pe));
+		pe.type = PH_T_FILE;
+		return ph_tree_add(s->partials, s->path, plen + (plen > 0) + nl, &pe) != 0 ?
+		       PHSYNC_ENOMEM : 0;
+	}
+	/* A folder: a killed run's case probe (probe.c), empty. */
+	if (s->remove_temps && ph_fstatat(dfd, name, &st) == 0 &&
+	    (st.type == PH_FT_REG || st.type == PH_FT_DIR) && ph_temp_stale(ti, &s->self, s->now))
+		ph_unlinkat(dfd, name, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+	return 0;
+}
+
+/* A name that is not sent (unsafe for the remote): reported as skipped. */
+static void
+scan_unsafe(struct scan *s)
+{
+	struct phsync_event ev = { 0 };
+
+	/* The same rule both ways: a name the remote could take for a path
+	 * ('\\' on a Windows server) or a terminal command. */
+	ph_escape(s->shown, sizeof(s->shown), s->path);
+	(*s->failed)++;
+	if (s->on_event == NULL)
+		return;
+	ev.type = PHSYNC_EV_SKIPPED;
+	ev.path = s->shown;
+	ev.action = "unsafe name";
+	ev.err = PHSYNC_EUNSAFE;
+	ev.message = "an unsafe name (with '\\' or control characters); not sent";
+	s->on_event(&ev, s->event_arg);
+}
+
+static int scan_dir(struct scan *s, int dfd, size_t plen, int depth);
+
+/* One entry name of the folder dfd (its path s->path[0..plen)): listed,
+ * and walked into when it is a folder. Returns 0 or a code that ends the
+ * walk (PHSYNC_ENOMEM, PHSYNC_EUNSAFE). */
+static int
+scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
+{
+	size_t nl = strlen(name);
+	struct ph_entry e = { 0 };
+	struct ph_temp_info ti;
+	struct ph_stat st;
+	int rc, sub;
+
+	if (!ph_filter_only_name(s->filter, name, nl))
+		return 0;
+	if (plen + 1 + nl >= sizeof(s->path)) {
+		s->path[plen] = '\0';
+		scan_fail(s, plen ? s->path : ".", PHSYNC_EUNSAFE,
+		          "a name in this folder makes a path longer than 4095 bytes; left out");
+		return 0;
+	}
+	if (plen > 0)
+		s->path[plen] = '/';
+	memcpy(s->path + plen + (plen > 0), name, nl + 1);
+	if (ph_temp_parse(name, nl, &ti))
+		return scan_temp(s, dfd, name, plen, nl, &ti);
+	if ((rc = ph_fstatat(dfd, name, &st)) != 0) {
+		if (rc != -ENOENT)
+			scan_fail(s, s->path, ph_err_from_errno(-rc), strerror(-rc));
+		return 0;
+	}
+	if (s->check_names && !ph_name_safe((const uint8_t *)name, nl)) {
+		scan_unsafe(s);
+		return 0;
+	}
+	e.type = st.type == PH_FT_REG ? PH_T_FILE : st.type == PH_FT_DIR ? PH_T_DIR :
+	         st.type == PH_FT_LNK ? PH_T_LINK : PH_T_OTHER;
+	if (!ph_filter_match(s->filter, s->path, e.type == PH_T_DIR))
+		return 0;
+	e.size = e.type == PH_T_FILE ? st.size : 0;
+	e.mtime = ph_mtime_fit(st.mtime_sec);
+	e.mode = st.mode & 07777;
+	if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
+		return rc;
+	/* A single-file run walks no folder (a folder with its name is the
+	 * destination's, left alone). */
+	if (e.type != PH_T_DIR || (s->filter != NULL && s->filter->only != NULL))
+		return 0;
+	if ((sub = ph_openat(dfd, name, PH_O_DIR | PH_O_NOFOLLOW, 0)) < 0) {
+		scan_fail(s, s->path, ph_err_from_errno(-sub), strerror(-sub));
+		return 0;
+	}
+	rc = scan_dir(s, sub, plen + (plen > 0) + nl, depth + 1);
+	ph_close(sub);
+	if (rc != 0 && rc != PHSYNC_ENOMEM && rc != PHSYNC_EUNSAFE) {
+		scan_fail(s, s->path, rc, "cannot read folder");
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Lists the folder dfd (the caller's, left open), s->path[0..plen) its
+ * path, into s->t. */
 static int
 scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 {
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	struct ph_dirent de;
+	struct ph_dir *d;
+	int rc = 0, r;
 
 	if (depth > 256)
 		return ph_err(s->ctx, PHSYNC_EUNSAFE, "folders nested deeper than 256 levels");
-	if ((d = fdopendir(dfd)) == NULL) {
-		close(dfd);
-		return ph_err_from_errno(errno);
-	}
-	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
-		const char *name = de->d_name;
-		size_t nl = strlen(name);
-		struct ph_entry e = { 0 };
-		struct ph_temp_info ti;
-		struct stat st;
-
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-			continue;
-		if (!ph_filter_only_name(s->filter, name, nl))
-			continue;
-		if (plen + 1 + nl >= sizeof(s->path)) {
+	if ((r = ph_dir_list(dfd, &d)) != 0)
+		return ph_err_from_errno(-r);
+	while (rc == 0 && (r = ph_dir_read(d, &de)) != 0) {
+		if (r == -EILSEQ) {
+			/* Windows: a name UTF-8 cannot hold (an unpaired surrogate). */
 			s->path[plen] = '\0';
 			scan_fail(s, plen ? s->path : ".", PHSYNC_EUNSAFE,
-			          "a name in this folder makes a path longer than 4095 bytes; "
-			          "left out");
+			          "a name in this folder is not valid Unicode; left out");
 			continue;
 		}
-		if (plen > 0)
-			s->path[plen] = '/';
-		memcpy(s->path + plen + (plen > 0), name, nl + 1);
-		if (ph_temp_parse(name, nl, &ti)) {
-			struct ph_entry pe;
-
-			/* A single-file run: another file's temp is not its own. */
-			if (!ph_filter_temp(s->filter, name, &ti))
-				continue;
-
-			/* Ours: never listed; a dead run's leftover is removed; a
-			 * partial download is told to the caller (resumed, or removed
-			 * when its state does not know it). */
-			if (ti.kind == PH_TEMP_PARTIAL && s->partials != NULL) {
-				memset(&pe, 0, sizeof(pe));
-				pe.type = PH_T_FILE;
-				if (ph_tree_add(s->partials, s->path, plen + (plen > 0) + nl, &pe) != 0)
-					return PHSYNC_ENOMEM;
-				continue;
-			}
-			/* A folder: a killed run's case probe (probe.c), empty. */
-			if (s->remove_temps && fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
-			    ph_temp_stale(&ti, &s->self, s->now))
-				unlinkat(dirfd(d), name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
-			continue;
-		}
-		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (errno != ENOENT)
-				scan_fail(s, s->path, ph_err_from_errno(errno), strerror(errno));
-			continue;
-		}
-		if (s->check_names && !ph_name_safe((const uint8_t *)name, nl)) {
-			char *shown = s->shown;
-
-			/* The same rule both ways: a name the remote could take for a
-			 * path ('\\' on a Windows server) or a terminal command. */
-			ph_escape(shown, sizeof(s->shown), s->path);
-			(*s->failed)++;
-			if (s->on_event != NULL) {
-				struct phsync_event ev = { 0 };
-
-				ev.type = PHSYNC_EV_SKIPPED;
-				ev.path = shown;
-				ev.action = "unsafe name";
-				ev.err = PHSYNC_EUNSAFE;
-				ev.message = "an unsafe name (with '\\' or control characters); "
-				             "not sent";
-				s->on_event(&ev, s->event_arg);
-			}
-			continue;
-		}
-		e.type = S_ISREG(st.st_mode) ? PH_T_FILE : S_ISDIR(st.st_mode) ? PH_T_DIR :
-		         S_ISLNK(st.st_mode) ? PH_T_LINK : PH_T_OTHER;
-		if (!ph_filter_match(s->filter, s->path, e.type == PH_T_DIR))
-			continue;
-		e.size = e.type == PH_T_FILE ? (uint64_t)st.st_size : 0;
-		e.mtime = ph_mtime_fit((int64_t)st.st_mtime);
-		e.mode = st.st_mode & 07777;
-		if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
+		if (r < 0) {
+			rc = ph_err_from_errno(-r);
 			break;
-		/* A single-file run walks no folder (a folder with its name is
-		 * the destination's, left alone). */
-		if (e.type == PH_T_DIR && (s->filter == NULL || s->filter->only == NULL)) {
-			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-			if (sub < 0) {
-				scan_fail(s, s->path, ph_err_from_errno(errno), strerror(errno));
-				continue;
-			}
-			rc = scan_dir(s, sub, plen + (plen > 0) + nl, depth + 1);
-			if (rc != 0 && rc != PHSYNC_ENOMEM && rc != PHSYNC_EUNSAFE) {
-				scan_fail(s, s->path, rc, "cannot read folder");
-				rc = 0;
-			}
 		}
+		rc = scan_entry(s, dfd, de.name, plen, depth);
 		s->path[plen] = '\0';
 	}
-	if (rc == 0 && de == NULL && errno != 0)
-		rc = ph_err_from_errno(errno);
-	closedir(d);
+	ph_dir_end(d);
 	return rc;
 }
 
@@ -271,10 +296,7 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
               phsync_event_fn on_event, void *event_arg, uint64_t *failed)
 {
 	struct scan s;
-	int fd = dup(root);
 
-	if (fd < 0)
-		return ph_err(ctx, ph_err_from_errno(errno), "cannot scan: %s", strerror(errno));
 	memset(&s, 0, sizeof(s));
 	s.ctx = ctx;
 	s.filter = filter;
@@ -287,7 +309,6 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
 	s.on_event = on_event;
 	s.event_arg = event_arg;
 	s.failed = failed;
-	/* rewind: a dup shares the offset with root, which may have been read. */
-	lseek(fd, 0, SEEK_SET);
-	return scan_dir(&s, fd, 0, 0);
+	/* pfs.h lists through a descriptor of its own: root is left as it is. */
+	return scan_dir(&s, root, 0, 0);
 }

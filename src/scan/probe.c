@@ -3,14 +3,12 @@
  * shared storage, FAT and exFAT cards, macOS by default)? Asked of the
  * destination itself, cheaply, and only when the answer matters. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "local.h"
 #include "names.h"
+#include "pfs.h"
 #include "probe.h"
 #include "tempname.h"
 
@@ -35,10 +33,10 @@ static int
 same_entry(const struct ph_probe *p, const char *path, const char *other, const struct ph_entry *e)
 {
 	if (p->local) {
-		struct stat a, b;
+		struct ph_stat a, b;
 		const char *base, *obase = strrchr(other, '/');
 		char *dir;
-		int dfd, r;
+		int dfd, r, err;
 
 		if (ph_local_split(path, &dir, &base) != 0)
 			return -1;
@@ -47,13 +45,13 @@ same_entry(const struct ph_probe *p, const char *path, const char *other, const 
 		if (r != 0)
 			return -1;
 		obase = obase ? obase + 1 : other;
-		if (fstatat(dfd, obase, &b, AT_SYMLINK_NOFOLLOW) != 0)
-			r = errno == ENOENT ? 0 : -1;
-		else if (fstatat(dfd, base, &a, AT_SYMLINK_NOFOLLOW) != 0)
+		if ((err = ph_fstatat(dfd, obase, &b)) != 0)
+			r = err == -ENOENT ? 0 : -1;
+		else if (ph_fstatat(dfd, base, &a) != 0)
 			r = -1;
 		else
-			r = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-		close(dfd);
+			r = a.dev == b.dev && a.ino == b.ino;
+		ph_close(dfd);
 		return r;
 	} else {
 		struct ph_sftp_attrs a;
@@ -89,13 +87,14 @@ write_probe(const struct ph_probe *p)
 	memcpy(other, name, sizeof(name));
 	swap_case(other);
 	if (p->local) {
-		struct stat st;
+		struct ph_stat st;
+		int e;
 
-		if (mkdirat(p->lroot, name, 0700) != 0)
+		if (ph_mkdirat(p->lroot, name, 0700) != 0)
 			return -1;
-		r = fstatat(p->lroot, other, &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1 :
-		    errno == ENOENT ? 0 : -1;
-		unlinkat(p->lroot, name, AT_REMOVEDIR);
+		e = ph_fstatat(p->lroot, other, &st);
+		r = e == 0 ? 1 : e == -ENOENT ? 0 : -1;
+		ph_unlinkat(p->lroot, name, PH_AT_REMOVEDIR);
 	} else {
 		struct ph_sftp_attrs a;
 		char *rp = ph_rpath_join(p->rroot, name), *ro = ph_rpath_join(p->rroot, other);

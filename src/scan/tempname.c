@@ -1,21 +1,15 @@
 /* SPDX-License-Identifier: ISC */
 /* Temp and aside names with owner and check value; see tempname.h. */
-#include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__has_include)
-#if __has_include(<sys/random.h>)
-#include <sys/random.h> /* getentropy on macOS */
-#endif
-#endif
 
 #include <xxhash.h>
 
 #include "phsync/phsync.h"
+#include "platform.h"
 #include "tempname.h"
 
 #define TAG ".phsync-"
@@ -32,9 +26,7 @@ ph_temp_owner_self(struct ph_temp_owner *o)
 {
 	char host[256];
 
-	if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
+	ph_hostname(host, sizeof(host));
 	o->host = XXH32(host, strlen(host), CHECK_SEED);
 	o->pid = (uint32_t)getpid();
 }
@@ -44,7 +36,7 @@ random32(void)
 {
 	uint32_t r;
 
-	if (getentropy(&r, sizeof(r)) == 0)
+	if (ph_random(&r, sizeof(r)) == 0)
 		return r;
 	/* No entropy source: unique enough with the time; O_EXCL catches the rest. */
 	{
@@ -150,8 +142,8 @@ ph_temp_stale(const struct ph_temp_info *ti, const struct ph_temp_owner *self, i
 	if (owner->host == self->host && owner->pid > 0 && owner->pid <= INT32_MAX) {
 		if (owner->pid == self->pid)
 			return 0;
-		/* EPERM: alive, someone else's. */
-		return kill((pid_t)owner->pid, 0) != 0 && errno == ESRCH;
+		/* Someone else's that cannot be asked counts as alive. */
+		return !ph_pid_alive(owner->pid);
 	}
 	/* Another host's: a day old by its name. An age in the upper half of
 	 * the 24-bit range is a clock difference (made "in the future"). */
@@ -175,7 +167,7 @@ ph_conflict_name(char *buf, size_t len, const char *final, int64_t when, unsigne
 		dot = final + fl; /* no extension: "README", ".hidden" */
 	stem = (size_t)(dot - final);
 	extl = fl - stem;
-	if (localtime_r(&t, &tm) == NULL)
+	if (ph_localtime(t, &tm) != 0)
 		memset(&tm, 0, sizeof(tm));
 	if (n > 1)
 		snprintf(stamp, sizeof(stamp), "%04d%02d%02d-%02d%02d%02d-%u", tm.tm_year + 1900,

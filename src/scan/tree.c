@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /* Trees, name rules, escaping, filters. */
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "pattern.h"
 #include "phsync/phsync.h"
 #include "strpool.h"
 #include "tempname.h"
@@ -285,12 +285,13 @@ rule_match(const char *pat, const char *path, int is_dir)
 	}
 	if (strchr(tmp, '/') == NULL) { /* no '/': the name at any depth */
 		base = strrchr(path, '/');
-		return fnmatch(tmp, base ? base + 1 : path, 0) == 0;
+		return ph_pattern_match(tmp, base ? base + 1 : path, 0);
 	}
-	/* A '/' anchors the pattern at the root; '*' stops at '/', '**' not. */
+	/* A '/' anchors the pattern at the root; '*' stops at '/', '**' not.
+	 * core/pattern.h: fnmatch's rules, the same on every OS. */
 	if (strstr(tmp, "**") != NULL)
-		return fnmatch(tmp + (tmp[0] == '/'), path, 0) == 0;
-	return fnmatch(tmp + (tmp[0] == '/'), path, FNM_PATHNAME) == 0;
+		return ph_pattern_match(tmp + (tmp[0] == '/'), path, 0);
+	return ph_pattern_match(tmp + (tmp[0] == '/'), path, PH_PATTERN_PATHNAME);
 }
 
 int

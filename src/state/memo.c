@@ -2,16 +2,15 @@
 /* The helper memos: DIR/nohelper-HASH and DIR/brought-HASH, plain files
  * per phone and login in the state folder, written whole (temp file +
  * rename). See memo.h. */
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
+#include "pfs.h"
 #include "statedb.h"
 
 /* A memo's path, DIR/KIND-HASH (HASH of the login user and the phone's
@@ -41,19 +40,19 @@ memo_get(const char *kind, const char *dir, const char *user, const char *hostke
          char *body, size_t blen)
 {
 	char path[PATH_MAX + 32], buf[1024], want[512];
-	struct stat st;
-	time_t now = time(NULL);
-	ssize_t n;
+	struct ph_stat st;
+	int64_t now = (int64_t)time(NULL);
+	int64_t n;
 	size_t wl;
 	int fd, fresh;
 
 	if (memo_path(kind, dir, user, hostkey, 0, path, sizeof(path), want, sizeof(want)) != 0 ||
-	    (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	    (fd = ph_openat(PH_AT_CWD, path, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0)
 		return 0;
-	fresh = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime <= now &&
-	        now - st.st_mtime < PH_NOHELPER_TTL_S;
-	n = fresh ? read(fd, buf, sizeof(buf) - 1) : -1;
-	close(fd);
+	fresh = ph_fstat(fd, &st) == 0 && st.type == PH_FT_REG && st.mtime_sec <= now &&
+	        now - st.mtime_sec < PH_NOHELPER_TTL_S;
+	n = fresh ? ph_pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+	ph_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -78,12 +77,14 @@ memo_put(const char *kind, const char *dir, const char *user, const char *hostke
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = (int)strlen(buf);
 	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+	fd = ph_openat(PH_AT_CWD, tmp, PH_O_WRONLY | PH_O_CREAT | PH_O_TRUNC | PH_O_NOFOLLOW, 0600);
+	if (fd < 0)
 		return;
-	ok = write(fd, buf, (size_t)n) == n;
-	close(fd);
-	if (!ok || rename(tmp, path) != 0)
-		unlink(tmp);
+	ok = ph_pwrite(fd, buf, (size_t)n, 0) == n;
+	ph_close(fd);
+	/* pfs.h's rename replaces on every OS (msvcrt's rename() does not). */
+	if (!ok || ph_renameat(PH_AT_CWD, tmp, PH_AT_CWD, path) != 0)
+		ph_unlinkat(PH_AT_CWD, tmp, 0);
 }
 
 int
@@ -162,5 +163,5 @@ ph_state_brought_drop(const char *dir, const char *user, const char *hostkey)
 	char path[PATH_MAX + 32], head[512];
 
 	if (memo_path("brought", dir, user, hostkey, 0, path, sizeof(path), head, sizeof(head)) == 0)
-		unlink(path);
+		ph_unlinkat(PH_AT_CWD, path, 0);
 }

@@ -2,16 +2,15 @@
 /* A pair's state file name, and the adoption of one an older phsync named
  * by address; see pairid.h and docs/ARCHITECTURE.md ("Which phone it is"). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <xxhash.h>
 
 #include "pairid.h"
+#include "pfs.h"
 #include "statedb.h"
 
 static void
@@ -203,12 +202,12 @@ ph_pairid_adopt(phsync_ctx *ctx, const char *sdir, const char *legacy, const cha
 {
 	char ldb[PATH_MAX + 32], llock[PATH_MAX + 32], side[PATH_MAX + 40];
 	sqlite3 *h = NULL;
-	int fd = -1, rc = 0, dfd;
+	int fd = -1, rc = 0, dfd, e;
 
 	*adopted = 0;
 	snprintf(ldb, sizeof(ldb), "%s/%s.db", sdir, legacy);
 	snprintf(llock, sizeof(llock), "%s/%s.lock", sdir, legacy);
-	if (access(ldb, F_OK) != 0)
+	if (!ph_statedb_exists(ldb))
 		return 0;
 	if ((rc = ph_state_lock(ctx, llock, &fd)) != 0)
 		return rc;
@@ -229,26 +228,27 @@ ph_pairid_adopt(phsync_ctx *ctx, const char *sdir, const char *legacy, const cha
 		goto leave;
 	}
 	h = NULL;
-	if (rename(ldb, db) != 0) {
-		rc = ph_err(ctx, ph_err_from_errno(errno), "cannot rename the sync state %s to %s: %s",
-		            ldb, db, strerror(errno));
+	if ((e = ph_renameat(PH_AT_CWD, ldb, PH_AT_CWD, db)) != 0) {
+		rc = ph_err(ctx, ph_err_from_errno(-e), "cannot rename the sync state %s to %s: %s",
+		            ldb, db, strerror(-e));
 		goto leave;
 	}
 	snprintf(side, sizeof(side), "%s-wal", ldb);
-	unlink(side);
+	ph_unlinkat(PH_AT_CWD, side, 0);
 	snprintf(side, sizeof(side), "%s-shm", ldb);
-	unlink(side);
-	if ((dfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		(void)fsync(dfd);
-		close(dfd);
+	ph_unlinkat(PH_AT_CWD, side, 0);
+	if ((dfd = ph_dir_open_path(sdir)) >= 0) {
+		(void)ph_dir_sync(dfd);
+		ph_close(dfd);
 	}
 	/* Under our lock: a run of an older phsync that opens it afterwards
-	 * locks a file no one else will take (and makes a fresh state). */
-	unlink(llock);
+	 * locks a file no one else will take (and makes a fresh state). On
+	 * Windows too: pfs.h opens every file shared for delete. */
+	ph_unlinkat(PH_AT_CWD, llock, 0);
 	*adopted = 1;
 leave:
 	sqlite3_close(h);
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	return rc;
 }

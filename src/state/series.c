@@ -2,14 +2,13 @@
 /* A backup series in a pair's store (schema 4): the archives it made
  * (backup_archives) and what it holds as of its last one (backup_files),
  * advanced one archive at a time in one transaction. See series.h. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "platform.h"
 #include "statedb.h"
 
 int
@@ -17,7 +16,7 @@ ph_state_series_id(struct ph_state *st, char id[33])
 {
 	sqlite3_stmt *s = NULL;
 	uint8_t r[16];
-	int rc = 0, i, fd;
+	int rc = 0, i, e;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT v FROM meta WHERE k = 'series'", -1, &s,
 	                       NULL) != SQLITE_OK)
@@ -29,13 +28,8 @@ ph_state_series_id(struct ph_state *st, char id[33])
 		return 0;
 	}
 	sqlite3_finalize(s);
-	if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) < 0 ||
-	    read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
-		if (fd >= 0)
-			close(fd);
-		return ph_err(st->ctx, PHSYNC_EIO, "cannot read /dev/urandom for a series id");
-	}
-	close(fd);
+	if ((e = ph_random(r, sizeof(r))) != 0)
+		return ph_err(st->ctx, PHSYNC_EIO, "cannot draw a random series id: %s", strerror(-e));
 	for (i = 0; i < 16; i++)
 		snprintf(id + 2 * i, 3, "%02x", r[i]);
 	if ((rc = ph_state_flush(st)) != 0 || (rc = ph_statedb_exec(st, "BEGIN IMMEDIATE")) != 0)

@@ -5,17 +5,12 @@
  * rows are in records.c (sync records) and series.c (a backup series);
  * memo.c keeps the no-helper memo. See state.h; docs/ARCHITECTURE.md says
  * why WAL and synchronous=NORMAL. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -295,7 +290,7 @@ discard(struct ph_state *st)
 	ph_statedb_records_finalize(st);
 	sqlite3_close(st->db);
 	if (st->lockfd >= 0)
-		close(st->lockfd);
+		ph_close(st->lockfd);
 	free(st);
 }
 
@@ -309,12 +304,12 @@ open_ro(struct ph_state *st, struct where *w, const struct ph_state_key *key, in
 {
 	int use_legacy = 0, rc = 0;
 
-	if (!reset && access(w->db, F_OK) != 0 && strcmp(w->id, w->legacy) != 0) {
+	if (!reset && !ph_statedb_exists(w->db) && strcmp(w->id, w->legacy) != 0) {
 		key_paths(w->sdir, w->legacy, w->db, w->lock, sizeof(w->db));
 		snprintf(st->path, sizeof(st->path), "%s", w->db);
 		use_legacy = 1;
 	}
-	if (reset || access(w->db, F_OK) != 0) {
+	if (reset || !ph_statedb_exists(w->db)) {
 		discard(st);
 		return 0;
 	}
@@ -353,18 +348,18 @@ open_rw(struct ph_state *st, struct where *w, const struct ph_state_key *key, in
 		goto fail;
 	/* Nothing under the phone's name yet: a state an older phsync kept
 	 * under the address is this pair's when it names no other host key. */
-	if (strcmp(w->id, w->legacy) != 0 && access(w->db, F_OK) != 0 &&
+	if (strcmp(w->id, w->legacy) != 0 && !ph_statedb_exists(w->db) &&
 	    (rc = ph_pairid_adopt(st->ctx, w->sdir, w->legacy, key->hostkey, w->db,
 	                          &adopted)) != 0)
 		goto fail;
 	if (reset) {
 		char side[PATH_MAX + 40];
 
-		unlink(w->db);
+		ph_unlinkat(PH_AT_CWD, w->db, 0);
 		snprintf(side, sizeof(side), "%s-wal", w->db);
-		unlink(side);
+		ph_unlinkat(PH_AT_CWD, side, 0);
 		snprintf(side, sizeof(side), "%s-shm", w->db);
-		unlink(side);
+		ph_unlinkat(PH_AT_CWD, side, 0);
 	}
 	if (sqlite3_open_v2(w->db, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	                    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -449,7 +444,8 @@ ph_state_close(struct ph_state *st, int result, const struct phsync_stats *stats
 	             "PRAGMA optimize; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 	ph_statedb_records_finalize(st);
 	sqlite3_close(st->db);
-	close(st->lockfd);
+	if (st->lockfd >= 0)
+		ph_close(st->lockfd);
 	free(st);
 }
 
@@ -521,26 +517,37 @@ int
 phsync_pairs(phsync_ctx *ctx, const char *dir, phsync_pair_fn fn, void *arg)
 {
 	char sdir[PATH_MAX], db[PATH_MAX + 32], lock[PATH_MAX + 32];
-	struct dirent *de;
-	DIR *d;
-	int rc;
+	struct ph_dirent de;
+	struct ph_dir *d = NULL;
+	int rc, fd;
 
 	if ((rc = ph_statedb_dir(ctx, dir, sdir, sizeof(sdir), 0)) != 0)
 		return rc;
-	if ((d = opendir(sdir)) == NULL)
-		return errno == ENOENT ? 0 :
-		       ph_err(ctx, ph_err_from_errno(errno), "%s: %s", sdir, strerror(errno));
-	while ((de = readdir(d)) != NULL) {
-		size_t n = strlen(de->d_name);
+	if ((fd = ph_dir_open_path(sdir)) < 0 || (rc = ph_dir_list(fd, &d)) != 0) {
+		rc = fd < 0 ? fd : rc;
+		if (fd >= 0)
+			ph_close(fd);
+		return rc == -ENOENT ? 0 :
+		       ph_err(ctx, ph_err_from_errno(-rc), "%s: %s", sdir, strerror(-rc));
+	}
+	/* A name the listing cannot give (-EILSEQ on Windows) is no pair's. */
+	while ((rc = ph_dir_read(d, &de)) != 0) {
+		size_t n;
 		char id[24];
 
-		if (n != 19 || strcmp(de->d_name + 16, ".db") != 0)
+		if (rc == -EILSEQ)
 			continue;
-		memcpy(id, de->d_name, 16);
+		if (rc < 0)
+			break;
+		n = strlen(de.name);
+		if (n != 19 || strcmp(de.name + 16, ".db") != 0)
+			continue;
+		memcpy(id, de.name, 16);
 		id[16] = '\0';
 		key_paths(sdir, id, db, lock, sizeof(db));
 		read_pair(db, lock, fn, arg);
 	}
-	closedir(d);
+	ph_dir_end(d);
+	ph_close(fd);
 	return 0;
 }

@@ -5,12 +5,9 @@
  * records.c, series.c, memo.c and pairid.c stand on it and it calls none
  * of them, so no two files of the part call each other. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -88,13 +85,12 @@ ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int crea
 	/* mkdir -p, private: the state names your folders. */
 	for (p = out + 1;; p++) {
 		char c = *p;
+		int e;
 
-		if (c != '/' && c != '\0')
+		if (!ph_path_sep(c) && c != '\0')
 			continue;
 		*p = '\0';
-		if (mkdir(out, 0700) != 0 && errno != EEXIST) {
-			int e = errno;
-
+		if ((e = -ph_mkdirat(PH_AT_CWD, out, 0700)) != 0 && e != EEXIST) {
 			*p = c;
 			return ph_err(ctx, ph_err_from_errno(e), "cannot create the state folder %s: %s",
 			              out, strerror(e));
@@ -104,6 +100,14 @@ ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int crea
 			break;
 	}
 	return 0;
+}
+
+int
+ph_statedb_exists(const char *path)
+{
+	struct ph_stat st;
+
+	return ph_fstatat(PH_AT_CWD, path, &st) == 0;
 }
 
 int

@@ -40,6 +40,9 @@ struct ph_state {
  * Returns 0 or a negative PHSYNC_E* (message in ctx, which may be NULL). */
 int ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create);
 
+/* 1 when a file (of any type, a symlink not followed) has the name path. */
+int ph_statedb_exists(const char *path);
+
 /* The message for the database's last error, about what was being done;
  * returns its PHSYNC_E* (ECORRUPT, ENOSPC, ELOCKED or EIO). */
 int ph_statedb_err(struct ph_state *st, const char *what);

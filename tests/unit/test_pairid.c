@@ -22,34 +22,29 @@
 #include "pairid.h"
 #include "state.h"
 #include "tempname.h"
+#include "ut_fs.h"
 
-static char dir[64];
+static char dir[128];
 
 static int
 setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/phsync-pairid-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return ut_scratch(dir, sizeof(dir), "phsync-pairid");
 }
 
 static int
 teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	ut_rmtree(dir);
+	return 0;
 }
 
 static void
 clear_dir(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -f '%s'/*", dir);
-	assert_int_equal(system(cmd), 0);
+	ut_clear(dir);
 }
 
 static int

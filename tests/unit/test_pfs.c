@@ -383,6 +383,42 @@ test_unicode_and_long_names(void **state)
 }
 
 /* platform.h's random source: filled, and not the same twice. */
+/* ph_set_times (both times, to the 100 ns Windows keeps), times outside
+ * what ns since 1970 hold in 64 bits (mtime_sec exact, mtime_ns held at its
+ * end), before 1970, and ph_fchmod's owner-write bit (Windows: read-only). */
+static void
+test_times_and_mode(void **state)
+{
+	struct ph_stat st;
+	int fd;
+
+	(void)state;
+	fd = ph_openat(root, "t", PH_O_RDWR | PH_O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ph_set_times(fd, 1700000000, 123456700), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_true(st.mtime_sec == 1700000000);
+	assert_int_equal(st.mtime_nsec, 123456700);
+	assert_true(st.mtime_ns == 1700000000123456700LL);
+	/* The year 2400 (ext4 keeps times up to 2446). */
+	assert_int_equal(ph_set_times(fd, 13569465600LL, 0), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_true(st.mtime_sec == 13569465600LL);
+	assert_true(st.mtime_ns == INT64_MAX);
+	assert_int_equal(ph_set_times(fd, -86400, 500000000), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_true(st.mtime_sec == -86400);
+	assert_int_equal(st.mtime_nsec, 500000000);
+	assert_true(st.mtime_ns == -86400LL * 1000000000 + 500000000);
+	assert_int_equal(ph_fchmod(fd, 0444), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_int_equal(st.mode & 0222, 0);
+	assert_int_equal(ph_fchmod(fd, 0644), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_int_equal(st.mode & 0777, 0644);
+	ph_close(fd);
+}
+
 static void
 test_random(void **state)
 {
@@ -412,6 +448,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_mtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_locks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unicode_and_long_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_times_and_mode, setup, teardown),
 		cmocka_unit_test(test_random),
 	};
 

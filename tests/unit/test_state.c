@@ -8,34 +8,34 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <dirent.h>
 #include <unistd.h>
+#ifndef _WIN32
+#include <sys/wait.h>
+#endif
 #include <cmocka.h>
 
 #include <sqlite3.h>
 
 #include "ctx.h"
 #include "state.h"
+#include "ut_fs.h"
 
-static char dir[64];
+static char dir[128];
 
 static int
 setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/phsync-state-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return ut_scratch(dir, sizeof(dir), "phsync-state");
 }
 
 static int
 teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
+	ut_rmtree(dir);
+	return 0;
 }
 
 static const struct ph_state_key key = { "ssh-ed25519 SHA256:unitTestPhoneKey", "bob", "192.0.2.7",
@@ -71,24 +71,6 @@ db_path(char *out, size_t len)
 	}
 	closedir(d);
 	assert_true(out[0] != '\0');
-}
-
-static long
-count_files(void)
-{
-	char path[256];
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	long n = -1;
-
-	db_path(path, sizeof(path));
-	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
-	if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM files", -1, &s, NULL) == SQLITE_OK &&
-	    sqlite3_step(s) == SQLITE_ROW)
-		n = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return n;
 }
 
 static void
@@ -149,8 +131,28 @@ test_one_run_per_pair(void **state)
 	phsync_ctx_free(ctx);
 }
 
+#ifndef _WIN32
+static long
+count_files(void)
+{
+	char path[256];
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	long n = -1;
+
+	db_path(path, sizeof(path));
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	if (sqlite3_prepare_v2(h, "SELECT COUNT(*) FROM files", -1, &s, NULL) == SQLITE_OK &&
+	    sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return n;
+}
+
 /* Killed in the middle of a batch: the committed batch is there, the
- * rest is not, and the store opens cleanly. */
+ * rest is not, and the store opens cleanly. It needs fork (a child that
+ * dies without closing anything): Linux only, not under Wine. */
 static void
 test_kill_mid_batch(void **state)
 {
@@ -184,6 +186,7 @@ test_kill_mid_batch(void **state)
 	assert_int_equal(count_files(), 512);
 	phsync_ctx_free(ctx);
 }
+#endif
 
 struct order {
 	char *p[8];
@@ -560,7 +563,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_survive),
 		cmocka_unit_test(test_one_run_per_pair),
+#ifndef _WIN32
 		cmocka_unit_test(test_kill_mid_batch),
+#endif
 		cmocka_unit_test(test_damaged_foreign_and_newer_refused),
 		cmocka_unit_test(test_pairs_listed),
 		cmocka_unit_test(test_schema4_backup_series),

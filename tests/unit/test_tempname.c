@@ -5,9 +5,13 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <sys/wait.h>
+#endif
 #include <cmocka.h>
 
 #include "tempname.h"
@@ -130,32 +134,84 @@ info(uint32_t host, uint32_t pid, int64_t made)
 	return ti;
 }
 
+#ifdef _WIN32
+/* Windows has no fork: this test runs itself again, as "sleep" (until it
+ * is ended) or "exit" (at once). */
+static char self_path[MAX_PATH];
+
+static HANDLE
+spawn_self(const char *arg)
+{
+	char cmd[MAX_PATH + 16];
+	STARTUPINFOA si;
+	PROCESS_INFORMATION pi;
+
+	memset(&si, 0, sizeof(si));
+	si.cb = sizeof(si);
+	snprintf(cmd, sizeof(cmd), "\"%s\" %s", self_path, arg);
+	if (!CreateProcessA(self_path, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi))
+		return NULL;
+	CloseHandle(pi.hThread);
+	return pi.hProcess;
+}
+
+/* Another live process of this host: live; one that has exited: stale at
+ * once, while a handle still holds its process object and after. */
+static void
+other_processes(const struct ph_temp_owner *me, int64_t now)
+{
+	HANDLE live = spawn_self("sleep"), dead = spawn_self("exit");
+	struct ph_temp_info ti;
+
+	assert_non_null(live);
+	assert_non_null(dead);
+	assert_int_equal(WaitForSingleObject(dead, 60000), WAIT_OBJECT_0);
+	ti = info(me->host, (uint32_t)GetProcessId(live), now - 10 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, me, now), 0);
+	ti = info(me->host, (uint32_t)GetProcessId(dead), now);
+	assert_int_equal(ph_temp_stale(&ti, me, now), 1);
+	CloseHandle(dead);
+	assert_int_equal(ph_temp_stale(&ti, me, now), 1);
+	TerminateProcess(live, 0);
+	WaitForSingleObject(live, 60000);
+	CloseHandle(live);
+}
+#else
+/* Another live process of this host (our parent): live; a process that
+ * has exited: stale at once. */
+static void
+other_processes(const struct ph_temp_owner *me, int64_t now)
+{
+	struct ph_temp_info ti;
+	pid_t child;
+	int st;
+
+	ti = info(me->host, (uint32_t)getppid(), now - 10 * 86400);
+	assert_int_equal(ph_temp_stale(&ti, me, now), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	ti = info(me->host, (uint32_t)child, now);
+	assert_int_equal(ph_temp_stale(&ti, me, now), 1);
+}
+#endif
+
 static void
 test_stale(void **state)
 {
 	struct ph_temp_owner me;
 	struct ph_temp_info ti;
 	int64_t now = (int64_t)time(NULL);
-	pid_t child;
 	char name[256];
-	int st;
 
 	(void)state;
 	ph_temp_owner_self(&me);
 	/* This process: live, however old. */
 	ti = info(me.host, me.pid, now - 10 * 86400);
 	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
-	/* Another live process of this host (our parent): live. */
-	ti = info(me.host, (uint32_t)getppid(), now - 10 * 86400);
-	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
-	/* A process that has exited: stale at once. */
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0)
-		_exit(0);
-	assert_int_equal(waitpid(child, &st, 0), child);
-	ti = info(me.host, (uint32_t)child, now);
-	assert_int_equal(ph_temp_stale(&ti, &me, now), 1);
+	other_processes(&me, now);
 	/* Another host's: only once its name says it is older than a day. */
 	ti = info(me.host ^ 1, 1, now - 3600);
 	assert_int_equal(ph_temp_stale(&ti, &me, now), 0);
@@ -176,8 +232,21 @@ test_stale(void **state)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+#ifdef _WIN32
+	if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
+		Sleep(120000);
+		return 0;
+	}
+	if (argc > 1)
+		return 0;
+	if (GetModuleFileNameA(NULL, self_path, sizeof(self_path)) >= sizeof(self_path))
+		return 1;
+#else
+	(void)argc;
+	(void)argv;
+#endif
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_lookalikes_refused),
