@@ -16,6 +16,9 @@
 #define MAX_IO (256u * 1024)
 #define READ_CHUNK (1u << 20)
 #define MAX_EXTS 64
+/* What limits@openssh.com says from a helper of protocol version 1. */
+#define HELPER1_IO (256u * 1024)
+#define HELPER1_HANDLES 256
 /* The pump sends what its callbacks queued once it fills most of an SSH
  * packet (32 KiB), or once fewer than LAZY_LOW requests sent are still
  * unanswered: see flush_lazy. */
@@ -710,7 +713,12 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 		goto out;
 	if ((rc = read_packet(s, &p, &len)) != 0 || (rc = parse_version(s, p, len)) != 0)
 		goto out;
-	if (s->exts & PH_EXT_LIMITS) {
+	if (s->helper >= 1) {
+		/* The helper's limits are those of its protocol version
+		 * (docs/PROTOCOL.md): no round trip to ask. */
+		s->max_read = s->max_write = HELPER1_IO;
+		s->max_handles = HELPER1_HANDLES;
+	} else if (s->exts & PH_EXT_LIMITS) {
 		if ((rc = ph_sftp_req_begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
 			goto out;
 		rc = ph_sftp_req_end(s, start, ph_buf_put_cstr(&s->out, PH_XN_LIMITS));

@@ -23,8 +23,8 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
   long_sig      the reply to a signature request is a valid signature of the old file with
                 the smallest block length (16 bytes; `phsync delta signature -b 16`): longer
                 than the helper sends for that size
-  read_log=FILE every READ asked is logged to FILE, a line "PATH OFFSET LENGTH"; replies are
-                untouched
+  read_log=FILE every READ asked is logged to FILE, a line "PATH OFFSET LENGTH", and every
+                extended request, "EXTENDED NAME"; replies are untouched
   short_read    the DATA reply to each READ that asks less than 256 KiB (a file's last) comes
                 cut to half its bytes: the file seems to end there (shrank while read)
   grow_read     the reply to each READ that asks less than 256 KiB (a file's last) is padded
@@ -145,6 +145,9 @@ def main():
                 (rid,) = struct.unpack(">I", p[1:5])
                 name, off = sstr(p, 5)
                 with lock:
+                    if mode.startswith("read_log="):
+                        with open(mode.split("=", 1)[1], "a") as log:
+                            log.write("EXTENDED %s\n" % name.decode(errors="replace"))
                     if name == b"phsync-delta-read@phsync.org":
                         _, off2 = sstr(p, off)
                         (doff, asked) = struct.unpack(">QI", p[off2:off2 + 12])
