@@ -525,8 +525,9 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 			return 0;
 	}
 	/* Take everything already buffered without waiting again; what the
-	 * callbacks queue goes out between reads, so the server is never left
-	 * idle while replies stream in (a delta's next read, the next file). */
+	 * callbacks queue goes out between reads (in batches: flush_lazy), so
+	 * the server is never left idle while replies stream in (a delta's
+	 * next read, the next file). */
 	do {
 		if ((rc = drain(s)) != 0)
 			return kill_link(s, rc);
