@@ -15,8 +15,11 @@ Beside them the cgroup's own CPU-seconds (what the table reports) and the link's
 way.  With --strace a second run of each tool is made with `strace -f -c` attached to the
 listener: the system calls of every server process (counts, not times: strace slows them).
 
-With --phsync-b a second build runs as b-TOOL (its helper from helpers/ beside it, cached on
-the phone by its first run), alternated with the first: before and after a change in one run.
+With --phsync-b a second build runs as b-TOOL (its helper from helpers/ beside it), alternated
+with the first: before and after a change in one run.  Both builds cache their helper under one
+name on the phone (.cache/phsync/phsync-helper-VERSION-ARCH): when their helpers differ, every
+run finds the other's and uploads its own (about 0.85 MB up, a full check), so compare builds
+with different helpers in separate runs instead (the script says so when it sees them differ).
 
 Tools: phsync (defaults: --helper auto with the helper cached on the phone and, as in the
 table, a fresh state folder, so the first-contact checks of a new laptop run), phsync-memo (the
@@ -118,6 +121,13 @@ def main(args):
     os.makedirs(a.data, exist_ok=True)
     phsync = os.path.abspath(a.phsync)
     b = os.path.abspath(a.phsync_b) if a.phsync_b else None
+    if b:
+        import filecmp
+        ha, hb = (os.path.join(os.path.dirname(x), "helpers", "phsync-helper-" + os.uname().machine)
+                  for x in (phsync, b))
+        if not (os.path.exists(ha) and os.path.exists(hb) and filecmp.cmp(ha, hb, shallow=False)):
+            print("WARNING: the two builds' helpers differ (or are missing): each alternation uploads "
+                  "the other's to the phone; the figures include those uploads")
     src, want = bt.ensure_camera(a.data, a.scale)
     empty = os.path.join(a.data, "empty-src")
     os.makedirs(empty, exist_ok=True)
