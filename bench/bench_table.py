@@ -26,6 +26,10 @@ Rows (--rows, default all):
            bench/linkproxy.py (--weak-rtt ms round trip, --weak-mbit cap each way); fresh pull of
            a 300 MB camera corpus (scale 0.2), phsync vs rsync: wall time and the server's
            CPU-seconds from the cgroup's cpu.stat (usage_usec; cpuacct.usage without v2).
+           phsync runs twice: on first contact (a fresh state folder: the phone's own
+           phsync tried, `uname -m`, the cached helper's bytes checked) and as phsync-known
+           (a fresh state folder holding only the host's memo of the brought helper: a laptop
+           that pulled from this phone before, pulling a new folder).
            Target <= 0.95 x rsync and server CPU per GB <= rsync's.  Without a writable cgroup
            the row is printed as skipped, with the reason.
   helper   the helper's no-change cost: a no-change re-pull of the camera corpus with
@@ -264,7 +268,7 @@ class Table:
         return a
 
     def argv(self, tool, cfg, src, dst):
-        if tool == "phsync":
+        if tool in ("phsync", "phsync-known"):
             return self.phsync_pull(cfg, "") + ["phone:" + src, dst]
         if tool == "phsync-nofsync":
             return self.phsync_pull(cfg, "nofsync") + ["phone:" + src, dst]
@@ -273,7 +277,7 @@ class Table:
         return bs.tool_argv(tool, self.a.phsync, cfg, src, dst, self.a.data, [])
 
     def run(self, row, tool, rep, argv, check, fresh=False, dst=None, xdg=None, server_pid=None, cage=None,
-            proxy=None):
+            proxy=None, xdg_seed=()):
         if fresh:
             if dst and self.defer_deletes and os.path.lexists(dst):
                 self.ntrash += 1
@@ -286,6 +290,9 @@ class Table:
             bs.settle(self.a.drop)
         if xdg:
             os.makedirs(xdg, exist_ok=True)
+        for f in xdg_seed:  # files put into the fresh state folder (the host's memos)
+            os.makedirs(os.path.join(xdg, "phsync"), exist_ok=True)
+            shutil.copy2(f, os.path.join(xdg, "phsync", os.path.basename(f)))
         if dst and tool == "sftp":
             os.makedirs(dst, exist_ok=True)
         env = dict(self.env, XDG_STATE_HOME=xdg) if xdg else self.env
@@ -482,13 +489,20 @@ def row_weak(t, sizes):
         log("weak phone: %s; link %g ms round trip, %g Mbit/s each way" % (cage.mode, t.a.weak_rtt, t.a.weak_mbit))
         env_save = t.env
         t.env = srv2.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": "", "PHSYNC_HELPER_DIR": t.env["PHSYNC_HELPER_DIR"]})
-        fill_helper_cache(t, cfg, os.path.join(t.xdg, "weak-fill"))
-        tools = ["phsync", "rsync"]
+        fill = os.path.join(t.xdg, "weak-fill")
+        fill_helper_cache(t, cfg, fill)
+        # phsync-known: a laptop that pulled from this phone before (a new folder, pulled fresh):
+        # its fresh state folder holds the host's memo of the brought helper (docs/PROTOCOL.md),
+        # so the run starts the cached helper at once; phsync: first contact every run.
+        memos = [os.path.join(fill, "phsync", n) for n in sorted(os.listdir(os.path.join(fill, "phsync")))
+                 if n.startswith("brought-")]
+        tools = ["phsync", "phsync-known", "rsync"]
         for rep in range(t.a.reps):
             for tool in rotate(tools, rep):
                 dst = os.path.join(t.dst, "weak-" + tool)
                 t.run(row, tool, rep, t.argv(tool, cfg, src, dst), tree_check(dst, want), fresh=True, dst=dst,
-                      xdg=os.path.join(t.xdg, "weak-" + tool), cage=cage)
+                      xdg=os.path.join(t.xdg, "weak-" + tool), cage=cage,
+                      xdg_seed=memos if tool == "phsync-known" else ())
                 bs.rm_tree(dst)
         t.env = env_save
         gb = want[1] / 1e9
@@ -496,15 +510,17 @@ def row_weak(t, sizes):
         extra = ["server CPU (cgroup): %s" % "; ".join(
             "%s %.2f s = %.2f s/GB (per run %s)" % (tool, cpu[tool], cpu[tool] / gb, ", ".join(
                 "%.2f" % r["cage_cpu"] for r in t.rs(row, tool))) for tool in tools if cpu[tool] is not None)]
-        q = t.ratio(row, "phsync", "rsync", "cage_cpu")
-        if q:
-            extra.append("ratio server CPU phsync / rsync = %.2f   (per rep %.2f-%.2f, n=%d)" % q)
+        for tool in ("phsync", "phsync-known"):
+            q = t.ratio(row, tool, "rsync", "cage_cpu")
+            if q:
+                extra.append("ratio server CPU %s / rsync = %.2f   (per rep %.2f-%.2f, n=%d)" % ((tool,) + q))
         extra.append("quota periods in which the server was throttled, per run: %s (none: the quota did not "
                      "bind, the link or the machine did)" % "; ".join(
                          "%s %s" % (tool, ", ".join(r["throttled"] for r in t.rs(row, tool))) for tool in tools))
         extra.append(cage.mode)
         extra.append("link: %g ms round trip, %g Mbit/s each way (bench/linkproxy.py)" % (t.a.weak_rtt, t.a.weak_mbit))
-        t.report_row(row, tools, [("phsync", "rsync")], "phsync <= 0.95 x rsync, server CPU per GB <= rsync's; "
+        t.report_row(row, tools, [("phsync", "rsync"), ("phsync-known", "rsync")],
+                     "phsync <= 0.95 x rsync, server CPU per GB <= rsync's; "
                      "%d files, %.2f GB" % (want[0], gb), extra=extra)
     finally:
         if srv2:

@@ -100,6 +100,7 @@ class LinkProxy:
         self.qmax = max(256 * 1024, int((self.rate or 1e9) * max(self.delay, 0.001) * 4))
         self.lock = threading.Condition()
         self.up = self.down = 0
+        self.pieces = {"up": 0, "down": 0}  # recv() calls with data: about the writes of each side
         self.active = 0
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -110,6 +111,7 @@ class LinkProxy:
 
     def add(self, key, n):
         with self.lock:
+            self.pieces[key] += 1
             if key == "up":
                 self.up += n
             else:
@@ -118,6 +120,7 @@ class LinkProxy:
     def reset(self):
         with self.lock:
             self.up = self.down = 0
+            self.pieces = {"up": 0, "down": 0}
 
     def counts(self):
         with self.lock:

@@ -133,13 +133,8 @@ ph_serve_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_
 		return ph_serve_status(out, id, PH_FX_BAD_MESSAGE, "empty delta read");
 	if (d->diff == NULL && phsync_diff_new(NULL, d->sig, &d->diff) != 0)
 		return ph_serve_status(out, id, PH_FX_FAILURE, "out of memory");
-	if ((st = ph_serve_begin(out, PH_FXP_DATA, id)) == SIZE_MAX ||
-	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
-		if (st != SIZE_MAX)
-			out->len = st;
+	if ((st = ph_serve_data_begin(out, id, len, &at)) == SIZE_MAX)
 		return -1;
-	}
-	at = out->len + 4;
 	o.ptr = out->data + at;
 	o.size = len;
 	o.pos = 0;
@@ -194,7 +189,5 @@ ph_serve_delta_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_
 		return ph_serve_status(out, id, PH_FX_EOF, "end of delta");
 	}
 	d->out_off += o.pos;
-	ph_be32_put(out->data + out->len, (uint32_t)o.pos);
-	out->len = at + o.pos;
-	return ph_serve_end(out, st, 0);
+	return ph_serve_data_end(out, st, o.pos);
 }

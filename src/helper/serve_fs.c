@@ -61,7 +61,9 @@ ph_serve_open(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		close(fd);
 		return ph_serve_status(out, id, PH_FX_FAILURE, "not a regular file");
 	}
-	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	/* F_SETFL takes only the status flags (O_APPEND, O_NONBLOCK, ...) of
+	 * those it is given: the open's own, less O_NONBLOCK, in one call. */
+	(void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 	if ((h = ph_serve_handle_new(s, &idx)) == NULL) {
 		close(fd);
 		return ph_serve_status(out, id, PH_FX_FAILURE, "too many open handles");
@@ -166,13 +168,8 @@ ph_serve_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		return ph_serve_status(out, id, PH_FX_EOF, "end of file");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
-	if ((st = ph_serve_begin(out, PH_FXP_DATA, id)) == SIZE_MAX ||
-	    ph_buf_reserve(out, 4 + (size_t)len) != 0) {
-		if (st != SIZE_MAX)
-			out->len = st;
+	if ((st = ph_serve_data_begin(out, id, len, &at)) == SIZE_MAX)
 		return -1;
-	}
-	at = out->len + 4;
 	while (got < len) {
 		n = pread(h->fd, out->data + at + got, len - got, (off_t)(off + got));
 		if (n < 0 && errno == EINTR)
@@ -191,9 +188,7 @@ ph_serve_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		out->len = st;
 		return ph_serve_status(out, id, PH_FX_EOF, "end of file");
 	}
-	ph_be32_put(out->data + out->len, (uint32_t)got);
-	out->len = at + got;
-	return ph_serve_end(out, st, 0);
+	return ph_serve_data_end(out, st, got);
 }
 
 int

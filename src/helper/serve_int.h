@@ -70,6 +70,12 @@ size_t ph_serve_begin(struct ph_buf *out, uint8_t type, uint32_t id);
 /* Ends the reply begun at start; rc != 0 (a put failed) takes it back and
  * returns -1. */
 int ph_serve_end(struct ph_buf *out, size_t start, int rc);
+/* Starts a DATA reply of at most len bytes, to be written at out->data +
+ * *at: where it starts, or SIZE_MAX (out as it was) when out cannot hold
+ * it. Until ph_serve_data_end, out->len = start takes it back. */
+size_t ph_serve_data_begin(struct ph_buf *out, uint32_t id, uint32_t len, size_t *at);
+/* Ends the DATA reply begun at start with the n bytes written at *at. */
+int ph_serve_data_end(struct ph_buf *out, size_t start, size_t n);
 /* A STATUS reply with code and message. */
 int ph_serve_status(struct ph_buf *out, uint32_t id, uint32_t code, const char *msg);
 /* A STATUS reply for the errno (or PH_CONFINE_E*) e. */

@@ -33,6 +33,29 @@ ph_serve_end(struct ph_buf *out, size_t start, int rc)
 	return 0;
 }
 
+size_t
+ph_serve_data_begin(struct ph_buf *out, uint32_t id, uint32_t len, size_t *at)
+{
+	size_t start = ph_serve_begin(out, PH_FXP_DATA, id);
+
+	if (start == SIZE_MAX)
+		return SIZE_MAX;
+	if (ph_buf_reserve(out, 4 + (size_t)len) != 0) {
+		out->len = start;
+		return SIZE_MAX;
+	}
+	*at = out->len + 4;
+	return start;
+}
+
+int
+ph_serve_data_end(struct ph_buf *out, size_t start, size_t n)
+{
+	ph_be32_put(out->data + out->len, (uint32_t)n);
+	out->len += 4 + n;
+	return ph_serve_end(out, start, 0);
+}
+
 int
 ph_serve_status(struct ph_buf *out, uint32_t id, uint32_t code, const char *msg)
 {

@@ -11,9 +11,20 @@
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
 
+/* Does the server answer a READ with fewer bytes than asked only at the
+ * end of the file? The helper does (docs/PROTOCOL.md: it reads until it
+ * has them all or the file ends); an SFTP server need not. */
+static int
+short_is_eof(const struct xfer *x)
+{
+	return ph_sftp_helper(x->p->j->sftp) >= 1;
+}
+
 /* Is there more to ask for? The listed size is a hint, never trusted: a
  * file of known size S is read up to S plus one read at S that must answer
- * EOF (else the file grew); a file of unknown size is read until EOF. */
+ * EOF (else the file grew); a file of unknown size is read until EOF. From
+ * the helper the last read asks one byte past S instead, and its short
+ * reply is the EOF (ph_pull_whole_issue). */
 int
 ph_pull_whole_want(const struct xfer *x)
 {
@@ -87,8 +98,16 @@ ph_pull_whole_issue(struct xfer *x)
 			if (rc > 0)
 				continue;
 		}
-		if (!x->e->nosize && x->r.next_off < x->e->size && x->e->size - x->r.next_off < len)
+		if (!x->e->nosize && x->r.next_off < x->e->size && x->e->size - x->r.next_off < len) {
 			len = (uint32_t)(x->e->size - x->r.next_off);
+			/* The helper's reply to the last read says where the file
+			 * ends: one byte more than listed means it grew, fewer that
+			 * it ends there; no read at S after it. */
+			if (short_is_eof(x)) {
+				len++;
+				x->r.probed = 1;
+			}
+		}
 		if ((rc = queue_read(x, x->r.next_off, len)) != 0)
 			return rc;
 		if (!x->e->nosize && x->r.next_off >= x->e->size)
@@ -129,6 +148,17 @@ ph_pull_whole_complete(struct xfer *x)
 	ph_pull_state(x, PH_XS_DONE);
 }
 
+/* The server says the file ends at off. */
+static void
+take_eof(struct xfer *x, uint64_t off)
+{
+	if (off < x->r.eof_at)
+		x->r.eof_at = off;
+	if (x->r.hi > x->r.eof_at)
+		ph_pull_fail(x, PHSYNC_EPROTO, "the server reported an end before data it "
+		             "had sent");
+}
+
 /* One DATA reply with bytes, or the reason it cannot be taken. */
 static void
 take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
@@ -151,8 +181,11 @@ take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 		if (end > x->r.hi)
 			x->r.hi = end;
 		p->j->st.bytes_done += r->len;
-		/* A short read: ask for the rest of this range. */
-		if (r->len < rq->len && queue_read(x, end, rq->len - r->len) != 0)
+		/* A short read: from the helper the file ends there (else ask
+		 * for the rest of this range). */
+		if (r->len < rq->len && short_is_eof(x))
+			take_eof(x, end);
+		else if (r->len < rq->len && queue_read(x, end, rq->len - r->len) != 0)
 			ph_pull_fail(x, PHSYNC_ENOMEM, "cannot queue a read");
 	}
 }
@@ -173,11 +206,7 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	} else if (r->type == PH_FXP_DATA ||
 	           (r->type == PH_FXP_STATUS && r->status == PH_FX_EOF)) {
 		/* EOF (an empty DATA reply counts as one). */
-		if (rq->off < x->r.eof_at)
-			x->r.eof_at = rq->off;
-		if (x->r.hi > x->r.eof_at)
-			ph_pull_fail(x, PHSYNC_EPROTO, "the server reported an end before data it "
-			             "had sent");
+		take_eof(x, rq->off);
 	} else {
 		ph_pull_fail(x, r->err ? r->err : PHSYNC_EPROTO,
 		             r->msg[0] ? r->msg : "the server refused to read this file");

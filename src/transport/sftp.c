@@ -16,6 +16,14 @@
 #define MAX_IO (256u * 1024)
 #define READ_CHUNK (1u << 20)
 #define MAX_EXTS 64
+/* What limits@openssh.com says from a helper of protocol version 1. */
+#define HELPER1_IO (256u * 1024)
+#define HELPER1_HANDLES 256
+/* The pump sends what its callbacks queued once it fills most of an SSH
+ * packet (32 KiB), or once fewer than LAZY_LOW requests sent are still
+ * unanswered: see flush_lazy. */
+#define LAZY_BYTES (16u * 1024)
+#define LAZY_LOW 16
 /* After Ctrl-C, how long a send may wait on a server that takes nothing
  * before the link is given up (the README promises a second or two). */
 #define STOP_SEND_MS 2000
@@ -166,6 +174,7 @@ ph_sftp_req_end(struct ph_sftp *s, size_t start, int rc)
 		sl->group->inflight++;
 	if (s->inflight++ == 0)
 		s->last_rx_ms = now_ms(); /* nothing was owed until now */
+	s->unsent++;
 	return 0;
 }
 
@@ -279,6 +288,7 @@ flush_out(struct ph_sftp *s)
 	if (s->chan.write_some == NULL) {
 		rc = s->chan.write(s->chan.arg, s->out.data, s->out.len);
 		s->out.len = 0;
+		s->unsent = 0;
 		if (rc != 0)
 			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
 		return 0;
@@ -311,6 +321,7 @@ flush_out(struct ph_sftp *s)
 			return kill_link(s, ph_err(s->ctx, rc, "lost the connection while sending"));
 	}
 	s->out.len = 0;
+	s->unsent = 0;
 	return 0;
 }
 
@@ -329,6 +340,25 @@ ph_sftp_flush(struct ph_sftp *s)
 	rc = flush_out(s);
 	s->flushing = 0;
 	return rc;
+}
+
+/* The pump's send: what callbacks queued waits while the server still has
+ * LAZY_LOW requests of ours to answer and the queue is small, so that a
+ * run of replies is answered by one packet of requests, not one each: on
+ * a phone every packet the SSH server takes costs CPU (a wakeup of sshd to
+ * decrypt it, a pipe write, a wakeup of the SFTP server to read it; the
+ * weak-phone row of docs/PERFORMANCE.md, section 7). The server never
+ * runs dry for it: while we wait for replies at least LAZY_LOW are owed,
+ * each of which frees this wait. After a stop everything goes at once. */
+static int
+flush_lazy(struct ph_sftp *s)
+{
+	size_t wire = s->inflight > s->unsent ? s->inflight - s->unsent : 0;
+
+	if (s->out.len < LAZY_BYTES && wire >= LAZY_LOW &&
+	    (s->ctx == NULL || !s->ctx->interrupted))
+		return 0;
+	return ph_sftp_flush(s);
 }
 
 /* Dispatches one complete packet (type + body, length prefix removed). */
@@ -465,11 +495,13 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 	size_t got;
 	int rc;
 
-	if ((rc = ph_sftp_flush(s)) != 0)
+	if ((rc = flush_lazy(s)) != 0)
 		return rc;
 	/* Replies may already sit in the buffer (read with an earlier packet). */
 	if ((rc = drain(s)) != 0)
 		return kill_link(s, rc);
+	if ((rc = flush_lazy(s)) != 0)
+		return rc;
 	if (s->inflight == 0)
 		return 0;
 	for (;;) {
@@ -493,12 +525,13 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 			return 0;
 	}
 	/* Take everything already buffered without waiting again; what the
-	 * callbacks queue goes out between reads, so the server is never left
-	 * idle while replies stream in (a delta's next read, the next file). */
+	 * callbacks queue goes out between reads (in batches: flush_lazy), so
+	 * the server is never left idle while replies stream in (a delta's
+	 * next read, the next file). */
 	do {
 		if ((rc = drain(s)) != 0)
 			return kill_link(s, rc);
-		if ((rc = ph_sftp_flush(s)) != 0)
+		if ((rc = flush_lazy(s)) != 0)
 			return rc;
 		if (s->inflight == 0)
 			break;
@@ -681,7 +714,12 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 		goto out;
 	if ((rc = read_packet(s, &p, &len)) != 0 || (rc = parse_version(s, p, len)) != 0)
 		goto out;
-	if (s->exts & PH_EXT_LIMITS) {
+	if (s->helper >= 1) {
+		/* The helper's limits are those of its protocol version
+		 * (docs/PROTOCOL.md): no round trip to ask. */
+		s->max_read = s->max_write = HELPER1_IO;
+		s->max_handles = HELPER1_HANDLES;
+	} else if (s->exts & PH_EXT_LIMITS) {
 		if ((rc = ph_sftp_req_begin(s, PH_FXP_EXTENDED, limits_cb, &done, &start)) != 0)
 			goto out;
 		rc = ph_sftp_req_end(s, start, ph_buf_put_cstr(&s->out, PH_XN_LIMITS));

@@ -32,6 +32,7 @@ struct ph_sftp {
 	struct ph_sftp_slot *slots;
 	uint32_t next_id;
 	size_t inflight;
+	size_t unsent;     /* of those, queued in out and not sent yet */
 	struct ph_sftp_group *next_group; /* ph_sftp_in_group: for the next request */
 	uint32_t exts;
 	uint32_t max_read, max_write;

@@ -249,6 +249,70 @@ class HelperSyncTest(SyncTestCase):
         with open(os.path.join(self.local, rel), "rb") as f:
             self.assertEqual(f.read(), changed)
 
+    def test_pull_reads_each_file_without_an_eof_probe(self):
+        """Issue 24: from the helper, whose READ answers short only at the end of the file,
+        a file's last READ asks one byte past its listed size and no READ at that size
+        follows (the EOF probe of plain SFTP), except where the size is 0 or a multiple of
+        the largest read (256 KiB, the helper's limits, which are not asked): every byte still
+        arrives."""
+        chunk = 256 * 1024
+        sizes = {"empty.bin": 0, "one.bin": 1, "small.txt": 5000, "chunk.bin": chunk,
+                 "chunk1.bin": chunk + 1, "DCIM/big.jpg": 700_000}
+        datas = {}
+        for i, (rel, n) in enumerate(sorted(sizes.items())):
+            datas[rel] = random_bytes(n, 300 + i)
+            write_file(os.path.join(self.remote, rel), datas[rel], mtime=T0)
+        log = os.path.join(self.tmp, "reads.log")
+        path = "python3 %s read_log=%s %s" % (FAKE, log, phsync_bin())
+        self.pull("--json", "--helper", "always", "--helper-path", path, expect=0)
+        for rel, data in datas.items():
+            with open(os.path.join(self.local, rel), "rb") as f:
+                self.assertEqual(f.read(), data, rel)
+        reads, exts = {}, []
+        with open(log) as f:
+            for line in f:
+                if line.startswith("EXTENDED "):
+                    exts.append(line.split()[1])
+                    continue
+                name, off, n = line.rsplit(" ", 2)
+                reads.setdefault(os.path.relpath(name, self.remote) if name.startswith("/") else name,
+                                 []).append((int(off), int(n)))
+        for rel, n in sizes.items():
+            got = sorted(reads.get(rel, []))
+            want = [(off, min(chunk, n - off)) for off in range(0, n, chunk)]
+            if n % chunk == 0:
+                want.append((n, chunk))  # the probe: a read of 256 KiB + 1 the helper would cut
+            else:
+                want[-1] = (want[-1][0], want[-1][1] + 1)
+            self.assertEqual(got, want, rel)
+        # The helper's limits are its protocol version's: not asked (one round trip less).
+        self.assertNotIn("limits@openssh.com", exts)
+
+    def test_spoiled_read_replies_fail_the_file(self):
+        """The helper's last READ reply is what says where the file ends: a reply cut short
+        (the file shrank), one padded to the byte past the listed size (it grew) or one longer
+        than asked fails the file, never committed cut or padded; the honest helper then
+        brings it."""
+        datas = {"DCIM/Camera/IMG_0.jpg": random_bytes(600_000, 61), "notes.txt": random_bytes(5000, 62)}
+        for rel, data in datas.items():
+            write_file(os.path.join(self.remote, rel), data, mtime=T0)
+        for mode, says in (("short_read", "ends at byte"), ("grow_read", "grew"),
+                           ("long_read", "more data than asked")):
+            with self.subTest(mode):
+                path = "python3 %s %s %s" % (FAKE, mode, phsync_bin())
+                r = self.pull("--json", "--helper", "always", "--helper-path", path, expect=5)
+                failed = [e for e in events(r, "file") if e.get("status") == "failed"]
+                self.assertEqual(sorted(e["path"] for e in failed), sorted(datas), r)
+                for e in failed:
+                    self.assertIn(says, e["error"])
+                for rel in datas:
+                    self.assertFalse(os.path.lexists(os.path.join(self.local, rel)), rel)
+                self.assertNoLeftovers(self.local)
+        self.pull(*self.helper(), expect=0)
+        for rel, data in datas.items():
+            with open(os.path.join(self.local, rel), "rb") as f:
+                self.assertEqual(f.read(), data, rel)
+
     def test_long_signature_on_push_is_not_kept(self):
         """Issue 22, item 7: a signature reply of another length than the helper's for the old
         file's size (here a valid one with 16-byte blocks) is not held nor planned against:

@@ -23,6 +23,14 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
   long_sig      the reply to a signature request is a valid signature of the old file with
                 the smallest block length (16 bytes; `phsync delta signature -b 16`): longer
                 than the helper sends for that size
+  read_log=FILE every READ asked is logged to FILE, a line "PATH OFFSET LENGTH", and every
+                extended request, "EXTENDED NAME"; replies are untouched
+  short_read    the DATA reply to each READ that asks less than 256 KiB (a file's last) comes
+                cut to half its bytes: the file seems to end there (shrank while read)
+  grow_read     the reply to each READ that asks less than 256 KiB (a file's last) is padded
+                to exactly the length asked (a DATA reply, also in place of an EOF): the file
+                seems to have grown past its listed size
+  long_read     the DATA reply to each READ carries 16 bytes more than were asked for
 """
 
 import os
@@ -79,6 +87,26 @@ def small_block_sig(phsync, path):
                           stdout=subprocess.PIPE, check=True).stdout
 
 
+def spoil_read(mode, p, kinds, lock):
+    """A READ's reply (STATUS or DATA) spoiled as short_read, grow_read or long_read say."""
+    (rid,) = struct.unpack(">I", p[1:5])
+    with lock:
+        kind = kinds.get(rid, (None, 0))
+    if kind[0] != "read":
+        return p
+    asked = kind[1]
+    data = sstr(p, 5)[0] if p[0] == 103 else b""
+    if mode == "long_read" and p[0] == 103:
+        data += b"\0" * 16
+    elif mode == "short_read" and p[0] == 103 and asked < 256 * 1024 and len(data) > 1:
+        data = data[:len(data) // 2]
+    elif mode == "grow_read" and asked < 256 * 1024 and len(data) < asked:
+        data += b"G" * (asked - len(data))
+    else:
+        return p
+    return bytes([103]) + p[1:5] + struct.pack(">I", len(data)) + data
+
+
 def main():
     mode, phsync = sys.argv[1], sys.argv[2]
     root = sys.argv[4]
@@ -104,10 +132,22 @@ def main():
                 name, _ = sstr(p, 5)
                 with lock:
                     kinds[rid] = ("open", name)
+            if p[0] == 5:  # READ: string handle, uint64 offset, uint32 length
+                (rid,) = struct.unpack(">I", p[1:5])
+                h, off = sstr(p, 5)
+                (roff, rlen) = struct.unpack(">QI", p[off:off + 12])
+                with lock:
+                    kinds[rid] = ("read", rlen, roff)
+                    if mode.startswith("read_log="):
+                        with open(mode.split("=", 1)[1], "a") as log:
+                            log.write("%s %d %d\n" % ((handles.get(h) or b"?").decode(), roff, rlen))
             if p[0] == 200:
                 (rid,) = struct.unpack(">I", p[1:5])
                 name, off = sstr(p, 5)
                 with lock:
+                    if mode.startswith("read_log="):
+                        with open(mode.split("=", 1)[1], "a") as log:
+                            log.write("EXTENDED %s\n" % name.decode(errors="replace"))
                     if name == b"phsync-delta-read@phsync.org":
                         _, off2 = sstr(p, off)
                         (doff, asked) = struct.unpack(">QI", p[off2:off2 + 12])
@@ -136,6 +176,8 @@ def main():
                 if kind[0] == "open":
                     h, _ = sstr(p, 5)
                     handles[h] = kind[1]
+        if mode in ("short_read", "grow_read", "long_read") and p[0] in (101, 103):
+            p = spoil_read(mode, p, kinds, lock)
         if mode == "endless_delta" and p[0] in (101, 103):
             (rid,) = struct.unpack(">I", p[1:5])
             with lock:
