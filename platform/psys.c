@@ -65,6 +65,12 @@ ph_sock_pace(int sock, unsigned bytes)
 }
 
 int
+ph_sock_connect(int sock, const struct sockaddr *addr, size_t len)
+{
+	return connect(sock, addr, (socklen_t)len) == 0 ? 0 : -errno;
+}
+
+int
 ph_sock_connect_error(int sock)
 {
 	int err = 0;

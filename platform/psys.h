@@ -32,6 +32,13 @@ int ph_poll_sock(int sock, unsigned events, int timeout_ms);
  * there is no such option, or -errno (not a TCP socket). */
 int ph_sock_pace(int sock, unsigned bytes);
 
+struct sockaddr;
+
+/* connect(2) on sock to addr (len bytes). Returns 0, -EINPROGRESS when a
+ * non-blocking socket's connect goes on (Windows: WSAEWOULDBLOCK; wait
+ * with ph_poll_sock for PH_POLL_OUT), or -errno. */
+int ph_sock_connect(int sock, const struct sockaddr *addr, size_t len);
+
 /* The error a non-blocking connect on sock ended with, once ph_poll_sock
  * said PH_POLL_OUT or PH_POLL_ERR (SO_ERROR): 0 (connected) or -errno. */
 int ph_sock_connect_error(int sock);

@@ -163,6 +163,18 @@ ph_sock_pace(int sock, unsigned bytes)
 }
 
 int
+ph_sock_connect(int sock, const struct sockaddr *addr, size_t len)
+{
+	int e;
+
+	if (connect((SOCKET)sock, addr, (int)len) == 0)
+		return 0;
+	e = WSAGetLastError();
+	/* A non-blocking socket's connect under way. */
+	return e == WSAEWOULDBLOCK ? -EINPROGRESS : wsa_errno(e);
+}
+
+int
 ph_sock_connect_error(int sock)
 {
 	int err = 0, n = sizeof(err);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include "home.h"
 #include "pairing.h"
 #include "platform.h"
+#include "psys.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -204,20 +204,18 @@ probe_port(const char *address, unsigned port, char *banner, size_t blen)
 		return 0;
 	for (a = ai; a && !ok; a = a->ai_next) {
 		int fd = ph_socket(a->ai_family, a->ai_socktype, a->ai_protocol, PH_SOCK_NONBLOCK);
-		struct pollfd pfd;
 		char buf[256];
 		size_t n = 0;
+		int c;
 
 		if (fd < 0)
 			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)
+		if ((c = ph_sock_connect(fd, a->ai_addr, a->ai_addrlen)) != 0 && c != -EINPROGRESS)
 			goto next;
-		pfd.fd = fd;
-		pfd.events = POLLIN;
 		/* The server speaks first: its version line answers both "is
 		 * the port open" and "is it SSH". */
-		while (n + 1 < sizeof(buf) && poll(&pfd, 1, PROBE_MS) == 1) {
-			ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		while (n + 1 < sizeof(buf) && ph_poll_sock(fd, PH_POLL_IN, PROBE_MS) > 0) {
+			ssize_t r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
 
 			if (r <= 0)
 				break;
@@ -233,7 +231,7 @@ probe_port(const char *address, unsigned port, char *banner, size_t blen)
 			ok = 1;
 		}
 next:
-		close(fd);
+		ph_sock_close(fd);
 	}
 	freeaddrinfo(ai);
 	return ok;

@@ -175,7 +175,11 @@ connect_nb(unsigned short port, int *err)
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	a.sin_port = htons(port);
-	(void)connect(s, (struct sockaddr *)&a, sizeof(a));
+	r = ph_sock_connect(s, (struct sockaddr *)&a, sizeof(a));
+	if (r != -EINPROGRESS) {
+		*err = r; /* over at once (the loopback may answer so) */
+		return s;
+	}
 	/* No limit: the loopback's answer ends the wait. */
 	r = ph_poll_sock(s, PH_POLL_OUT, -1);
 	assert_true(r > 0);
