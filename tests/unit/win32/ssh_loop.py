@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: ISC
-"""Runs test_ssh_win.exe under Wine against a real OpenSSH sshd on 127.0.0.1.
+"""Runs test_ssh_loop (test_ssh_loop.exe under Wine, or the native program)
+against a real OpenSSH sshd on 127.0.0.1.
 
-    python3 ssh_wine.py EMULATOR... TEST_EXE
+    python3 ssh_loop.py [EMULATOR...] TEST_PROGRAM
 
 Starts a throwaway sshd (tests/lib/harness.py: its own host key, a user key in
 authorized_keys, waiting until the server answers with its banner), fills a
-folder with the files test_ssh_win.c expects (the same bytes by the same rule:
-CONTENT below and content() there), writes three ssh_config files (the good
+folder with the files test_ssh_loop.c expects (the same bytes by the same rule:
+content() here and there), writes three ssh_config files (the good
 one, one with a key the server does not know, one whose known_hosts holds
 another host key), runs the exe with their paths in its environment, stops the
 server and exits with the exe's code. The server and the files go when it ends.
@@ -26,7 +27,7 @@ FILES = [("crlf.txt", 16), ("big.bin", 300001), ("été 日本.txt", 1000), ("em
 
 
 def content(name, size):
-    """The bytes of a file, as test_ssh_win.c's content() makes them."""
+    """The bytes of a file, as test_ssh_loop.c's content() makes them."""
     if name == "crlf.txt":
         return CRLF[:size]
     seed = 0
@@ -53,7 +54,7 @@ def main(argv):
         env.setdefault("WINEDEBUG", "-all")
         code = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL).returncode
         if code != 0:
-            sys.stderr.write("ssh_wine: %s exited %d; the server's log:\n%s\n"
+            sys.stderr.write("ssh_loop: %s exited %d; the server's log:\n%s\n"
                              % (argv[-1], code, srv.log_text()[-4000:]))
         return code
 

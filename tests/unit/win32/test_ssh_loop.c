@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: ISC */
-/* phsync's own SSH and SFTP client (src/transport) as built for Windows,
- * under Wine, against a real OpenSSH sshd on 127.0.0.1 that ssh_wine.py
- * starts (and stops) around this exe. It connects with a key, checks the
- * host key against known_hosts, lists the folder ssh_wine.py filled and
- * reads every file's bytes, which both sides derive from the same rule
- * (content() here, CONTENT in ssh_wine.py). A wrong key and a wrong host
- * key must fail with the right error. Environment (set by ssh_wine.py):
- * PH_TEST_SSH_CONFIG, PH_TEST_SSH_CONFIG_BADKEY, PH_TEST_SSH_CONFIG_BADHOST
- * (ssh_config files for Host phone), PH_TEST_SSH_DIR (the folder). */
+/* phsync's own SSH and SFTP client (src/transport) against a real OpenSSH
+ * sshd on 127.0.0.1 that ssh_loop.py starts (and stops) around this
+ * program: as built for Windows under Wine (win.unit.test_ssh_loop) and
+ * natively (unit.test_ssh_loop), the same checks. It connects with a key,
+ * checks the host key against known_hosts, lists the folder ssh_loop.py
+ * filled and reads every file's bytes, which both sides derive from the
+ * same rule (content() here and in ssh_loop.py). A wrong key and a wrong
+ * host key must fail with the right error. Environment (set by
+ * ssh_loop.py): PH_TEST_SSH_CONFIG, PH_TEST_SSH_CONFIG_BADKEY,
+ * PH_TEST_SSH_CONFIG_BADHOST (ssh_config files for Host phone),
+ * PH_TEST_SSH_DIR (the folder). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,7 +58,7 @@ env(const char *name)
 	const char *v = getenv(name);
 
 	if (v == NULL || v[0] == '\0')
-		fail_msg("%s is not set: run this test through ssh_wine.py", name);
+		fail_msg("%s is not set: run this test through ssh_loop.py", name);
 	return v;
 }
 
@@ -225,7 +227,9 @@ test_list_and_read(void **state)
 	ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &port);
 	assert_string_equal(host, "127.0.0.1");
 	assert_true(port > 0);
+	memset(&chan, 0, sizeof(chan));
 	assert_int_equal(ph_ssh_open_sftp(ssh, &chan), 0);
+	chan.silence_ms = 30000; /* as login.c sets it (the fields ssh.c leaves) */
 	rc = ph_sftp_new(ctx, &chan, &s);
 	if (rc != 0)
 		fail_msg("sftp: %s", phsync_ctx_error(ctx));
