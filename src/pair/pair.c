@@ -33,16 +33,13 @@
 
 const unsigned phsync_pair_ports[] = { 8022, 2222, 22, 0 };
 
-/* $HOME as ph_sshconf_get reads it, else the password database's. */
+/* The home as ph_sshconf_get reads it (ph_home_dir: $HOME, else the
+ * password database's; %USERPROFILE% on Windows), else "/". */
 static void
 home_dir(char *out, size_t len)
 {
-	const char *h = getenv("HOME");
-	struct passwd *pw;
-
-	if ((h == NULL || h[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
-		h = pw->pw_dir;
-	snprintf(out, len, "%s", h ? h : "/");
+	if (ph_home_dir(out, len) != 0)
+		snprintf(out, len, "/");
 }
 
 void
