@@ -2,45 +2,18 @@
 /* ph_agent_pick(): one request of the ssh-agent protocol
  * (draft-miller-ssh-agent: SSH_AGENTC_REQUEST_IDENTITIES, 11, answered by
  * SSH_AGENT_IDENTITIES_ANSWER, 12), read with a cap on every length. */
-#include <errno.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "agent.h"
-#include "platform.h"
+#include "psys.h"
 
 #define AGENT_MS 5000             /* an agent answers at once or not at all */
 #define MAX_ANSWER (256u << 10)   /* the whole identities answer */
 #define MAX_KEYS 1024u
 #define MAX_BLOB (16u << 10)      /* an RSA 16384 key is about 2 KiB */
-
-static int
-io_all(int fd, void *buf, size_t len, int writing)
-{
-	unsigned char *p = buf;
-
-	while (len > 0) {
-		struct pollfd pfd = { fd, writing ? POLLOUT : POLLIN, 0 };
-		ssize_t n;
-
-		if (poll(&pfd, 1, AGENT_MS) <= 0)
-			return -1;
-		n = writing ? ph_send_nosigpipe(fd, p, len) : recv(fd, p, len, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static uint32_t
 get_u32(const unsigned char *p)
@@ -115,27 +88,21 @@ int
 ph_agent_pick(char *pub, size_t publen)
 {
 	static const unsigned char req[5] = { 0, 0, 0, 1, 11 };
-	const char *path = getenv("SSH_AUTH_SOCK");
-	struct sockaddr_un sa;
+	struct ph_agent_conn *conn = NULL;
 	unsigned char hdr[4], *buf = NULL;
 	const unsigned char *blob, *comment, *best_blob = NULL, *best_comment = NULL;
 	size_t len, off, blen, clen, best_blen = 0, best_clen = 0;
 	uint32_t nkeys, k;
-	int fd = -1, rc = -1, best = -1;
+	int rc = -1, best = -1;
 
-	if (path == NULL || path[0] == '\0' || strlen(path) >= sizeof(sa.sun_path))
+	if (ph_agent_open(&conn) != 0)
 		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, path, strlen(path));
-	if ((fd = ph_socket(AF_UNIX, SOCK_STREAM, 0, 0)) < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    io_all(fd, (void *)req, sizeof(req), 1) != 0 || io_all(fd, hdr, 4, 0) != 0)
+	if (ph_agent_io(conn, (void *)req, sizeof(req), 1, AGENT_MS) != 0 ||
+	    ph_agent_io(conn, hdr, 4, 0, AGENT_MS) != 0)
 		goto out;
 	len = get_u32(hdr);
 	if (len < 5 || len > MAX_ANSWER || (buf = malloc(len)) == NULL ||
-	    io_all(fd, buf, len, 0) != 0 || buf[0] != 12)
+	    ph_agent_io(conn, buf, len, 0, AGENT_MS) != 0 || buf[0] != 12)
 		goto out;
 	nkeys = get_u32(buf + 1);
 	if (nkeys > MAX_KEYS)
@@ -187,7 +154,6 @@ ph_agent_pick(char *pub, size_t publen)
 	}
 out:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
+	ph_agent_close(conn);
 	return rc;
 }

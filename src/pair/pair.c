@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include "home.h"
 #include "pairing.h"
 #include "platform.h"
+#include "psys.h"
 #include "ctx.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -33,16 +33,13 @@
 
 const unsigned phsync_pair_ports[] = { 8022, 2222, 22, 0 };
 
-/* $HOME as ph_sshconf_get reads it, else the password database's. */
+/* The home as ph_sshconf_get reads it (ph_home_dir: $HOME, else the
+ * password database's; %USERPROFILE% on Windows), else "/". */
 static void
 home_dir(char *out, size_t len)
 {
-	const char *h = getenv("HOME");
-	struct passwd *pw;
-
-	if ((h == NULL || h[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
-		h = pw->pw_dir;
-	snprintf(out, len, "%s", h ? h : "/");
+	if (ph_home_dir(out, len) != 0)
+		snprintf(out, len, "/");
 }
 
 void
@@ -204,20 +201,18 @@ probe_port(const char *address, unsigned port, char *banner, size_t blen)
 		return 0;
 	for (a = ai; a && !ok; a = a->ai_next) {
 		int fd = ph_socket(a->ai_family, a->ai_socktype, a->ai_protocol, PH_SOCK_NONBLOCK);
-		struct pollfd pfd;
 		char buf[256];
 		size_t n = 0;
+		int c;
 
 		if (fd < 0)
 			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)
+		if ((c = ph_sock_connect(fd, a->ai_addr, a->ai_addrlen)) != 0 && c != -EINPROGRESS)
 			goto next;
-		pfd.fd = fd;
-		pfd.events = POLLIN;
 		/* The server speaks first: its version line answers both "is
 		 * the port open" and "is it SSH". */
-		while (n + 1 < sizeof(buf) && poll(&pfd, 1, PROBE_MS) == 1) {
-			ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		while (n + 1 < sizeof(buf) && ph_poll_sock(fd, PH_POLL_IN, PROBE_MS) > 0) {
+			ssize_t r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
 
 			if (r <= 0)
 				break;
@@ -233,7 +228,7 @@ probe_port(const char *address, unsigned port, char *banner, size_t blen)
 			ok = 1;
 		}
 next:
-		close(fd);
+		ph_sock_close(fd);
 	}
 	freeaddrinfo(ai);
 	return ok;

@@ -5,12 +5,10 @@
  * bytes were read and compared from, after its folders were checked to be
  * the login user's alone (docs/PROTOCOL.md, "Bootstrap"; bootcheck.c). */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,12 +17,25 @@
 #include "bootcheck.h"
 #include "bootstrap.h"
 #include "ctx.h"
+#include "pfs.h"
 #include "platform.h"
 #include "sftp.h"
 #include "ssh.h"
 
 #define MAX_HELPER (8u << 20)     /* a static helper is well under 1 MiB */
 #define CACHE_DIR ".cache/phsync" /* in the login folder */
+
+/* Whether path is a folder (a symlink to one too). */
+static int
+is_dir(const char *path)
+{
+	int fd = ph_openat(PH_AT_CWD, path, PH_O_RDONLY | PH_O_DIR, 0);
+
+	if (fd < 0)
+		return 0;
+	ph_close(fd);
+	return 1;
+}
 
 /* Where the static helpers lie: $PHSYNC_HELPER_DIR (empty: none, no
  * bootstrap), else helpers/ beside the running program (a build tree),
@@ -35,7 +46,6 @@ helper_dir(char *dir, size_t n)
 {
 	const char *env = getenv("PHSYNC_HELPER_DIR");
 	char exe[PATH_MAX];
-	struct stat st;
 
 	if (env != NULL) {
 		if (env[0] == '\0')
@@ -48,13 +58,12 @@ helper_dir(char *dir, size_t n)
 
 		if ((slash = strrchr(exe, '/')) != NULL) {
 			*slash = '\0';
-			if ((size_t)snprintf(dir, n, "%s/helpers", exe) < n && stat(dir, &st) == 0 &&
-			    S_ISDIR(st.st_mode))
+			if ((size_t)snprintf(dir, n, "%s/helpers", exe) < n && is_dir(dir))
 				return 0;
 #ifdef PHSYNC_HELPER_RELDIR
 			/* Installed under any prefix: BINDIR/../libexec/phsync. */
 			if ((size_t)snprintf(dir, n, "%s/%s", exe, PHSYNC_HELPER_RELDIR) < n &&
-			    stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			    is_dir(dir))
 				return 0;
 #endif
 		}
@@ -84,31 +93,31 @@ arch_of(const char *m)
 static int
 read_local(phsync_ctx *ctx, const char *path, uint8_t **data, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
+	int fd = ph_openat(PH_AT_CWD, path, PH_O_RDONLY, 0);
+	struct ph_stat st;
 	size_t got = 0;
 
 	if (fd < 0)
 		return ph_err(ctx, PHSYNC_ENOENT, "no helper for this phone here (%s: %s)", path,
-		              strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > MAX_HELPER || (*data = malloc((size_t)st.st_size)) == NULL) {
-		close(fd);
+		              strerror(-fd));
+	if (ph_fstat(fd, &st) != 0 || st.type != PH_FT_REG || st.size == 0 ||
+	    st.size > MAX_HELPER || (*data = malloc((size_t)st.size)) == NULL) {
+		ph_close(fd);
 		return ph_err(ctx, PHSYNC_EIO, "%s: not a helper program", path);
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, *data + got, (size_t)st.st_size - got);
+	while (got < (size_t)st.size) {
+		int64_t r = ph_pread(fd, *data + got, (size_t)st.size - got, got);
 
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r <= 0) {
 			free(*data);
-			close(fd);
+			ph_close(fd);
 			return ph_err(ctx, PHSYNC_EIO, "%s: cannot read it", path);
 		}
 		got += (size_t)r;
 	}
-	close(fd);
+	ph_close(fd);
 	*len = got;
 	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "ctx.h"
 #include "pfs.h"
+#include "psys.h"
 #include "statedb.h"
 
 /* A path's key and a key's path: '/' and char(1) swapped, so the mapping
@@ -64,20 +65,16 @@ ph_statedb_row_path(sqlite3_stmt *s, char **path, size_t *cap)
 	return 1;
 }
 
-/* The state folder: dir, or $XDG_STATE_HOME/phsync, or ~/.local/state/phsync. */
+/* The state folder: dir, or ph_state_home's ($XDG_STATE_HOME/phsync, or
+ * ~/.local/state/phsync; %LOCALAPPDATA%\phsync on Windows). */
 int
 ph_statedb_dir(phsync_ctx *ctx, const char *dir, char *out, size_t len, int create)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	char *p;
 
 	if (dir != NULL)
 		snprintf(out, len, "%s", dir);
-	else if (xdg != NULL && xdg[0] == '/')
-		snprintf(out, len, "%s/phsync", xdg);
-	else if (home != NULL && home[0] == '/')
-		snprintf(out, len, "%s/.local/state/phsync", home);
-	else
+	else if (ph_state_home(out, len) != 0)
 		return ph_err(ctx, PHSYNC_EINVAL, "no place for the sync state: set HOME or "
 		              "XDG_STATE_HOME");
 	if (!create)

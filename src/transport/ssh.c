@@ -5,10 +5,6 @@
 #include <string.h>
 #include <strings.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +13,7 @@
 
 #include "ctx.h"
 #include "platform.h"
+#include "psys.h"
 #include "ssh.h"
 #include "sshconf.h"
 
@@ -473,12 +470,11 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 	{
 		/* libssh finds ~/.ssh (the config, known_hosts, keys) in the
 		 * password database's home; phsync pair writes under $HOME, and a
-		 * user who sets HOME means it: the same folder for both. */
-		const char *home = getenv("HOME");
+		 * user who sets HOME means it: the same folder for both. On
+		 * Windows: %USERPROFILE%\.ssh, as OpenSSH for Windows. */
 		char dir[4096];
 
-		if (home != NULL && home[0] == '/' &&
-		    (size_t)snprintf(dir, sizeof(dir), "%s/.ssh", home) < sizeof(dir))
+		if (ph_ssh_dir(dir, sizeof(dir)) == 0)
 			ssh_options_set(ssh->sess, SSH_OPTIONS_SSH_DIR, dir);
 	}
 	if (p->config != NULL && access(p->config, R_OK) != 0) {
@@ -528,15 +524,9 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		            ssh_get_error(ssh->sess));
 		goto out;
 	}
-#ifdef TCP_NOTSENT_LOWAT
-	{
-		int lowat = PACE_UNSENT;
-
-		/* Not a TCP socket (a ProxyCommand's pipe): no pacing by the kernel. */
-		(void)setsockopt(ssh_get_fd(ssh->sess), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat,
-		                 sizeof(lowat));
-	}
-#endif
+	/* A hint: not a TCP socket (a ProxyCommand's pipe) or no such option
+	 * (Windows): no pacing by the kernel. */
+	(void)ph_sock_pace((int)ssh_get_fd(ssh->sess), PACE_UNSENT);
 	snprintf(ssh->info.banner, sizeof(ssh->info.banner), "%s",
 	         ssh_get_serverbanner(ssh->sess) ? ssh_get_serverbanner(ssh->sess) : "");
 	if ((rc = check_host_key(ssh, p->config)) != 0)
@@ -614,8 +604,7 @@ static int
 chan_wait(void *arg, int timeout_ms)
 {
 	struct ph_ssh *ssh = arg;
-	struct pollfd pfd;
-	int r, held;
+	int fd, r, held;
 
 	if (ssh_channel_poll(ssh->chan, 0) != 0)
 		return 0; /* data, end or error: the next read tells */
@@ -624,15 +613,11 @@ chan_wait(void *arg, int timeout_ms)
 		              ssh_get_error(ssh->sess));
 	if (held == SSH_OK && ssh_channel_window_size(ssh->chan) > 0)
 		return 0;
-	pfd.fd = ssh_get_fd(ssh->sess);
-	pfd.events = POLLIN;
-	if (held == SSH_AGAIN)
-		pfd.events |= POLLOUT;
-	pfd.revents = 0;
-	if (pfd.fd < 0)
+	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
-	if ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno != EINTR)
-		return ph_err_from_errno(errno);
+	r = ph_poll_sock(fd, PH_POLL_IN | (held == SSH_AGAIN ? PH_POLL_OUT : 0), timeout_ms);
+	if (r < 0)
+		return ph_err_from_errno(-r);
 	/* Take in what came (a window adjustment among it). */
 	if (r > 0)
 		(void)ssh_channel_poll(ssh->chan, 0);

@@ -3,15 +3,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
-#include <glob.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "phsync/error.h"
+#include "psys.h"
 #include "sshconf.h"
 
 #define MAX_DEPTH 8
@@ -150,31 +148,46 @@ match_line(char *v, const struct target *t)
 static int lookup_file(const char *path, const struct target *t, const char *keyword,
                        char *val, size_t vlen, int depth, int must_exist);
 
+/* One Include'd file's lookup (ph_path_glob's callback). */
+struct incl {
+	const struct target *t;
+	const char *keyword;
+	char *val;
+	size_t vlen;
+	int depth;
+};
+
+static int
+include_one(const char *path, void *arg)
+{
+	const struct incl *in = arg;
+
+	return lookup_file(path, in->t, in->keyword, in->val, in->vlen, in->depth + 1, 0);
+}
+
 static int
 include(const char *arg, const struct target *t, const char *keyword, char *val,
         size_t vlen, int depth)
 {
-	char pat[4096], *args, *one, *p;
-	const char *home = getenv("HOME");
-	glob_t g;
-	size_t i;
-	int rc = 0;
+	struct incl in = { t, keyword, val, vlen, depth };
+	char pat[4096], home[4096], ssh[4096], *args, *one, *p;
+	int rc = 0, has_home = ph_home_dir(home, sizeof(home)) == 0 &&
+	                       ph_ssh_dir(ssh, sizeof(ssh)) == 0;
 
 	if ((args = strdup(arg)) == NULL)
 		return PHSYNC_ENOMEM;
 	p = args;
 	while (rc == 0 && (one = next_arg(&p)) != NULL) {
-		if (one[0] == '~' && home != NULL)
-			snprintf(pat, sizeof(pat), "%s%s", home, one + 1);
-		else if (one[0] != '/' && home != NULL)
-			snprintf(pat, sizeof(pat), "%s/.ssh/%s", home, one);
+		int n;
+
+		if (one[0] == '~' && has_home)
+			n = snprintf(pat, sizeof(pat), "%s%s", home, one + 1);
+		else if (!ph_path_absolute(one) && has_home)
+			n = snprintf(pat, sizeof(pat), "%s/%s", ssh, one);
 		else
-			snprintf(pat, sizeof(pat), "%s", one);
-		if (glob(pat, 0, NULL, &g) != 0)
-			continue;
-		for (i = 0; i < g.gl_pathc && rc == 0; i++)
-			rc = lookup_file(g.gl_pathv[i], t, keyword, val, vlen, depth + 1, 0);
-		globfree(&g);
+			n = snprintf(pat, sizeof(pat), "%s", one);
+		if (n > 0 && (size_t)n < sizeof(pat)) /* longer: names no file */
+			rc = ph_path_glob(pat, include_one, &in);
 	}
 	free(args);
 	return rc;
@@ -240,17 +253,19 @@ static int
 lookup(const char *file, const struct target *t, const char *keyword, char *val, size_t vlen)
 {
 	char path[4096];
-	const char *home = getenv("HOME");
 	int rc;
 
 	if (file != NULL)
 		return lookup_file(file, t, keyword, val, vlen, 0, 1);
-	if (home != NULL) {
-		snprintf(path, sizeof(path), "%s/.ssh/config", home);
+	if (ph_ssh_dir(path, sizeof(path)) == 0 &&
+	    strlen(path) + sizeof("/config") <= sizeof(path)) {
+		strcat(path, "/config");
 		if ((rc = lookup_file(path, t, keyword, val, vlen, 0, 0)) != 0)
 			return rc;
 	}
-	return lookup_file("/etc/ssh/ssh_config", t, keyword, val, vlen, 0, 0);
+	if (ph_ssh_system_config(path, sizeof(path)) != 0)
+		return 0;
+	return lookup_file(path, t, keyword, val, vlen, 0, 0);
 }
 
 /* Both passes of ssh: a value first obtained wins; "Match final" blocks
@@ -273,12 +288,11 @@ ph_sshconf_get(const char *file, const char *host, const char *keyword, char *va
                size_t vlen)
 {
 	struct target t = { 0 };
-	char hostname[1024], user[256];
-	struct passwd *pw = getpwuid(getuid());
+	char hostname[1024], user[256], luser[256];
 	int rc;
 
 	t.host = t.hostname = host;
-	t.luser = pw != NULL ? pw->pw_name : getenv("USER");
+	t.luser = ph_user_name(luser, sizeof(luser)) == 0 ? luser : NULL;
 	t.user = t.luser;
 	/* Match host compares the HostName in force (with %h expanded). */
 	if ((rc = lookup_passes(file, &t, "HostName", hostname, sizeof(hostname))) < 0)
