@@ -52,10 +52,8 @@ add_dependencies(phsync_win_all phsync_core_win)
 
 # The part transport (phsync's SSH session and SFTP client over libssh), with
 # platform/psys.h's Windows side (win32/psys.c, win32/sock.c: WSAPoll, the
-# known folders, the console) from phsync_core_win. sshconf.c's Host
-# patterns still use fnmatch(3), which mingw lacks: until the project's own
-# matcher replaces it (docs/WINDOWS.md, 7), sshconf.c is left out, and so is
-# what needs it (ssh.c calls ph_sshconf_get): the library is then not made.
+# known folders, the console) from phsync_core_win; sshconf.c's Host patterns
+# go through core's ph_pattern_match, as the filters do.
 # ole32: CoTaskMemFree after SHGetKnownFolderPath (win32/psys.c); uuid:
 # the FOLDERID_* values.
 target_link_libraries(phsync_core_win PUBLIC ole32 uuid)
@@ -66,22 +64,14 @@ foreach(src ${PHSYNC_LIB_SOURCES})
     list(APPEND PH_WIN_TRANSPORT ${src})
   endif()
 endforeach()
-file(STRINGS ${CMAKE_SOURCE_DIR}/src/transport/sshconf.c PH_SSHCONF_FNMATCH
-     REGEX "^#include <fnmatch.h>")
-if(PH_SSHCONF_FNMATCH)
-  message(STATUS "src/transport/sshconf.c still includes fnmatch.h: the part transport "
-                 "is not built for Windows")
-  set(PH_WIN_HAVE_TRANSPORT OFF)
-else()
-  set(PH_WIN_HAVE_TRANSPORT ON)
-  add_library(phsync_transport_win STATIC ${PH_WIN_TRANSPORT})
-  target_include_directories(phsync_transport_win
-    PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_BINARY_DIR})
-  # zlib: libssh's compression. scripts/build-windows.sh lists zlib once, in
-  # libarchive.pc, which transport does not link.
-  target_link_libraries(phsync_transport_win PUBLIC phsync_core_win PkgConfig::LIBSSH z)
-  add_dependencies(phsync_win_all phsync_transport_win)
-endif()
+set(PH_WIN_HAVE_TRANSPORT ON)
+add_library(phsync_transport_win STATIC ${PH_WIN_TRANSPORT})
+target_include_directories(phsync_transport_win
+  PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_BINARY_DIR})
+# zlib: libssh's compression. scripts/build-windows.sh lists zlib once, in
+# libarchive.pc, which transport does not link.
+target_link_libraries(phsync_transport_win PUBLIC phsync_core_win PkgConfig::LIBSSH z)
+add_dependencies(phsync_win_all phsync_transport_win)
 
 if(BUILD_TESTING)
   # scripts/build-windows.sh builds cmocka into the prefix with the libraries.

@@ -2,12 +2,12 @@
 /* Minimal ssh_config lookups; see sshconf.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "pattern.h"
 #include "phsync/error.h"
 #include "psys.h"
 #include "sshconf.h"
@@ -49,7 +49,7 @@ match_list(const char *patterns, const char *s, const char *seps, int fold)
 	for (tok = strtok_r(buf, seps, &save); tok; tok = strtok_r(NULL, seps, &save)) {
 		int neg = tok[0] == '!';
 
-		if (fnmatch(tok + neg, h, 0) == 0) {
+		if (ph_pattern_match(tok + neg, h, 0)) {
 			if (neg)
 				return 0;
 			matched = 1;
