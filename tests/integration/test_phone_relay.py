@@ -36,8 +36,8 @@ import shutil
 import subprocess
 import unittest
 
-from harness import (EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, SyncTestCase, random_bytes, skip_or_fail, tree,
-                     write_file)
+from harness import (EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, RelayFired, SyncTestCase, random_bytes,
+                     skip_or_fail, tree, write_file)
 
 T0 = 1700000000  # even
 HOUR = 3600
@@ -52,7 +52,7 @@ def mtime(path):
     return os.stat(path).st_mtime_ns // 10**9
 
 
-class PhoneRelayTestCase(SyncTestCase):
+class PhoneRelayTestCase(RelayFired, SyncTestCase):
     server_kwargs = {"relay": True}
 
     # -- --json output ---------------------------------------------------------------------------
@@ -73,21 +73,6 @@ class PhoneRelayTestCase(SyncTestCase):
         self.assertEqual(self.moved(r), [], r)
         s = self.summary(r)
         self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), r)
-
-    # -- the relay ---------------------------------------------------------------------------------
-
-    def fired(self, mode, kind=None):
-        """The relay's log lines of `mode` (and kind: the word after it), details only."""
-        out = []
-        for f in self.srv.relay_fired():
-            w = f.split(" ", 2)
-            if w[0] == mode and (kind is None or (len(w) > 1 and w[1] == kind)):
-                out.append(f)
-        return out
-
-    def assertFired(self, mode, kind=None):
-        self.assertTrue(self.fired(mode, kind), "the relay's %s%s never acted (fired: %r)"
-                        % (mode, " " + kind if kind else "", self.srv.relay_fired()))
 
     # -- trees -------------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ No test waits on time: every run is a blocking call; checks are on bytes, times,
 import os
 import unicodedata
 
-from harness import CuttingProxy, SyncTestCase, phsync_bin, random_bytes, tree, write_file
+from harness import CuttingProxy, RelayFired, SyncTestCase, phsync_bin, random_bytes, tree, write_file
 
 T0 = 1700000000  # even
 HOUR = 3600
@@ -72,7 +72,7 @@ def snap(root):
             for k, e in tree(root).items()}
 
 
-class TwoWayQuirkCase(SyncTestCase):
+class TwoWayQuirkCase(RelayFired, SyncTestCase):
     server_kwargs = {"relay": True}
 
     def setUp(self):
@@ -106,18 +106,6 @@ class TwoWayQuirkCase(SyncTestCase):
 
     def warnings(self, r):
         return [e["message"] for e in r.json() if e["event"] == "warning"]
-
-    def fired(self, mode, kind=None):
-        out = []
-        for f in self.srv.relay_fired():
-            w = f.split(" ", 2)
-            if w[0] == mode and (kind is None or (len(w) > 1 and w[1] == kind)):
-                out.append(f)
-        return out
-
-    def assertFired(self, mode, kind=None):
-        self.assertTrue(self.fired(mode, kind), "the relay's %s%s never acted (fired: %r)"
-                        % (mode, " " + kind if kind else "", self.srv.relay_fired()))
 
     # -- checks ------------------------------------------------------------------------------
 

@@ -1088,6 +1088,24 @@ def read_at(path, offset, n):
 # unittest base class
 
 
+class RelayFired:
+    """For a SyncTestCase whose server runs the relay (SshServer(relay=True)): what the relay
+    did, from its log."""
+
+    def fired(self, mode, kind=None):
+        """The relay's log lines of `mode` (and kind: the word after it), details only."""
+        out = []
+        for f in self.srv.relay_fired():
+            w = f.split(" ", 2)
+            if w[0] == mode and (kind is None or (len(w) > 1 and w[1] == kind)):
+                out.append(f)
+        return out
+
+    def assertFired(self, mode, kind=None):
+        self.assertTrue(self.fired(mode, kind), "the relay's %s%s never acted (fired: %r)"
+                        % (mode, " " + kind if kind else "", self.srv.relay_fired()))
+
+
 class SyncTestCase(unittest.TestCase):
     """One server per test class (setUpClass), fresh directories per test.
 
