@@ -29,12 +29,13 @@ same(const char *s, size_t n, const char *word)
 /* 1 when the name's base (before its first dot, trailing spaces dropped:
  * "nul .txt" is NUL too) is a device Windows reserves in every folder. */
 static int
-reserved(const char *name)
+reserved(const char *name, size_t len)
 {
 	static const char *const devices[] = { "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$" };
 	/* COM and LPT with a digit 1-9, or the superscripts ¹ ² ³ (UTF-8). */
 	static const char *const sups[] = { "\xc2\xb9", "\xc2\xb2", "\xc2\xb3" };
-	size_t n = strcspn(name, "."), i;
+	const char *dot = memchr(name, '.', len);
+	size_t n = dot ? (size_t)(dot - name) : len, i;
 
 	while (n > 0 && name[n - 1] == ' ')
 		n--;
@@ -52,23 +53,35 @@ reserved(const char *name)
 }
 
 enum ph_winname
-ph_winname_check(const char *name)
+ph_winname_check_n(const char *name, size_t n)
 {
-	size_t n = strlen(name), i;
+	/* The characters Windows forbids below 0x80 besides the controls (a
+	 * table: a pull asks this of every name of a phone's listing). */
+	static const unsigned char bad[128] = {
+		['<'] = 1, ['>'] = 1, [':'] = 1, ['"'] = 1, ['|'] = 1, ['?'] = 1, ['*'] = 1,
+		['\\'] = 1, ['/'] = 1,
+	};
+	size_t i;
 
-	if (n == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+	if (n == 0 || (n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'))
 		return PH_WINNAME_EMPTY;
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)name[i];
 
-		if (c < 0x20 || strchr("<>:\"|?*\\/", c) != NULL)
+		if (c < 0x20 || (c < 0x80 && bad[c]))
 			return PH_WINNAME_CHAR;
 	}
 	if (name[n - 1] == '.' || name[n - 1] == ' ')
 		return PH_WINNAME_TRAILING;
-	if (reserved(name))
+	if (reserved(name, n))
 		return PH_WINNAME_RESERVED;
 	return PH_WINNAME_OK;
+}
+
+enum ph_winname
+ph_winname_check(const char *name)
+{
+	return ph_winname_check_n(name, strlen(name));
 }
 
 const char *

@@ -6,6 +6,8 @@
 #ifndef PH_WINNAME_H
 #define PH_WINNAME_H
 
+#include <stddef.h>
+
 enum ph_winname {
 	PH_WINNAME_OK = 0,
 	PH_WINNAME_EMPTY,     /* "", ".", ".." */
@@ -18,6 +20,8 @@ enum ph_winname {
 /* Whether name (one path component, UTF-8) can be a file or folder name on
  * Windows: PH_WINNAME_OK or why not. */
 enum ph_winname ph_winname_check(const char *name);
+/* The same for the n bytes at name (a path's component, no copy). */
+enum ph_winname ph_winname_check_n(const char *name, size_t n);
 
 /* The reason as a phrase for the report ("a name reserved for a device"). */
 const char *ph_winname_why(enum ph_winname why);

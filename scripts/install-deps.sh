@@ -32,6 +32,7 @@ TEST_PKGS=(
                                             # the static remote helpers for phones (aarch64, armv7: -DPHSYNC_HELPERS=all)
   qemu-user-static                          # ... run under qemu in the tests
   mksh toybox busybox                       # a phone's shell and tools (Android: mksh + toybox) for the bootstrap's start-up script
+  ntfs-3g                                   # test_winnames: an NTFS folder (FUSE, windows_names) holding only names Windows can
 )
 # The Windows cross build (scripts/build-windows.sh, docs/WINDOWS.md): mingw-w64, the
 # Debian-built mingw libgcrypt, libgpg-error and zlib, what building the other libraries

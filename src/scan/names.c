@@ -10,6 +10,7 @@
 
 #include "phsync/error.h"
 #include "names.h"
+#include "winname.h"
 
 static int
 ascii(const char *s)
@@ -404,4 +405,61 @@ ph_names_dest_paths(struct ph_tree *src, const struct ph_tree *dst, int fold)
 	}
 	free(stack);
 	return rc;
+}
+
+/* The Windows verdict on path's first unholdable name: *own says whether
+ * that name is the last one (the entry's own). PH_WINNAME_OK for none. */
+static enum ph_winname
+path_verdict(const char *path, int *own)
+{
+	const char *p = path, *slash;
+	enum ph_winname w;
+
+	for (;;) {
+		slash = strchr(p, '/');
+		w = ph_winname_check_n(p, slash ? (size_t)(slash - p) : strlen(p));
+		if (w != PH_WINNAME_OK) {
+			*own = slash == NULL;
+			return w;
+		}
+		if (slash == NULL)
+			return PH_WINNAME_OK;
+		p = slash + 1;
+	}
+}
+
+int
+ph_names_any_unholdable(const struct ph_tree *t)
+{
+	size_t i;
+	int own;
+
+	for (i = 0; i < t->n; i++)
+		if (path_verdict(ph_entry_raw(&t->v[i]), &own) != PH_WINNAME_OK)
+			return 1;
+	return 0;
+}
+
+size_t
+ph_names_drop_unholdable(struct ph_tree *t, ph_names_drop_fn *fn, void *arg)
+{
+	size_t i, k = 0;
+	enum ph_winname w;
+	int own;
+
+	for (i = 0; i < t->n; i++) {
+		struct ph_entry *e = &t->v[i];
+
+		if ((w = path_verdict(ph_entry_raw(e), &own)) == PH_WINNAME_OK) {
+			t->v[k++] = *e;
+			continue;
+		}
+		if (own && fn != NULL)
+			fn(arg, ph_entry_raw(e), ph_winname_why(w));
+		if (e->flags & PH_E_RAW)
+			t->nraw--;
+	}
+	i = t->n - k;
+	t->n = k;
+	return i;
 }

@@ -46,4 +46,20 @@ int ph_names_separate(struct ph_tree *src, struct ph_tree *dst, int fold,
  * PHSYNC_ENOMEM. */
 int ph_names_dest_paths(struct ph_tree *src, const struct ph_tree *dst, int fold);
 
+/* Called for each entry ph_names_drop_unholdable removes because of its own
+ * name (raw: its path on its side; why: ph_winname_why's phrase); the
+ * entries below a removed folder go with it, unreported. */
+typedef void ph_names_drop_fn(void *arg, const char *raw, const char *why);
+
+/* Does any path of t have a name a Windows folder cannot hold (a reserved
+ * device name, a trailing dot or space, one of < > : " | ? * \)? 1 or 0. */
+int ph_names_any_unholdable(const struct ph_tree *t);
+
+/* Removes from t every entry with such a name in its path, calling fn for
+ * each whose own name it is: for a destination that cannot hold them (a
+ * pull to Windows, or to a FAT, exFAT or NTFS folder on any OS: ask with
+ * ph_probe_winnames), they are reported and skipped, never written under
+ * another name. t's order is kept. Returns how many entries went. */
+size_t ph_names_drop_unholdable(struct ph_tree *t, ph_names_drop_fn *fn, void *arg);
+
 #endif

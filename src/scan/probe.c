@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* Does the destination's file system ignore case in names (Android's
- * shared storage, FAT and exFAT cards, macOS by default)? Asked of the
- * destination itself, cheaply, and only when the answer matters. */
+ * shared storage, FAT and exFAT cards, macOS by default), and can it hold
+ * the names Windows cannot? Asked of the destination itself, cheaply, and
+ * only when the answer matters. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,5 +154,31 @@ ph_probe_fold(const struct ph_probe *p, int *fold)
 	}
 	/* Unknown: take the safe side (names kept apart). */
 	*fold = r != 0;
+	return 0;
+}
+
+/* Makes and removes an empty folder named as a temp from final at the
+ * destination's top: 1 made, 0 refused. */
+static int
+try_folder(const struct ph_probe *p, const char *final)
+{
+	struct ph_temp_owner o;
+	char name[256];
+
+	ph_temp_owner_self(&o);
+	if (ph_temp_name(name, sizeof(name), final, PH_TEMP_NEW, &o) != 0 ||
+	    ph_mkdirat(p->lroot, name, 0700) != 0)
+		return 0;
+	ph_unlinkat(p->lroot, name, PH_AT_REMOVEDIR);
+	return 1;
+}
+
+int
+ph_probe_winnames(const struct ph_probe *p, int *refuse)
+{
+	*refuse = 0;
+	if (!p->local || p->dry_run || p->lroot < 0 || !ph_names_any_unholdable(p->src))
+		return 0;
+	*refuse = try_folder(p, "Name-Probe") && !try_folder(p, "Name:Probe");
 	return 0;
 }

@@ -22,4 +22,15 @@ struct ph_probe {
  * PHSYNC_ENOMEM. */
 int ph_probe_fold(const struct ph_probe *p, int *fold);
 
+/* *refuse gets 1 when a pull's destination cannot hold the names a Windows
+ * folder cannot (ph_names_drop_unholdable): asked only when the source
+ * has such a name, by making two empty folders at the destination's top,
+ * a temp name and one with a ':' in it; a folder that takes the first and
+ * refuses the second follows Windows' rules (Windows itself; FAT, exFAT
+ * or NTFS with windows_names on any OS). 0 when it holds them, cannot be
+ * told (nothing is written: a dry run, no destination yet, or the first
+ * folder refused too; each write then fails as such) or it does not
+ * matter. Returns 0. */
+int ph_probe_winnames(const struct ph_probe *p, int *refuse);
+
 #endif

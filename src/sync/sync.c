@@ -318,6 +318,20 @@ report_renamed(void *arg, const char *key, const char *raw)
 	ph_job_event(j, PHSYNC_EV_WARNING, raw, NULL, 0, 0, msg);
 }
 
+/* A phone name the folder here cannot hold (ph_probe_winnames): skipped,
+ * never written under another name. */
+static void
+report_unholdable(void *arg, const char *raw, const char *why)
+{
+	struct ph_job *j = arg;
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "this folder cannot hold the name, %s: skipped; rename it on the "
+	         "phone to copy it", why);
+	j->st.files_skipped++;
+	ph_job_event(j, PHSYNC_EV_SKIPPED, raw, "name", 0, PHSYNC_EUNSUPPORTED, msg);
+}
+
 /* Is path at or below one the destination's scan could not list? */
 static int
 unlisted(const struct ph_job *j, const char *path)
@@ -366,7 +380,7 @@ static int
 match_names(struct ph_job *j, int *foldp)
 {
 	struct ph_probe pr;
-	int fold, rc;
+	int fold, refuse, rc;
 
 	pr.local = j->dir == PHSYNC_PULL;
 	pr.lroot = j->lroot;
@@ -375,6 +389,9 @@ match_names(struct ph_job *j, int *foldp)
 	pr.src = &j->src;
 	pr.dst = &j->dst;
 	pr.dry_run = j->o->dry_run;
+	(void)ph_probe_winnames(&pr, &refuse);
+	if (refuse)
+		(void)ph_names_drop_unholdable(&j->src, report_unholdable, j);
 	if ((rc = ph_names_normalize(&j->src)) != 0 || (rc = ph_names_normalize(&j->dst)) != 0 ||
 	    (rc = ph_probe_fold(&pr, &fold)) != 0 ||
 	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0 ||

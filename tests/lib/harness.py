@@ -102,9 +102,10 @@ class Unavailable(Exception):
 # (a private mount namespace), ssh-agent, password (sshd with password logins: root and a
 # private mount namespace), qemu (qemu-user-static and the cross-built aarch64 and armv7 helpers),
 # proftpd (ProFTPD's mod_sftp, run as root), phone-shells (mksh, toybox and busybox: a phone's
-# shell and tools, for the bootstrap's start-up script); "all" means every one of them.
+# shell and tools, for the bootstrap's start-up script), ntfs-3g (an NTFS folder as Windows
+# names it, mounted through FUSE: mkntfs, ntfs-3g, /dev/fuse); "all" means every one of them.
 REQUIRABLE = ("sshd", "sftp-server", "dropbear", "gesftpserver", "root", "namespace", "ssh-agent",
-              "password", "qemu", "proftpd", "phone-shells")
+              "password", "qemu", "proftpd", "phone-shells", "ntfs-3g")
 
 
 def required():

@@ -268,11 +268,60 @@ test_rpath_join(void **state)
 	}
 }
 
+static char dropped[8][64];
+static int ndropped;
+static void
+note_drop(void *arg, const char *raw, const char *why)
+{
+	(void)arg;
+	assert_non_null(why);
+	assert_true(ndropped < 8);
+	snprintf(dropped[ndropped++], sizeof(dropped[0]), "%s", raw);
+}
+
+/* Names a Windows folder cannot hold go with their subtrees; the report
+ * names each entry whose own name it is, once. */
+static void
+test_unholdable_names_are_dropped_with_their_subtrees(void **state)
+{
+	static const char *const keep[] = { "good", "good/fine.txt", "ok.jpg", "x.y" };
+	struct ph_tree t = { 0 };
+	size_t i;
+
+	(void)state;
+	add(&t, "ok.jpg", PH_T_FILE);
+	add(&t, "a:b.jpg", PH_T_FILE);
+	add(&t, "CON", PH_T_DIR);
+	add(&t, "CON/x.jpg", PH_T_FILE);
+	add(&t, "dir.", PH_T_DIR);
+	add(&t, "dir./y", PH_T_FILE);
+	add(&t, "good", PH_T_DIR);
+	add(&t, "good/AUX.txt", PH_T_FILE);
+	add(&t, "good/fine.txt", PH_T_FILE);
+	add(&t, "x.y", PH_T_FILE);
+	ph_tree_sort(&t);
+	assert_int_equal(ph_names_any_unholdable(&t), 1);
+	ndropped = 0;
+	assert_int_equal(ph_names_drop_unholdable(&t, note_drop, NULL), 6);
+	assert_int_equal(t.n, 4);
+	for (i = 0; i < 4; i++)
+		assert_string_equal(t.v[i].path, keep[i]);
+	assert_int_equal(ndropped, 4);
+	assert_string_equal(dropped[0], "CON");
+	assert_string_equal(dropped[1], "a:b.jpg");
+	assert_string_equal(dropped[2], "dir.");
+	assert_string_equal(dropped[3], "good/AUX.txt");
+	assert_int_equal(ph_names_any_unholdable(&t), 0);
+	assert_int_equal(ph_names_drop_unholdable(&t, note_drop, NULL), 0);
+	ph_tree_free(&t);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nfd_is_keyed_in_nfc),
+		cmocka_unit_test(test_unholdable_names_are_dropped_with_their_subtrees),
 		cmocka_unit_test(test_nfc_source_nfd_destination),
 		cmocka_unit_test(test_both_forms_in_source),
 		cmocka_unit_test(test_case_insensitive_destination),

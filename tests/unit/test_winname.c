@@ -86,6 +86,25 @@ test_empty_and_dots(void **state)
 		assert_true(strlen(ph_winname_why(w)) > 10);
 }
 
+/* A path's component, checked where it lies (no NUL after it): only its
+ * own n bytes count. */
+static void
+test_component_of_a_path(void **state)
+{
+	(void)state;
+	assert_int_equal(ph_winname_check_n("CON/x.jpg", 3), PH_WINNAME_RESERVED);
+	assert_int_equal(ph_winname_check_n("CONx/y", 4), PH_WINNAME_OK);
+	assert_int_equal(ph_winname_check_n("nul .txt/z", 8), PH_WINNAME_RESERVED);
+	assert_int_equal(ph_winname_check_n("ab:c", 2), PH_WINNAME_OK);
+	assert_int_equal(ph_winname_check_n("ab:c", 3), PH_WINNAME_CHAR);
+	assert_int_equal(ph_winname_check_n("dir./f", 4), PH_WINNAME_TRAILING);
+	assert_int_equal(ph_winname_check_n("../x", 2), PH_WINNAME_EMPTY);
+	assert_int_equal(ph_winname_check_n("COM1.txt", 4), PH_WINNAME_RESERVED);
+	assert_int_equal(ph_winname_check_n("COM12", 5), PH_WINNAME_OK);
+	assert_int_equal(ph_winname_check_n("LPT\xc2\xb9.log", 8), PH_WINNAME_RESERVED);
+	assert_int_equal(ph_winname_check_n("a\x01b", 3), PH_WINNAME_CHAR);
+}
+
 int
 main(void)
 {
@@ -95,6 +114,7 @@ main(void)
 		cmocka_unit_test(test_trailing_dot_or_space),
 		cmocka_unit_test(test_forbidden_characters),
 		cmocka_unit_test(test_empty_and_dots),
+		cmocka_unit_test(test_component_of_a_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
