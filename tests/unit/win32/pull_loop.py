@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: ISC
+"""phsync.exe under Wine against a real OpenSSH sshd on 127.0.0.1: pull, push
+and a run that changes nothing, checked on disk.
+
+    python3 pull_loop.py [EMULATOR...] PHSYNC_EXE
+
+Starts a throwaway sshd (tests/lib/harness.py), fills a phone folder, and runs
+the exe (under the emulator: Wine) with the server's ssh_config (-F) and a
+state folder of its own, as a Windows user would run it:
+- a pull copies every file with its bytes and mtime (a UTF-8 name, a 300 kB
+  file, a subfolder, an empty file), and reports and skips the names a
+  Windows folder cannot hold (CON.txt, a:b.jpg: ph_probe_winnames asks the
+  folder, and Wine refuses them as Windows does), writing nothing else;
+- a second pull moves nothing; a file changed on the phone comes again;
+- a push of a new laptop file puts it on the phone with its bytes and mtime.
+Exits 0 when every check holds, 1 with what differed. The server and the
+files go when it ends.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
+import harness  # noqa: E402
+
+T0 = 1700000000
+FILES = {"photo.jpg": b"jpeg " * 1000, "été 日本.txt": "été\n".encode(), "empty": b"",
+         "sub/big.bin": bytes((i * 131 >> 3) & 0xFF for i in range(300001))}
+UNHOLDABLE = ["CON.txt", "a:b.jpg"]
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what, r=None):
+    if not cond:
+        raise Failed(what + ("" if r is None else "\n--- stdout ---\n%s--- stderr ---\n%s"
+                             % (r.stdout.decode(errors="replace"),
+                                r.stderr.decode(errors="replace"))))
+
+
+def files(root):
+    out = {}
+    for dp, _dn, fn in os.walk(root):
+        for n in fn:
+            p = os.path.join(dp, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = (f.read(), int(os.stat(p).st_mtime))
+    return out
+
+
+def events(r):
+    return [json.loads(l) for l in r.stdout.decode().splitlines() if l.startswith("{")]
+
+
+def run(argv, env):
+    return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=600)
+
+
+def loop(exe, srv, tmp, env):
+    phone = os.path.join(tmp, "phone")
+    local = os.path.join(tmp, "laptop")
+    state = os.path.join(tmp, "state")
+    for rel, data in FILES.items():
+        harness.write_file(os.path.join(phone, rel), data, mtime=T0)
+    for rel in UNHOLDABLE:
+        harness.write_file(os.path.join(phone, rel), b"not for windows", mtime=T0)
+    pull = exe + ["pull", "-F", srv.config, "--state-dir", state, "--json",
+                  "phone:" + phone, local]
+    r = run(pull, env)
+    check(r.returncode == 0, "the first pull exited %d" % r.returncode, r)
+    want = {rel: (data, T0) for rel, data in FILES.items()}
+    check(files(local) == want, "the laptop folder after the first pull: %r"
+          % sorted(files(local)), r)
+    skips = sorted(e["path"] for e in events(r) if e.get("event") == "skip")
+    check(skips == sorted(UNHOLDABLE), "skipped %r, not the names Windows cannot hold" % skips, r)
+    check(events(r)[-1].get("files_done") == len(FILES), "files_done of the first pull", r)
+
+    r = run(pull, env)
+    check(r.returncode == 0 and events(r)[-1].get("files_done") == 0,
+          "a second pull moved something", r)
+    harness.write_file(os.path.join(phone, "photo.jpg"), b"edited on the phone", mtime=T0 + 60)
+    r = run(pull, env)
+    check(r.returncode == 0 and events(r)[-1].get("files_done") == 1,
+          "the edited photo did not come alone", r)
+    check(files(local)["photo.jpg"] == (b"edited on the phone", T0 + 60), "the edited photo", r)
+
+    harness.write_file(os.path.join(local, "from laptop.txt"), b"made on Windows\r\n",
+                       mtime=T0 + 120)
+    push = exe + ["push", "-F", srv.config, "--state-dir", state, "--json", local,
+                  "phone:" + phone]
+    r = run(push, env)
+    check(r.returncode == 0, "the push exited %d" % r.returncode, r)
+    got = files(phone).get("from laptop.txt")
+    check(got == (b"made on Windows\r\n", T0 + 120), "the pushed file on the phone: %r" % (got,), r)
+    for rel in UNHOLDABLE:
+        check(os.path.exists(os.path.join(phone, rel)), "the phone lost " + rel, r)
+
+
+def main(argv):
+    if len(argv) < 1:
+        sys.stderr.write(__doc__)
+        return 2
+    env = dict(os.environ)
+    env.setdefault("WINEDEBUG", "-all")
+    with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
+        try:
+            loop(list(argv), srv, tmp, env)
+        except Failed as e:
+            sys.stderr.write("pull_loop: %s\nthe server's log:\n%s\n"
+                             % (e, srv.log_text()[-3000:]))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
