@@ -342,6 +342,11 @@ cmake -S "$ROOT" -B "$OUT" -G Ninja "-DCMAKE_TOOLCHAIN_FILE=$TC" "-DPHSYNC_WIN_P
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHSYNC_WERROR=ON -DPHSYNC_HELPERS=off -DPHSYNC_TESTS_REQUIRED=ON
 step "building the Windows targets"
 cmake --build "$OUT" -j"$JOBS" --target phsync_win_all
+if [ -f "$OUT/phsync.exe" ]; then
+  step "packaging"
+  version=$(sed -n 's/^project(phsync VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+  python3 "$ROOT/scripts/win-package.py" "$OUT" "$version"
+fi
 if [ "$run_tests" = 1 ]; then
   step "running the Windows unit tests under Wine"
   export WINEDEBUG=${WINEDEBUG:--all}

@@ -43,6 +43,7 @@ WINDOWS_PKGS=(
   libgcrypt-mingw-w64-dev libgpg-error-mingw-w64-dev libz-mingw-w64-dev
   cmake ninja-build make pkg-config dpkg-dev tcl xz-utils
   wine wine64
+  groff-base                                # the man pages as text in the zip (scripts/win-package.py)
 )
 
 SUDO=
