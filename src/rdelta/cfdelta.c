@@ -12,11 +12,11 @@
  * end checks (every byte covered, the end at the listed size) apply. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "phsync/error.h"
 #include "ph_config.h"
 #include "cfdelta.h"
+#include "pfs.h"
 
 #ifdef PHSYNC_HAVE_LIBCRYPTO
 #include <openssl/evp.h>
@@ -167,7 +167,7 @@ held_at(const struct ph_cf *cf, const EVP_MD *md, int fd, uint64_t old_size, uin
 	if (o < 0 || (uint64_t)o + len > old_size || len > bufsz)
 		return 0;
 	while (have < len) {
-		ssize_t n = pread(fd, buf + have, len - have, o + (off_t)have);
+		int64_t n = ph_pread(fd, buf + have, len - have, (uint64_t)o + have);
 
 		if (n <= 0)
 			return 0;
@@ -214,7 +214,7 @@ sample_shifts(const struct ph_cf *cf, int fd, uint64_t old_size, uint8_t *buf, s
 		size_t want = old_size - pos < bufsz ? (size_t)(old_size - pos) : bufsz, got = 0;
 
 		while (got < want) {
-			ssize_t r = pread(fd, buf + got, want - got, (off_t)(pos + got));
+			int64_t r = ph_pread(fd, buf + got, want - got, pos + got);
 
 			if (r <= 0)
 				return n;

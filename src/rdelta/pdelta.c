@@ -5,11 +5,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <xxhash.h>
 
 #include "pdelta.h"
+#include "pfs.h"
 
 #define READ_CHUNK (1u << 20)
 
@@ -136,9 +136,9 @@ ph_pdelta_plan(phsync_ctx *ctx, phsync_diff **diffp, int fd, uint64_t size,
 		if (want > size - off)
 			want = (size_t)(size - off);
 		while (got < want) {
-			ssize_t r = pread(fd, (uint8_t *)room + got, want - got, (off_t)(off + got));
+			int64_t r = ph_pread(fd, (uint8_t *)room + got, want - got, off + got);
 
-			if (r < 0 && errno == EINTR)
+			if (r == -EINTR)
 				continue;
 			if (r <= 0) {
 				rc = PHSYNC_EIO; /* error, or the file shrank */

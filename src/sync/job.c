@@ -10,6 +10,7 @@
 #include "ident.h"
 #include "job.h"
 #include "remote.h"
+#include "str.h"
 #include "unreached.h"
 
 void
@@ -117,7 +118,7 @@ ph_job_touch_parent(struct ph_job *j, const char *path)
 			j->root_dirty = 1;
 		return;
 	}
-	if ((dir = strndup(path, (size_t)(s - path))) == NULL)
+	if ((dir = ph_strndup(path, (size_t)(s - path))) == NULL)
 		return;
 	e = ph_tree_find(&j->src, dir);
 	if (e != NULL)

@@ -6,15 +6,13 @@
  * order while there is room (each then moved along its states by its
  * replies, push_file.c), then the folders' times. See push_int.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "local.h"
+#include "pfs.h"
 #include "push_int.h"
 
 /* After Ctrl-C: how long the temp files' removal may take before the link
@@ -29,19 +27,26 @@ pf_open_local(struct pfile *f)
 	struct ph_job *j = f->p->j;
 	char *dir = NULL;
 	const char *base;
-	struct stat st;
-	int dfd = -1, rc;
+	struct ph_stat st;
+	int dfd = -1, fd, rc;
 
 	if ((rc = ph_local_split(ph_entry_raw(f->e), &dir, &base)) != 0)
 		return rc;
 	rc = ph_local_opendir(j->lroot, dir, &dfd);
-	if (rc == 0 && (f->fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		rc = ph_err_from_errno(errno);
+	if (rc == 0) {
+		/* A folder now in its place is refused by the open itself (pfs.h):
+		 * no regular file, as the type check below says for the rest. */
+		fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW, 0);
+		if (fd >= 0)
+			f->fd = fd;
+		else
+			rc = fd == -EISDIR ? PHSYNC_EUNSAFE : ph_err_from_errno(-fd);
+	}
 	free(dir);
-	if (rc == 0 && (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)))
+	if (rc == 0 && (ph_fstat(f->fd, &st) != 0 || st.type != PH_FT_REG))
 		rc = PHSYNC_EUNSAFE;
 	if (dfd >= 0)
-		close(dfd);
+		ph_close(dfd);
 	return rc;
 }
 
@@ -191,7 +196,7 @@ start_file(struct push *p, size_t ai)
 out:
 	if (f != NULL) {
 		if (f->fd >= 0)
-			close(f->fd);
+			ph_close(f->fd);
 		free(f->rtmp);
 		free(f->rfinal);
 		XXH3_freeState(f->hs);

@@ -6,10 +6,9 @@
  * beside it (a whole upload). */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
+#include "pfs.h"
 #include "push_int.h"
 
 struct creq {
@@ -65,7 +64,7 @@ same_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	struct pfile *f = arg;
 	struct ph_job *j = f->p->j;
 	const struct ph_entry *d = &j->dst.v[j->plan.v[f->ai].dst];
-	struct stat st;
+	struct ph_stat st;
 	int64_t rmtime = f->times_failed ? d->mtime : f->e->mtime;
 
 	(void)s;
@@ -74,8 +73,8 @@ same_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	if (r->type == 0) {
 		pf_reply_err(f, r, "connection lost");
 	} else if (pf_live(f)) {
-		if (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->e->size ||
-		    (int64_t)st.st_mtime != f->e->mtime) {
+		if (ph_fstat(f->fd, &st) != 0 || st.size != f->e->size ||
+		    st.mtime_sec != f->e->mtime) {
 			pf_fail(f, PHSYNC_EIO, "the local file changed while it was compared; "
 			        "retried next run");
 		} else {
@@ -150,11 +149,11 @@ cmp_read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		/* nothing more to learn */
 	} else if (r->type == PH_FXP_DATA && r->len > 0 && r->len <= q->len) {
 		uint8_t *mine = malloc(r->len);
-		ssize_t n = mine ? pread(f->fd, mine, r->len, (off_t)q->off) : -1;
+		int64_t n = mine ? ph_pread(f->fd, mine, r->len, q->off) : -1;
 
 		if (mine == NULL)
 			pf_fail(f, PHSYNC_ENOMEM, "out of memory");
-		else if (n != (ssize_t)r->len || memcmp(mine, r->data, r->len) != 0)
+		else if (n != (int64_t)r->len || memcmp(mine, r->data, r->len) != 0)
 			differs(f);
 		else if (r->len < q->len && cmp_queue(f, q->off + r->len, q->len - r->len) != 0)
 			pf_fail(f, PHSYNC_ENOMEM, "cannot queue a read");

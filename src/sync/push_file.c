@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctx.h"
+#include "pfs.h"
 #include "push_int.h"
 
 struct ph_sftp *
@@ -250,7 +250,7 @@ pf_free(struct pfile *f)
 	p->active[f->slot]->slot = f->slot;
 	pf_resume_free(f);
 	if (f->fd >= 0)
-		close(f->fd);
+		ph_close(f->fd);
 	free(f->rtmp);
 	free(f->rfinal);
 	free(f->cm.raside);

@@ -4,13 +4,12 @@
  * server acknowledged in the state (struct pf_resume); the next run checks
  * that prefix against the local file and goes on from it (PM_RESUME). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "local.h"
+#include "pfs.h"
 #include "push_int.h"
 
 /* How much of a kept prefix is read back and compared before going on. */
@@ -28,13 +27,13 @@ pf_feed_prefix(struct pfile *f, uint64_t n)
 		return PHSYNC_ENOMEM;
 	while (off < n) {
 		size_t want = n - off < (1u << 20) ? (size_t)(n - off) : (1u << 20);
-		ssize_t r = pread(f->fd, buf, want, (off_t)off);
+		int64_t r = ph_pread(f->fd, buf, want, off);
 
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r <= 0) {
 			free(buf);
-			return r < 0 ? ph_err_from_errno(errno) : PHSYNC_EIO;
+			return r < 0 ? ph_err_from_errno((int)-r) : PHSYNC_EIO;
 		}
 		XXH3_128bits_update(f->hs, buf, (size_t)r);
 		pf_sig_feed(f, buf, (size_t)r, 0);
@@ -59,7 +58,7 @@ same_on_server(struct ph_job *j, const char *rp, int fd, uint64_t off, uint32_t 
 	b[0] = a;
 	if (ph_sftp_read_ranges_sync(j->sftp, rp, &off, &len, b, &got, 1) == 0 && got == len) {
 		while (have < len) {
-			ssize_t r = pread(fd, a + len + have, len - have, (off_t)(off + have));
+			int64_t r = ph_pread(fd, a + len + have, len - have, off + have);
 
 			if (r <= 0)
 				break;
@@ -84,15 +83,15 @@ kept_bytes_agree(struct ph_job *j, const struct ph_partial *pa, const struct ph_
 
 	if (ph_local_split(ph_entry_raw(e), &dir, &base) == 0) {
 		if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
-			fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			close(dfd);
+			fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW, 0);
+			ph_close(dfd);
 		}
 		free(dir);
 	}
 	ok = fd >= 0 && same_on_server(j, rp, fd, 0, n) &&
 	     same_on_server(j, rp, fd, pa->have - n, n);
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	return ok;
 }
 

@@ -7,10 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
+#include "pfs.h"
 #include "push_int.h"
 
 /* The most one copy-data request asks the server to copy: a phone copying
@@ -25,12 +24,12 @@ fill_from_file(void *arg, void *dst, uint32_t len)
 	size_t got = 0;
 
 	while (got < len) {
-		ssize_t r = pread(f->fd, (uint8_t *)dst + got, len - got, (off_t)(f->fill_off + got));
+		int64_t r = ph_pread(f->fd, (uint8_t *)dst + got, len - got, f->fill_off + got);
 
-		if (r < 0 && errno == EINTR)
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
-			return ph_err_from_errno(errno);
+			return ph_err_from_errno((int)-r);
 		if (r == 0)
 			return PHSYNC_ECORRUPT; /* the file shrank while being sent */
 		got += (size_t)r;
@@ -275,7 +274,7 @@ finish_sent(struct pfile *f)
 	struct ph_job *j = f->p->j;
 	const struct ph_action *act = &j->plan.v[f->ai];
 	struct ph_sftp_attrs a = { 0 };
-	struct stat st;
+	struct ph_stat st;
 	int rc;
 
 	/* Every copy is answered: the old version is not read again. */
@@ -284,8 +283,7 @@ finish_sent(struct pfile *f)
 	/* All of it was sent: if the local file changed meanwhile (a video
 	 * still being recorded), what went is not the file; it is not put in
 	 * place, and the next run sends it whole. */
-	if (fstat(f->fd, &st) != 0 || (uint64_t)st.st_size != f->e->size ||
-	    (int64_t)st.st_mtime != f->e->mtime) {
+	if (ph_fstat(f->fd, &st) != 0 || st.size != f->e->size || st.mtime_sec != f->e->mtime) {
 		pf_fail(f, PHSYNC_EIO, "the local file changed while it was sent; not "
 		        "put in place (retried next run)");
 		pf_step(f);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "ident.h"
@@ -18,6 +17,7 @@
 #include "login.h"
 #include "lscan.h"
 #include "names.h"
+#include "pfs.h"
 #include "platform.h"
 #include "probe.h"
 #include "reap.h"
@@ -29,6 +29,10 @@
 #include "tempname.h"
 #include "run.h"
 #include "unreached.h"
+
+/* The local folder made absolute: Linux's PATH_MAX, not mingw's 260, which
+ * would refuse the long paths Windows takes. */
+#define LPATH_MAX 4096
 
 static void
 report_skips(struct ph_job *j)
@@ -86,14 +90,14 @@ open_state(struct ph_job *j, struct ph_ssh *ssh, const char *rpath, const char *
            const char *single)
 {
 	struct ph_state_key key;
-	char user[256], host[256], lpath[PATH_MAX], hk[PH_SSH_HOST_KEY_MAX], msg[1200];
+	char user[256], host[256], lpath[LPATH_MAX], hk[PH_SSH_HOST_KEY_MAX], msg[1200];
 	const char *was;
 	int rc;
 
 	ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &key.port);
-	if (realpath(local_dir, lpath) == NULL) {
+	if ((rc = ph_realpath(local_dir, lpath, sizeof(lpath))) != 0) {
 		/* A push's source or a pull's destination exists by now. */
-		return ph_err(j->ctx, ph_err_from_errno(errno), "%s: %s", local_dir, strerror(errno));
+		return ph_err(j->ctx, ph_err_from_errno(-rc), "%s: %s", local_dir, strerror(-rc));
 	}
 	/* Always there: the connection checked it against known_hosts. (A key
 	 * libssh cannot name would key the pair by address, as before.) */
@@ -262,8 +266,8 @@ load_partials(struct ph_job *j)
 
 			if (ph_local_split(e ? ph_entry_dpath(e) : pa->path, &dir, &base) == 0) {
 				if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
-					unlinkat(dfd, pa->tmp, 0);
-					close(dfd);
+					ph_unlinkat(dfd, pa->tmp, 0);
+					ph_close(dfd);
 				}
 				free(dir);
 			}
@@ -298,8 +302,8 @@ load_partials(struct ph_job *j)
 		if (known || ph_local_split(path, &dir, &base) != 0)
 			continue;
 		if (ph_local_opendir(j->lroot, dir, &dfd) == 0) {
-			unlinkat(dfd, base, 0);
-			close(dfd);
+			ph_unlinkat(dfd, base, 0);
+			ph_close(dfd);
 		}
 		free(dir);
 	}
@@ -840,7 +844,7 @@ ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 	/* Last: the old copies the reaper still frees overlap all of the above. */
 	ph_reap_end(&j->reap);
 	if (j->lroot >= 0)
-		close(j->lroot);
+		ph_close(j->lroot);
 	free(j->rroot);
 	free(r->pat);
 	free(r->incl);

@@ -4,16 +4,14 @@
  * own side, the last pass that sends the laptop's copies, the copies'
  * records. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
 #include "tempname.h"
 #include "twoway.h"
@@ -112,8 +110,7 @@ static void
 adopt_local(struct ph_two *t, struct ph_entry *l, int64_t when)
 {
 	struct ph_job *a = &t->a.j;
-	struct timespec ts[2];
-	struct stat st;
+	struct ph_stat st;
 	const char *base;
 	char *dir;
 	int dfd, fd = -1;
@@ -121,19 +118,18 @@ adopt_local(struct ph_two *t, struct ph_entry *l, int64_t when)
 	if (ph_local_split(ph_entry_raw(l), &dir, &base) != 0)
 		return;
 	if (ph_local_opendir(a->lroot, dir, &dfd) == 0) {
-		fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		close(dfd);
+		fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW | PH_O_NONBLOCK, 0);
+		ph_close(dfd);
 	}
 	free(dir);
 	if (fd < 0)
 		return;
-	ts[0].tv_sec = ts[1].tv_sec = (time_t)when; /* no access time kept: as mtime */
-	ts[0].tv_nsec = ts[1].tv_nsec = 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == l->size &&
-	    (int64_t)st.st_mtime == l->mtime && futimens(fd, ts) == 0 &&
-	    (!a->o->fsync || fsync(fd) == 0) && fstat(fd, &st) == 0)
-		l->mtime = ph_mtime_fit((int64_t)st.st_mtime);
-	close(fd);
+	/* No access time kept: it gets the modification time. */
+	if (ph_fstat(fd, &st) == 0 && st.type == PH_FT_REG && st.size == l->size &&
+	    st.mtime_sec == l->mtime && ph_set_times(fd, when, 0) == 0 &&
+	    (!a->o->fsync || ph_durable_sync(&fd, 1) == 0) && ph_fstat(fd, &st) == 0)
+		l->mtime = ph_mtime_fit(st.mtime_sec);
+	ph_close(fd);
 }
 
 /* The phone's file r (as listed) gets time when, read back (a phone that
@@ -227,12 +223,12 @@ rename_local(struct ph_two *t, struct ph_two_cf *c, int dfd, const char *base)
 {
 	const struct ph_entry *l = &t->ltree->v[c->l];
 	char name[256];
-	struct stat st;
+	struct ph_stat st;
 	unsigned n;
 	int rc = -EEXIST;
 
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != l->size || (int64_t)st.st_mtime != l->mtime)
+	if (ph_fstatat(dfd, base, &st) != 0 || st.type != PH_FT_REG || st.size != l->size ||
+	    st.mtime_sec != l->mtime)
 		return 1;   /* changed since the listing: the pull puts its copy beside */
 	for (n = 1; n < 100 && rc == -EEXIST; n++) {
 		char *cp;
@@ -280,7 +276,7 @@ ph_two_aside_local(struct ph_two *t)
 			return PHSYNC_ENOMEM;
 		if (ph_local_opendir(a->lroot, dir, &dfd) == 0) {
 			rc = rename_local(t, c, dfd, base);
-			close(dfd);
+			ph_close(dfd);
 		}
 		free(dir);
 		if (rc == 1) {
@@ -420,7 +416,7 @@ ph_two_record_copies(struct ph_two *t)
 	for (k = 0; k < t->nc && !t->oa.dry_run && a->state != NULL; k++) {
 		const struct ph_two_cf *c = &t->c[k];
 		struct ph_sftp_attrs ra;
-		struct stat st;
+		struct ph_stat st;
 		char *rp;
 		int rc;
 
@@ -432,11 +428,10 @@ ph_two_record_copies(struct ph_two *t)
 		free(rp);
 		/* Unknown or other bytes: the next run's first contact with
 		 * the copy decides. */
-		if (rc != 0 || fstatat(a->lroot, c->cpath, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISREG(st.st_mode) || !(ra.flags & PH_ATTR_SIZE) ||
-		    ra.size != (uint64_t)st.st_size)
+		if (rc != 0 || ph_fstatat(a->lroot, c->cpath, &st) != 0 || st.type != PH_FT_REG ||
+		    !(ra.flags & PH_ATTR_SIZE) || ra.size != st.size)
 			continue;
-		ph_job_record(a, c->cpath, ra.size, (int64_t)st.st_mtime, (int64_t)ra.mtime, NULL, 0);
+		ph_job_record(a, c->cpath, ra.size, st.mtime_sec, (int64_t)ra.mtime, NULL, 0);
 	}
 	return a->state_err;
 }
