@@ -48,14 +48,15 @@ int ph_run_plan(struct run *r);
 /* A two-way run's name matching, each orientation before either plan
  * (ph_run_plan does it itself in a one-way run). */
 int ph_run_names(struct run *r);
-/* A two-way run, after both orientations' matching: the push's (the
- * second) may have given phone names the laptop's keys (a phone that
- * ignores case takes its "PHOTO.JPG" for the laptop's "photo.jpg", and a
- * laptop name it numbered, "img.jpg" as "img (2).jpg", is keyed so), so
- * the pull's destination paths are set again from the keys as they are
- * now: the phone's file then lands in the laptop's file of that key, not
- * beside it under the phone's spelling. r is the pull, other the push
- * (its tree of the phone is r's source, given back after). */
+/* A two-way run, after both orientations' matching (the pull's leaves
+ * its destination paths to this): the push's (the second) may have given
+ * phone names the laptop's keys (a phone that ignores case takes its
+ * "PHOTO.JPG" for the laptop's "photo.jpg", and a laptop name it
+ * numbered, "img.jpg" as "img (2).jpg", is keyed so), so the pull's
+ * destination paths are set from the keys as they are then: the phone's
+ * file lands in the laptop's file of that key, not beside it under the
+ * phone's spelling. r is the pull, other the push (its tree of the phone
+ * is r's source, given back after). */
 int ph_run_dest_again(struct run *r, struct run *other);
 /* A two-way run's records, read once and merged for both orientations
  * (each local file's identity checked once); then ph_run_plan reads none.

@@ -379,7 +379,9 @@ block_unlisted(struct ph_job *j)
 
 /* One key per name on both sides (NFC; case folded where the destination
  * ignores case), source names that would land on one another kept apart,
- * and each source entry's path at the destination. */
+ * and each source entry's path at the destination (a two-way run's pull
+ * gets those once the push's match settled the phone's keys:
+ * ph_run_dest_again). */
 static int
 match_names(struct ph_job *j, int *foldp)
 {
@@ -400,7 +402,7 @@ match_names(struct ph_job *j, int *foldp)
 	    (rc = ph_probe_fold(&pr, &fold)) != 0 ||
 	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0 ||
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
-	    (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0)
+	    (!(j->twoway && pr.local) && (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0))
 		return ph_err(j->ctx, rc, "out of memory matching names");
 	*foldp = fold;
 	return 0;
