@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: ISC */
+/* psys.h's pieces for pairing and the doctor, the Windows side (POSIX:
+ * platform/pairsys.c): OpenSSH for Windows expands "~" to the profile
+ * folder, the null device is NUL, and names resolve through Winsock. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+
+#include "platform.h"
+#include "psys.h"
+#include "win32.h"
+
+int
+ph_account_home(char *out, size_t len)
+{
+	return ph_home_dir(out, len);
+}
+
+const char *
+ph_null_path(void)
+{
+	return "NUL";
+}
+
+int
+ph_tcp_each(const char *host, unsigned port, int (*fn)(int sock, void *arg), void *arg)
+{
+	ADDRINFOW hints, *ai = NULL, *a;
+	wchar_t *wh = NULL, ps[16];
+	int rc = 0;
+
+	if ((rc = ph_net_init()) != 0 || (rc = ph_win_widen(host, &wh)) != 0)
+		return rc;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	_snwprintf(ps, sizeof(ps) / sizeof(ps[0]), L"%u", port);
+	if (GetAddrInfoW(wh, ps, &hints, &ai) != 0) {
+		free(wh);
+		return -ENOENT;
+	}
+	free(wh);
+	for (a = ai; a != NULL && rc == 0; a = a->ai_next) {
+		int fd = ph_socket(a->ai_family, a->ai_socktype, a->ai_protocol, PH_SOCK_NONBLOCK);
+		int c;
+
+		if (fd < 0)
+			continue;
+		c = ph_sock_connect(fd, a->ai_addr, a->ai_addrlen);
+		if (c == 0 || c == -EINPROGRESS)
+			rc = fn(fd, arg);
+		ph_sock_close(fd);
+	}
+	FreeAddrInfoW(ai);
+	return rc;
+}
+
+int64_t
+ph_sock_recv(int sock, void *buf, size_t len)
+{
+	int r = recv((SOCKET)sock, buf, len > INT_MAX ? INT_MAX : (int)len, 0);
+
+	return r == SOCKET_ERROR ? ph_win_errno(WSAGetLastError()) : (int64_t)r;
+}
