@@ -64,5 +64,19 @@ ph_sock_recv(int sock, void *buf, size_t len)
 {
 	int r = recv((SOCKET)sock, buf, len > INT_MAX ? INT_MAX : (int)len, 0);
 
-	return r == SOCKET_ERROR ? ph_win_errno(WSAGetLastError()) : (int64_t)r;
+	if (r != SOCKET_ERROR)
+		return r;
+	switch (WSAGetLastError()) {
+	case WSAEWOULDBLOCK:
+		return -EWOULDBLOCK;
+	case WSAEINTR:
+		return -EINTR;
+	case WSAECONNRESET:
+	case WSAECONNABORTED:
+		return -ECONNRESET;
+	case WSAENOTCONN:
+		return -ENOTCONN;
+	default:
+		return -EIO;
+	}
 }
