@@ -7,7 +7,8 @@
  * --helper never gives SFTP on the folder ssh_loop.py filled; a helper
  * program the phone lacks fails --helper always with the shell's exit
  * status, and --helper auto goes on with plain SFTP and says why; the
- * pair's port probe reads the server's version line. Environment (set by
+ * pair's port probe reads the server's version line; a kept connection
+ * (kept.c, spec.c) opens, answers a keepalive and polls. Environment (set by
  * ssh_loop.py): PH_TEST_SSH_CONFIG (Host phone), PH_TEST_SSH_DIR. */
 #include <errno.h>
 #include <setjmp.h>
@@ -119,6 +120,38 @@ test_helper_missing(void **state)
 	phsync_ctx_free(ctx);
 }
 
+/* A kept connection (kept.c, through spec.c's "[user@]host:path"): open,
+ * alive, a keepalive answered, the first poll lists the tree. */
+static void
+test_kept(void **state)
+{
+	phsync_ctx *ctx = NULL;
+	struct phsync_options o;
+	phsync_conn *c = NULL;
+	char *user = NULL, *host = NULL, *path = NULL, remote[4200];
+
+	(void)state;
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(phsync_parse_remote("me@[::1]:~/x", &user, &host, &path), 0);
+	assert_string_equal(user, "me");
+	assert_string_equal(host, "::1");
+	assert_string_equal(path, "x");
+	free(user);
+	free(host);
+	free(path);
+	options(&o, PHSYNC_HELPER_NEVER, NULL);
+	assert_int_equal(phsync_conn_open(ctx, "phone", &o, &c), PHSYNC_EINVAL);
+	assert_null(c);
+	snprintf(remote, sizeof(remote), "phone:%s", env("PH_TEST_SSH_DIR"));
+	if (phsync_conn_open(ctx, remote, &o, &c) != 0)
+		fail_msg("conn_open: %s", phsync_ctx_error(ctx));
+	assert_int_equal(phsync_conn_alive(c), 1);
+	assert_int_equal(phsync_conn_keepalive(c), 0);
+	assert_int_equal(phsync_conn_poll(c, 1), 1);
+	phsync_conn_free(c);
+	phsync_ctx_free(ctx);
+}
+
 /* pair.c's probe, on one socket: the server's first line, and then nothing
  * to read on the non-blocking socket. */
 static int
@@ -174,6 +207,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_login_never),
 		cmocka_unit_test(test_helper_missing),
+		cmocka_unit_test(test_kept),
 		cmocka_unit_test(test_probe_and_paths),
 	};
 
