@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* psys.h's pieces for pairing and the doctor, the POSIX side (Windows:
  * platform/win32/pairsys.c): the home ssh expands "~" to, the null
- * device, and TCP to a host by name for the port probe. */
+ * device, whether a file is there, and TCP to a host by name for the port
+ * probe. */
 #include <errno.h>
 #include <netdb.h>
 #include <pwd.h>
@@ -29,6 +30,12 @@ const char *
 ph_null_path(void)
 {
 	return "/dev/null";
+}
+
+int
+ph_path_access(const char *path, int readable)
+{
+	return access(path, readable ? R_OK : F_OK) == 0 ? 0 : -errno;
 }
 
 int

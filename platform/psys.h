@@ -152,6 +152,12 @@ int ph_account_home(char *out, size_t len);
  * ("NUL" on Windows). */
 const char *ph_null_path(void);
 
+/* Is there a file at path (a symlink followed), and with readable set,
+ * may this process read it? access(F_OK or R_OK) on POSIX; on Windows a
+ * CreateFileW on the UTF-16 long path (for attributes, or GENERIC_READ),
+ * so any name works, not only the ANSI code page's. Returns 0 or -errno. */
+int ph_path_access(const char *path, int readable);
+
 /* For each address host:port resolves to (getaddrinfo; GetAddrInfoW on
  * Windows, host UTF-8), a non-blocking TCP socket whose connect has begun
  * (wait with ph_poll_sock), handed to fn(sock, arg) and closed after.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* psys.h's pieces for pairing and the doctor, the Windows side (POSIX:
  * platform/pairsys.c): OpenSSH for Windows expands "~" to the profile
- * folder, the null device is NUL, and names resolve through Winsock. */
+ * folder, the null device is NUL, files are looked at by their UTF-16
+ * names, and host names resolve through Winsock. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,26 @@ const char *
 ph_null_path(void)
 {
 	return "NUL";
+}
+
+int
+ph_path_access(const char *path, int readable)
+{
+	wchar_t *w = NULL;
+	HANDLE h;
+	int rc;
+
+	if ((rc = ph_win_long_path(path, &w)) != 0)
+		return rc;
+	/* BACKUP_SEMANTICS: a folder is there too, as access says. */
+	h = CreateFileW(w, readable ? GENERIC_READ : FILE_READ_ATTRIBUTES,
+	                FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+	                FILE_FLAG_BACKUP_SEMANTICS, NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE)
+		return ph_win_errno(GetLastError());
+	CloseHandle(h);
+	return 0;
 }
 
 int

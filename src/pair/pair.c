@@ -45,7 +45,7 @@ ph_pair_default_config(char *out, size_t len)
 
 	home_dir(home, sizeof(home));
 	snprintf(out, len, "%s/.ssh/config", home);
-	if (access(out, F_OK) != 0)
+	if (ph_path_access(out, 0) != 0)
 		snprintf(out, len, "%s", ph_null_path());
 }
 
@@ -241,12 +241,12 @@ choose_key(struct pairing *pg)
 	for (i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
 		snprintf(pg->key, sizeof(pg->key), "%s/.ssh/%s", pg->home, usual[i]);
 		snprintf(pub, sizeof(pub), "%s.pub", pg->key);
-		if (access(pg->key, R_OK) == 0 && access(pub, R_OK) == 0)
+		if (ph_path_access(pg->key, 1) == 0 && ph_path_access(pub, 1) == 0)
 			return;
 	}
 	snprintf(pg->key, sizeof(pg->key), "%s/.ssh/id_ed25519", pg->home);
 	/* A private key file without its .pub is still the user's key. */
-	if (access(pg->key, F_OK) == 0)
+	if (ph_path_access(pg->key, 0) == 0)
 		return;
 	if (ph_agent_pick(pg->pub, sizeof(pg->pub)) == 0) {
 		pg->agent = 1;
@@ -580,7 +580,7 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	/* The config the Host block goes to, named to libssh (which would
 	 * read the account's home, not $HOME's); one pairing is about to
 	 * create is read as empty for now. */
-	sp.config = access(pg->config, F_OK) != 0 ? ph_null_path() : pg->config;
+	sp.config = ph_path_access(pg->config, 0) != 0 ? ph_null_path() : pg->config;
 	/* The check with the agent's key logs in as a sync will: the agent
 	 * (and the usual key files, which this user has none of), never a
 	 * password, so nothing is asked. */
@@ -693,7 +693,7 @@ ready_key(struct pairing *pg)
 
 	if (pg->agent)
 		return 0;
-	if (access(pg->key, F_OK) != 0 && (rc = make_key(pg)) != 0)
+	if (ph_path_access(pg->key, 0) != 0 && (rc = make_key(pg)) != 0)
 		return rc;
 	return load_pub(pg);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* The part session's login (src/session/login.c) and pairing's OS pieces
- * (psys.h: ph_tcp_each, ph_sock_recv, ph_null_path, ph_account_home)
+ * (psys.h: ph_tcp_each, ph_sock_recv, ph_null_path, ph_account_home,
+ * ph_path_access)
  * against a real OpenSSH sshd on 127.0.0.1 that ssh_loop.py starts around
  * this program: as built for Windows under Wine (win.unit.test_login_loop)
  * and natively (unit.test_login_loop), the same checks. A login with
@@ -182,7 +183,7 @@ static void
 test_probe_and_paths(void **state)
 {
 	const char *config = env("PH_TEST_SSH_CONFIG");
-	char host[256], port[16], buf[256] = "", home[1024];
+	char host[256], port[16], buf[256] = "", home[1024], path[4200];
 	FILE *f;
 
 	(void)state;
@@ -195,6 +196,15 @@ test_probe_and_paths(void **state)
 	assert_int_equal(fgetc(f), EOF);
 	fclose(f);
 	assert_int_equal(ph_sshconf_get(ph_null_path(), "phone", "Port", port, sizeof(port)), 0);
+	/* Files by any name (ssh_loop.py made them; not only the ANSI code
+	 * page's names on Windows), folders too, and one not there. */
+	snprintf(path, sizeof(path), "%s/\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac.txt",
+	         env("PH_TEST_SSH_DIR"));
+	assert_int_equal(ph_path_access(path, 0), 0);
+	assert_int_equal(ph_path_access(path, 1), 0);
+	assert_int_equal(ph_path_access(env("PH_TEST_SSH_DIR"), 1), 0);
+	snprintf(path, sizeof(path), "%s/no such file", env("PH_TEST_SSH_DIR"));
+	assert_int_equal(ph_path_access(path, 0), -ENOENT);
 	/* Where ssh expands "~". */
 	assert_int_equal(ph_account_home(home, sizeof(home)), 0);
 	assert_true(ph_path_absolute(home));
