@@ -8,7 +8,9 @@
 #
 # What builds for Windows today: phsync_core_win = the parts in PH_WIN_PARTS,
 # platform/cpu.c, platform/winname.c and platform/win32/*.c (platform.h's and
-# pfs.h's Windows side). docs/WINDOWS.md lists what remains, file by file.
+# pfs.h's Windows side); phsync_transport_win (transport) on it, and
+# phsync_session_win (session, pair) on that. docs/WINDOWS.md lists what
+# remains, file by file.
 
 # Windows system libraries: libssh (ws2_32 iphlpapi shell32 advapi32), libuv
 # (psapi user32 userenv), libarchive (bcrypt). The .pc files of the prefix
@@ -73,6 +75,29 @@ target_include_directories(phsync_transport_win
 target_link_libraries(phsync_transport_win PUBLIC phsync_core_win PkgConfig::LIBSSH z)
 add_dependencies(phsync_win_all phsync_transport_win)
 
+# The parts session (login, the helper's bootstrap, kept connections) and
+# pair (pair, doctor, the agent client) on top of transport. Each source
+# keeps the include folders CMakeLists.txt gave it (PH_USES_session,
+# PH_USES_pair), so the layering is the POSIX build's. pair's doctor.c
+# calls rdelta's check-file probe (cfdelta.c): rdelta is not in a Windows
+# library yet, so a program that links doctor.c needs it added first.
+set(PH_WIN_SESSION_PARTS session pair)
+set(PH_WIN_SESSION)
+foreach(src ${PHSYNC_LIB_SOURCES})
+  get_filename_component(dir ${src} DIRECTORY)
+  foreach(part ${PH_WIN_SESSION_PARTS})
+    if(dir STREQUAL "${CMAKE_SOURCE_DIR}/src/${part}")
+      list(APPEND PH_WIN_SESSION ${src})
+    endif()
+  endforeach()
+endforeach()
+add_library(phsync_session_win STATIC ${PH_WIN_SESSION})
+target_include_directories(phsync_session_win
+  PRIVATE ${CMAKE_SOURCE_DIR}/platform ${CMAKE_BINARY_DIR})
+target_link_libraries(phsync_session_win PUBLIC phsync_transport_win)
+set(PH_WIN_HAVE_SESSION ON)
+add_dependencies(phsync_win_all phsync_session_win)
+
 if(BUILD_TESTING)
   # scripts/build-windows.sh builds cmocka into the prefix with the libraries.
   pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
@@ -85,3 +110,4 @@ if(BUILD_TESTING)
     message(STATUS "cmocka for Windows not found: the Windows tests are not built")
   endif()
 endif()
+

@@ -8,6 +8,7 @@
 #define PH_PSYS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Sockets. A socket is an int on both sides (on Windows a SOCKET, which
  * Windows keeps below 2^31 in practice, as libssh's socket_t does). */
@@ -138,5 +139,35 @@ void ph_tty_close(struct ph_tty *t);
 /* Puts back the mode of a terminal ph_tty_open changed and has not closed
  * yet, from a stop signal's handler (async-signal-safe), before _exit. */
 void ph_tty_restore_now(void);
+
+/* Pairing and the doctor (platform/pairsys.c; Windows: win32/pairsys.c). */
+
+/* The home ssh itself expands "~" to in ssh_config: the password
+ * database's (getpwuid; $HOME is not read, as ssh does not); on Windows
+ * the profile folder, as OpenSSH for Windows. Returns 0, -ENOENT or
+ * -ENAMETOOLONG. */
+int ph_account_home(char *out, size_t len);
+
+/* The null device's name, a file that reads as empty: "/dev/null"
+ * ("NUL" on Windows). */
+const char *ph_null_path(void);
+
+/* Is there a file at path (a symlink followed), and with readable set,
+ * may this process read it? access(F_OK or R_OK) on POSIX; on Windows a
+ * CreateFileW on the UTF-16 long path (for attributes, or GENERIC_READ),
+ * so any name works, not only the ANSI code page's. Returns 0 or -errno. */
+int ph_path_access(const char *path, int readable);
+
+/* For each address host:port resolves to (getaddrinfo; GetAddrInfoW on
+ * Windows, host UTF-8), a non-blocking TCP socket whose connect has begun
+ * (wait with ph_poll_sock), handed to fn(sock, arg) and closed after.
+ * Stops at fn's first nonzero answer, which it returns; 0 when fn never
+ * gave one (no address connected), -ENOENT when the name does not
+ * resolve, or -errno. */
+int ph_tcp_each(const char *host, unsigned port, int (*fn)(int sock, void *arg), void *arg);
+
+/* recv(2) of at most len bytes from sock: the bytes read, 0 at the end,
+ * or -errno (-EWOULDBLOCK: nothing yet on a non-blocking socket). */
+int64_t ph_sock_recv(int sock, void *buf, size_t len);
 
 #endif

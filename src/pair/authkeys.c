@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "pairing.h"
+#include "platform.h"
 
 #define MAX_AUTH_KEYS (1u << 20) /* a bigger authorized_keys is refused */
 
@@ -78,7 +79,7 @@ ph_pair_random_hex(char *out, size_t n)
 	unsigned char b[16];
 	size_t i;
 
-	if (getentropy(b, sizeof(b)) != 0) {
+	if (ph_random(b, sizeof(b)) != 0) {
 		unsigned v = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
 
 		for (i = 0; i < sizeof(b); i++, v = v * 1103515245u + 12345u)

@@ -20,6 +20,7 @@
 #include "sftp.h"
 #include "ssh.h"
 #include "state.h"
+#include "str.h"
 
 /* An odd second: a FAT file system, which keeps 2 s steps, cannot keep it. */
 #define PROBE_MTIME 1500000001u
@@ -44,7 +45,7 @@ struct doctor {
 
 static void
 report(struct doctor *d, const char *name, enum phsync_check_status st, const char *value,
-       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+       const char *fmt, ...) PH_PRINTF(5, 6);
 
 static void
 report(struct doctor *d, const char *name, enum phsync_check_status st, const char *value,
@@ -436,7 +437,7 @@ parse_target(phsync_ctx *ctx, const char *remote, char **user, char **host, char
 	} else {
 		const char *at = strchr(remote, '@');
 
-		*user = at ? strndup(remote, (size_t)(at - remote)) : NULL;
+		*user = at ? ph_strndup(remote, (size_t)(at - remote)) : NULL;
 		*host = strdup(at ? at + 1 : remote);
 		*dir = strdup(".");
 		if (*host == NULL || *dir == NULL || (at && *user == NULL))

@@ -2,16 +2,11 @@
 /* phsync_pair(): a phone set up for key login in one command; see
  * include/phsync/pair.h and docs/ARCHITECTURE.md ("Pairing"). */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <stdarg.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +17,7 @@
 #include "buf.h"
 #include "home.h"
 #include "pairing.h"
+#include "pfs.h"
 #include "platform.h"
 #include "psys.h"
 #include "ctx.h"
@@ -49,8 +45,8 @@ ph_pair_default_config(char *out, size_t len)
 
 	home_dir(home, sizeof(home));
 	snprintf(out, len, "%s/.ssh/config", home);
-	if (access(out, F_OK) != 0)
-		snprintf(out, len, "/dev/null");
+	if (ph_path_access(out, 0) != 0)
+		snprintf(out, len, "%s", ph_null_path());
 }
 
 static int
@@ -86,13 +82,13 @@ address_ok(const char *s)
 static int
 slurp(const char *path, char **out, size_t *len, size_t max)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ph_openat(PH_AT_CWD, path, PH_O_RDONLY, 0);
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
 	ssize_t r;
 
 	if (fd < 0)
-		return ph_err_from_errno(errno);
+		return ph_err_from_errno(-fd);
 	for (;;) {
 		if (n + 4096 + 1 > cap) {
 			char *nb;
@@ -185,53 +181,47 @@ check_existing(struct pairing *pg)
 	return 0;
 }
 
+struct probe {
+	char *banner;
+	size_t blen;
+};
+
+/* On one address's socket (its connect begun): the server speaks first,
+ * and its version line answers both "is the port open" and "is it SSH".
+ * 1 with the banner filled when it is, else 0 (the next address). */
+static int
+probe_one(int fd, void *arg)
+{
+	struct probe *p = arg;
+	char buf[256];
+	size_t n = 0;
+
+	while (n + 1 < sizeof(buf) && ph_poll_sock(fd, PH_POLL_IN, PROBE_MS) > 0) {
+		int64_t r = ph_sock_recv(fd, buf + n, sizeof(buf) - 1 - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		buf[n] = '\0';
+		if (strchr(buf, '\n') != NULL)
+			break;
+	}
+	buf[n] = '\0';
+	if (strncmp(buf, "SSH-", 4) != 0)
+		return 0;
+	buf[strcspn(buf, "\r\n")] = '\0';
+	phsync_escape(p->banner, p->blen, buf);
+	return 1;
+}
+
 /* Connects to address:port and reads the server's version line. Returns 1
  * when an SSH server answered (banner filled), 0 otherwise. */
 static int
 probe_port(const char *address, unsigned port, char *banner, size_t blen)
 {
-	struct addrinfo hints, *ai = NULL, *a;
-	char ps[16];
-	int ok = 0;
+	struct probe p = { banner, blen };
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(ps, sizeof(ps), "%u", port);
-	if (getaddrinfo(address, ps, &hints, &ai) != 0)
-		return 0;
-	for (a = ai; a && !ok; a = a->ai_next) {
-		int fd = ph_socket(a->ai_family, a->ai_socktype, a->ai_protocol, PH_SOCK_NONBLOCK);
-		char buf[256];
-		size_t n = 0;
-		int c;
-
-		if (fd < 0)
-			continue;
-		if ((c = ph_sock_connect(fd, a->ai_addr, a->ai_addrlen)) != 0 && c != -EINPROGRESS)
-			goto next;
-		/* The server speaks first: its version line answers both "is
-		 * the port open" and "is it SSH". */
-		while (n + 1 < sizeof(buf) && ph_poll_sock(fd, PH_POLL_IN, PROBE_MS) > 0) {
-			ssize_t r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
-
-			if (r <= 0)
-				break;
-			n += (size_t)r;
-			buf[n] = '\0';
-			if (strchr(buf, '\n') != NULL)
-				break;
-		}
-		buf[n] = '\0';
-		if (strncmp(buf, "SSH-", 4) == 0) {
-			buf[strcspn(buf, "\r\n")] = '\0';
-			phsync_escape(banner, blen, buf);
-			ok = 1;
-		}
-next:
-		ph_sock_close(fd);
-	}
-	freeaddrinfo(ai);
-	return ok;
+	return ph_tcp_each(address, port, probe_one, &p) == 1;
 }
 
 /* The key pair: o->key_file, else the user's usual key, else a key the
@@ -251,12 +241,12 @@ choose_key(struct pairing *pg)
 	for (i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
 		snprintf(pg->key, sizeof(pg->key), "%s/.ssh/%s", pg->home, usual[i]);
 		snprintf(pub, sizeof(pub), "%s.pub", pg->key);
-		if (access(pg->key, R_OK) == 0 && access(pub, R_OK) == 0)
+		if (ph_path_access(pg->key, 1) == 0 && ph_path_access(pub, 1) == 0)
 			return;
 	}
 	snprintf(pg->key, sizeof(pg->key), "%s/.ssh/id_ed25519", pg->home);
 	/* A private key file without its .pub is still the user's key. */
-	if (access(pg->key, F_OK) == 0)
+	if (ph_path_access(pg->key, 0) == 0)
 		return;
 	if (ph_agent_pick(pg->pub, sizeof(pg->pub)) == 0) {
 		pg->agent = 1;
@@ -266,37 +256,39 @@ choose_key(struct pairing *pg)
 
 /* Writes len bytes to a new file (O_EXCL) with mode, fsync'ed. */
 static int
-write_new(phsync_ctx *ctx, const char *path, const char *data, size_t len, mode_t mode)
+write_new(phsync_ctx *ctx, const char *path, const char *data, size_t len, unsigned mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int fd = ph_openat(PH_AT_CWD, path, PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW,
+	                   mode);
 	size_t off = 0;
+	int e;
 
 	if (fd < 0)
-		return ph_err(ctx, ph_err_from_errno(errno), "cannot create %s: %s", path,
-		              strerror(errno));
+		return ph_err(ctx, ph_err_from_errno(-fd), "cannot create %s: %s", path,
+		              strerror(-fd));
 	while (off < len) {
 		ssize_t w = write(fd, data + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
 			goto fail;
+		}
 		off += (size_t)w;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		fd = -1;
+	if ((e = -ph_durable_sync(&fd, 1)) != 0)
 		goto fail;
-	}
+	e = -ph_close(fd);
+	fd = -1;
+	if (e != 0)
+		goto fail;
 	return 0;
 fail:
-	{
-		int e = errno;
-
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
-		return ph_err(ctx, ph_err_from_errno(e), "cannot write %s: %s", path, strerror(e));
-	}
+	if (fd >= 0)
+		ph_close(fd);
+	ph_unlinkat(PH_AT_CWD, path, 0);
+	return ph_err(ctx, ph_err_from_errno(e), "cannot write %s: %s", path, strerror(e));
 }
 
 /* Makes the folder holding path (one level, 0700) when it is missing. */
@@ -304,14 +296,16 @@ static int
 make_parent(phsync_ctx *ctx, const char *path)
 {
 	char dir[1200], *slash;
+	int rc;
 
 	snprintf(dir, sizeof(dir), "%s", path);
-	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+	for (slash = dir + strlen(dir); slash > dir && !ph_path_sep(*slash); slash--)
+		;
+	if (slash == dir)
 		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return ph_err(ctx, ph_err_from_errno(errno), "cannot make %s: %s", dir,
-		              strerror(errno));
+	if ((rc = ph_mkdirat(PH_AT_CWD, dir, 0700)) != 0 && rc != -EEXIST)
+		return ph_err(ctx, ph_err_from_errno(-rc), "cannot make %s: %s", dir, strerror(-rc));
 	return 0;
 }
 
@@ -332,7 +326,7 @@ make_key(struct pairing *pg)
 		rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot make an ed25519 key");
 		goto out;
 	}
-	gethostname(host, sizeof(host) - 1);
+	ph_hostname(host, sizeof(host));
 	if (asprintf(&line, "ssh-ed25519 %s phsync@%s\n", b64, host[0] ? host : "localhost") < 0) {
 		line = NULL;
 		rc = PHSYNC_ENOMEM;
@@ -342,7 +336,7 @@ make_key(struct pairing *pg)
 	if ((rc = write_new(pg->ctx, pg->key, priv, strlen(priv), 0600)) != 0)
 		goto out;
 	if ((rc = write_new(pg->ctx, pubpath, line, strlen(line), 0644)) != 0) {
-		unlink(pg->key);
+		ph_unlinkat(PH_AT_CWD, pg->key, 0);
 		goto out;
 	}
 	pg->res->key_created = 1;
@@ -394,23 +388,26 @@ load_pub(struct pairing *pg)
 }
 
 /* The IdentityFile value: "~/..." when under the home ssh itself uses
- * (the password database's), else the absolute path. */
+ * (ph_account_home: the password database's), its separators written
+ * '/' (which ssh takes on Windows too), else the absolute path. */
 static void
 identity_value(struct pairing *pg, char *out, size_t len)
 {
-	struct passwd *pw = getpwuid(getuid());
-	char abs[1200];
-	size_t hl;
+	char abs[1200], home[1024], *p;
+	size_t hl = 0;
 
-	if (pg->key[0] != '/' && realpath(pg->key, abs) != NULL)
-		;
-	else
+	if (ph_path_absolute(pg->key) || ph_realpath(pg->key, abs, sizeof(abs)) != 0)
 		snprintf(abs, sizeof(abs), "%s", pg->key);
-	hl = pw ? strlen(pw->pw_dir) : 0;
-	if (pw && hl > 1 && strncmp(abs, pw->pw_dir, hl) == 0 && abs[hl] == '/')
+	if (ph_account_home(home, sizeof(home)) == 0)
+		hl = strlen(home);
+	if (hl > 1 && strncmp(abs, home, hl) == 0 && ph_path_sep(abs[hl])) {
 		snprintf(out, len, "~%s", abs + hl);
-	else
+		for (p = out; *p; p++)
+			if (ph_path_sep(*p))
+				*p = '/';
+	} else {
 		snprintf(out, len, "%s", abs);
+	}
 }
 
 /* Where the block goes: the end, unless an earlier block would win for
@@ -438,9 +435,44 @@ insert_at(struct pairing *pg, const char *text, size_t len)
 	return len;
 }
 
-/* Adds the Host block to the config: appended (O_APPEND: a symlinked
- * config stays a symlink), or written whole through a temp file beside
- * the real file when it must go before an earlier block. */
+/* Appends sep and block to the config, at its end as it is now, and
+ * fsyncs it. The file is opened following a symlink, so a symlinked
+ * config stays one. Returns 0 or a PHSYNC_E* with the message in ctx. */
+static int
+append_block(struct pairing *pg, const char *sep, const char *block)
+{
+	size_t ls = strlen(sep), n = ls + strlen(block), off = 0;
+	char *all = malloc(n + 1);
+	struct ph_stat st;
+	int fd, rc, c;
+
+	if (all == NULL)
+		return PHSYNC_ENOMEM;
+	snprintf(all, n + 1, "%s%s", sep, block);
+	fd = ph_openat(PH_AT_CWD, pg->config, PH_O_WRONLY, 0);
+	rc = fd < 0 ? fd : ph_fstat(fd, &st);
+	while (rc == 0 && off < n) {
+		int64_t w = ph_pwrite(fd, all + off, n - off, st.size + off);
+
+		if (w <= 0)
+			rc = w < 0 ? (int)w : -EIO;
+		else
+			off += (size_t)w;
+	}
+	if (rc == 0)
+		rc = ph_durable_sync(&fd, 1);
+	if (fd >= 0 && (c = ph_close(fd)) != 0 && rc == 0)
+		rc = c;
+	free(all);
+	if (rc != 0)
+		return ph_err(pg->ctx, ph_err_from_errno(-rc), "cannot append to %s: %s", pg->config,
+		              strerror(-rc));
+	return 0;
+}
+
+/* Adds the Host block to the config: appended (append_block), or written
+ * whole through a temp file beside the real file when it must go before an
+ * earlier block. */
 static int
 add_host_block(struct pairing *pg)
 {
@@ -450,8 +482,8 @@ add_host_block(struct pairing *pg)
 	size_t len = 0, at;
 	time_t now = time(NULL);
 	struct tm tm;
-	struct stat st;
-	int rc, fd;
+	struct ph_stat st;
+	int rc;
 
 	if (pg->agent) {
 		/* No IdentityFile: ssh and phsync offer the agent's keys anyway, and
@@ -467,7 +499,9 @@ add_host_block(struct pairing *pg)
 		identity_value(pg, file, sizeof(file));
 		snprintf(idv, sizeof(idv), "  IdentityFile %s\n", file);
 	}
-	strftime(when, sizeof(when), "%Y-%m-%d", localtime_r(&now, &tm));
+	if (ph_localtime(now, &tm) != 0)
+		memset(&tm, 0, sizeof(tm));
+	strftime(when, sizeof(when), "%Y-%m-%d", &tm);
 	snprintf(block, sizeof(block),
 	         "# Added by phsync pair on %s\n"
 	         "Host %s\n"
@@ -488,32 +522,15 @@ add_host_block(struct pairing *pg)
 		return ph_err(pg->ctx, rc, "cannot read %s: %s", pg->config, phsync_strerror(rc));
 	at = insert_at(pg, text, len);
 	if (at == len) {
-		const char *sep = len == 0 ? "" : text[len - 1] == '\n' ? "\n" : "\n\n";
-		char *all = NULL;
-		int n;
-
-		fd = open(pg->config, O_WRONLY | O_APPEND | O_CLOEXEC);
-		if (fd < 0 || (n = asprintf(&all, "%s%s", sep, block)) < 0 ||
-		    write(fd, all, (size_t)n) != n || fsync(fd) != 0) {
-			rc = ph_err(pg->ctx, ph_err_from_errno(errno), "cannot append to %s: %s",
-			            pg->config, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			free(all);
+		rc = append_block(pg, len == 0 ? "" : text[len - 1] == '\n' ? "\n" : "\n\n", block);
+		if (rc != 0)
 			goto out;
-		}
-		free(all);
-		if (close(fd) != 0) {
-			rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot write %s: %s", pg->config,
-			            strerror(errno));
-			goto out;
-		}
-		rc = 0;
 		goto done;
 	}
 	/* Before the first block: the whole file anew, beside the real one. */
-	if (realpath(pg->config, real) == NULL || stat(real, &st) != 0) {
-		rc = ph_err(pg->ctx, PHSYNC_EIO, "%s: %s", pg->config, strerror(errno));
+	if ((rc = ph_realpath(pg->config, real, sizeof(real))) != 0 ||
+	    (rc = ph_fstatat(PH_AT_CWD, real, &st)) != 0) {
+		rc = ph_err(pg->ctx, PHSYNC_EIO, "%s: %s", pg->config, strerror(-rc));
 		goto out;
 	}
 	ph_pair_random_hex(rnd, sizeof(rnd));
@@ -530,12 +547,12 @@ add_host_block(struct pairing *pg)
 		memcpy(all + at, block, bl);
 		all[at + bl] = '\n';
 		memcpy(all + at + bl + 1, text + at, len - at);
-		rc = write_new(pg->ctx, tmp, all, len + bl + 1, st.st_mode & 0777);
+		rc = write_new(pg->ctx, tmp, all, len + bl + 1, st.mode & 0777);
 		free(all);
 	}
-	if (rc == 0 && rename(tmp, real) != 0) {
-		rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot replace %s: %s", real, strerror(errno));
-		unlink(tmp);
+	if (rc == 0 && (rc = ph_renameat(PH_AT_CWD, tmp, PH_AT_CWD, real)) != 0) {
+		rc = ph_err(pg->ctx, PHSYNC_EIO, "cannot replace %s: %s", real, strerror(-rc));
+		ph_unlinkat(PH_AT_CWD, tmp, 0);
 	}
 	if (rc == 0)
 		note(pg, "put 'Host %s' before the first Host block of %s (an earlier block "
@@ -563,7 +580,7 @@ connect_once(struct pairing *pg, int verify, const char *accept_fp, struct ph_ss
 	/* The config the Host block goes to, named to libssh (which would
 	 * read the account's home, not $HOME's); one pairing is about to
 	 * create is read as empty for now. */
-	sp.config = access(pg->config, F_OK) != 0 ? "/dev/null" : pg->config;
+	sp.config = ph_path_access(pg->config, 0) != 0 ? ph_null_path() : pg->config;
 	/* The check with the agent's key logs in as a sync will: the agent
 	 * (and the usual key files, which this user has none of), never a
 	 * password, so nothing is asked. */
@@ -676,7 +693,7 @@ ready_key(struct pairing *pg)
 
 	if (pg->agent)
 		return 0;
-	if (access(pg->key, F_OK) != 0 && (rc = make_key(pg)) != 0)
+	if (ph_path_access(pg->key, 0) != 0 && (rc = make_key(pg)) != 0)
 		return rc;
 	return load_pub(pg);
 }

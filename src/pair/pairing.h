@@ -25,7 +25,7 @@ struct pairing {
 };
 
 static inline void
-note(struct pairing *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+note(struct pairing *pg, const char *fmt, ...) PH_PRINTF(2, 3);
 
 /* Tells the caller a step (o->on_note), when it listens. */
 static inline void

@@ -6,6 +6,7 @@
 
 #include "ctx.h"
 #include "spec.h"
+#include "str.h"
 
 void
 phsync_options_init(struct phsync_options *o)
@@ -45,18 +46,18 @@ phsync_parse_remote(const char *spec, char **user, char **host, char **path)
 	if (at != NULL) {
 		if (at == spec)
 			return PHSYNC_EINVAL;
-		*user = strndup(spec, (size_t)(at - spec));
+		*user = ph_strndup(spec, (size_t)(at - spec));
 		h = at + 1;
 	}
 	if (*h == '[') {
 		hend = strchr(h, ']');
 		if (hend == NULL || hend[1] != ':')
 			goto bad;
-		*host = strndup(h + 1, (size_t)(hend - h - 1));
+		*host = ph_strndup(h + 1, (size_t)(hend - h - 1));
 		colon = hend + 1;
 	} else {
 		colon = strchr(h, ':');
-		*host = strndup(h, (size_t)(colon - h));
+		*host = ph_strndup(h, (size_t)(colon - h));
 	}
 	if (*host == NULL || (*host)[0] == '\0')
 		goto bad;
@@ -87,7 +88,7 @@ ph_remote_root(const char *path)
 		n--;
 	if (n == 1 && path[0] == '/')
 		return strdup("");
-	return strndup(path, n);
+	return ph_strndup(path, n);
 }
 
 int
