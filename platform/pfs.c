@@ -55,10 +55,11 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 	fd = openat(AT(dirfd), name, of, (mode_t)mode);
 	if (fd < 0)
 		return -errno;
-	if (!(flags & PH_O_DIR)) {
+	/* A folder opens read-only on POSIX: refused as Windows does (a file
+	 * CREAT|EXCL made is never one: no need to look). */
+	if (!(flags & PH_O_DIR) && (flags & (PH_O_CREAT | PH_O_EXCL)) != (PH_O_CREAT | PH_O_EXCL)) {
 		struct stat st;
 
-		/* A folder opens read-only on POSIX: refused as Windows does. */
 		if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
 			close(fd);
 			return -EISDIR;

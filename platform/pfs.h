@@ -103,6 +103,13 @@ int ph_futime(int fd, int64_t mtime_ns);
  * open for writing). A copy's access time is its modification time. */
 int ph_set_times(int fd, int64_t sec, uint32_t nsec);
 
+/* Sets fd's access time to atime and its modification time to mtime
+ * (whole seconds since 1970; futimens). fd may be a folder's descriptor:
+ * on Windows, where that handle cannot write attributes, SetFileTime goes
+ * through a handle of its own that can (ReOpenFile, for any fd).
+ * platform/ftimes.c, platform/win32/ftimes.c. */
+int ph_set_atime_mtime(int fd, int64_t atime, int64_t mtime);
+
 /* Sets fd's permission bits (fchmod). Windows keeps only "read-only": set
  * when mode gives the owner no write permission, cleared otherwise. */
 int ph_fchmod(int fd, unsigned mode);

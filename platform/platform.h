@@ -130,6 +130,11 @@ int ph_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
  * limit (or the old one if it could not be raised). */
 uint64_t ph_raise_nofile(void);
 
+/* The soft open-file limit as it stands (getrlimit; Windows: the C
+ * runtime's table of fds), without raising it;
+ * UINT64_MAX when there is none or it cannot be told. */
+uint64_t ph_nofile_limit(void);
+
 struct stat;
 
 /* A stat's modification and status-change times in nanoseconds since the

@@ -4,17 +4,16 @@
  * delete at all (listings complete, source not empty, under --max-delete);
  * here each file is checked once more just before it goes. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
+#include "psys.h"
 #include "tempname.h"
 
 static void
@@ -51,7 +50,7 @@ local_trash(struct ph_job *j, int dfd, const char *rel, const char *name)
 
 	if (path == NULL)
 		return PHSYNC_ENOMEM;
-	if (t[0] == '/')
+	if (ph_path_absolute(t))
 		snprintf(path, need, "%s/%.*s", t, slash ? (int)(slash - rel) : 0, rel);
 	else
 		snprintf(path, need, "%s/%s/%.*s", j->local_dir, t, slash ? (int)(slash - rel) : 0,
@@ -66,8 +65,8 @@ local_trash(struct ph_job *j, int dfd, const char *rel, const char *name)
 		rc = ph_rename_noreplace(dfd, name, tfd, alt);
 	}
 	if (rc == 0 && j->o->fsync)
-		fsync(tfd);
-	close(tfd);
+		ph_dir_sync(tfd);
+	ph_close(tfd);
 	if (rc == -EXDEV)
 		return ph_err(j->ctx, PHSYNC_EIO, "the trash folder is on another file system");
 	return rc ? ph_err_from_errno(-rc) : 0;
@@ -78,7 +77,7 @@ delete_local(struct ph_job *j, const struct ph_entry *d)
 {
 	const char *base;
 	char *dir;
-	struct stat st;
+	struct ph_stat st;
 	int dfd, rc;
 
 	if ((rc = ph_local_split(ph_entry_raw(d), &dir, &base)) != 0) {
@@ -92,20 +91,20 @@ delete_local(struct ph_job *j, const struct ph_entry *d)
 		return;
 	}
 	/* Still what the state recorded and the listing showed? */
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != d->size || (int64_t)st.st_mtime != d->mtime) {
+	if (ph_fstatat(dfd, base, &st) != 0 || st.type != PH_FT_REG || st.size != d->size ||
+	    st.mtime_sec != d->mtime) {
 		ph_job_event(j, PHSYNC_EV_SKIPPED, d->path, "kept", 0, 0,
 		             "changed during the run; not deleted");
-		close(dfd);
+		ph_close(dfd);
 		return;
 	}
 	if (j->o->trash_dir != NULL)
 		rc = local_trash(j, dfd, ph_entry_raw(d), base);
 	else
-		rc = unlinkat(dfd, base, 0) == 0 ? 0 : ph_err_from_errno(errno);
-	if (rc == 0 && j->o->fsync && fsync(dfd) != 0)
-		rc = ph_err_from_errno(errno);
-	close(dfd);
+		rc = ph_err_from_errno(-ph_unlinkat(dfd, base, 0));
+	if (rc == 0 && j->o->fsync)
+		rc = ph_err_from_errno(-ph_dir_sync(dfd));
+	ph_close(dfd);
 	if (rc != 0) {
 		del_failed(j, d->path, rc, j->o->trash_dir ? "cannot move it to the trash folder" :
 		           "cannot delete it");

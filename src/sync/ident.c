@@ -2,17 +2,14 @@
 /* The local file's identity and git's racy-clean rule; see ident.h and
  * docs/ARCHITECTURE.md ("What a run trusts"). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "ident.h"
 #include "job.h"
 #include "local.h"
-#include "platform.h"
+#include "pfs.h"
 #include "whole.h"
 
 /* A record renewed with a fresh identity (its content checked). */
@@ -50,36 +47,36 @@ void
 ph_ident_close(struct ph_job *j)
 {
 	if (j->idir != NULL && j->idfd >= 0)
-		close(j->idfd);
+		ph_close(j->idfd);
 	free(j->idir);
 	j->idir = NULL;
 	j->idfd = -1;
 }
 
 static void
-from_stat(const struct stat *st, struct ph_ident *id)
+from_stat(const struct ph_stat *st, struct ph_ident *id)
 {
-	id->size = (uint64_t)st->st_size;
-	id->ino = (uint64_t)st->st_ino;
-	id->dev = (uint64_t)st->st_dev;
-	id->mtime = ph_mtime_fit((int64_t)st->st_mtime);
-	id->mtime_ns = ph_st_mtime_ns(st);
-	id->ctime_ns = ph_st_ctime_ns(st);
+	id->size = st->size;
+	id->ino = st->ino;
+	id->dev = st->dev;
+	id->mtime = ph_mtime_fit(st->mtime_sec);
+	id->mtime_ns = st->mtime_ns;
+	id->ctime_ns = st->ctime_ns;
 }
 
 int
 ph_ident_stat(struct ph_job *j, const char *rel, struct ph_ident *id)
 {
 	const char *base;
-	struct stat st;
+	struct ph_stat st;
 	int dfd, rc;
 
 	if (j->lroot < 0)
 		return PHSYNC_ENOENT;
 	if ((dfd = dir_of(j, rel, &base)) < 0)
 		return dfd;
-	rc = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ? ph_err_from_errno(errno) :
-	     !S_ISREG(st.st_mode) ? PHSYNC_ENOENT : 0;
+	rc = ph_fstatat(dfd, base, &st);
+	rc = rc != 0 ? ph_err_from_errno(-rc) : st.type != PH_FT_REG ? PHSYNC_ENOENT : 0;
 	if (rc != 0)
 		return rc;
 	from_stat(&st, id);

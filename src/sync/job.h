@@ -67,7 +67,7 @@ struct ph_job {
 	/* Told of each conflict copy put beside path (NULL: nobody asks). */
 	void (*beside_fn)(void *arg, const char *path, const char *beside);
 	void *beside_arg;
-	const struct stat *lid_st; /* the recorded file's stat, taken already
+	const struct ph_stat *lid_st; /* the recorded file's stat, taken already
 	                              (the pull's I/O thread), or NULL */
 };
 

@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: ISC */
 /* The local I/O thread; see lio.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -16,7 +13,9 @@
 #include "ctx.h"
 #include "lio.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
+#include "str.h"
 #include "tempname.h"
 #include "tree.h"
 
@@ -127,8 +126,8 @@ ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size)
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		rc = -errno;
+	if ((fd = ph_openat(dirfd, name, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0) {
+		rc = fd;
 		goto out;
 	}
 	XXH3_128bits_reset(hs);
@@ -148,7 +147,7 @@ ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size)
 		*size = total;
 out:
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	free(buf);
 	XXH3_freeState(hs);
 	return rc;
@@ -161,18 +160,18 @@ out:
 static int
 guard_check(struct ph_lio_file *f)
 {
-	struct stat st;
+	struct ph_stat st;
 	uint8_t h[16];
 	uint64_t n;
+	int rc;
 
-	if (fstatat(f->dirfd, f->final, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return errno == ENOENT ? PH_LIO_PLACED : PH_LIO_BESIDE;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->guard_size ||
-	    (int64_t)st.st_mtime != f->guard_mtime)
+	if ((rc = ph_fstatat(f->dirfd, f->final, &st)) != 0)
+		return rc == -ENOENT ? PH_LIO_PLACED : PH_LIO_BESIDE;
+	if (st.type != PH_FT_REG || st.size != f->guard_size || st.mtime_sec != f->guard_mtime)
 		return PH_LIO_BESIDE;
 	if (!f->guard_content)
 		return PH_LIO_PLACED;
-	if ((uint64_t)st.st_size != f->size)
+	if (st.size != f->size)
 		return PH_LIO_BESIDE;
 	if (ph_lio_hash_file(f->dirfd, f->final, h, &n) != 0 || n != f->size ||
 	    memcmp(h, f->hash, 16) != 0)
@@ -204,10 +203,12 @@ land_beside(struct ph_lio_file *f)
 static void
 place(struct ph_lio_file *f, int sync_err)
 {
+	int rc;
+
 	if (f->err == 0 && sync_err != 0)
 		f->err = sync_err;
-	if (close(f->fd) != 0 && f->err == 0 && errno != EINTR)
-		f->err = -errno;
+	if ((rc = ph_close(f->fd)) != 0 && f->err == 0 && rc != -EINTR)
+		f->err = rc;
 	f->fd = -1;
 	if (f->err == 0 && f->guard)
 		f->landed = guard_check(f);
@@ -222,14 +223,13 @@ place(struct ph_lio_file *f, int sync_err)
 			f->landed = PH_LIO_BESIDE;
 			f->err = land_beside(f);
 		}
-	} else if (f->err == 0 && renameat(f->dirfd, f->tmp, f->dirfd, f->final) != 0) {
-		f->err = -errno;
+	} else if (f->err == 0) {
+		f->err = ph_renameat(f->dirfd, f->tmp, f->dirfd, f->final);
 	}
 	if (f->err != 0)
-		unlinkat(f->dirfd, f->tmp, 0);
+		ph_unlinkat(f->dirfd, f->tmp, 0);
 	else if (f->landed != PH_LIO_BESIDE)
-		f->has_st = fstatat(f->dirfd, f->final, &f->st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		            S_ISREG(f->st.st_mode);
+		f->has_st = ph_fstatat(f->dirfd, f->final, &f->st) == 0 && f->st.type == PH_FT_REG;
 }
 
 /* The renames of batch b durable: its folders (each once) together, one
@@ -259,9 +259,8 @@ sync_folders(struct batch *b)
 
 		for (k = 0; k < i && !seen; k++)
 			seen = b->v[k]->err == 0 && same_folder(b->v[k], f);
-		if (f->err != 0 || seen || fsync(f->dirfd) == 0)
+		if (f->err != 0 || seen || (e = ph_dir_sync(f->dirfd)) == 0)
 			continue;
-		e = -errno;
 		for (k = i; k < b->n; k++)
 			if (b->v[k]->err == 0 && same_folder(b->v[k], f))
 				b->v[k]->err = e;
@@ -336,15 +335,19 @@ hand_off(struct ph_lio *l, int wait)
 static void
 resume_open(struct ph_lio_file *f)
 {
-	struct stat st;
+	struct ph_stat st;
 	uint8_t *buf;
 
 	snprintf(f->tmp, 256, "%s", f->resume_name);
-	f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if ((f->fd = ph_openat(f->dirfd, f->tmp, PH_O_RDWR | PH_O_NOFOLLOW, 0)) < 0) {
+		f->err = f->fd;
+		f->fd = -1;
+		return;
+	}
 	/* One link: a temp phsync made, never a hard link to a file elsewhere. */
-	if (f->fd < 0 || fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    (uint64_t)st.st_size < f->resume_have || ftruncate(f->fd, (off_t)f->resume_have) != 0) {
-		f->err = f->fd < 0 ? -errno : -EIO;
+	if (ph_fstat(f->fd, &st) != 0 || st.type != PH_FT_REG || st.nlink != 1 ||
+	    st.size < f->resume_have || ph_ftruncate(f->fd, f->resume_have) != 0) {
+		f->err = -EIO;
 		return;
 	}
 	if ((buf = malloc(1u << 18)) == NULL) {
@@ -354,12 +357,12 @@ resume_open(struct ph_lio_file *f)
 	while (f->hashed < f->resume_have) {
 		size_t want = f->resume_have - f->hashed < (1u << 18) ?
 		              (size_t)(f->resume_have - f->hashed) : (1u << 18);
-		ssize_t n = pread(f->fd, buf, want, (off_t)f->hashed);
+		int64_t n = ph_pread(f->fd, buf, want, f->hashed);
 
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
-			f->err = n < 0 ? -errno : -EIO;
+			f->err = n < 0 ? (int)n : -EIO;
 			break;
 		}
 		XXH3_128bits_update(f->hs, buf, (size_t)n);
@@ -374,15 +377,15 @@ resume_open(struct ph_lio_file *f)
 static int
 keep_partial(struct ph_lio *l, struct ph_lio_file *f)
 {
-	if (f->fd < 0 || f->hashed < PH_RESUME_MIN_PREFIX || ftruncate(f->fd, (off_t)f->hashed) != 0 ||
-	    fsync(f->fd) != 0 ||
+	if (f->fd < 0 || f->hashed < PH_RESUME_MIN_PREFIX || ph_ftruncate(f->fd, f->hashed) != 0 ||
+	    ph_durable_sync(&f->fd, 1) != 0 ||
 	    ph_temp_name(f->kept_name, sizeof(f->kept_name), f->final, PH_TEMP_PARTIAL,
 	                 &l->owner) != 0 ||
-	    renameat(f->dirfd, f->tmp, f->dirfd, f->kept_name) != 0)
+	    ph_renameat(f->dirfd, f->tmp, f->dirfd, f->kept_name) != 0)
 		return 0;
-	fsync(f->dirfd);
+	ph_dir_sync(f->dirfd);
 	f->kept = f->hashed;
-	close(f->fd);
+	ph_close(f->fd);
 	f->fd = -1;
 	return 1;
 }
@@ -393,11 +396,11 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 {
 	const char *slash = strrchr(f->rel, '/');
 	size_t dl = slash ? (size_t)(slash - f->rel) : 0;
-	int tries, rc;
+	int tries, rc, e = -EINVAL;
 
 	f->opened = 1;
 	if (l->cur_dir == NULL || strlen(l->cur_dir) != dl || memcmp(l->cur_dir, f->rel, dl) != 0) {
-		char *dir = strndup(f->rel, dl);
+		char *dir = ph_strndup(f->rel, dl);
 		int nfd;
 
 		if (dir == NULL) {
@@ -413,7 +416,7 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 			return;
 		}
 		if (l->cur_dirfd >= 0)
-			close(l->cur_dirfd);
+			ph_close(l->cur_dirfd);
 		free(l->cur_dir);
 		l->cur_dir = dir;
 		l->cur_dirfd = nfd;
@@ -428,18 +431,20 @@ open_file(struct ph_lio *l, struct ph_lio_file *f)
 	}
 	for (tries = 0; tries < 16; tries++) {
 		if (ph_temp_name(f->tmp, 256, f->final, PH_TEMP_NEW, &l->owner) != 0) {
-			errno = EINVAL;
+			e = -EINVAL;
 			break;
 		}
 		/* A new file is created with the source's rw bits under the
 		 * umask, as cp does; a replaced one gets its old bits at the end. */
-		f->fd = openat(f->dirfd, f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		               f->exact_mode ? 0600 : f->mode & 0666);
-		if (f->fd >= 0 || errno != EEXIST)
+		e = ph_openat(f->dirfd, f->tmp, PH_O_RDWR | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW,
+		              f->exact_mode ? 0600 : f->mode & 0666);
+		if (e != -EEXIST)
 			break;
 	}
-	if (f->fd < 0)
-		f->err = -errno;
+	if (e >= 0)
+		f->fd = e;
+	else
+		f->err = e;
 }
 
 static void do_write(struct ph_lio *l, struct op *o);
@@ -470,13 +475,13 @@ do_copy(struct ph_lio *l, struct op *o)
 	piece = l->cbuf;
 	while (done < o->len && f->err == 0) {
 		size_t want = o->len - done < COPY_PIECE ? (size_t)(o->len - done) : COPY_PIECE;
-		ssize_t n = pread(f->basis, piece->data, want, (off_t)(o->src_off + done));
+		int64_t n = ph_pread(f->basis, piece->data, want, o->src_off + done);
 
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
 			/* The old copy shrank under us: the result cannot be right. */
-			f->err = n < 0 ? -errno : -EIO;
+			f->err = n < 0 ? (int)n : -EIO;
 			return;
 		}
 		piece->f = f;
@@ -505,12 +510,12 @@ do_write(struct ph_lio *l, struct op *o)
 		return;
 	}
 	while (left > 0) {
-		ssize_t w = pwrite(f->fd, p, left, (off_t)off);
+		int64_t w = ph_pwrite(f->fd, p, left, off);
 
-		if (w < 0 && errno == EINTR)
+		if (w == -EINTR)
 			continue;
 		if (w <= 0) {
-			fail_write(l, f, w < 0 ? -errno : -ENOSPC);
+			fail_write(l, f, w < 0 ? (int)w : -ENOSPC);
 			return;
 		}
 		p += w;
@@ -539,13 +544,13 @@ finish_hash(struct ph_lio_file *f)
 		return -ENOMEM;
 	while (f->hashed < f->size) {
 		size_t want = f->size - f->hashed < cap ? (size_t)(f->size - f->hashed) : cap;
-		ssize_t n = pread(f->fd, buf, want, (off_t)f->hashed);
+		int64_t n = ph_pread(f->fd, buf, want, f->hashed);
 
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n <= 0) {
 			free(buf);
-			return n < 0 ? -errno : -EIO;
+			return n < 0 ? (int)n : -EIO;
 		}
 		XXH3_128bits_update(f->hs, buf, (size_t)n);
 		f->hashed += (uint64_t)n;
@@ -559,8 +564,7 @@ finish_hash(struct ph_lio_file *f)
 static void
 do_end(struct ph_lio *l, struct ph_lio_file *f)
 {
-	struct timespec ts[2];
-	struct stat st;
+	struct ph_stat st;
 
 	if (!f->opened && f->commit)
 		open_file(l, f); /* an empty file: nothing was written */
@@ -572,26 +576,24 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	if (f->commit != PH_LIO_COMMIT && f->err == 0)
 		f->err = -ECANCELED;
 	if (f->err == 0) {
-		ts[0].tv_sec = f->mtime; /* no access time is kept: as mtime */
-		ts[0].tv_nsec = 0;
-		ts[1].tv_sec = f->mtime;
-		ts[1].tv_nsec = 0;
-		/* The time read back after setting it is what gets recorded: a
-		 * FAT/exFAT disk keeps it in 2 s steps. */
-		if ((f->exact_mode && fchmod(f->fd, f->mode & 07777) != 0) ||
-		    futimens(f->fd, ts) != 0 || fstat(f->fd, &st) != 0)
-			f->err = -errno;
-		else if ((uint64_t)st.st_size != f->expect || f->size != f->expect)
+		/* No access time is kept: as mtime. The time read back after
+		 * setting it is what gets recorded: a FAT/exFAT disk keeps it in
+		 * 2 s steps. */
+		if ((f->exact_mode && (f->err = ph_fchmod(f->fd, f->mode & 07777)) != 0) ||
+		    (f->err = ph_set_times(f->fd, f->mtime, 0)) != 0 ||
+		    (f->err = ph_fstat(f->fd, &st)) != 0)
+			st.mtime_sec = 0;
+		else if (st.size != f->expect || f->size != f->expect)
 			f->err = -EIO; /* never a file of another length than what came */
 		else if ((f->err = finish_hash(f)) == 0 && f->check_hash &&
 		         memcmp(f->hash, f->want_hash, 16) != 0)
 			f->err = -EBADMSG;
-		f->dst_mtime = (int64_t)st.st_mtime;
+		f->dst_mtime = st.mtime_sec;
 	}
 	if (f->err != 0) {
 		if (f->fd >= 0) {
-			unlinkat(f->dirfd, f->tmp, 0);
-			close(f->fd);
+			ph_unlinkat(f->dirfd, f->tmp, 0);
+			ph_close(f->fd);
 			f->fd = -1;
 		}
 		deliver(l, &f, 1);
@@ -710,7 +712,7 @@ int
 ph_lio_new(int root, int durable, struct ph_lio **out)
 {
 	struct ph_lio *l = calloc(1, sizeof(*l));
-	struct rlimit rl;
+	uint64_t lim = ph_nofile_limit();
 
 	if (l == NULL)
 		return PHSYNC_ENOMEM;
@@ -723,10 +725,8 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	/* Two batches in flight hold a file and a folder fd per file (a
 	 * delta's basis besides): a low limit shrinks them rather than
 	 * failing files with EMFILE. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (rlim_t)(4 * MAX_BATCH + FD_SPARE))
-		l->max_batch = rl.rlim_cur > 4 * 8 + FD_SPARE ?
-		               (size_t)(rl.rlim_cur - FD_SPARE) / 4 : 8;
+	if (lim < 4 * MAX_BATCH + FD_SPARE)
+		l->max_batch = lim > 4 * 8 + FD_SPARE ? (size_t)(lim - FD_SPARE) / 4 : 8;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);
@@ -872,11 +872,11 @@ ph_lio_file_free(struct ph_lio_file *f)
 	if (f == NULL)
 		return;
 	if (f->fd >= 0)
-		close(f->fd);
+		ph_close(f->fd);
 	if (f->dirfd >= 0)
-		close(f->dirfd);
+		ph_close(f->dirfd);
 	if (f->basis >= 0)
-		close(f->basis);
+		ph_close(f->basis);
 	free(f->tmp);
 	free(f->rel);
 	free(f->end_op);
@@ -898,7 +898,7 @@ ph_lio_free(struct ph_lio *l)
 	pthread_join(l->th, NULL);
 	stop_committer(l); /* the I/O thread handed over its last batch */
 	if (l->cur_dirfd >= 0)
-		close(l->cur_dirfd);
+		ph_close(l->cur_dirfd);
 	free(l->cur_dir);
 	free(l->cbuf);
 	while (l->done_head != NULL) {

@@ -13,7 +13,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/stat.h>
+
+#include "pfs.h"
 
 struct ph_lio;
 
@@ -59,7 +60,7 @@ struct ph_lio_file {
 	/* On commit under its final name (PLACED, SAME): the file's stat
 	 * once renamed, through its folder's fd (the state's identity,
 	 * ident.h), when has_st. */
-	struct stat st;
+	struct ph_stat st;
 	int has_st;
 	/* Replacing an existing file (set by the caller): with guard, the
 	 * final name must still hold what the plan saw there (guard_size,

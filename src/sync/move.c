@@ -16,16 +16,15 @@
  * of a transfer, without the write; a later offload trusts that read).
  * The record carries that hash, of the bytes both paths hold. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctx.h"
 #include "job.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
 #include "tempname.h"
 #include "whole.h"
@@ -58,14 +57,14 @@ local_ranges(int root, const char *rel, const uint64_t *off, const uint32_t *len
 	free(dir);
 	if (rc != 0)
 		return rc;
-	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(dfd);
+	fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW, 0);
+	ph_close(dfd);
 	if (fd < 0)
-		return ph_err_from_errno(errno);
+		return ph_err_from_errno(-fd);
 	for (i = 0; i < n && rc == 0; i++)
-		if (pread(fd, buf[i], len[i], (off_t)off[i]) != (ssize_t)len[i])
+		if (ph_pread(fd, buf[i], len[i], off[i]) != (int64_t)len[i])
 			rc = PHSYNC_EIO;
-	close(fd);
+	ph_close(fd);
 	return rc;
 }
 
@@ -148,9 +147,9 @@ static void
 close_two(struct two_dirs *t)
 {
 	if (t->odfd >= 0)
-		close(t->odfd);
+		ph_close(t->odfd);
 	if (t->ndfd >= 0)
-		close(t->ndfd);
+		ph_close(t->ndfd);
 	free(t->odir);
 	free(t->ndir);
 }
@@ -161,7 +160,6 @@ static int
 local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32_t mode)
 {
 	struct ph_temp_owner self;
-	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
 	struct two_dirs d;
 	char tmp[256];
 	int ofd = -1, fd = -1, rc;
@@ -171,11 +169,17 @@ local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32
 	ph_temp_owner_self(&self);
 	if ((rc = open_two(j, old, rel, &d)) != 0)
 		goto out;
-	if ((ofd = openat(d.odfd, d.obase, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    ph_temp_name(tmp, sizeof(tmp), d.nbase, PH_TEMP_NEW, &self) != 0 ||
-	    (fd = openat(d.ndfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	                 mode & 0666)) < 0) {
-		rc = ph_err_from_errno(errno);
+	if ((ofd = ph_openat(d.odfd, d.obase, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0) {
+		rc = ph_err_from_errno(-ofd);
+		goto out;
+	}
+	if (ph_temp_name(tmp, sizeof(tmp), d.nbase, PH_TEMP_NEW, &self) != 0) {
+		rc = ph_err_from_errno(EINVAL);
+		goto out;
+	}
+	if ((fd = ph_openat(d.ndfd, tmp, PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW,
+	                    mode & 0666)) < 0) {
+		rc = ph_err_from_errno(-fd);
 		goto out;
 	}
 	if ((buf = malloc(1u << 18)) == NULL) {
@@ -190,27 +194,28 @@ local_copy(struct ph_job *j, const char *old, const char *rel, int64_t t, uint32
 			goto fail;
 		}
 	}
-	if (futimens(fd, ts) != 0 || (j->o->fsync && fsync(fd) != 0) || close(fd) != 0) {
-		fd = -1;
-		rc = ph_err_from_errno(errno);
+	if ((rc = ph_set_times(fd, t, 0)) != 0 ||
+	    (j->o->fsync && (rc = ph_durable_sync(&fd, 1)) != 0)) {
+		rc = ph_err_from_errno(-rc);
 		goto fail;
 	}
+	rc = ph_close(fd);
 	fd = -1;
-	if ((rc = ph_rename_noreplace(d.ndfd, tmp, d.ndfd, d.nbase)) != 0) {
+	if (rc != 0 || (rc = ph_rename_noreplace(d.ndfd, tmp, d.ndfd, d.nbase)) != 0) {
 		rc = ph_err_from_errno(-rc);
 		goto fail;
 	}
 	if (j->o->fsync)
-		fsync(d.ndfd);
+		ph_dir_sync(d.ndfd);
 	goto out;
 fail:
 	if (fd >= 0)
-		close(fd);
-	unlinkat(d.ndfd, tmp, 0);
+		ph_close(fd);
+	ph_unlinkat(d.ndfd, tmp, 0);
 out:
 	free(buf);
 	if (ofd >= 0)
-		close(ofd);
+		ph_close(ofd);
 	close_two(&d);
 	return rc;
 }
@@ -224,8 +229,11 @@ local_move(struct ph_job *j, const char *old, const char *rel)
 	if ((rc = open_two(j, old, rel, &d)) == 0) {
 		rc = ph_rename_noreplace(d.odfd, d.obase, d.ndfd, d.nbase);
 		rc = rc ? ph_err_from_errno(-rc) : 0;
-		if (rc == 0 && j->o->fsync && (fsync(d.ndfd) != 0 || fsync(d.odfd) != 0))
-			rc = ph_err_from_errno(errno);
+		if (rc == 0 && j->o->fsync) {
+			int e = ph_dir_sync(d.ndfd);
+
+			rc = ph_err_from_errno(-(e != 0 ? e : ph_dir_sync(d.odfd)));
+		}
 	}
 	close_two(&d);
 	return rc;

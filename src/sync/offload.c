@@ -12,16 +12,14 @@
  * whole first; if that read does not give the recorded hash, the file
  * stays on the phone and the next pull sees the difference. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "job.h"
 #include "lio.h"
 #include "local.h"
+#include "pfs.h"
 #include "platform.h"
 #include "whole.h"
 
@@ -44,15 +42,15 @@ local_matches(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16]
 	{
 		/* Read what the disk holds, not what the page cache kept
 		 * (where the OS can drop it: platform.h). */
-		int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW, 0);
 
 		if (fd >= 0) {
 			(void)ph_drop_cache(fd);
-			close(fd);
+			ph_close(fd);
 		}
 	}
 	rc = ph_lio_hash_file(dfd, base, h, &n);
-	close(dfd);
+	ph_close(dfd);
 	return rc == 0 && n == e->size && memcmp(h, hash, 16) == 0;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cfdelta.h"
+#include "pfs.h"
 #include "pull_int.h"
 
 /* Is a check-file delta worth asking for (no helper; see cfdelta.h)? */
@@ -152,7 +153,7 @@ ph_pull_cf_begin(struct xfer *x, const struct ph_entry *d)
 		return;
 	}
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	ph_cf_free(x->c.cf);
 	x->c.cf = NULL;
 	ph_pull_state(x, PH_XS_WHOLE);

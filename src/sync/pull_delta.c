@@ -3,16 +3,15 @@
  * local old copy is signed and the signature sent with phsync-delta-start
  * (DELTA_SIGN, DELTA_START); the delta is read in order and applied as it
  * comes (DELTA_READ). A refused start reads the file whole instead. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "dbound.h"
 #include "local.h"
+#include "pfs.h"
 #include "pull_int.h"
 #include "sigfd.h"
 
@@ -45,21 +44,21 @@ ph_pull_open_basis(struct pull *p, const struct ph_entry *d)
 {
 	char *dir = NULL;
 	const char *base;
-	struct stat st;
+	struct ph_stat st;
 	int dfd = -1, fd = -1;
 
 	if (ph_local_split(ph_entry_dpath(d), &dir, &base) == 0 &&
 	    ph_local_opendir(p->j->lroot, dir, &dfd) == 0 &&
-	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) >= 0 &&
-	    (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != d->size ||
-	     (int64_t)st.st_mtime != d->mtime)) {
-		close(fd);
+	    (fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW | PH_O_NONBLOCK, 0)) >= 0 &&
+	    (ph_fstat(fd, &st) != 0 || st.type != PH_FT_REG || st.size != d->size ||
+	     st.mtime_sec != d->mtime)) {
+		ph_close(fd);
 		fd = -1;
 	}
 	if (dfd >= 0)
-		close(dfd);
+		ph_close(dfd);
 	free(dir);
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* DELTA_SIGN: the signature of the local old copy (the plan's destination
@@ -100,7 +99,7 @@ ph_pull_delta_begin(struct xfer *x, const struct ph_entry *d)
 out:
 	ph_buf_free(&sig);
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	return ok;
 }
 
@@ -273,7 +272,7 @@ dstart_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	} else {
 		/* The helper would not take the signature (too many deltas at
 		 * once, say): the file comes whole over the same handle. */
-		close(x->basis);
+		ph_close(x->basis);
 		x->basis = -1;
 		ph_pull_go_whole(x);
 	}

@@ -2,15 +2,13 @@
 /* A pull's folders (pull_int.h): made first, parents first; made durable
  * and given their source times last, deepest first. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "local.h"
+#include "pfs.h"
 #include "pull_int.h"
 
 /* Makes the folders the plan needs, parents first. */
@@ -40,9 +38,10 @@ ph_pull_make_dirs(struct pull *p)
 		if (rc == 0) {
 			/* The source's bits under the umask, as mkdir does; always
 			 * writable by us, or its contents could not be made. */
-			if (mkdirat(dfd, base, (e->mode & 0777) | 0700) != 0 && errno != EEXIST)
-				rc = ph_err_from_errno(errno);
-			close(dfd);
+			if ((rc = ph_mkdirat(dfd, base, (e->mode & 0777) | 0700)) == -EEXIST)
+				rc = 0;
+			rc = ph_err_from_errno(-rc);
+			ph_close(dfd);
 		}
 		if (rc != 0) {
 			size_t blocked = ph_plan_block_subtree(&j->plan, &j->src, i);
@@ -89,7 +88,6 @@ ph_pull_finish_dirs(struct pull *p)
 
 	while (i-- > 0) {
 		const struct ph_entry *e = &j->src.v[i];
-		struct timespec ts[2];
 		int dfd, rc;
 
 		if (e->type != PH_T_DIR || !j->dirty[i])
@@ -102,23 +100,19 @@ ph_pull_finish_dirs(struct pull *p)
 			}
 			continue;
 		}
-		if (j->o->fsync && fsync(dfd) != 0)
-			dir_failed(j, e->path, errno, "cannot make this folder durable (fsync)");
-		ts[0].tv_sec = e->mtime;
-		ts[0].tv_nsec = 0;
-		ts[1].tv_sec = e->mtime;
-		ts[1].tv_nsec = 0;
-		if (futimens(dfd, ts) != 0)
-			dir_warn(j, e->path, errno, "cannot set this folder's time");
-		close(dfd);
+		if (j->o->fsync && (rc = ph_dir_sync(dfd)) != 0)
+			dir_failed(j, e->path, -rc, "cannot make this folder durable (fsync)");
+		if ((rc = ph_set_atime_mtime(dfd, e->mtime, e->mtime)) != 0)
+			dir_warn(j, e->path, -rc, "cannot set this folder's time");
+		ph_close(dfd);
 	}
 	if (j->root_dirty) {
-		struct timespec ts[2] = { { j->root_atime ? j->root_atime : j->root_mtime, 0 },
-		                          { j->root_mtime, 0 } };
+		int rc;
 
-		if (j->o->fsync && fsync(j->lroot) != 0)
-			dir_failed(j, ".", errno, "cannot make the destination folder durable (fsync)");
-		if (futimens(j->lroot, ts) != 0)
-			dir_warn(j, ".", errno, "cannot set the destination folder's time");
+		if (j->o->fsync && (rc = ph_dir_sync(j->lroot)) != 0)
+			dir_failed(j, ".", -rc, "cannot make the destination folder durable (fsync)");
+		if ((rc = ph_set_atime_mtime(j->lroot, j->root_atime ? j->root_atime : j->root_mtime,
+		                             j->root_mtime)) != 0)
+			dir_warn(j, ".", -rc, "cannot set the destination folder's time");
 	}
 }

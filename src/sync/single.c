@@ -3,23 +3,47 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "login.h"
 #include "ctx.h"
+#include "pfs.h"
+#include "psys.h"
 #include "single.h"
 #include "ssh.h"
+#include "str.h"
 
-/* Splits p at its last '/' into a folder and a name (malloc'ed); the
- * remote's "" is "/" and "." the login folder (ph_remote_root), the
- * local's "/" and ".". */
+/* The local folder part of p, up to its last separator s (malloc'ed): the
+ * separator is kept only where the folder is a root without it ("/", and on
+ * Windows "C:\", as "C:" alone is the drive's current folder). */
+static char *
+local_dir(const char *p, const char *s)
+{
+	size_t n = (size_t)(s - p);
+	char *d = ph_strndup(p, n + 1);
+	int root;
+
+	if (d == NULL)
+		return NULL;
+	root = ph_path_absolute(d);
+	d[n] = '\0';
+	if (root && (n == 0 || !ph_path_absolute(d)))
+		d[n] = *s;
+	return d;
+}
+
+/* Splits p at its last separator ('/'; for a local path on Windows also
+ * '\\') into a folder and a name (malloc'ed); the remote's "" is "/" and
+ * "." the login folder (ph_remote_root), the local's "/" and ".". */
 static int
 split(const char *p, int remote, char **dir, char **name)
 {
-	const char *s = strrchr(p, '/');
+	const char *s = NULL, *c;
 
-	*dir = s == NULL ? strdup(".") : s == p ? strdup(remote ? "" : "/") :
-	       strndup(p, (size_t)(s - p));
+	for (c = p; *c != '\0'; c++)
+		if (remote ? *c == '/' : ph_path_sep((unsigned char)*c))
+			s = c;
+	*dir = s == NULL ? strdup(".") : remote && s == p ? strdup("") :
+	       remote ? ph_strndup(p, (size_t)(s - p)) : local_dir(p, s);
 	*name = strdup(s ? s + 1 : p);
 	if (*dir == NULL || *name == NULL) {
 		free(*dir);
@@ -30,24 +54,43 @@ split(const char *p, int remote, char **dir, char **name)
 	return 0;
 }
 
+/* What path names, a symlink followed (as stat): 1 a folder, 0 another
+ * file, -1 nothing (or it cannot be told). */
+static int
+is_folder(const char *path)
+{
+	struct ph_stat st;
+	int fd;
+
+	if (ph_fstatat(PH_AT_CWD, path, &st) != 0)
+		return -1;
+	if (st.type != PH_FT_LNK)
+		return st.type == PH_FT_DIR;
+	if ((fd = ph_dir_open_path(path)) >= 0) {
+		ph_close(fd);
+		return 1;
+	}
+	return fd == -ENOTDIR ? 0 : -1;
+}
+
 int
 ph_single_local(struct ph_job *j, const char *path, char **dir, char **name)
 {
-	struct stat st, to;
+	struct ph_stat st;
 	int rc;
 
 	*dir = *name = NULL;
-	if (lstat(path, &st) != 0)
+	if (ph_fstatat(PH_AT_CWD, path, &st) != 0)
 		return 0;
-	if (S_ISLNK(st.st_mode)) {
+	if (st.type == PH_FT_LNK) {
 		/* A symlink to a folder is the folder, as it always was for a
 		 * root; to a file it would be followed: refused. */
-		if (stat(path, &to) == 0 && S_ISDIR(to.st_mode))
+		if (is_folder(path) == 1)
 			return 0;
 		return ph_err(j->ctx, PHSYNC_EUNSAFE, "%s is a symlink: phsync never follows "
 		              "one to a file (name the file it points to); nothing was sent", path);
 	}
-	if (!S_ISREG(st.st_mode))
+	if (st.type != PH_FT_REG)
 		return 0;
 	if ((rc = split(path, 0, dir, name)) != 0)
 		return rc;
@@ -64,9 +107,7 @@ ph_single_local(struct ph_job *j, const char *path, char **dir, char **name)
 int
 ph_single_pull_dest(struct ph_job *j, const char *path)
 {
-	struct stat st;
-
-	if (stat(path, &st) != 0 || S_ISDIR(st.st_mode))
+	if (is_folder(path) != 0)
 		return 0;
 	return ph_err(j->ctx, PHSYNC_ENOTDIR, "%s is a file, not a folder: a pull's "
 	              "destination is a folder the files land in (as `scp x DIR/`); a file "

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: ISC */
 /* Whole-content hashes of a file on either side; see whole.h. */
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "job.h"
 #include "lio.h"
 #include "local.h"
+#include "pfs.h"
 #include "whole.h"
 
 #define CHUNK (256u * 1024)   /* one READ; a server may answer less */
@@ -32,7 +32,7 @@ ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *siz
 	if (rc != 0)
 		return rc;
 	rc = ph_lio_hash_file(dfd, base, out, size);
-	close(dfd);
+	ph_close(dfd);
 	return rc ? ph_err_from_errno(-rc) : 0;
 }
 
@@ -199,7 +199,7 @@ local_signs_as(struct ph_job *j, const char *lrel, uint64_t size, uint32_t block
 
 	if (in == NULL || ph_local_split(lrel, &dir, &base) != 0 ||
 	    ph_local_opendir(j->lroot, dir, &dfd) != 0 ||
-	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (fd = ph_openat(dfd, base, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0 ||
 	    phsync_sig_gen_new(NULL, size, block, 0, &g) != 0)
 		goto out;
 	while (!done) {
@@ -227,9 +227,9 @@ local_signs_as(struct ph_job *j, const char *lrel, uint64_t size, uint32_t block
 out:
 	phsync_sig_gen_free(g);
 	if (fd >= 0)
-		close(fd);
+		ph_close(fd);
 	if (dfd >= 0)
-		close(dfd);
+		ph_close(dfd);
 	free(dir);
 	free(in);
 	return same;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -148,6 +149,71 @@ test_strndup_printf(void **state)
 	ph_buf_free(&b);
 }
 
+/* The open-file limit as it stands is at least what ph_raise_nofile made
+ * it, and holds: that many descriptors less a margin (at most 600) open at
+ * once. lio.c sizes its batches by it. */
+static void
+test_nofile_limit(void **state)
+{
+	char p[192];
+	uint64_t raised, lim, want, i;
+	int fds[600], fd;
+
+	(void)state;
+	raised = ph_raise_nofile();
+	lim = ph_nofile_limit();
+	assert_true(lim >= raised && lim >= 64);
+	snprintf(p, sizeof(p), "%s/nofile", dir);
+	fd = ph_openat(PH_AT_CWD, p, PH_O_WRONLY | PH_O_CREAT, 0600);
+	assert_true(fd >= 0);
+	ph_close(fd);
+	want = lim - 32 < 600 ? lim - 32 : 600;
+	for (i = 0; i < want; i++) {
+		fds[i] = ph_openat(PH_AT_CWD, p, PH_O_RDONLY, 0);
+		assert_true(fds[i] >= 0);
+	}
+	for (i = 0; i < want; i++)
+		ph_close(fds[i]);
+}
+
+/* ph_set_atime_mtime sets the two times apart, on a folder's descriptor
+ * too (on Windows through a handle of its own: the folder's is read-only),
+ * as a pull gives its folders and its root their source times. */
+static void
+test_set_atime_mtime(void **state)
+{
+	char p[192];
+	struct ph_stat st;
+	struct stat sb;
+	int fd;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/timed", dir);
+	assert_int_equal(ph_mkdirat(PH_AT_CWD, p, 0755), 0);
+	fd = ph_openat(PH_AT_CWD, p, PH_O_DIR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(ph_set_atime_mtime(fd, 1500000000, 1600000000), 0);
+	ph_close(fd);
+	assert_int_equal(ph_fstatat(PH_AT_CWD, p, &st), 0);
+	assert_true(st.type == PH_FT_DIR);
+	assert_int_equal(st.mtime_sec, 1600000000);
+	assert_int_equal(st.mtime_nsec, 0);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal((int64_t)sb.st_atime, 1500000000);
+	assert_int_equal((int64_t)sb.st_mtime, 1600000000);
+	/* A file opened for writing, before 1970 too. */
+	snprintf(p, sizeof(p), "%s/timed/f", dir);
+	fd = ph_openat(PH_AT_CWD, p, PH_O_WRONLY | PH_O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ph_set_atime_mtime(fd, 1700000000, -86400), 0);
+	ph_close(fd);
+	assert_int_equal(ph_fstatat(PH_AT_CWD, p, &st), 0);
+	assert_int_equal(st.mtime_sec, -86400);
+	assert_int_equal(ph_unlinkat(PH_AT_CWD, p, 0), 0);
+	snprintf(p, sizeof(p), "%s/timed", dir);
+	assert_int_equal(ph_unlinkat(PH_AT_CWD, p, PH_AT_REMOVEDIR), 0);
+}
+
 int
 main(void)
 {
@@ -157,6 +223,8 @@ main(void)
 		cmocka_unit_test(test_free_space),
 		cmocka_unit_test(test_realpath),
 		cmocka_unit_test(test_strndup_printf),
+		cmocka_unit_test(test_nofile_limit),
+		cmocka_unit_test(test_set_atime_mtime),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
