@@ -75,13 +75,12 @@ target_include_directories(phsync_transport_win
 target_link_libraries(phsync_transport_win PUBLIC phsync_core_win PkgConfig::LIBSSH z)
 add_dependencies(phsync_win_all phsync_transport_win)
 
-# The parts session (login, the helper's bootstrap, kept connections) and
-# pair (pair, doctor, the agent client) on top of transport. Each source
-# keeps the include folders CMakeLists.txt gave it (PH_USES_session,
-# PH_USES_pair), so the layering is the POSIX build's. pair's doctor.c
-# calls rdelta's check-file probe (cfdelta.c): rdelta is not in a Windows
-# library yet, so a program that links doctor.c needs it added first.
-set(PH_WIN_SESSION_PARTS session pair)
+# The parts rdelta (deltas with the remote), session (login, the helper's
+# bootstrap, kept connections), sync (pull, push, two-way) and pair (pair,
+# doctor, the agent client) on top of transport. Each source keeps the
+# include folders CMakeLists.txt gave it (PH_USES_<part>), so the layering
+# is the POSIX build's.
+set(PH_WIN_SESSION_PARTS rdelta session sync pair)
 set(PH_WIN_SESSION)
 foreach(src ${PHSYNC_LIB_SOURCES})
   get_filename_component(dir ${src} DIRECTORY)
