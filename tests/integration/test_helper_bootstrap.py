@@ -286,9 +286,15 @@ class BootstrapTrustTest(SyncTestCase):
         self.photos(n=2, size=50_000)
         r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
+        # First contact (issue 24): one command tries the phone's own phsync and names its
+        # machine (no `phsync serve` nor `uname -m` of their own); then the upload's SFTP and
+        # the checked start of the new copy.
         first = self.ran()
-        self.assertTrue(any(c.startswith("phsync serve") for c in first), first)
-        self.assertIn("uname -m", first)
+        self.assertEqual(len(first), 3, first)
+        self.assertTrue(first[0].startswith("sh -c ") and "command -v phsync" in first[0]
+                        and "uname -m" in first[0], first)
+        self.assertFalse(any(c.startswith("phsync serve") or c == "uname -m" for c in first),
+                         first)
         sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
         (memo,) = [n for n in os.listdir(sdir) if n.startswith("brought-")]
         with open(os.path.join(sdir, memo)) as f:
@@ -312,7 +318,7 @@ class BootstrapTrustTest(SyncTestCase):
         shutil.rmtree(self.local)
         r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
-        self.assertIn("uname -m", self.ran())
+        self.assertIn("uname -m", self.ran()[0])
         with open(os.path.join(sdir, memo)) as f:
             self.assertEqual(f.read().splitlines()[2], host_arch())
         self.assertTreesEqual(self.remote, self.local)
