@@ -45,6 +45,7 @@ helper_on(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh
 {
 	char why[sizeof(ctx->err)], errout[256];
 	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	int judged = rc != 0; /* refused before any helper ran: our reason first */
 
 	if (rc == 0) {
 		/* A helper that starts answers at once; one that hangs (a shell
@@ -80,6 +81,14 @@ helper_on(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh
 		 * session was dropped: transient (no_helper_answer). */
 		if (status == 127 || status == 126)
 			rc = PHSYNC_EUNSUPPORTED;
+		/* What the start-up script was refused for, not what a shell that
+		 * lied printed beside it. */
+		if (judged && errout[0] != '\0') {
+			size_t k = strlen(why);
+
+			snprintf(why + k, sizeof(why) - k, " (its standard error: %.200s)", errout);
+			errout[0] = '\0';
+		}
 		if (status >= 0)
 			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s (exit %d)",
 			            ph_ssh_host(ssh), cmd, errout[0] ? errout : why, status);
