@@ -145,7 +145,7 @@ check_exec(struct doctor *d, struct ph_ssh *ssh)
  * ph_login_open on a second connection: first the remote's `phsync
  * serve` (helper_path "phsync": nothing brought), then, as auto does when
  * that fails, this phsync's static helper for the remote's CPU, uploaded to
- * .cache/phsync in the login folder (ph_helper_bootstrap) and run. Keeps
+ * .cache/phsync in the login folder (ph_helper_boot_first) and run. Keeps
  * the helper's connection (d->hssh, d->hsftp) for the extensions. A
  * helper that runs does not count while auto's memo of a host without one
  * (state.h, made by an earlier sync for this login and host key) says a

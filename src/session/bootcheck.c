@@ -35,17 +35,76 @@ const char *const ph_boot_dir_names[PH_BOOT_NDIRS] = { "~", "~/.cache", "~/.cach
  *     file, not the name), after saying "go" so that phsync sends the
  *     first SFTP byte only when the shell no longer reads its input.
  *     Anything else read ends the script. */
-static const char script[] =
+#define S_HELLO \
 	"u=$(id -u) || exit 1; printf \"" PH_BOOT_HELLO "%s\\n\" \"$u\"; "
-	"QUOTING_STYLE=literal ls -lnd . .cache .cache/phsync \"$1\" 2>/dev/null; "
-	"printf \"" PH_BOOT_END "\\n\"; "
-	"[ -f \"$1\" ] || exit 0; exec 3<\"$1\"; f=/proc/$$/fd/3; "
-	"l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; "
-	"i=$(stat -L -c \"%d %i %s %f %u %z %y\" \"$f\" 2>/dev/null) || i=-; "
-	"printf \"%s\\n\" \"${i:--}\"; if [ \"$i\" = \"$3\" ]; then :; else "
-	"cat <&3 || exit 1; l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; "
-	"printf \"%s\\n\" \"${l:--}\"; fi; read -r v || exit 0; [ \"$v\" = run ] || exit 0; "
-	"printf \"go\\n\"; exec \"$f\" serve \"$2\"";
+#define S_CHECK \
+	"QUOTING_STYLE=literal ls -lnd . .cache .cache/phsync \"$1\" 2>/dev/null; " \
+	"printf \"" PH_BOOT_END "\\n\"; " \
+	"[ -f \"$1\" ] || exit 0; exec 3<\"$1\"; f=/proc/$$/fd/3; " \
+	"l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; printf \"%s\\n\" \"${l:--}\"; " \
+	"i=$(stat -L -c \"%d %i %s %f %u %z %y\" \"$f\" 2>/dev/null) || i=-; " \
+	"printf \"%s\\n\" \"${i:--}\"; if [ \"$i\" = \"$3\" ]; then :; else " \
+	"cat <&3 || exit 1; l=$(ls -lnLd \"$f\" 2>/dev/null) || l=-; " \
+	"printf \"%s\\n\" \"${l:--}\"; fi; read -r v || exit 0; [ \"$v\" = run ] || exit 0; " \
+	"printf \"go\\n\"; exec \"$f\" serve \"$2\""
+static const char script[] = S_HELLO S_CHECK;
+
+/* First contact (ph_boot_command_first): between the hello and the check,
+ *   - own: the phone's own phsync, found on the login PATH, is started as
+ *     `phsync serve ROOT` right after an "own" line (phsync then speaks the
+ *     helper protocol with it and judges its version, as for any helper:
+ *     nothing is read from the input before, so its INIT reaches phsync);
+ *   - else `uname -m` mapped to a helper name by case arms built from
+ *     ph_boot_arches (only those this phsync has helpers for): "arch NAME",
+ *     the path becomes $1NAME, and $3 (the remembered identity) holds only
+ *     when NAME is $4 (the architecture it was remembered for); or
+ *     "machine M" and the end for any other machine. */
+#define S_OWN \
+	"if command -v phsync >/dev/null 2>&1; then printf \"" PH_BOOT_OWN_LINE "\\n\"; " \
+	"exec phsync serve \"$2\"; fi; "
+#define S_ARCH_HEAD "m=$(uname -m 2>/dev/null) || m=-; case $m in "
+#define S_ARCH_TAIL \
+	"*) printf \"" PH_BOOT_MACHINE "%s\\n\" \"$m\"; exit 0;; esac; " \
+	"printf \"" PH_BOOT_ARCH "%s\\n\" \"$a\"; [ \"$a\" = \"$4\" ] || set -- \"$1\" \"$2\" x; " \
+	"set -- \"$1$a\" \"$2\" \"$3\"; "
+
+const struct ph_boot_arch ph_boot_arches[PH_BOOT_NARCH] = {
+	{ "aarch64", "aarch64|arm64|armv8b" },
+	/* A 32-bit userland on a 64-bit kernel says armv8l. */
+	{ "armv7", "armv7*|armv8l" },
+	{ "x86_64", "x86_64|amd64" },
+};
+
+int
+ph_boot_arch_of(const char *m)
+{
+	size_t i, ml = strlen(m);
+
+	for (i = 0; i < PH_BOOT_NARCH; i++) {
+		const char *p = ph_boot_arches[i].patterns;
+
+		while (*p != '\0') {
+			size_t n = strcspn(p, "|");
+
+			if (n > 0 && p[n - 1] == '*' ? ml >= n - 1 && memcmp(m, p, n - 1) == 0 :
+			    ml == n && memcmp(m, p, n) == 0)
+				return (int)i;
+			p += n + (p[n] == '|');
+		}
+	}
+	return -1;
+}
+
+int
+ph_boot_arch_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < PH_BOOT_NARCH; i++)
+		if (strcmp(name, ph_boot_arches[i].name) == 0)
+			return (int)i;
+	return -1;
+}
 
 int
 ph_boot_ident_ok(const char *id)
@@ -58,24 +117,97 @@ ph_boot_ident_ok(const char *id)
 	       strspn(id, "0123456789abcdefABCDEF :.+-") == n;
 }
 
-char *
-ph_boot_command(const char *path, const char *root, const char *known)
+/* Letters, digits, '.', '-', '_', '/' only, relative, not an option. */
+static int
+plain_path(const char *path)
 {
-	size_t n = sizeof(script) + strlen(path) + 4 * strlen(root) + PH_BOOT_IDENT_MAX + 64, k;
 	const char *p;
-	char *c;
 
 	for (p = path; *p != '\0'; p++)
 		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_/", *p) ==
 		    NULL)
-			return NULL;
-	if (path[0] == '\0' || path[0] == '/' || path[0] == '-' || (c = malloc(n)) == NULL)
+			return 0;
+	return path[0] != '\0' && path[0] != '/' && path[0] != '-';
+}
+
+/* `sh -c 'TEXT' phsync-boot 'PATH' ROOT 'KNOWN'` into a new string of n
+ * bytes (n counts TEXT and room for the rest). */
+static char *
+command_of(const char *text, size_t n, const char *path, const char *root, const char *known)
+{
+	char *c;
+	size_t k;
+
+	n += strlen(path) + 4 * strlen(root) + PH_BOOT_IDENT_MAX + 64;
+	if (!plain_path(path) || (c = malloc(n)) == NULL)
 		return NULL;
-	k = (size_t)snprintf(c, n, "sh -c '%s' phsync-boot '%s' ", script, path);
+	k = (size_t)snprintf(c, n, "sh -c '%s' phsync-boot '%s' ", text, path);
 	k += ph_boot_quote_root(c + k, root);
 	/* Plain characters only (ph_boot_ident_ok): one quoted word. */
 	snprintf(c + k, n - k, " '%s'", known != NULL && ph_boot_ident_ok(known) ? known : "x");
 	return c;
+}
+
+char *
+ph_boot_command(const char *path, const char *root, const char *known)
+{
+	return command_of(script, sizeof(script), path, root, known);
+}
+
+char *
+ph_boot_command_first(const char *prefix, const char *root, unsigned offer, int own,
+                      const char *known_arch, const char *known)
+{
+	char text[sizeof(S_HELLO S_OWN S_ARCH_HEAD S_ARCH_TAIL S_CHECK) + PH_BOOT_NARCH * 64];
+	size_t k, i;
+	char *c, *end;
+	int ka = known_arch != NULL ? ph_boot_arch_index(known_arch) : -1;
+
+	if ((offer & ((1u << PH_BOOT_NARCH) - 1)) == 0)
+		return NULL;
+	k = (size_t)snprintf(text, sizeof(text), "%s%s%s", S_HELLO, own ? S_OWN : "", S_ARCH_HEAD);
+	for (i = 0; i < PH_BOOT_NARCH; i++)
+		if (offer & (1u << i))
+			k += (size_t)snprintf(text + k, sizeof(text) - k, "%s) a=%s;; ",
+			                      ph_boot_arches[i].patterns, ph_boot_arches[i].name);
+	snprintf(text + k, sizeof(text) - k, "%s%s", S_ARCH_TAIL, S_CHECK);
+	/* $4: the architecture the identity was remembered for ("x": none). */
+	if (ka < 0 || (offer & (1u << ka)) == 0 || known == NULL || !ph_boot_ident_ok(known))
+		known = NULL;
+	if ((c = command_of(text, sizeof(text) + 32, prefix, root, known)) == NULL)
+		return NULL;
+	end = c + strlen(c);
+	/* The 32 bytes more asked of command_of. */
+	sprintf(end, " '%s'", known != NULL ? ph_boot_arches[ka].name : "x");
+	return c;
+}
+
+int
+ph_boot_parse_origin(const char *line, unsigned offer, int own, int *arch)
+{
+	size_t k;
+	int i;
+
+	*arch = -1;
+	if (own && strcmp(line, PH_BOOT_OWN_LINE) == 0)
+		return PH_BOOT_O_OWN;
+	k = strlen(PH_BOOT_ARCH);
+	if (strncmp(line, PH_BOOT_ARCH, k) == 0) {
+		/* Only a name phsync offered in the script's case arms. */
+		if ((i = ph_boot_arch_index(line + k)) < 0 || (offer & (1u << i)) == 0)
+			return -1;
+		*arch = i;
+		return PH_BOOT_O_ARCH;
+	}
+	k = strlen(PH_BOOT_MACHINE);
+	if (strncmp(line, PH_BOOT_MACHINE, k) == 0) {
+		*arch = ph_boot_arch_of(line + k);
+		/* One of ours would have matched its case arm. */
+		if (*arch >= 0 && (offer & (1u << *arch)) != 0)
+			return -1;
+		return PH_BOOT_O_MACHINE;
+	}
+	return -1;
 }
 
 size_t

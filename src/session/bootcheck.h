@@ -51,6 +51,43 @@ char *ph_boot_command(const char *path, const char *root, const char *known);
  * returns its length. The helper's command lines (this and login.c's). */
 size_t ph_boot_quote_root(char *out, const char *root);
 
+/* The helpers phsync brings: name (as the helper files and the memo name
+ * them) and the `uname -m` answers it runs on, as sh case patterns. */
+#define PH_BOOT_NARCH 3
+struct ph_boot_arch {
+	const char *name;
+	const char *patterns;  /* "aarch64|arm64|armv8b"; a trailing '*': any rest */
+};
+extern const struct ph_boot_arch ph_boot_arches[PH_BOOT_NARCH];
+
+/* The index in ph_boot_arches of the helper for what `uname -m` says
+ * (its patterns), or of the helper named name; -1 for none. */
+int ph_boot_arch_of(const char *machine);
+int ph_boot_arch_index(const char *name);
+
+/* First contact's lines after the hello (ph_boot_command_first). */
+#define PH_BOOT_OWN_LINE "own"   /* the phone's phsync runs from here on */
+#define PH_BOOT_ARCH "arch "     /* + the helper's name: the check follows */
+#define PH_BOOT_MACHINE "machine " /* + uname -m: none offered for it; the end */
+
+/* The remote command for a first contact, in one exec channel: the script
+ * of ph_boot_command, after the hello first (own nonzero) the phone's own
+ * `phsync serve ROOT` where `command -v phsync` finds one, else `uname -m`
+ * mapped to one of the helpers of offer (bit i: ph_boot_arches[i]), whose
+ * cached copy PREFIX + name is then checked as ph_boot_command's. known:
+ * the identity remembered for the copy of known_arch (both NULL: none);
+ * it holds only when the phone names that architecture. NULL when out of
+ * memory, offer is empty or prefix not plain. */
+char *ph_boot_command_first(const char *prefix, const char *root, unsigned offer, int own,
+                            const char *known_arch, const char *known);
+
+/* Parses the line after the hello of a first contact: PH_BOOT_O_OWN (only
+ * when own was asked), PH_BOOT_O_ARCH with *arch one of offer's,
+ * PH_BOOT_O_MACHINE (*arch: ph_boot_arch_of the machine, -1 or one not
+ * offered), or -1 for anything else. */
+enum { PH_BOOT_O_OWN, PH_BOOT_O_ARCH, PH_BOOT_O_MACHINE };
+int ph_boot_parse_origin(const char *line, unsigned offer, int own, int *arch);
+
 /* Parses the first line: 0 with *uid set, or -1. */
 int ph_boot_parse_hello(const char *line, unsigned long long *uid);
 

@@ -76,20 +76,6 @@ helper_dir(char *dir, size_t n)
 #endif
 }
 
-/* The helper's architecture for what `uname -m` says, or NULL. */
-static const char *
-arch_of(const char *m)
-{
-	if (strcmp(m, "aarch64") == 0 || strcmp(m, "arm64") == 0 || strcmp(m, "armv8b") == 0)
-		return "aarch64";
-	/* A 32-bit userland on a 64-bit kernel says armv8l. */
-	if (strncmp(m, "armv7", 5) == 0 || strcmp(m, "armv8l") == 0)
-		return "armv7";
-	if (strcmp(m, "x86_64") == 0 || strcmp(m, "amd64") == 0)
-		return "x86_64";
-	return NULL;
-}
-
 static int
 read_local(phsync_ctx *ctx, const char *path, uint8_t **data, size_t *len)
 {
@@ -308,78 +294,211 @@ read_ls(struct rd *r, const char *path, struct ph_boot_ent e[PH_BOOT_NDIRS + 1])
 	}
 }
 
-/* Runs the script of bootcheck.c for b's cached copy over an exec channel
- * (chan) and judges its report. Returns 0 when the checked open file was
- * told to run (chan then carries the helper), STALE when the copy must be
- * (re)placed (*missing: bit i set for a missing folder i of
- * ph_boot_dir_names), or an error (PHSYNC_EUNSAFE: a folder refused). */
-static int
-run_checked(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *cmd,
-            struct ph_chan *chan, unsigned *missing)
-{
-	struct rd *r = calloc(1, sizeof(*r));
-	struct ph_boot_ent e[PH_BOOT_NDIRS + 1], fd;
-	unsigned long long uid;
-	char line[4608]; /* ls of a symlink: up to PATH_MAX of target */
-	int rc, i, junk = 0;
+/* The script's report (bootcheck.c), read as a state machine: each state
+ * reads its part from the phone and names the next state; bst_next says
+ * which may follow which, and the run refuses any other change. The last
+ * three are where a run ends. */
+enum bst {
+	BS_HELLO,   /* login-shell junk, then "phsync-boot UID" */
+	BS_ORIGIN,  /* first contact: "own", "arch NAME" or "machine M" */
+	BS_FOLDERS, /* the `ls -lnd` lines of the folders and the file, "end" */
+	BS_OPENED,  /* the open file: ls, identity, bytes unless remembered, ls */
+	BS_RUN,     /* "run" sent, "go" awaited */
+	BS_OWN,     /* the phone's own phsync serves on the channel */
+	BS_CACHED,  /* the checked open file serves on the channel */
+	BS_STALE,   /* the copy must be (re)placed */
+	BS_N
+};
 
-	*missing = 0;
-	if (r == NULL)
-		return PHSYNC_ENOMEM;
-	if ((rc = ph_ssh_open_exec(ssh, cmd, chan)) != 0)
-		goto out;
-	r->ctx = ctx;
-	r->ch = chan;
-	r->silence_ms = b->silence_ms;
+static const char *const bst_names[BS_N] = {
+	"HELLO", "ORIGIN", "FOLDERS", "OPENED", "RUN", "OWN", "CACHED", "STALE",
+};
+
+#define B(s) (1u << BS_##s)
+static const unsigned bst_next[BS_N] = {
+	[BS_HELLO] = B(ORIGIN) | B(FOLDERS),
+	[BS_ORIGIN] = B(OWN) | B(FOLDERS),
+	[BS_FOLDERS] = B(OPENED) | B(STALE),
+	[BS_OPENED] = B(RUN) | B(STALE),
+	[BS_RUN] = B(CACHED),
+};
+#undef B
+
+/* One run of the script over an exec channel. */
+struct brun {
+	phsync_ctx *ctx;
+	const struct phsync_options *opts; /* first contact: to load the helper named */
+	struct ph_boot *b;
+	struct ph_chan *chan;
+	unsigned offer;  /* first contact: the helpers offered (bit i: ph_boot_arches[i]) */
+	int own;         /* first contact: the phone's own phsync may answer */
+	unsigned long long uid;
+	unsigned missing; /* bit i: folder i of ph_boot_dir_names is missing */
+	char line[4608];  /* ls of a symlink: up to PATH_MAX of target */
+	struct rd r;
+};
+
+/* A line from the phone, for a message: printable ASCII only. */
+static const char *
+shown(char *s)
+{
+	char *p;
+
+	for (p = s; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	return s;
+}
+
+static int
+st_hello(struct brun *x)
+{
+	int rc, junk = 0;
+
 	/* A login shell's start-up files may print lines first. */
 	do {
-		if ((rc = rd_line(r, line, sizeof(line))) != 0)
-			goto out;
-	} while (ph_boot_parse_hello(line, &uid) != 0 && ++junk < 32);
-	if (junk == 32) {
-		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone's shell did not run phsync's "
-		            "start-up script (POSIX sh)");
-		goto out;
+		if ((rc = rd_line(&x->r, x->line, sizeof(x->line))) != 0)
+			return rc;
+	} while (ph_boot_parse_hello(x->line, &x->uid) != 0 && ++junk < 32);
+	if (junk == 32)
+		return ph_err(x->ctx, PHSYNC_EUNSUPPORTED, "the phone's shell did not run phsync's "
+		              "start-up script (POSIX sh)");
+	return x->offer != 0 ? BS_ORIGIN : BS_FOLDERS;
+}
+
+/* The helper for ph_boot_arches[i] into b: kept with its remembered
+ * identity when it is the one b holds already. */
+static int
+load_arch(struct brun *x, int i)
+{
+	struct ph_boot *b = x->b;
+
+	if (b->data != NULL && strcmp(b->arch, ph_boot_arches[i].name) == 0)
+		return 0;
+	ph_helper_boot_free(b);
+	return ph_helper_boot_arch(x->ctx, x->opts, ph_boot_arches[i].name, b);
+}
+
+static int
+st_origin(struct brun *x)
+{
+	int rc, kind, i;
+
+	if ((rc = rd_line(&x->r, x->line, sizeof(x->line))) != 0)
+		return rc;
+	kind = ph_boot_parse_origin(x->line, x->offer, x->own, &i);
+	x->b->named = kind == PH_BOOT_O_ARCH || kind == PH_BOOT_O_MACHINE;
+	if (kind == PH_BOOT_O_OWN) {
+		/* Nothing may come before the helper's answer to phsync's INIT. */
+		if (x->r.pos != x->r.end)
+			return ph_err(x->ctx, PHSYNC_EPROTO, "the phone's shell printed more after "
+			              "starting its phsync");
+		return BS_OWN;
 	}
-	if ((rc = read_ls(r, b->path, e)) != 0)
-		goto out;
+	if (kind == PH_BOOT_O_ARCH) {
+		if ((rc = load_arch(x, i)) != 0)
+			return rc;
+		x->b->named = 1; /* ph_helper_boot_arch zeroes b */
+		return BS_FOLDERS;
+	}
+	if (kind == PH_BOOT_O_MACHINE && i >= 0)
+		return ph_err(x->ctx, PHSYNC_ENOENT, "no helper for this phone here (no "
+		              "phsync-helper-%s here)", ph_boot_arches[i].name);
+	if (kind == PH_BOOT_O_MACHINE)
+		return ph_err(x->ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%.40s'",
+		              shown(x->line + strlen(PH_BOOT_MACHINE)));
+	return ph_err(x->ctx, PHSYNC_EPROTO, "the phone's shell answered '%.60s' where phsync's "
+	              "start-up script names the phone's machine", shown(x->line));
+}
+
+static int
+st_folders(struct brun *x)
+{
+	struct ph_boot_ent e[PH_BOOT_NDIRS + 1];
+	int rc, i;
+
+	if ((rc = read_ls(&x->r, x->b->path, e)) != 0)
+		return rc;
 	/* Every folder from the login folder down: ours, no symlink, written
 	 * by nobody else; else no helper is run (nor written) there. */
 	for (i = 0; i < PH_BOOT_NDIRS; i++) {
-		if ((rc = ph_boot_check_dir(ctx, ph_boot_dir_names[i], &e[i], uid)) != 0)
-			goto out;
+		if ((rc = ph_boot_check_dir(x->ctx, ph_boot_dir_names[i], &e[i], x->uid)) != 0)
+			return rc;
 		if (!e[i].present)
-			*missing |= 1u << i;
+			x->missing |= 1u << i;
 	}
-	if (!e[0].present) {
-		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone's shell cannot list its login folder");
-		goto out;
-	}
-	if (*missing != 0 || !ph_boot_file_ok(&e[PH_BOOT_NDIRS], uid, b->len)) {
-		rc = STALE;
-		goto out;
-	}
+	if (!e[0].present)
+		return ph_err(x->ctx, PHSYNC_EUNSUPPORTED, "the phone's shell cannot list its login "
+		              "folder");
+	if (x->missing != 0 || !ph_boot_file_ok(&e[PH_BOOT_NDIRS], x->uid, x->b->len))
+		return BS_STALE;
+	return BS_OPENED;
+}
+
+static int
+st_opened(struct brun *x)
+{
+	struct ph_boot_ent fd;
+	int rc;
+
 	/* The file that is open, whatever its name says now. */
-	if ((rc = rd_line(r, line, sizeof(line))) != 0)
-		goto out;
-	if (ph_boot_parse_ls(line, &fd) != 0 || !fd.present) {
-		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the phone cannot show the helper it opened "
-		            "(/proc/PID/fd): phsync runs it only through that descriptor");
-		goto out;
+	if ((rc = rd_line(&x->r, x->line, sizeof(x->line))) != 0)
+		return rc;
+	if (ph_boot_parse_ls(x->line, &fd) != 0 || !fd.present)
+		return ph_err(x->ctx, PHSYNC_EUNSUPPORTED, "the phone cannot show the helper it "
+		              "opened (/proc/PID/fd): phsync runs it only through that descriptor");
+	if (!ph_boot_file_ok(&fd, x->uid, x->b->len))
+		return BS_STALE;
+	rc = check_open_file(&x->r, x->b, x->line);
+	return rc == STALE ? BS_STALE : rc != 0 ? rc : BS_RUN;
+}
+
+static int
+st_run(struct brun *x)
+{
+	int rc;
+
+	if ((rc = x->chan->write(x->chan->arg, "run\n", 4)) != 0 ||
+	    (rc = rd_line(&x->r, x->line, 8)) != 0)
+		return rc;
+	if (strcmp(x->line, "go") != 0 || x->r.pos != x->r.end)
+		return ph_err(x->ctx, PHSYNC_EPROTO, "the phone's shell answered '%.8s' to run",
+		              shown(x->line));
+	return BS_CACHED;
+}
+
+static int (*const bst_step[BS_N])(struct brun *) = {
+	[BS_HELLO] = st_hello, [BS_ORIGIN] = st_origin, [BS_FOLDERS] = st_folders,
+	[BS_OPENED] = st_opened, [BS_RUN] = st_run,
+};
+
+/* Runs cmd (a script of bootcheck.c) over an exec channel (x->chan) and
+ * judges its report. Returns BS_CACHED (the checked open file was told to
+ * run: the channel carries the helper), BS_OWN (the phone's phsync runs
+ * there), BS_STALE (x->missing says the missing folders), or an error
+ * (PHSYNC_EUNSAFE: a folder refused). The channel is left to the caller. */
+static int
+run_script(struct brun *x, struct ph_ssh *ssh, const char *cmd)
+{
+	int rc, st = BS_HELLO, next;
+
+	x->missing = 0;
+	x->r.ctx = x->ctx;
+	x->r.ch = x->chan;
+	x->r.silence_ms = x->b->silence_ms;
+	x->r.pos = x->r.end = 0;
+	if ((rc = ph_ssh_open_exec(ssh, cmd, x->chan)) != 0)
+		return rc;
+	while (bst_step[st] != NULL) {
+		if ((next = bst_step[st](x)) < 0)
+			return next;
+		if (next >= BS_N || !((bst_next[st] >> next) & 1u))
+			return ph_err(x->ctx, PHSYNC_EPROTO, "internal error: the helper's start may "
+			              "not go from %s to %s", bst_names[st],
+			              next < BS_N ? bst_names[next] : "?");
+		st = next;
 	}
-	if (!ph_boot_file_ok(&fd, uid, b->len)) {
-		rc = STALE;
-		goto out;
-	}
-	if ((rc = check_open_file(r, b, line)) != 0)
-		goto out;
-	if ((rc = chan->write(chan->arg, "run\n", 4)) != 0 || (rc = rd_line(r, line, 8)) != 0)
-		goto out;
-	if (strcmp(line, "go") != 0 || r->pos != r->end)
-		rc = ph_err(ctx, PHSYNC_EPROTO, "the phone's shell answered '%.8s' to run", line);
-out:
-	free(r);
-	return rc;
+	return st;
 }
 
 /* Makes the missing folders (0700) and writes b's helper to its cache path
@@ -410,6 +529,16 @@ out:
 	return rc;
 }
 
+/* The silences b's start waits out, from opts. */
+static void
+boot_times(struct ph_boot *b, const struct phsync_options *opts)
+{
+	b->timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	/* As for a helper found on the phone: one that hangs must not cost the
+	 * whole --timeout. */
+	b->silence_ms = (int)(b->timeout_s < 15 ? b->timeout_s : 15) * 1000;
+}
+
 int
 ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const char *arch,
                     struct ph_boot *b)
@@ -418,12 +547,9 @@ ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const ch
 	int rc;
 
 	memset(b, 0, sizeof(*b));
-	b->timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	/* As for a helper found on the phone: one that hangs must not cost the
-	 * whole --timeout. */
-	b->silence_ms = (int)(b->timeout_s < 15 ? b->timeout_s : 15) * 1000;
-	/* One of the names arch_of gives (a memo is read back from a file). */
-	if (arch_of(arch) == NULL || strcmp(arch_of(arch), arch) != 0)
+	boot_times(b, opts);
+	/* One of the helpers' names (a memo is read back from a file). */
+	if (ph_boot_arch_index(arch) < 0)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%s'", arch);
 	if (helper_dir(dir, sizeof(dir)) != 0)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no static helpers to upload");
@@ -439,55 +565,136 @@ ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const ch
 }
 
 int
-ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
-                    struct ph_boot *b)
+ph_helper_boot_offer(phsync_ctx *ctx, unsigned *offer)
 {
-	char dir[PATH_MAX], m[64];
-	const char *arch;
-	int rc, status;
+	char dir[PATH_MAX], local[PATH_MAX + 64];
+	struct ph_stat st;
+	int i, fd;
 
-	memset(b, 0, sizeof(*b));
+	*offer = 0;
 	if (helper_dir(dir, sizeof(dir)) != 0)
 		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no static helpers to upload");
-	/* The phone must run commands at all, and say what it is. */
-	if ((rc = ph_ssh_exec(ssh, "uname -m", m, sizeof(m), &status)) != 0)
+	for (i = 0; i < PH_BOOT_NARCH; i++) {
+		snprintf(local, sizeof(local), "%s/phsync-helper-%s", dir, ph_boot_arches[i].name);
+		if ((fd = ph_openat(PH_AT_CWD, local, PH_O_RDONLY, 0)) < 0)
+			continue;
+		if (ph_fstat(fd, &st) == 0 && st.type == PH_FT_REG && st.size > 0)
+			*offer |= 1u << i;
+		ph_close(fd);
+	}
+	if (*offer == 0)
+		return ph_err(ctx, PHSYNC_ENOENT, "no helper for this phone here (no "
+		              "phsync-helper-* in %s)", dir);
+	return 0;
+}
+
+/* The known-copy start of b's helper (the script of ph_boot_command) on
+ * chan: BS_CACHED, BS_STALE or an error. */
+static int
+run_known(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rroot,
+          struct ph_chan *chan, unsigned *missing)
+{
+	struct brun *x = calloc(1, sizeof(*x));
+	char *cmd = ph_boot_command(b->path, rroot, b->known);
+	int rc;
+
+	if (x == NULL || cmd == NULL) {
+		rc = ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
+		goto out;
+	}
+	x->ctx = ctx;
+	x->b = b;
+	x->chan = chan;
+	rc = run_script(x, ssh, cmd);
+	*missing = x->missing;
+out:
+	free(cmd);
+	free(x);
+	return rc;
+}
+
+/* After a report of a missing or stale copy (its channel still open): the
+ * copy replaced over SFTP, and the new one checked in full as any before it
+ * runs. 0 (the helper runs on chan) or an error. */
+static int
+replace_and_run(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rroot,
+                struct ph_chan *chan, unsigned missing)
+{
+	int rc;
+
+	b->known[0] = '\0';
+	ph_ssh_close_channel(ssh);
+	if ((rc = put_helper(ctx, ssh, b, missing)) != 0)
 		return rc;
-	m[strcspn(m, "\r\n")] = '\0';
-	if (status != 0 || (arch = arch_of(m)) == NULL)
-		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "no helper for a remote machine '%s'", m);
-	return ph_helper_boot_arch(ctx, opts, arch, b);
+	rc = run_known(ctx, ssh, b, rroot, chan, &missing);
+	if (rc == BS_STALE) {
+		ph_ssh_close_channel(ssh);
+		return ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to ~/%s does not read back "
+		              "as sent", b->path);
+	}
+	return rc == BS_CACHED ? 0 : rc;
 }
 
 int
 ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rroot,
                     struct ph_chan *chan)
 {
-	unsigned missing;
-	int rc, tries = 0;
-	char *cmd;
+	unsigned missing = 0;
+	int rc;
 
 	b->seen[0] = '\0';
 	/* A copy that is missing or not exactly ours is replaced once, and the
 	 * new one checked the same way (in full: a new file) before it runs. */
-	for (;;) {
-		if ((cmd = ph_boot_command(b->path, rroot, b->known)) == NULL)
-			return ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
-		rc = run_checked(ctx, ssh, b, cmd, chan, &missing);
-		free(cmd);
-		if (rc != STALE)
-			break;
-		b->known[0] = '\0';
-		ph_ssh_close_channel(ssh);
-		if (tries++ > 0) {
-			rc = ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to ~/%s does not read "
-			            "back as sent", b->path);
-			break;
-		}
-		if ((rc = put_helper(ctx, ssh, b, missing)) != 0)
-			break;
-	}
+	rc = run_known(ctx, ssh, b, rroot, chan, &missing);
+	if (rc == BS_STALE)
+		rc = replace_and_run(ctx, ssh, b, rroot, chan, missing);
+	else if (rc == BS_CACHED)
+		rc = 0;
 	if (rc != 0)
 		b->seen[0] = '\0';
+	return rc;
+}
+
+int
+ph_helper_boot_first(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+                     const char *rroot, int own, struct ph_boot *b, struct ph_chan *chan)
+{
+	struct brun *x = NULL;
+	char *cmd = NULL;
+	unsigned offer;
+	int rc;
+
+	b->seen[0] = '\0';
+	b->named = 0;
+	if (b->data == NULL)
+		boot_times(b, opts);
+	if ((rc = ph_helper_boot_offer(ctx, &offer)) != 0)
+		return rc;
+	cmd = ph_boot_command_first(CACHE_DIR "/phsync-helper-" PHSYNC_VERSION "-", rroot, offer,
+	                            own, b->data != NULL ? b->arch : NULL,
+	                            b->data != NULL ? b->known : NULL);
+	if (cmd == NULL || (x = calloc(1, sizeof(*x))) == NULL) {
+		rc = ph_err(ctx, PHSYNC_ENOMEM, "cannot build the helper's start-up command");
+		goto out;
+	}
+	x->ctx = ctx;
+	x->opts = opts;
+	x->b = b;
+	x->chan = chan;
+	x->offer = offer;
+	x->own = own;
+	rc = run_script(x, ssh, cmd);
+	if (rc == BS_STALE)
+		rc = replace_and_run(ctx, ssh, b, rroot, chan, x->missing);
+	else if (rc == BS_CACHED)
+		rc = 0;
+	else if (rc == BS_OWN)
+		rc = PH_BOOT_OWN;
+out:
+	if (rc != 0)
+		b->seen[0] = '\0';
+	free(cmd);
+	free(x);
 	return rc;
 }
 

@@ -29,19 +29,43 @@ struct ph_boot {
 	 * the caller's memo: the one its bytes were just compared in full
 	 * with, or known when it matched ("" when the phone has no stat). */
 	char seen[PH_BOOT_IDENT_MAX];
+	/* Out of ph_helper_boot_first: the script named the phone's machine
+	 * (so the phone has no phsync of its own on its PATH, or it was not
+	 * asked). */
+	int named;
 };
 
-/* Picks this phsync's static helper for the remote's architecture (uname
- * -m) and reads it into b (ph_helper_boot_free frees it). Nothing is
- * written on the remote. Returns 0, or PHSYNC_EUNSUPPORTED (no helpers here,
- * no commands or no helper for that machine there) or another error, with
- * the message in ctx. */
-int ph_helper_bootstrap(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
-                        struct ph_boot *b);
-/* The same for an architecture already known (arch as b->arch names it,
- * from the memo of an earlier run): no command runs on the phone. */
+/* Reads this phsync's static helper for arch (one of ph_boot_arches'
+ * names: the phone's, from the memo of an earlier run or from the
+ * start-up script) into b (ph_helper_boot_free frees it). Nothing runs on
+ * the phone. Returns 0, or PHSYNC_EUNSUPPORTED (no helpers here, no such
+ * arch), PHSYNC_ENOENT (none for it here) or another error, with the
+ * message in ctx. */
 int ph_helper_boot_arch(phsync_ctx *ctx, const struct phsync_options *opts, const char *arch,
                         struct ph_boot *b);
+
+/* Which static helpers this phsync can bring: *offer bit i for
+ * ph_boot_arches[i]. 0, or PHSYNC_EUNSUPPORTED (no helper folder) or
+ * PHSYNC_ENOENT (none in it) with the message in ctx. */
+int ph_helper_boot_offer(phsync_ctx *ctx, unsigned *offer);
+
+/* ph_helper_boot_first: the phone's own phsync runs on the channel. */
+#define PH_BOOT_OWN 2
+
+/* First contact in one exec channel (docs/PROTOCOL.md, "Bootstrap"): with
+ * own set, the phone's own `phsync serve rroot` where its PATH has one
+ * (PH_BOOT_OWN: chan is open, its helper protocol still to be agreed);
+ * else the phone's machine named by `uname -m` and, for one of this
+ * phsync's helpers, its cached copy checked and run as ph_helper_boot_exec
+ * does (0: b holds that helper, b->seen as there, chan carries it). b is
+ * zeroed, or filled by ph_helper_boot_arch with a remembered identity
+ * (b->known), which holds only if the phone names that same helper (else b
+ * is refilled). A missing or stale copy is uploaded and checked in full
+ * through a second exec. Errors as ph_helper_boot_exec's, and
+ * PHSYNC_EUNSUPPORTED / PHSYNC_ENOENT: no helper for its machine. The
+ * channel is left to the caller (closed by it on an error). */
+int ph_helper_boot_first(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsync_options *opts,
+                         const char *rroot, int own, struct ph_boot *b, struct ph_chan *chan);
 
 /* Starts b's helper serving rroot over an exec channel, filling chan: a
  * script opens the cached copy once, phsync checks its folders (the login

@@ -35,34 +35,23 @@ helper_cmd(const char *prog, const char *root)
 	return c;
 }
 
-/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it
- * (boot non-NULL: prog is the helper phsync brought, run checked by
- * ph_helper_boot_exec). Returns 0 with *sftp set, or an error with the
- * message in ctx (the channel is then closed; the session stays for plain
- * SFTP). */
+/* Speaks SFTP with the helper that cmd (as the error names it) started on
+ * chan, when rc (its start) is 0. Returns 0 with *sftp set, or an error
+ * with the message in ctx (the channel is then closed: its exit status and
+ * standard error go into the message; the session stays for plain SFTP). */
 static int
-start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-             const char *prog, const char *rroot, struct ph_boot *boot,
-             struct ph_sftp **sftp)
+helper_on(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+          const char *cmd, struct ph_chan *chan, int rc, struct ph_sftp **sftp)
 {
-	char *cmd = helper_cmd(prog, rroot);
-	struct ph_chan chan;
 	char why[sizeof(ctx->err)], errout[256];
 	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
-	int rc;
+	int judged = rc != 0; /* refused before any helper ran: our reason first */
 
-	if (cmd == NULL)
-		return PHSYNC_ENOMEM;
-	memset(&chan, 0, sizeof(chan));
-	if (boot != NULL)
-		rc = ph_helper_boot_exec(ctx, ssh, boot, rroot, &chan);
-	else
-		rc = ph_ssh_open_exec(ssh, cmd, &chan);
 	if (rc == 0) {
 		/* A helper that starts answers at once; one that hangs (a shell
 		 * waiting on something) must not cost the whole --timeout. */
-		chan.silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
-		rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_PROTO_MAX, sftp);
+		chan->silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
+		rc = ph_sftp_new_helper(ctx, chan, PH_HELPER_PROTO_MAX, sftp);
 	}
 	if (rc == 0 && ph_sftp_helper(*sftp) == 0) {
 		unsigned seen = ph_sftp_helper_seen(*sftp);
@@ -92,6 +81,14 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 		 * session was dropped: transient (no_helper_answer). */
 		if (status == 127 || status == 126)
 			rc = PHSYNC_EUNSUPPORTED;
+		/* What the start-up script was refused for, not what a shell that
+		 * lied printed beside it. */
+		if (judged && errout[0] != '\0') {
+			size_t k = strlen(why);
+
+			snprintf(why + k, sizeof(why) - k, " (its standard error: %.200s)", errout);
+			errout[0] = '\0';
+		}
 		if (status >= 0)
 			rc = ph_err(ctx, rc, "%s: cannot start the helper `%s`: %s (exit %d)",
 			            ph_ssh_host(ssh), cmd, errout[0] ? errout : why, status);
@@ -104,6 +101,29 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 		ph_sftp_set_timeout(*sftp, (int)timeout_s * 1000);
 	else
 		ph_ssh_close_channel(ssh);
+	return rc;
+}
+
+/* Starts `phsync serve ROOT` over an exec channel and speaks SFTP with it
+ * (boot non-NULL: prog is the helper phsync brought, run checked by
+ * ph_helper_boot_exec). As helper_on. */
+static int
+start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+             const char *prog, const char *rroot, struct ph_boot *boot,
+             struct ph_sftp **sftp)
+{
+	char *cmd = helper_cmd(prog, rroot);
+	struct ph_chan chan;
+	int rc;
+
+	if (cmd == NULL)
+		return PHSYNC_ENOMEM;
+	memset(&chan, 0, sizeof(chan));
+	if (boot != NULL)
+		rc = ph_helper_boot_exec(ctx, ssh, boot, rroot, &chan);
+	else
+		rc = ph_ssh_open_exec(ssh, cmd, &chan);
+	rc = helper_on(ctx, opts, ssh, cmd, &chan, rc, sftp);
 	free(cmd);
 	return rc;
 }
@@ -154,6 +174,104 @@ no_helper_answer(int rc)
 	       rc != PHSYNC_EIO;
 }
 
+/* Without static helpers here: the phone's own `phsync serve` alone, one
+ * exec (how: why none can be brought, rc its code). As start_first. */
+static int
+start_own_only(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+               const char *rroot, int how_rc, const char *how, struct ph_sftp **sftp,
+               int *definite)
+{
+	char first[sizeof(ctx->err)];
+	int rc = start_helper(ctx, opts, ssh, "phsync", rroot, NULL, sftp);
+
+	if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
+		return rc;
+	/* Both must be answers: a dropped first try says nothing of the host. */
+	*definite = no_helper_answer(rc) && no_helper_answer(how_rc);
+	snprintf(first, sizeof(first), "%s", ctx->err);
+	return ph_err(ctx, how_rc, "%.500s; and none could be brought: %.400s", first, how);
+}
+
+/* The helper on a phone phsync has no memo of (docs/PROTOCOL.md,
+ * "Bootstrap"): one exec channel tries the phone's own phsync, else names
+ * its machine and checks and runs the cached copy of the helper phsync
+ * brings for it (ph_helper_boot_first). A phone's phsync that speaks
+ * another protocol costs a second start without it; a missing or stale
+ * copy, an upload and a second checked start. mu NULL: no memo (the host
+ * key is unknown); else the brought memo gives the identity remembered for
+ * its copy (--helper always) and is written after a start. Returns 0 with
+ * *sftp set, or an error with the message in ctx and *definite: whether
+ * every try failed on the host's answer (no_helper_answer). */
+static int
+start_first(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+            const char *rroot, const char *mu, const char *mk, struct ph_sftp **sftp,
+            int *definite)
+{
+	char first[sizeof(ctx->err)] = "", how[sizeof(ctx->err)], arch[16];
+	char *cmd = NULL, *own_cmd = helper_cmd("phsync", rroot);
+	struct ph_boot boot;
+	struct ph_chan chan;
+	unsigned offer;
+	int rc, own = 1;
+
+	*definite = 1;
+	memset(&boot, 0, sizeof(boot));
+	if (own_cmd == NULL)
+		return PHSYNC_ENOMEM;
+	if ((rc = ph_helper_boot_offer(ctx, &offer)) != 0) {
+		snprintf(how, sizeof(how), "%s", ctx->err);
+		rc = start_own_only(ctx, opts, ssh, rroot, rc, how, sftp, definite);
+		goto out;
+	}
+	/* A copy checked before, for this phone's machine: its identity. */
+	if (mu != NULL && ph_state_brought_get(opts->state_dir, mu, mk, arch, sizeof(arch))) {
+		if (ph_helper_boot_arch(ctx, opts, arch, &boot) == 0) {
+			(void)ph_state_brought_ident(opts->state_dir, mu, mk, boot.build, boot.known,
+			                             sizeof(boot.known));
+		} else {
+			ph_helper_boot_free(&boot);
+			memset(&boot, 0, sizeof(boot));
+			ctx->err[0] = '\0';
+		}
+	}
+	for (;;) {
+		memset(&chan, 0, sizeof(chan));
+		rc = ph_helper_boot_first(ctx, ssh, opts, rroot, own, &boot, &chan);
+		if (rc != PH_BOOT_OWN)
+			break;
+		if ((rc = helper_on(ctx, opts, ssh, own_cmd, &chan, 0, sftp)) == 0 ||
+		    rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
+			goto out;
+		/* Another version's phsync (or one that does not run): ours. */
+		snprintf(first, sizeof(first), "%s", ctx->err);
+		*definite = no_helper_answer(rc);
+		own = 0;
+	}
+	/* The helper as the messages name it (its machine unknown: the script). */
+	if ((cmd = helper_cmd(boot.named && boot.data != NULL ? boot.path : "phsync-boot",
+	                      rroot)) == NULL) {
+		rc = PHSYNC_ENOMEM;
+		goto out;
+	}
+	rc = helper_on(ctx, opts, ssh, cmd, &chan, rc, sftp);
+	if (rc == 0 && mu != NULL)
+		ph_state_brought_put(opts->state_dir, mu, mk, boot.arch, boot.build, boot.seen);
+	if (rc != 0 && rc != PHSYNC_EINTR) {
+		snprintf(how, sizeof(how), "%s", ctx->err);
+		if (first[0] != '\0')
+			rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", first, how);
+		else if (boot.named)
+			rc = ph_err(ctx, rc, "%s: no phsync on the phone's PATH; and none could be "
+			            "brought: %.400s", ph_ssh_host(ssh), how);
+	}
+	*definite = *definite && no_helper_answer(rc);
+out:
+	ph_helper_boot_free(&boot);
+	free(own_cmd);
+	free(cmd);
+	return rc;
+}
+
 /* SFTP on the logged-in session ssh: the helper serving rroot, or the
  * server's subsystem (ph_login_open, and its why). *sftp is NULL on
  * failure. */
@@ -190,34 +308,11 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 			goto out;
 	}
 	if (rroot != NULL && opts->helper != PHSYNC_HELPER_NEVER) {
-		rc = start_helper(ctx, opts, *ssh, opts->helper_path ? opts->helper_path : "phsync",
-		                  rroot, NULL, sftp);
-		definite = no_helper_answer(rc);
-		if (rc != 0 && rc != PHSYNC_EINTR && rc != PHSYNC_ENOMEM && opts->helper_path == NULL) {
-			/* No phsync there (or another version): bring ours, the static
-			 * helper for the phone's architecture, and run that. */
-			char first[sizeof(ctx->err)], how[sizeof(ctx->err)];
-			struct ph_boot boot;
-
-			snprintf(first, sizeof(first), "%s", ctx->err);
-			rc = ph_helper_bootstrap(ctx, *ssh, opts, &boot);
-			if (rc == 0 && memo)
-				(void)ph_state_brought_ident(opts->state_dir, mu, mk, boot.build, boot.known,
-				                             sizeof(boot.known));
-			if (rc == 0)
-				rc = start_helper(ctx, opts, *ssh, boot.path, rroot, &boot, sftp);
-			if (rc == 0 && memo)
-				ph_state_brought_put(opts->state_dir, mu, mk, boot.arch, boot.build,
-				                     boot.seen);
-			ph_helper_boot_free(&boot);
-			if (rc != 0 && rc != PHSYNC_EINTR) {
-				snprintf(how, sizeof(how), "%s", ctx->err);
-				rc = ph_err(ctx, rc, "%.500s; and none could be brought: %.400s", first,
-				            how);
-			}
-			/* Both must be answers: a dropped first try says nothing of
-			 * the host, whatever the bootstrap then met. */
-			definite = definite && no_helper_answer(rc);
+		if (opts->helper_path != NULL) {
+			rc = start_helper(ctx, opts, *ssh, opts->helper_path, rroot, NULL, sftp);
+			definite = no_helper_answer(rc);
+		} else {
+			rc = start_first(ctx, opts, *ssh, rroot, memo ? mu : NULL, mk, sftp, &definite);
 		}
 		/* auto: a remote without the helper is the usual case; plain
 		 * SFTP then, quietly. */

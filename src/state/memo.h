@@ -23,8 +23,9 @@ void ph_state_nohelper_put(const char *dir, const char *user, const char *hostke
  * own: a memo of the same kind (brought-HASH, the same day) holds the
  * phone's helper architecture, so auto starts the brought helper at once,
  * without first trying `phsync serve` on the phone's PATH and asking
- * `uname -m` (two sessions, about 120 ms a run on a phone). A start that
- * fails drops it and goes the whole way again. */
+ * `uname -m` (since issue 24 both ride in the start's one exec channel, so
+ * the memo spares those two steps there). A start that fails drops it and
+ * goes the whole way again. */
 /* 1 with arch (e.g. "aarch64") when a fresh memo says so, else 0. */
 int ph_state_brought_get(const char *dir, const char *user, const char *hostkey, char *arch,
                          size_t len);

@@ -4,8 +4,9 @@ items 10 and 11; test_compat.py has the plain pull and push, bench/bench_dropbea
 speed).
 
 HelperTest      20 pulls in a row through the helper brought by the bootstrap (phsync is not on
-                the server's PATH, so each run opens four channels one after another: the failed
-                `phsync serve`, `uname -m`, the upload's SFTP, the cached helper), and 20 by
+                the server's PATH: the first run opens three channels one after another, the
+                first-contact script, the upload's SFTP, the checked start of the new copy; the
+                others one, the first-contact script with the remembered identity), and 20 by
                 --helper-path: every one exits 0 through the helper.  A session dropped while the helper starts (a
                 `phsync` on the PATH that kills its Dropbear session) fails with exit 3, says
                 what happened and writes no no-helper memo; "command not found" (exit 127), a

@@ -40,6 +40,8 @@ T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
 PHONE_SHELL = os.path.abspath(os.path.join(HERE, "..", "lib", "phone_shell.py"))
 NOBODY = 65534
+# A python the sshd's sessions can run (not a user's pyenv under /root).
+PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
 
 def summary(r):
@@ -80,9 +82,8 @@ class BootstrapTrustTest(SyncTestCase):
         cls.addClassCleanup(shutil.rmtree, cls.ctl_dir, True)
         os.chmod(cls.ctl_dir, 0o755)
         cls.control = os.path.join(cls.ctl_dir, "control.json")
-        py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
         cls.server_kwargs = {"clean_home": True, "extra_sshd_config": [
-            "ForceCommand %s %s %s" % (py, PHONE_SHELL, cls.control)]}
+            "ForceCommand %s %s %s" % (PY, PHONE_SHELL, cls.control)]}
         super().setUpClass()
 
     def setUp(self):
@@ -286,9 +287,15 @@ class BootstrapTrustTest(SyncTestCase):
         self.photos(n=2, size=50_000)
         r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
+        # First contact (issue 24): one command tries the phone's own phsync and names its
+        # machine (no `phsync serve` nor `uname -m` of their own); then the upload's SFTP and
+        # the checked start of the new copy.
         first = self.ran()
-        self.assertTrue(any(c.startswith("phsync serve") for c in first), first)
-        self.assertIn("uname -m", first)
+        self.assertEqual(len(first), 3, first)
+        self.assertTrue(first[0].startswith("sh -c ") and "command -v phsync" in first[0]
+                        and "uname -m" in first[0], first)
+        self.assertFalse(any(c.startswith("phsync serve") or c == "uname -m" for c in first),
+                         first)
         sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
         (memo,) = [n for n in os.listdir(sdir) if n.startswith("brought-")]
         with open(os.path.join(sdir, memo)) as f:
@@ -312,7 +319,7 @@ class BootstrapTrustTest(SyncTestCase):
         shutil.rmtree(self.local)
         r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
         self.assertEqual(summary(r)["helper"], 1, r)
-        self.assertIn("uname -m", self.ran())
+        self.assertIn("uname -m", self.ran()[0])
         with open(os.path.join(sdir, memo)) as f:
             self.assertEqual(f.read().splitlines()[2], host_arch())
         self.assertTreesEqual(self.remote, self.local)
@@ -408,6 +415,153 @@ class BootstrapTrustTest(SyncTestCase):
         self.assertEqual(self.fired(), [])
         self.assertNothingPlantedRan()
         self.assertEqual(listing(self.cache_dir()), before)
+
+    # -- first contact in one exec channel (issue 24) ------------------------------------------
+
+    def fresh_state(self):
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        if os.path.isdir(sdir):
+            for n in os.listdir(sdir):
+                if n.startswith(("nohelper-", "brought-")):
+                    os.unlink(os.path.join(sdir, n))
+
+    def test_first_contact_opens_one_exec(self):
+        """A laptop that never reached this phone, whose cached helper is sound (another laptop
+        left it, or the memo expired): one command, where three ran before (`phsync serve`,
+        `uname -m`, the checked start), through every login shell; the copy is read back in
+        full once and the next run, with the memo, is one command that reads nothing back."""
+        self.photos(n=2, size=50_000)
+        shells = [("sh", None)] + [(os.path.basename(p), [p]) for p in
+                                   (shutil.which("dash"), shutil.which("bash"),
+                                    shutil.which("zsh"), shutil.which("fish"),
+                                    shutil.which("mksh")) if p]
+        for name, shell in shells:
+            with self.subTest(name):
+                self.clear_cache()
+                self.seed()
+                shutil.rmtree(self.local, ignore_errors=True)
+                before = os.stat(self.cached())
+                self.arm_swap(**({"shell": shell} if shell else {}))
+                r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                ran = self.ran()
+                self.assertEqual(len(ran), 1, ran)
+                self.assertIn("command -v phsync", ran[0])
+                # The race is lost here too: what ran is the open file that was checked.
+                self.assertEqual(self.fired(), ["swap " + self.cached()])
+                self.assertNothingPlantedRan()
+                self.assertTreesEqual(self.remote, self.local)
+                # Not uploaded (the sound copy was used), then replaced by the next run,
+                # which finds the planted one: the memo's start, then SFTP and a new check.
+                self.assertNotEqual(os.stat(self.cached()).st_ino, before.st_ino)
+                self.set_control(**({"shell": shell} if shell else {}))
+                shutil.rmtree(self.local)
+                r = self.pull("--json", "--helper", "auto", env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertEqual(len(self.ran()), 3, self.ran())
+                self.assertNothingPlantedRan()
+                with open(self.cached(), "rb") as f:
+                    self.assertEqual(f.read(), self.helper_bytes)
+
+    def test_phones_own_phsync_in_the_same_exec(self):
+        """A phone with phsync on its PATH: the first-contact script starts it in the same
+        exec (one command; nothing cached, no memo of a brought helper). One that speaks no
+        helper protocol (plain SFTP behind the name): a second script without it names the
+        machine and the brought helper runs (four commands with the upload, five before)."""
+        self.photos(n=2, size=50_000)
+        bindir = os.path.join(self.tmp, "phone-bin")
+        os.makedirs(bindir)
+        os.chmod(bindir, 0o755)
+        own = os.path.join(bindir, "phsync")
+        os.symlink(phsync_bin(), own)
+        self.set_control(path=[bindir])
+        r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertEqual(len(self.ran()), 1, self.ran())
+        self.assertFalse(os.path.exists(os.path.join(self.srv.login_home, ".cache")))
+        sdir = os.path.join(self.srv.home, ".local", "state", "phsync")
+        self.assertFalse(any(n.startswith("brought-") for n in os.listdir(sdir)))
+        self.assertTreesEqual(self.remote, self.local)
+        # A phsync that answers plain SFTP only.
+        os.unlink(own)
+        fake = os.path.join(HERE, "..", "lib", "fake_helper.py")
+        write_file(own, '#!/bin/sh\nexec %s %s plain %s "$@"\n'
+                   % (PY, os.path.abspath(fake), phsync_bin()))
+        os.chmod(own, 0o755)
+        self.set_control(path=[bindir])
+        shutil.rmtree(self.local)
+        r = self.pull("--json", "--helper", "always", env=self.env, expect=0)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        ran = self.ran()
+        self.assertEqual(len(ran), 4, ran)
+        self.assertIn("command -v phsync", ran[0])
+        self.assertNotIn("command -v phsync", ran[1])
+        self.assertIn("uname -m", ran[1])
+        with open(self.cached(), "rb") as f:
+            self.assertEqual(f.read(), self.helper_bytes)
+        self.assertTreesEqual(self.remote, self.local)
+
+    HOSTILE = r"""import os, sys
+mode, cmd = sys.argv[1], sys.argv[3]
+if "command -v phsync" not in cmd:
+    os.execv("/bin/sh", ["/bin/sh", "-c", cmd])
+out = sys.stdout.buffer
+arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(os.uname().machine, os.uname().machine)
+out.write(b"Welcome!\n")
+if mode != "junk":
+    out.write(b"phsync-boot %d\n" % os.geteuid())
+if mode == "arch":
+    out.write(b"arch sparc\n")
+elif mode == "machine":
+    out.write(b"machine %s\n" % arch.encode())
+elif mode == "own":
+    out.write(b"own\n\x00\x00\x00\x05\x02\x00\x00\x00\x03")
+elif mode == "ls":
+    out.write(b"arch %s\ndrwx------ 3 0 0 4096 Nov 25 19:54 .\n; reboot\n" % arch.encode())
+elif mode == "endless":
+    try:
+        for _ in range(4096):
+            out.write(b"y" * 16384)
+            out.flush()
+    except OSError:
+        pass
+elif mode == "junk":
+    out.write(b"junk\n" * 100)
+out.flush()
+sys.stdin.read()
+"""
+
+    def test_hostile_answers_refused(self):
+        """A shell that lies where the first-contact script names the phone's machine, prints
+        an `ls` line of something else, garbage after "own", a line without end or only
+        junk: refused with a message, nothing written or run on the phone; --helper always
+        exits 3, auto goes on over plain SFTP."""
+        self.photos(n=1, size=50_000)
+        hostile = os.path.join(self.tmp, "hostile.py")
+        write_file(hostile, self.HOSTILE)
+        os.chmod(hostile, 0o755)
+        cases = (("arch", "answered 'arch sparc' where phsync's start-up script names"),
+                 ("machine", "answered 'machine "),
+                 ("own", "printed more after starting its phsync"),
+                 ("ls", "cannot read the phone's `ls -lnd` line '; reboot'"),
+                 ("endless", "printed a line longer than"),
+                 ("junk", "did not run phsync's start-up script"))
+        for i, (mode, says) in enumerate(cases):
+            with self.subTest(mode):
+                self.clear_cache()
+                shell = [PY, hostile, mode]
+                self.set_control(shell=shell)
+                dst = os.path.join(self.tmp, "h%d" % i)
+                r = self.pull("--helper", "always", dst=dst, env=self.env, expect=3)
+                self.assertIn(says, r.err)
+                self.assertEqual(len(self.ran()), 1, self.ran())
+                self.assertFalse(os.path.exists(dst))
+                self.set_control(shell=shell)
+                r = self.pull("--json", "--helper", "auto", dst=dst, env=self.env, expect=0)
+                self.assertEqual(summary(r)["helper"], 0, r)
+                self.assertTreesEqual(self.remote, dst)
+                self.assertFalse(os.path.exists(os.path.join(self.srv.login_home, ".cache")))
+                self.assertNothingPlantedRan()
 
     # -- a phone's own shell and tools -----------------------------------------------------------
 

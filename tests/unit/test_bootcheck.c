@@ -175,6 +175,102 @@ test_command(void **state)
 	assert_null(ph_boot_command("", "/", NULL));
 }
 
+/* The script of a first contact: one line with no quote, '!' or newline,
+ * case arms only for the helpers offered, the identity only with its
+ * architecture offered. */
+static void
+test_command_first(void **state)
+{
+	const char *pre = ".cache/phsync/phsync-helper-0.1.0-";
+	char *c, *end;
+
+	(void)state;
+	c = ph_boot_command_first(pre, "/sdcard/DCIM", 1u | 4u, 1, NULL, NULL);
+	assert_non_null(c);
+	assert_int_equal(strncmp(c, "sh -c '", 7), 0);
+	end = strchr(c + 7, '\'');
+	assert_non_null(end);
+	assert_null(memchr(c + 7, '!', (size_t)(end - c - 7)));
+	assert_null(memchr(c + 7, '\n', (size_t)(end - c - 7)));
+	assert_non_null(strstr(c, "command -v phsync"));
+	assert_non_null(strstr(c, "aarch64|arm64|armv8b) a=aarch64;; "));
+	assert_non_null(strstr(c, "x86_64|amd64) a=x86_64;; "));
+	assert_null(strstr(c, "a=armv7"));
+	/* The check that follows is the known-copy script's. */
+	assert_non_null(strstr(c, "exec 3<\"$1\"; f=/proc/$$/fd/3;"));
+	assert_string_equal(end, "' phsync-boot '.cache/phsync/phsync-helper-0.1.0-' "
+	                         "'/sdcard/DCIM' 'x' 'x'");
+	free(c);
+	/* Without the own try; a remembered identity goes with its arch ... */
+	c = ph_boot_command_first(pre, "/", 2u, 0, "armv7", ID);
+	assert_non_null(c);
+	assert_null(strstr(c, "command -v phsync"));
+	assert_non_null(strstr(c, "' '/' '" ID "' 'armv7'"));
+	free(c);
+	/* ... only when that arch is offered and the identity is stat's. */
+	c = ph_boot_command_first(pre, "/", 1u, 0, "armv7", ID);
+	assert_non_null(strstr(c, "' '/' 'x' 'x'"));
+	free(c);
+	c = ph_boot_command_first(pre, "/", 2u, 0, "armv7", "1234 5678' ; rm -rf ~ ; '");
+	assert_non_null(strstr(c, "' '/' 'x' 'x'"));
+	free(c);
+	c = ph_boot_command_first(pre, "/", 2u, 0, "mips", ID);
+	assert_non_null(strstr(c, "' '/' 'x' 'x'"));
+	free(c);
+	assert_null(ph_boot_command_first(pre, "/", 0, 1, NULL, NULL));
+	assert_null(ph_boot_command_first("/abs/h-", "/", 1u, 1, NULL, NULL));
+	assert_null(ph_boot_command_first(".cache/x y-", "/", 1u, 1, NULL, NULL));
+}
+
+static void
+test_arches(void **state)
+{
+	(void)state;
+	assert_int_equal(ph_boot_arch_of("aarch64"), 0);
+	assert_int_equal(ph_boot_arch_of("arm64"), 0);
+	assert_int_equal(ph_boot_arch_of("armv8b"), 0);
+	assert_int_equal(ph_boot_arch_of("armv7l"), 1);
+	assert_int_equal(ph_boot_arch_of("armv7"), 1);
+	assert_int_equal(ph_boot_arch_of("armv8l"), 1);
+	assert_int_equal(ph_boot_arch_of("x86_64"), 2);
+	assert_int_equal(ph_boot_arch_of("amd64"), 2);
+	assert_int_equal(ph_boot_arch_of("armv6l"), -1);
+	assert_int_equal(ph_boot_arch_of("aarch64x"), -1);
+	assert_int_equal(ph_boot_arch_of("x86"), -1);
+	assert_int_equal(ph_boot_arch_of(""), -1);
+	assert_int_equal(ph_boot_arch_index("armv7"), 1);
+	assert_int_equal(ph_boot_arch_index("armv7l"), -1);
+}
+
+/* What a hostile or broken shell may say where the script names the phone's
+ * machine: only the three forms, only what was offered, no lie about a
+ * machine phsync offered a helper for. */
+static void
+test_origin(void **state)
+{
+	int a;
+
+	(void)state;
+	assert_int_equal(ph_boot_parse_origin("own", 5u, 1, &a), PH_BOOT_O_OWN);
+	assert_int_equal(ph_boot_parse_origin("own", 5u, 0, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("arch x86_64", 5u, 1, &a), PH_BOOT_O_ARCH);
+	assert_int_equal(a, 2);
+	assert_int_equal(ph_boot_parse_origin("arch armv7", 5u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("arch mips", 7u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("arch x86_64 ", 7u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("arch ", 7u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("machine mips", 7u, 1, &a), PH_BOOT_O_MACHINE);
+	assert_int_equal(a, -1);
+	assert_int_equal(ph_boot_parse_origin("machine armv7l", 5u, 1, &a), PH_BOOT_O_MACHINE);
+	assert_int_equal(a, 1);
+	assert_int_equal(ph_boot_parse_origin("machine x86_64", 5u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("own ", 5u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("end", 5u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("", 5u, 1, &a), -1);
+	assert_int_equal(ph_boot_parse_origin("drwx------ 3 0 0 4096 Nov 25 19:54 .", 5u, 1, &a),
+	                 -1);
+}
+
 static void
 test_ls_names(void **state)
 {
@@ -217,6 +313,9 @@ main(void)
 		cmocka_unit_test(test_folders),
 		cmocka_unit_test(test_cached_file),
 		cmocka_unit_test(test_command),
+		cmocka_unit_test(test_command_first),
+		cmocka_unit_test(test_arches),
+		cmocka_unit_test(test_origin),
 		cmocka_unit_test(test_ident),
 		cmocka_unit_test(test_ls_names),
 	};
