@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "phsync/sys.h"
 #include "daemon.h"
 
 #define MAX_PENDING 100000   /* changed files remembered one by one; beyond: all */
@@ -66,7 +66,7 @@ ph_wlocal_remember(struct pair *p, const char *rel)
 	int64_t mtime_ns;
 
 	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
-	    realpath(path, abs) == NULL || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
+	    phsync_path_real(path, abs, sizeof(abs)) != 0 || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
 		return;
 	own_keep(p, abs, size, mtime_ns);
 }
@@ -141,11 +141,11 @@ ph_wlocal_pull_busy(const struct pair *p)
 		size_t m;
 
 		if (q == p || q->def.dir == PHSYNC_PUSH || !q->busy ||
-		    realpath(q->def.local, qa) == NULL)
+		    phsync_path_real(q->def.local, qa, sizeof(qa)) != 0)
 			continue;
 		m = strlen(qa);
-		if ((m <= n && strncmp(qa, p->local_abs, m) == 0 && (m == n || p->local_abs[m] == '/')) ||
-		    (n < m && strncmp(qa, p->local_abs, n) == 0 && qa[n] == '/'))
+		if ((m <= n && strncmp(qa, p->local_abs, m) == 0 && (m == n || phsync_path_sep(p->local_abs[m]))) ||
+		    (n < m && strncmp(qa, p->local_abs, n) == 0 && phsync_path_sep(qa[n])))
 			return 1;
 	}
 	return 0;
