@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: ISC */
 /* The daemon's config file: INI sections, one per sync pair, parsed by
- * libinih (docs/phsync.conf.5 is the format's reference). */
+ * libinih, or where a build has none (Windows) by inird.c, which keeps its
+ * rules (docs/phsync.conf.5 is the format's reference). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HAVE_INIH
 #include <ini.h>
+#define conf_ini_parse ini_parse
+#else
+#include "inird.h"
+#define conf_ini_parse ph_ini_parse
+#endif
 
 #include "conf.h"
 
@@ -260,7 +267,7 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 
 	memset(c, 0, sizeof(*c));
 	memset(&ps, 0, sizeof(ps));
-	rc = ini_parse(path, on_line, &ps);
+	rc = conf_ini_parse(path, on_line, &ps);
 	if (rc == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOENT));
 		goto fail;
