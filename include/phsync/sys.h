@@ -63,7 +63,8 @@ int phsync_file_lstat(const char *path, struct phsync_fstat *st);
 int phsync_file_stat(const char *path, struct phsync_fstat *st);
 int phsync_file_fstat(int fd, struct phsync_fstat *st);
 
-/* Makes the folder path and its parents (mkdir -p; new ones 0700). */
+/* Makes the folder path and its parents (mkdir -p; new ones 0700). 0 also
+ * when it is there; -ENOTDIR when path is there and no folder. */
 int phsync_dir_make(const char *path);
 
 /* Calls fn(arg, name, type) for each entry of the folder path but "." and

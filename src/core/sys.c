@@ -160,8 +160,16 @@ phsync_dir_make(const char *path)
 		 * only the folder's own result counts. */
 		rc = 0;
 	}
+	if (rc == -EEXIST) {
+		struct phsync_fstat st;
+
+		/* There already: done when it is a folder (or a link to one). */
+		rc = phsync_file_stat(dir, &st);
+		if (rc == 0 && st.type != PHSYNC_FT_DIR)
+			rc = -ENOTDIR;
+	}
 	free(dir);
-	return rc == -EEXIST ? 0 : rc;
+	return rc;
 }
 
 int
