@@ -81,6 +81,10 @@ int phsync_path_real(const char *path, char *out, size_t len);
 /* Whether c separates folders in a path ('/'; on Windows '\\' too). */
 int phsync_path_sep(int c);
 
+/* The user's home folder: $HOME, else the user database's (Windows:
+ * %USERPROFILE%), into out. */
+int phsync_home_dir(char *out, size_t len);
+
 /* The folder phsync keeps its state in: $XDG_STATE_HOME/phsync, else
  * ~/.local/state/phsync (Windows: %LOCALAPPDATA%\phsync), into out. */
 int phsync_state_home(char *out, size_t len);

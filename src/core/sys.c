@@ -211,6 +211,12 @@ phsync_path_sep(int c)
 }
 
 int
+phsync_home_dir(char *out, size_t len)
+{
+	return ph_home_dir(out, len);
+}
+
+int
 phsync_state_home(char *out, size_t len)
 {
 	return ph_state_home(out, len);

@@ -263,6 +263,9 @@ test_state_home_and_time(void **state)
 	assert_int_equal(phsync_state_home(home, sizeof(home)), 0);
 	assert_non_null(strstr(home, "phsync"));
 	assert_int_equal(phsync_state_home(home, 3), -ENAMETOOLONG);
+	assert_int_equal(phsync_home_dir(home, sizeof(home)), 0);
+	assert_true(home[0] == '/' || (home[1] == ':' && phsync_path_sep(home[2])) ||
+	            (phsync_path_sep(home[0]) && phsync_path_sep(home[1])));
 	assert_int_equal(phsync_localtime(t, &a), 0);
 	b = localtime(&t);
 	assert_non_null(b);
