@@ -33,6 +33,21 @@ lstat_ns(const char *path, uint64_t *mode, uint64_t *size, int64_t *mtime_ns)
 	return rc;
 }
 
+/* Whether a and b agree on their first n bytes, any folder separator
+ * matching any other (on Windows a real path says '\\' where the names
+ * below it say '/'). */
+static int
+path_eq(const char *a, const char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i] != b[i] && !(phsync_path_sep((unsigned char)a[i]) &&
+		                      phsync_path_sep((unsigned char)b[i])))
+			return 0;
+	return 1;
+}
+
 /* -- files pulls wrote ---------------------------------------------------- */
 
 static void
@@ -118,8 +133,10 @@ ph_wlocal_own_match(struct daemon *d, const char *abs, uint64_t size, int64_t mt
 {
 	size_t i;
 
+	size_t n = strlen(abs);
+
 	for (i = 0; i < d->nown; i++) {
-		if (strcmp(d->own[i].path, abs) == 0) {
+		if (strlen(d->own[i].path) == n && path_eq(d->own[i].path, abs, n)) {
 			int same = d->own[i].size == size && d->own[i].mtime_ns == mtime_ns;
 
 			free(d->own[i].path);
@@ -144,8 +161,9 @@ ph_wlocal_pull_busy(const struct pair *p)
 		    phsync_path_real(q->def.local, qa, sizeof(qa)) != 0)
 			continue;
 		m = strlen(qa);
-		if ((m <= n && strncmp(qa, p->local_abs, m) == 0 && (m == n || phsync_path_sep(p->local_abs[m]))) ||
-		    (n < m && strncmp(qa, p->local_abs, n) == 0 && phsync_path_sep(qa[n])))
+		if ((m <= n && path_eq(qa, p->local_abs, m) &&
+		     (m == n || phsync_path_sep((unsigned char)p->local_abs[m]))) ||
+		    (n < m && path_eq(qa, p->local_abs, n) && phsync_path_sep((unsigned char)qa[n])))
 			return 1;
 	}
 	return 0;
