@@ -89,6 +89,15 @@ int phsync_home_dir(char *out, size_t len);
  * ~/.local/state/phsync (Windows: %LOCALAPPDATA%\phsync), into out. */
 int phsync_state_home(char *out, size_t len);
 
+/* Replaces *argv with the command line in UTF-8 where the C library gives
+ * another encoding (Windows: the ANSI code page); for main() to call first.
+ * On failure *argc and *argv stay as they were. */
+int phsync_args_utf8(int *argc, char ***argv);
+
+/* Makes fd (standard input or output) carry bytes unchanged (Windows:
+ * out of msvcrt's text mode, which turns "\n" into "\r\n"). */
+int phsync_fd_binary(int fd);
+
 /* t as the local time (localtime_r; Windows: localtime_s). */
 int phsync_localtime(time_t t, struct tm *tm);
 

@@ -67,6 +67,9 @@ open_in(struct file *f, const char *name)
 {
 	f->name = strcmp(name, "-") == 0 ? "stdin" : name;
 	f->created = 0;
+	/* Standard input as bytes (Windows: out of text mode). */
+	if (strcmp(name, "-") == 0 && phsync_fd_binary(STDIN_FILENO) != 0)
+		return sys_error(name, "cannot read bytes");
 	f->fd = strcmp(name, "-") == 0 ? STDIN_FILENO : phsync_file_open(name, PHSYNC_O_RDONLY, 0);
 	if (f->fd < 0) {
 		errno = -f->fd;
@@ -85,7 +88,7 @@ open_out(struct file *f, const char *name)
 	f->created = strcmp(name, "-") != 0;
 	if (!f->created) {
 		f->fd = STDOUT_FILENO;
-		return 0;
+		return phsync_fd_binary(STDOUT_FILENO) == 0 ? 0 : sys_error(name, "cannot write bytes");
 	}
 	if ((size_t)snprintf(f->tmp, sizeof(f->tmp), "%s.phsync-delta-XXXXXX", name) >=
 	    sizeof(f->tmp)) {

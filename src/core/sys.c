@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "phsync/sys.h"
+#include "cmdio.h"
 #include "pfs.h"
 #include "platform.h"
 #include "psys.h"
@@ -220,6 +221,18 @@ int
 phsync_state_home(char *out, size_t len)
 {
 	return ph_state_home(out, len);
+}
+
+int
+phsync_args_utf8(int *argc, char ***argv)
+{
+	return ph_args_utf8(argc, argv);
+}
+
+int
+phsync_fd_binary(int fd)
+{
+	return ph_fd_binary(fd);
 }
 
 int

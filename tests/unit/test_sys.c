@@ -4,8 +4,11 @@
  * Wine (win.unit.test_sys). Folders made with their parents, a temp file
  * made from a template, locks between two descriptors, positioned reads and
  * writes, a replacing rename, stat and lstat, a folder's listing with types,
- * real paths, the state folder, the local time. Only sys.h and standard C
- * (and ut_fs for the scratch folder). */
+ * real paths, the state folder, the local time, a text-mode stream made to
+ * carry bytes. Only sys.h and standard C (and ut_fs for the scratch folder).
+ * Run as `test_sys --args é日` (unit.test_sys_args) it checks instead that
+ * the argument arrives as those UTF-8 bytes (Windows: from the wide command
+ * line, where main's argv is in the ANSI code page). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,8 +276,26 @@ test_state_home_and_time(void **state)
 	            a.tm_hour == b->tm_hour && a.tm_min == b->tm_min);
 }
 
+static void
+test_fd_binary(void **state)
+{
+	struct phsync_fstat st;
+	char p[1200];
+	FILE *f;
+
+	(void)state;
+	at(p, sizeof(p), "text");
+	f = fopen(p, "w"); /* text mode, on Windows */
+	assert_non_null(f);
+	assert_int_equal(phsync_fd_binary(fileno(f)), 0);
+	assert_int_equal(write(fileno(f), "a\nb\n", 4), 4);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(phsync_file_lstat(p, &st), 0);
+	assert_int_equal(st.size, 4);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_dir_make, setup, teardown),
@@ -283,7 +304,18 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rename_stat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_each, setup, teardown),
 		cmocka_unit_test(test_state_home_and_time),
+		cmocka_unit_test_setup_teardown(test_fd_binary, setup, teardown),
 	};
 
+	if (argc >= 2 && strcmp(argv[1], "--args") == 0) {
+		int rc = phsync_args_utf8(&argc, &argv);
+
+		if (rc != 0 || argc != 3 || strcmp(argv[2], "\xc3\xa9\xe6\x97\xa5") != 0) {
+			fprintf(stderr, "rc %d, argc %d, argv[2] not UTF-8 \"\xc3\xa9\xe6\x97\xa5\"\n", rc,
+			        argc);
+			return 1;
+		}
+		return 0;
+	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
