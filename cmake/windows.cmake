@@ -110,3 +110,50 @@ if(BUILD_TESTING)
   endif()
 endif()
 
+# The command (src/cli) and the watcher (src/watch), which use libphsync only
+# through include/phsync/ (cli also sees src/watch, as on POSIX). Built as an
+# OBJECT library by phsync_win_all, so every file is compiled here; the
+# executable phsync.exe links them with every part of libphsync and is
+# behind PH_WIN_EXE until all of those build for Windows (sync, rdelta and
+# the helper's sigfd.c are still missing).
+# The watcher: libuv (ReadDirectoryChangesW through its recursive
+# uv_fs_event, as on macOS: fswatch.c's PH_UV_FS_EVENT_RECURSIVE). phsync.conf:
+# libinih where the prefix has it, else inird.c, which keeps libinih's rules
+# (docs/WINDOWS.md "libinih"; tests/unit/test_inird.c holds the two to the
+# same answers on Linux).
+option(PH_WIN_EXE "link phsync.exe (needs every part of libphsync built for Windows)" OFF)
+pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.30)
+pkg_check_modules(INIH IMPORTED_TARGET inih)
+file(GLOB PH_WIN_CLI CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/*.c
+     ${CMAKE_SOURCE_DIR}/src/watch/*.c)
+add_library(phsync_cli_win OBJECT ${PH_WIN_CLI})
+target_include_directories(phsync_cli_win PRIVATE ${CMAKE_SOURCE_DIR}/src/cli
+  ${CMAKE_SOURCE_DIR}/src/watch ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR})
+target_compile_definitions(phsync_cli_win PRIVATE PHSYNC_VERSION_STRING="${PROJECT_VERSION}"
+                           PH_UV_FS_EVENT_RECURSIVE=1)
+target_link_libraries(phsync_cli_win PUBLIC PkgConfig::LIBUV)
+if(INIH_FOUND)
+  list(FILTER PH_WIN_CLI EXCLUDE REGEX "/inird\\.c$")
+  set_property(TARGET phsync_cli_win PROPERTY SOURCES ${PH_WIN_CLI})
+  target_compile_definitions(phsync_cli_win PRIVATE HAVE_INIH=1)
+  target_link_libraries(phsync_cli_win PUBLIC PkgConfig::INIH)
+else()
+  message(STATUS "libinih for Windows not found: phsync.conf is read by src/watch/inird.c")
+endif()
+add_dependencies(phsync_win_all phsync_cli_win)
+if(PH_WIN_EXE)
+  add_executable(phsync $<TARGET_OBJECTS:phsync_cli_win>)
+  # Every Windows library of libphsync that exists, the parts that use
+  # others first (each also names what it uses, PUBLIC).
+  foreach(lib phsync_sync_win phsync_rdelta_win phsync_session_win phsync_transport_win
+          phsync_core_win)
+    if(TARGET ${lib})
+      target_link_libraries(phsync PRIVATE ${lib})
+    endif()
+  endforeach()
+  target_link_libraries(phsync PRIVATE PkgConfig::LIBUV ${PH_WIN_SYSLIBS})
+  if(INIH_FOUND)
+    target_link_libraries(phsync PRIVATE PkgConfig::INIH)
+  endif()
+  add_dependencies(phsync_win_all phsync)
+endif()

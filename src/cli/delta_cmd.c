@@ -3,16 +3,15 @@
  * engine (include/phsync/delta.h). Files are streamed through the engine's
  * state machines in 1 MiB chunks; "-" is stdin or stdout. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "phsync/phsync.h"
 #include "phsync/delta.h"
+#include "phsync/sys.h"
 #include "cli.h"
 
 #define IO_CHUNK (1u << 20)
@@ -68,9 +67,14 @@ open_in(struct file *f, const char *name)
 {
 	f->name = strcmp(name, "-") == 0 ? "stdin" : name;
 	f->created = 0;
-	f->fd = strcmp(name, "-") == 0 ? STDIN_FILENO : open(name, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0)
+	/* Standard input as bytes (Windows: out of text mode). */
+	if (strcmp(name, "-") == 0 && phsync_fd_binary(STDIN_FILENO) != 0)
+		return sys_error(name, "cannot read bytes");
+	f->fd = strcmp(name, "-") == 0 ? STDIN_FILENO : phsync_file_open(name, PHSYNC_O_RDONLY, 0);
+	if (f->fd < 0) {
+		errno = -f->fd;
 		return sys_error(name, "cannot open");
+	}
 	return 0;
 }
 
@@ -80,13 +84,11 @@ open_in(struct file *f, const char *name)
 static int
 open_out(struct file *f, const char *name)
 {
-	mode_t um;
-
 	f->name = strcmp(name, "-") == 0 ? "stdout" : name;
 	f->created = strcmp(name, "-") != 0;
 	if (!f->created) {
 		f->fd = STDOUT_FILENO;
-		return 0;
+		return phsync_fd_binary(STDOUT_FILENO) == 0 ? 0 : sys_error(name, "cannot write bytes");
 	}
 	if ((size_t)snprintf(f->tmp, sizeof(f->tmp), "%s.phsync-delta-XXXXXX", name) >=
 	    sizeof(f->tmp)) {
@@ -94,14 +96,12 @@ open_out(struct file *f, const char *name)
 		f->created = 0;
 		return sys_error(name, "cannot create");
 	}
-	if ((f->fd = mkostemp(f->tmp, O_CLOEXEC)) < 0) {
+	/* The mode open(0666) would give it. */
+	if ((f->fd = phsync_file_temp(f->tmp, 0666)) < 0) {
+		errno = -f->fd;
 		f->created = 0;
 		return sys_error(name, "cannot create");
 	}
-	/* mkstemp makes 0600; give the file what open(0666) would have. */
-	um = umask(0);
-	umask(um);
-	(void)fchmod(f->fd, 0666 & ~um);
 	return 0;
 }
 
@@ -110,6 +110,8 @@ open_out(struct file *f, const char *name)
 static int
 close_file(struct file *f, int failed)
 {
+	int rc;
+
 	if (f->fd > STDERR_FILENO && close(f->fd) != 0 && f->created && !failed) {
 		sys_error(f->name, "write failed");
 		failed = 1;
@@ -118,12 +120,13 @@ close_file(struct file *f, int failed)
 	if (!f->created)
 		return failed;
 	f->created = 0;
-	if (!failed && rename(f->tmp, f->name) != 0) {
+	if (!failed && (rc = phsync_file_rename(f->tmp, f->name)) != 0) {
+		errno = -rc;
 		sys_error(f->name, "cannot rename into place");
 		failed = 1;
 	}
 	if (failed)
-		unlink(f->tmp);
+		phsync_file_unlink(f->tmp);
 	return failed;
 }
 
@@ -422,12 +425,13 @@ static int
 basis_pread(void *arg, uint64_t off, void *buf, size_t len, size_t *got)
 {
 	const struct file *f = arg;
-	ssize_t n;
+	int64_t n;
 
 	do
-		n = pread(f->fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
+		n = phsync_file_pread(f->fd, buf, len, off);
+	while (n == -EINTR);
 	if (n < 0) {
+		errno = (int)-n;
 		sys_error(f->name, "read failed");
 		return PHSYNC_EIO;
 	}
@@ -457,7 +461,7 @@ cmd_signature(phsync_ctx *ctx, int argc, char **argv)
 	phsync_sig_gen *g = NULL;
 	uint32_t block = 0;
 	uint64_t len = PHSYNC_LEN_UNKNOWN;
-	struct stat st;
+	struct phsync_fstat st;
 	struct pump pp;
 	int ret, i = 1;
 
@@ -471,8 +475,8 @@ cmd_signature(phsync_ctx *ctx, int argc, char **argv)
 	ret = open_in(&old, argv[i]);
 	if (ret != 0)
 		return ret;
-	if (fstat(old.fd, &st) == 0 && S_ISREG(st.st_mode))
-		len = (uint64_t)st.st_size;
+	if (phsync_file_fstat(old.fd, &st) == 0 && st.type == PHSYNC_FT_REG)
+		len = st.size;
 	if (phsync_sig_gen_new(ctx, len, block, 0, &g) < 0) {
 		ret = engine_error(ctx, PHSYNC_EINVAL);
 		goto out;
@@ -576,7 +580,7 @@ cmd_patch(phsync_ctx *ctx, int argc, char **argv)
 {
 	struct file old = { .fd = -1 }, delta = { .fd = -1 }, res = { .fd = -1 };
 	phsync_patch *p = NULL;
-	struct stat so, sr;
+	struct phsync_fstat so, sr;
 	struct pump pp;
 	int ret;
 
@@ -587,17 +591,17 @@ cmd_patch(phsync_ctx *ctx, int argc, char **argv)
 	ret = open_in(&old, argv[1]);
 	if (ret != 0)
 		return ret;
-	if (fstat(old.fd, &so) != 0 || !S_ISREG(so.st_mode)) {
+	if (phsync_file_fstat(old.fd, &so) != 0 || so.type != PHSYNC_FT_REG) {
 		fprintf(stderr, "phsync delta: %s: not a regular file\n", old.name);
 		ret = CLI_EXIT_ERROR;
 		goto out;
 	}
-	if (stat(argv[3], &sr) == 0 && sr.st_dev == so.st_dev && sr.st_ino == so.st_ino) {
+	if (phsync_file_stat(argv[3], &sr) == 0 && sr.dev == so.dev && sr.ino == so.ino) {
 		fprintf(stderr, "phsync delta: OUT must not be OLD\n");
 		ret = CLI_EXIT_ERROR;
 		goto out;
 	}
-	if (phsync_patch_new(ctx, (uint64_t)so.st_size, basis_pread, &old, &p) < 0) {
+	if (phsync_patch_new(ctx, so.size, basis_pread, &old, &p) < 0) {
 		ret = engine_error(ctx, PHSYNC_ENOMEM);
 		goto out;
 	}

@@ -12,6 +12,7 @@
 #endif
 
 #include "phsync/phsync.h"
+#include "phsync/sys.h"
 #include "cli.h"
 #include "help.h"
 #include "opts.h"
@@ -38,7 +39,7 @@ static const struct {
 int
 main(int argc, char **argv)
 {
-	const char *cmd = argc >= 2 ? argv[1] : "";
+	const char *cmd;
 	size_t i;
 
 #ifdef HAVE_MALLOPT
@@ -50,6 +51,10 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 8 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
+	/* Names as UTF-8 on every OS (Windows hands main the ANSI code page);
+	 * on failure the arguments as given. */
+	(void)phsync_args_utf8(&argc, &argv);
+	cmd = argc >= 2 ? argv[1] : "";
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(cmd, commands[i].name) == 0)
 			return commands[i].run(argc - 1, argv + 1);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "phsync/sys.h"
 #include "phsync/phsync.h"
 #include "cli.h"
 #include "help.h"
@@ -63,7 +64,8 @@ status_pair(const struct phsync_pair_info *pi, void *arg)
 		time_t t = (time_t)pi->last_start;
 		struct tm tm;
 
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime_r(&t, &tm));
+		if (phsync_localtime(t, &tm) == 0)
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
 	}
 	res = pi->running ? "running now" : !pi->last_start ? "" :
 	      !pi->last_end ? "did not end (killed?)" :
@@ -95,7 +97,8 @@ when_str(char *buf, size_t len, int64_t t)
 	time_t tt = (time_t)t;
 	struct tm tm;
 
-	if (t <= 0 || strftime(buf, len, "%Y-%m-%d %H:%M:%S", localtime_r(&tt, &tm)) == 0)
+	if (t <= 0 || phsync_localtime(tt, &tm) != 0 ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
 		snprintf(buf, len, "never");
 }
 
@@ -215,7 +218,7 @@ pair_status(const char *state_dir, const char *remote, const char *local, int js
 		       " conflict(s), %" PRIu64 " to delete\n", st->files_done, st->files_total,
 		       st->bytes_committed / 1e6, st->conflicts, st->files_deleted);
 	}
-	if (realpath(local, lpath) == NULL || phsync_parse_remote(remote, &u, &h, &p) != 0 ||
+	if (phsync_path_real(local, lpath, sizeof(lpath)) != 0 || phsync_parse_remote(remote, &u, &h, &p) != 0 ||
 	    phsync_ctx_new(&ctx) != 0)
 		goto out;
 	n = strlen(p);

@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: ISC */
 /* The daemon's config file: INI sections, one per sync pair, parsed by
- * libinih (docs/phsync.conf.5 is the format's reference). */
+ * libinih, or where a build has none (Windows) by inird.c, which keeps its
+ * rules (docs/phsync.conf.5 is the format's reference). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HAVE_INIH
 #include <ini.h>
+#define conf_ini_parse ini_parse
+#else
+#include "inird.h"
+#define conf_ini_parse ph_ini_parse
+#endif
 
+#include "phsync/sys.h"
 #include "conf.h"
 
 #define MAX_LINES 4096
@@ -84,14 +92,13 @@ on_line(void *arg, const char *section, const char *name, const char *value)
 	return 1;
 }
 
-/* "~/x" with $HOME; other paths as they are. */
+/* "~/x" with the home folder; other paths as they are. */
 static char *
 expand(const char *v)
 {
-	const char *home = getenv("HOME");
-	char *p;
+	char home[PATH_MAX], *p;
 
-	if (v[0] != '~' || (v[1] != '/' && v[1] != '\0') || home == NULL || home[0] == '\0')
+	if (v[0] != '~' || (v[1] != '/' && v[1] != '\0') || phsync_home_dir(home, sizeof(home)) != 0)
 		return strdup(v);
 	if ((p = malloc(strlen(home) + strlen(v))) == NULL)
 		return NULL;
@@ -239,12 +246,13 @@ is_defaults(const char *section)
 int
 ph_conf_default_path(char *buf, size_t len)
 {
-	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	const char *x = getenv("XDG_CONFIG_HOME");
+	char home[PATH_MAX];
 	int n;
 
 	if (x != NULL && x[0] == '/')
 		n = snprintf(buf, len, "%s/phsync/phsync.conf", x);
-	else if (home != NULL && home[0] != '\0')
+	else if (phsync_home_dir(home, sizeof(home)) == 0)
 		n = snprintf(buf, len, "%s/.config/phsync/phsync.conf", home);
 	else
 		return -1;
@@ -260,7 +268,7 @@ ph_conf_load(const char *path, struct ph_conf *c, char *err, size_t errlen)
 
 	memset(c, 0, sizeof(*c));
 	memset(&ps, 0, sizeof(ps));
-	rc = ini_parse(path, on_line, &ps);
+	rc = conf_ini_parse(path, on_line, &ps);
 	if (rc == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOENT));
 		goto fail;

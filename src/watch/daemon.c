@@ -4,16 +4,15 @@
  * thread per running pair. This file holds the loop, its signals, the
  * pairs' list and the config; daemon.h says which file does the rest. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "phsync/sys.h"
 #include "daemon.h"
 
 /* -- pairs --------------------------------------------------------------- */
@@ -235,7 +234,11 @@ daemon_init(struct daemon *d, int verbose)
 	uv_signal_start(&d->sigint, on_signal, SIGINT);
 	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d->sighup, on_signal, SIGHUP);
+#ifdef SIGPIPE
+	/* A peer gone mid-write is an error return, not the end (Windows
+	 * has no SIGPIPE). */
 	signal(SIGPIPE, SIG_IGN);
+#endif
 	return 0;
 }
 
@@ -294,47 +297,35 @@ ph_watch_pair_main(const struct ph_watch_pair *def, int verbose)
 	return d.exit_code;
 }
 
-/* One daemon per config: an flock on a file named by the config's real
+/* One daemon per config: a lock on a file named by the config's real
  * path, in the state folder. Returns the held fd, or -1 (said why). */
 static int
 lock_config(const char *conf_path)
 {
-	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
 	char real[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64], buf[32];
 	uint64_t h = 0xcbf29ce484222325ull;
 	const char *c;
-	int fd, n;
+	int fd, n, rc;
 
-	if (realpath(conf_path, real) == NULL) {
-		ph_wreport_say(NULL, "%s: %s", conf_path, strerror(errno));
+	if ((rc = phsync_path_real(conf_path, real, sizeof(real))) != 0) {
+		ph_wreport_say(NULL, "%s: %s", conf_path, strerror(-rc));
 		return -1;
 	}
 	for (c = real; *c; c++)
 		h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-	if (x != NULL && x[0] == '/')
-		n = snprintf(dir, sizeof(dir), "%s/phsync", x);
-	else if (home != NULL && home[0] != '\0')
-		n = snprintf(dir, sizeof(dir), "%s/.local/state/phsync", home);
-	else
-		n = snprintf(dir, sizeof(dir), "/tmp/phsync-%u", (unsigned)getuid());
-	if (n < 0 || (size_t)n >= sizeof(dir))
+	if ((rc = phsync_state_home(dir, sizeof(dir))) != 0) {
+		ph_wreport_say(NULL, "no state folder (no home folder): %s", strerror(-rc));
 		return -1;
-	/* Make the folder and its parents (mkdir -p). */
-	for (char *s = dir + 1; *s; s++) {
-		if (*s == '/') {
-			*s = '\0';
-			mkdir(dir, 0700);
-			*s = '/';
-		}
 	}
-	mkdir(dir, 0700);
+	/* Made with its parents; a failure shows in the open below. */
+	(void)phsync_dir_make(dir);
 	snprintf(path, sizeof(path), "%s/daemon-%016llx.lock", dir, (unsigned long long)h);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		ph_wreport_say(NULL, "%s: %s", path, strerror(errno));
+	if ((fd = phsync_file_open(path, PHSYNC_O_RDWR | PHSYNC_O_CREAT, 0600)) < 0) {
+		ph_wreport_say(NULL, "%s: %s", path, strerror(-fd));
 		return -1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		ssize_t r = read(fd, buf, sizeof(buf) - 1);
+	if (phsync_file_lock(fd, PHSYNC_LOCK_EX | PHSYNC_LOCK_NB) != 0) {
+		int64_t r = phsync_file_pread(fd, buf, sizeof(buf) - 1, 0);
 
 		buf[r > 0 ? r : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
@@ -346,8 +337,8 @@ lock_config(const char *conf_path)
 	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 	/* The pid is only for the message above: a failure to write it is
 	 * no reason to stop. */
-	if (ftruncate(fd, 0) == 0)
-		(void)!pwrite(fd, buf, (size_t)n, 0);
+	if (phsync_file_truncate(fd, 0) == 0)
+		(void)phsync_file_pwrite(fd, buf, (size_t)n, 0);
 	return fd;
 }
 

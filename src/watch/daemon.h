@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
@@ -24,6 +25,14 @@
 #include "fswatch.h"
 #include "watch.h"
 #include "wstatus.h"
+
+/* The C library's printf rules for ph_wreport_say's format: mingw-w64's
+ * stdio.h names its own (C99, %zu), which vsnprintf is there. */
+#ifdef __MINGW_PRINTF_FORMAT
+#define WPRINTF __MINGW_PRINTF_FORMAT
+#else
+#define WPRINTF printf
+#endif
 
 /* Exit codes (the CLI's, docs/phsync.1). */
 enum { WX_OK = 0, WX_ERROR = 1, WX_USAGE = 2, WX_HOSTKEY = 4 };
@@ -132,7 +141,7 @@ struct daemon {
 /* A line on stderr, "phsync: NAME: ..." (p NULL: no name), with server
  * text made inert. */
 void ph_wreport_say(const struct pair *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	__attribute__((format(WPRINTF, 2, 3)));
 /* "pull", "push" or "sync" (a two-way pair). */
 const char *ph_wreport_dir(const struct pair *p);
 /* Takes p's record (loop thread, before p starts): a second watcher of

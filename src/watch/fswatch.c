@@ -5,7 +5,6 @@
  * libuv has one (FSEvents, ReadDirectoryChangesW); else one uv_fs_event per
  * folder, walked and added as the inotify watches are (kqueue on the BSDs;
  * PHSYNC_PORTABLE on Linux). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "phsync/sys.h"
 #include "phsync/phsync.h"
 #include "fswatch.h"
 
@@ -166,6 +165,46 @@ limit_reached(struct ph_fsw *w, const char *rel, const char *why)
 	report(w, PH_FSW_UNWATCHED, "", msg);
 }
 
+static int add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth);
+
+/* A folder being scanned by add_tree. */
+struct scan {
+	struct ph_fsw *w;
+	const char *rel, *path;
+	int report_files, depth;
+	int rc;             /* what stopped the scan (0: the listing ended) */
+};
+
+static int
+scan_one(void *arg, const char *name, enum phsync_ftype type)
+{
+	struct scan *sc = arg;
+	char *sub;
+	int rc = 0;
+
+	if (type == PHSYNC_FT_OTHER) {
+		/* The listing could not tell: look at the name itself. */
+		struct phsync_fstat st;
+		char *path = join(sc->path, name);
+
+		if (path == NULL)
+			return sc->rc = -ENOMEM;
+		if (phsync_file_lstat(path, &st) == 0)
+			type = st.type;
+		free(path);
+	}
+	if (type != PHSYNC_FT_DIR && !(type == PHSYNC_FT_REG && sc->report_files))
+		return 0;
+	if ((sub = join(sc->rel, name)) == NULL)
+		return sc->rc = -ENOMEM;
+	if (type == PHSYNC_FT_DIR)
+		rc = add_tree(sc->w, sub, sc->report_files, sc->depth + 1);
+	else if (!own_temp(sub))
+		report(sc->w, PH_FSW_FILE, sub, NULL);
+	free(sub);
+	return sc->rc = rc;
+}
+
 /* Watches the folder rel and everything below it; with report_files, each
  * file met is reported (it may have been made before the watch was in
  * place: a new folder's files). */
@@ -173,8 +212,7 @@ static int
 add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth)
 {
 	char *path = join(w->root, rel);
-	DIR *d = NULL;
-	struct dirent *de;
+	struct scan sc = { w, rel, path, report_files, depth, 0 };
 	int rc = 0;
 
 	if (path == NULL)
@@ -189,40 +227,11 @@ add_tree(struct ph_fsw *w, const char *rel, int report_files, int depth)
 		goto out;
 	}
 	/* Scan after the watch is in place: a file made in between is seen
-	 * by both, never by neither. */
-	if ((d = opendir(path)) == NULL)
-		goto out;
-	while ((de = readdir(d)) != NULL) {
-		struct stat st;
-		char *sub;
-		int isdir, isreg;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		isdir = de->d_type == DT_DIR;
-		isreg = de->d_type == DT_REG;
-		if (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st,
-		                                        AT_SYMLINK_NOFOLLOW) == 0) {
-			isdir = S_ISDIR(st.st_mode);
-			isreg = S_ISREG(st.st_mode);
-		}
-		if (!isdir && !(isreg && report_files))
-			continue;
-		if ((sub = join(rel, de->d_name)) == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		if (isdir)
-			rc = add_tree(w, sub, report_files, depth + 1);
-		else if (!own_temp(sub))
-			report(w, PH_FSW_FILE, sub, NULL);
-		free(sub);
-		if (rc != 0)
-			break;
-	}
+	 * by both, never by neither. A folder that cannot be listed (gone
+	 * meanwhile) has nothing to scan. */
+	(void)phsync_dir_each(path, scan_one, &sc);
+	rc = sc.rc;
 out:
-	if (d != NULL)
-		closedir(d);
 	free(path);
 	return rc;
 }
@@ -416,8 +425,8 @@ struct folder {
 	uv_fs_event_t ev;
 	struct ph_fsw *w;
 	char *rel;
-	dev_t dev;
-	ino_t ino;
+	uint64_t dev;
+	uint64_t ino;
 };
 
 static void
@@ -435,7 +444,7 @@ on_folder_closed(uv_handle_t *h)
 /* The index of the watch of rel on (dev, ino), or of rel alone when dev
  * and ino are 0; w->count when none. */
 static size_t
-find_folder(const struct ph_fsw *w, const char *rel, dev_t dev, ino_t ino)
+find_folder(const struct ph_fsw *w, const char *rel, uint64_t dev, uint64_t ino)
 {
 	size_t i;
 
@@ -465,13 +474,13 @@ static int
 watch_dir(struct ph_fsw *w, const char *path, const char *rel)
 {
 	struct folder *f;
-	struct stat st;
+	struct phsync_fstat st;
 	size_t i;
 	int rc;
 
-	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (phsync_file_lstat(path, &st) != 0 || st.type != PHSYNC_FT_DIR)
 		return 1;
-	if (find_folder(w, rel, st.st_dev, st.st_ino) < w->count)
+	if (find_folder(w, rel, st.dev, st.ino) < w->count)
 		return 0; /* watched: its folders are looked at again all the same */
 	if ((i = find_folder(w, rel, 0, 0)) < w->count)
 		drop_folder(w, i); /* another folder by that name before */
@@ -489,8 +498,8 @@ watch_dir(struct ph_fsw *w, const char *path, const char *rel)
 		return -ENOMEM;
 	}
 	f->w = w;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
+	f->dev = st.dev;
+	f->ino = st.ino;
 	if ((rc = uv_fs_event_init(w->loop, &f->ev)) != 0) {
 		free(f->rel);
 		free(f);
@@ -522,7 +531,7 @@ on_folder_event(uv_fs_event_t *h, const char *filename, int events, int status)
 	struct folder *f = h->data;
 	struct ph_fsw *w = f->w;
 	char *dir = NULL, *rel = NULL, *path = NULL;
-	struct stat st;
+	struct phsync_fstat st;
 
 	(void)events;
 	if (w->closing)
@@ -534,8 +543,8 @@ on_folder_event(uv_fs_event_t *h, const char *filename, int events, int status)
 	}
 	if ((dir = join(w->root, f->rel)) == NULL)
 		goto out;
-	if (lstat(f->rel[0] ? dir : w->root, &st) != 0 || st.st_dev != f->dev ||
-	    st.st_ino != f->ino) {
+	if (phsync_file_lstat(f->rel[0] ? dir : w->root, &st) != 0 || st.dev != f->dev ||
+	    st.ino != f->ino) {
 		size_t i = find_folder(w, f->rel, f->dev, f->ino);
 
 		if (i < w->count)
@@ -549,11 +558,11 @@ on_folder_event(uv_fs_event_t *h, const char *filename, int events, int status)
 	if ((rel = join(f->rel, filename)) == NULL || own_temp(rel) ||
 	    (path = join(w->root, rel)) == NULL)
 		goto out;
-	if (lstat(path, &st) != 0)
+	if (phsync_file_lstat(path, &st) != 0)
 		report(w, PH_FSW_GONE, rel, NULL);
-	else if (S_ISREG(st.st_mode))
+	else if (st.type == PHSYNC_FT_REG)
 		report(w, PH_FSW_FILE, rel, NULL);
-	else if (S_ISDIR(st.st_mode) && find_folder(w, rel, st.st_dev, st.st_ino) == w->count &&
+	else if (st.type == PHSYNC_FT_DIR && find_folder(w, rel, st.dev, st.ino) == w->count &&
 	         add_tree(w, rel, 1, 0) != 0)
 		report(w, PH_FSW_RESCAN, "", "cannot watch a new folder; rescanning");
 out:
@@ -613,8 +622,9 @@ static void
 on_fs_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
 	struct ph_fsw *w = h->data;
-	char *path;
-	struct stat st;
+	struct phsync_fstat st;
+	char *path, *rel;
+	size_t n, i;
 
 	(void)events;
 	if (status < 0) {
@@ -626,18 +636,26 @@ on_fs_event(uv_fs_event_t *h, const char *filename, int events, int status)
 		report(w, PH_FSW_RESCAN, "", "the file system watcher lost track; rescanning");
 		return;
 	}
-	if (own_temp(filename))
-		return;
 	/* No close event here: report files, and let the settle period tell
 	 * when they stopped changing. */
-	if ((path = malloc(strlen(w->root) + strlen(filename) + 2)) == NULL)
+	n = strlen(filename);
+	if ((path = malloc(strlen(w->root) + 2 * n + 3)) == NULL)
 		return;
-	sprintf(path, "%s/%s", w->root, filename);
-	if (lstat(path, &st) != 0)
-		report(w, PH_FSW_GONE, filename, NULL);
-	else if (S_ISREG(st.st_mode))
-		report(w, PH_FSW_FILE, filename, NULL);
-	else if (S_ISDIR(st.st_mode))
+	/* The name below the root with '/' between its folders, as the sync
+	 * names files (ReadDirectoryChangesW gives '\\'). */
+	rel = path + strlen(w->root) + n + 2;
+	for (i = 0; i <= n; i++)
+		rel[i] = phsync_path_sep((unsigned char)filename[i]) ? '/' : filename[i];
+	if (own_temp(rel)) {
+		free(path);
+		return;
+	}
+	sprintf(path, "%s/%s", w->root, rel);
+	if (phsync_file_lstat(path, &st) != 0)
+		report(w, PH_FSW_GONE, rel, NULL);
+	else if (st.type == PHSYNC_FT_REG)
+		report(w, PH_FSW_FILE, rel, NULL);
+	else if (st.type == PHSYNC_FT_DIR)
 		report(w, PH_FSW_RESCAN, "", NULL); /* a folder's files: look at it all */
 	free(path);
 }

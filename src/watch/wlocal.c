@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "phsync/sys.h"
 #include "daemon.h"
 
 #define MAX_PENDING 100000   /* changed files remembered one by one; beyond: all */
@@ -31,6 +31,21 @@ lstat_ns(const char *path, uint64_t *mode, uint64_t *size, int64_t *mtime_ns)
 	}
 	uv_fs_req_cleanup(&req);
 	return rc;
+}
+
+/* Whether a and b agree on their first n bytes, any folder separator
+ * matching any other (on Windows a real path says '\\' where the names
+ * below it say '/'). */
+static int
+path_eq(const char *a, const char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i] != b[i] && !(phsync_path_sep((unsigned char)a[i]) &&
+		                      phsync_path_sep((unsigned char)b[i])))
+			return 0;
+	return 1;
 }
 
 /* -- files pulls wrote ---------------------------------------------------- */
@@ -66,7 +81,7 @@ ph_wlocal_remember(struct pair *p, const char *rel)
 	int64_t mtime_ns;
 
 	if (snprintf(path, sizeof(path), "%s/%s", p->def.local, rel) >= (int)sizeof(path) ||
-	    realpath(path, abs) == NULL || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
+	    phsync_path_real(path, abs, sizeof(abs)) != 0 || lstat_ns(abs, &mode, &size, &mtime_ns) != 0)
 		return;
 	own_keep(p, abs, size, mtime_ns);
 }
@@ -118,8 +133,10 @@ ph_wlocal_own_match(struct daemon *d, const char *abs, uint64_t size, int64_t mt
 {
 	size_t i;
 
+	size_t n = strlen(abs);
+
 	for (i = 0; i < d->nown; i++) {
-		if (strcmp(d->own[i].path, abs) == 0) {
+		if (strlen(d->own[i].path) == n && path_eq(d->own[i].path, abs, n)) {
 			int same = d->own[i].size == size && d->own[i].mtime_ns == mtime_ns;
 
 			free(d->own[i].path);
@@ -141,11 +158,12 @@ ph_wlocal_pull_busy(const struct pair *p)
 		size_t m;
 
 		if (q == p || q->def.dir == PHSYNC_PUSH || !q->busy ||
-		    realpath(q->def.local, qa) == NULL)
+		    phsync_path_real(q->def.local, qa, sizeof(qa)) != 0)
 			continue;
 		m = strlen(qa);
-		if ((m <= n && strncmp(qa, p->local_abs, m) == 0 && (m == n || p->local_abs[m] == '/')) ||
-		    (n < m && strncmp(qa, p->local_abs, n) == 0 && qa[n] == '/'))
+		if ((m <= n && path_eq(qa, p->local_abs, m) &&
+		     (m == n || phsync_path_sep((unsigned char)p->local_abs[m]))) ||
+		    (n < m && path_eq(qa, p->local_abs, n) && phsync_path_sep((unsigned char)qa[n])))
 			return 1;
 	}
 	return 0;

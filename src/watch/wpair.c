@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phsync/sys.h"
 #include "daemon.h"
 
 static void on_settle(uv_timer_t *t);
@@ -257,9 +258,11 @@ ph_wpair_start(struct pair *p, int quiet)
 	char err[PATH_MAX + 256];
 
 	if (p->def.dir != PHSYNC_PULL) {
-		if (realpath(p->def.local, p->local_abs) == NULL) {
+		int rc = phsync_path_real(p->def.local, p->local_abs, sizeof(p->local_abs));
+
+		if (rc != 0) {
 			if (!quiet)
-				ph_wreport_say(p, "%s: %s", p->def.local, strerror(errno));
+				ph_wreport_say(p, "%s: %s", p->def.local, strerror(-rc));
 			return -1;
 		}
 		/* The watch first, then the first run: nothing made in between

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "phsync/sys.h"
 #include "daemon.h"
 
 #define LOGMSG 4200
@@ -93,7 +94,7 @@ ph_wreport_open(struct pair *p)
 	const char *local = p->def.local;
 	int rc;
 
-	if (realpath(p->def.local, abs) != NULL) {
+	if (phsync_path_real(p->def.local, abs, sizeof(abs)) == 0) {
 		local = abs;
 	} else if (p->def.local[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL &&
 	           (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, p->def.local) < sizeof(abs)) {

@@ -2,18 +2,15 @@
 /* The watcher's status records (wstatus.h): one "key=value" file per
  * watched pair, replaced whole, with a lock file held while its watcher
  * lives. */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "phsync/sys.h"
 #include "wstatus.h"
 
 #define REC_MAX (64 * 1024)      /* a record is a few hundred bytes */
@@ -23,48 +20,23 @@
 struct ph_wst {
 	char *path;       /* STATE/watch/HASH.status */
 	char *tmp;        /* STATE/watch/.HASH.status.PID.tmp */
-	int lock_fd;      /* STATE/watch/HASH.lock, flock'ed */
+	int lock_fd;      /* STATE/watch/HASH.lock, locked */
 };
 
 int
 ph_wst_dir(const char *state_dir, char *buf, size_t len)
 {
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char home[PATH_MAX];
 	int n;
 
 	/* The same folder state.c keeps the sync state in. */
 	if (state_dir != NULL)
 		n = snprintf(buf, len, "%s/watch", state_dir);
-	else if (xdg != NULL && xdg[0] == '/')
-		n = snprintf(buf, len, "%s/phsync/watch", xdg);
-	else if (home != NULL && home[0] == '/')
-		n = snprintf(buf, len, "%s/.local/state/phsync/watch", home);
+	else if (phsync_state_home(home, sizeof(home)) == 0)
+		n = snprintf(buf, len, "%s/watch", home);
 	else
 		return -1;
 	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-static int
-mkdirs(char *dir)
-{
-	char *s;
-
-	for (s = dir + 1;; s++) {
-		char c = *s;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*s = '\0';
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-			int e = errno;
-
-			*s = c;
-			return -e;
-		}
-		*s = c;
-		if (c == '\0')
-			return 0;
-	}
 }
 
 int
@@ -80,7 +52,7 @@ ph_wst_open(const char *state_dir, const char *direction, const char *remote,
 	*out = NULL;
 	if (ph_wst_dir(state_dir, dir, sizeof(dir)) != 0)
 		return -ENAMETOOLONG;
-	if ((rc = mkdirs(dir)) != 0)
+	if ((rc = phsync_dir_make(dir)) != 0)
 		return rc;
 	/* FNV-1a of the pair: one record per pair, whichever process keeps it. */
 	for (i = 0; i < 3; i++) {
@@ -93,19 +65,19 @@ ph_wst_open(const char *state_dir, const char *direction, const char *remote,
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/%016" PRIx64 ".lock", dir, h);
-	if ((w->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		rc = -errno;
+	if ((w->lock_fd = phsync_file_open(path, PHSYNC_O_RDWR | PHSYNC_O_CREAT, 0600)) < 0) {
+		rc = w->lock_fd;
 		free(w);
 		return rc;
 	}
 	/* A `phsync status` holds the lock shared for an instant while it
 	 * looks: only a lock still held after a few tries is another
 	 * watcher's. */
-	for (i = 0; (rc = flock(w->lock_fd, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK &&
-	            i < 20; i++)
+	for (i = 0; (rc = phsync_file_lock(w->lock_fd, PHSYNC_LOCK_EX | PHSYNC_LOCK_NB)) ==
+	            -EWOULDBLOCK && i < 20; i++)
 		usleep(5000);
 	if (rc != 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		rc = rc == -EWOULDBLOCK ? -EBUSY : rc;
 		close(w->lock_fd);
 		free(w);
 		return rc;
@@ -163,12 +135,13 @@ ph_wst_write(struct ph_wst *w, const struct ph_wst_rec *r)
 
 	if (w == NULL)
 		return 0;
-	if ((fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
-		return -errno;
+	if ((fd = phsync_file_open(w->tmp, PHSYNC_O_WRONLY | PHSYNC_O_CREAT | PHSYNC_O_TRUNC |
+	                           PHSYNC_O_NOFOLLOW, 0600)) < 0)
+		return fd;
 	if ((f = fdopen(fd, "w")) == NULL) {
 		rc = -errno;
 		close(fd);
-		unlink(w->tmp);
+		phsync_file_unlink(w->tmp);
 		return rc;
 	}
 	fputs("phsync-watch-status=1\n", f);
@@ -198,10 +171,10 @@ ph_wst_write(struct ph_wst *w, const struct ph_wst_rec *r)
 		rc = -EIO;
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && rename(w->tmp, w->path) != 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = phsync_file_rename(w->tmp, w->path);
 	if (rc != 0)
-		unlink(w->tmp);
+		phsync_file_unlink(w->tmp);
 	return rc;
 }
 
@@ -215,9 +188,9 @@ ph_wst_close(struct ph_wst *w)
 	 * stays (unlinking a lock file another process may be opening would
 	 * let two processes each hold "the" lock). */
 	if (w->path != NULL)
-		unlink(w->path);
+		phsync_file_unlink(w->path);
 	if (w->tmp != NULL)
-		unlink(w->tmp);
+		phsync_file_unlink(w->tmp);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
 	free(w->path);
@@ -340,28 +313,29 @@ held(const char *dir, const char *name)
 	int fd, live;
 
 	snprintf(path, sizeof(path), "%s/%.*s.lock", dir, (int)n, name);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((fd = phsync_file_open(path, PHSYNC_O_RDONLY | PHSYNC_O_NOFOLLOW, 0)) < 0)
 		return 0;
-	live = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	live = phsync_file_lock(fd, PHSYNC_LOCK_SH | PHSYNC_LOCK_NB) == -EWOULDBLOCK;
 	close(fd); /* lets go of the shared lock if it was taken */
 	return live;
 }
 
 static char *
-slurp(int dfd, const char *name)
+slurp(const char *dir, const char *name)
 {
-	char *buf;
-	ssize_t n;
+	char path[PATH_MAX + 300], *buf;
+	int64_t n;
 	size_t got = 0;
 	int fd;
 
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+	    (fd = phsync_file_open(path, PHSYNC_O_RDONLY | PHSYNC_O_NOFOLLOW, 0)) < 0)
 		return NULL;
 	if ((buf = malloc(REC_MAX + 1)) == NULL) {
 		close(fd);
 		return NULL;
 	}
-	while (got < REC_MAX && (n = read(fd, buf + got, REC_MAX - got)) > 0)
+	while (got < REC_MAX && (n = phsync_file_pread(fd, buf + got, REC_MAX - got, got)) > 0)
 		got += (size_t)n;
 	close(fd);
 	buf[got] = '\0';
@@ -377,57 +351,68 @@ rec_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->r.remote, y->r.remote);
 }
 
+/* The records found so far, while the folder is listed. */
+struct found {
+	const char *dir;
+	struct parsed *v;
+	size_t n, cap;
+};
+
+static int
+found_one(void *arg, const char *name, enum phsync_ftype type)
+{
+	struct found *fo = arg;
+	size_t len = strlen(name);
+	char *buf;
+
+	(void)type;
+	if (fo->n >= MAX_RECS)
+		return 1;
+	if (name[0] == '.' || len <= strlen(SUFFIX) || strcmp(name + len - strlen(SUFFIX), SUFFIX) != 0)
+		return 0;
+	if ((buf = slurp(fo->dir, name)) == NULL)
+		return 0; /* removed meanwhile: its watcher stopped */
+	if (fo->n == fo->cap) {
+		size_t nc = fo->cap ? fo->cap * 2 : 8;
+		struct parsed *nv = realloc(fo->v, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(buf);
+			return -ENOMEM;
+		}
+		fo->v = nv;
+		fo->cap = nc;
+	}
+	if (parse(buf, &fo->v[fo->n].r) != 0) {
+		free(buf);
+		return 0;
+	}
+	fo->v[fo->n].buf = buf;
+	fo->v[fo->n].live = held(fo->dir, name);
+	fo->n++;
+	return 0;
+}
+
 int
 ph_wst_list(const char *state_dir, ph_wst_fn fn, void *arg)
 {
 	char dir[PATH_MAX];
-	struct parsed *v = NULL;
-	size_t n = 0, cap = 0, i;
-	struct dirent *de;
-	DIR *d;
-	int rc = 0;
+	struct found fo = { dir, NULL, 0, 0 };
+	size_t i;
+	int rc;
 
 	if (ph_wst_dir(state_dir, dir, sizeof(dir)) != 0)
 		return 0;
-	if ((d = opendir(dir)) == NULL)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	while ((de = readdir(d)) != NULL && n < MAX_RECS) {
-		size_t len = strlen(de->d_name);
-		char *buf;
-
-		if (de->d_name[0] == '.' || len <= strlen(SUFFIX) ||
-		    strcmp(de->d_name + len - strlen(SUFFIX), SUFFIX) != 0)
-			continue;
-		if ((buf = slurp(dirfd(d), de->d_name)) == NULL)
-			continue; /* removed meanwhile: its watcher stopped */
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			struct parsed *nv = realloc(v, nc * sizeof(*nv));
-
-			if (nv == NULL) {
-				free(buf);
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
-		}
-		if (parse(buf, &v[n].r) != 0) {
-			free(buf);
-			continue;
-		}
-		v[n].buf = buf;
-		v[n].live = held(dir, de->d_name);
-		n++;
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(v, n, sizeof(*v), rec_cmp);
-	for (i = 0; i < n; i++) {
+	rc = phsync_dir_each(dir, found_one, &fo);
+	if (rc == -ENOENT || rc == -ENOTDIR || rc == 1)
+		rc = 0;
+	if (fo.n > 1)
+		qsort(fo.v, fo.n, sizeof(*fo.v), rec_cmp);
+	for (i = 0; i < fo.n; i++) {
 		if (rc == 0)
-			fn(&v[i].r, v[i].live, arg);
-		free(v[i].buf);
+			fn(&fo.v[i].r, fo.v[i].live, arg);
+		free(fo.v[i].buf);
 	}
-	free(v);
+	free(fo.v);
 	return rc;
 }
