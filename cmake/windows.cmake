@@ -97,31 +97,15 @@ target_link_libraries(phsync_session_win PUBLIC phsync_transport_win)
 set(PH_WIN_HAVE_SESSION ON)
 add_dependencies(phsync_win_all phsync_session_win)
 
-if(BUILD_TESTING)
-  # scripts/build-windows.sh builds cmocka into the prefix with the libraries.
-  pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
-  if(CMOCKA_FOUND)
-    enable_testing()
-    add_subdirectory(tests/unit/win32)
-  elseif(PHSYNC_TESTS_REQUIRED)
-    message(FATAL_ERROR "cmocka for Windows not found: scripts/build-windows.sh builds it")
-  else()
-    message(STATUS "cmocka for Windows not found: the Windows tests are not built")
-  endif()
-endif()
-
 # The command (src/cli) and the watcher (src/watch), which use libphsync only
 # through include/phsync/ (cli also sees src/watch, as on POSIX). Built as an
 # OBJECT library by phsync_win_all, so every file is compiled here; the
-# executable phsync.exe links them with every part of libphsync and is
-# behind PH_WIN_EXE until all of those build for Windows (sync, rdelta and
-# the helper's sigfd.c are still missing).
+# executable phsync.exe links them with every part of libphsync.
 # The watcher: libuv (ReadDirectoryChangesW through its recursive
 # uv_fs_event, as on macOS: fswatch.c's PH_UV_FS_EVENT_RECURSIVE). phsync.conf:
 # libinih where the prefix has it, else inird.c, which keeps libinih's rules
 # (docs/WINDOWS.md "libinih"; tests/unit/test_inird.c holds the two to the
 # same answers on Linux).
-option(PH_WIN_EXE "link phsync.exe (needs every part of libphsync built for Windows)" OFF)
 pkg_check_modules(LIBUV REQUIRED IMPORTED_TARGET libuv>=1.30)
 pkg_check_modules(INIH IMPORTED_TARGET inih)
 file(GLOB PH_WIN_CLI CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/*.c
@@ -141,19 +125,27 @@ else()
   message(STATUS "libinih for Windows not found: phsync.conf is read by src/watch/inird.c")
 endif()
 add_dependencies(phsync_win_all phsync_cli_win)
-if(PH_WIN_EXE)
-  add_executable(phsync $<TARGET_OBJECTS:phsync_cli_win>)
-  # Every Windows library of libphsync that exists, the parts that use
-  # others first (each also names what it uses, PUBLIC).
-  foreach(lib phsync_sync_win phsync_rdelta_win phsync_session_win phsync_transport_win
-          phsync_core_win)
-    if(TARGET ${lib})
-      target_link_libraries(phsync PRIVATE ${lib})
-    endif()
-  endforeach()
-  target_link_libraries(phsync PRIVATE PkgConfig::LIBUV ${PH_WIN_SYSLIBS})
-  if(INIH_FOUND)
-    target_link_libraries(phsync PRIVATE PkgConfig::INIH)
+
+# phsync.exe: the command and the watcher with every part of libphsync. The
+# helper part runs on the phone (Linux, Android): on Windows `phsync serve`
+# says so (src/helper/noserve.c).
+add_executable(phsync $<TARGET_OBJECTS:phsync_cli_win> ${CMAKE_SOURCE_DIR}/src/helper/noserve.c)
+target_include_directories(phsync PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(phsync PRIVATE phsync_session_win PkgConfig::LIBUV ${PH_WIN_SYSLIBS})
+if(INIH_FOUND)
+  target_link_libraries(phsync PRIVATE PkgConfig::INIH)
+endif()
+add_dependencies(phsync_win_all phsync)
+
+if(BUILD_TESTING)
+  # scripts/build-windows.sh builds cmocka into the prefix with the libraries.
+  pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
+  if(CMOCKA_FOUND)
+    enable_testing()
+    add_subdirectory(tests/unit/win32)
+  elseif(PHSYNC_TESTS_REQUIRED)
+    message(FATAL_ERROR "cmocka for Windows not found: scripts/build-windows.sh builds it")
+  else()
+    message(STATUS "cmocka for Windows not found: the Windows tests are not built")
   endif()
-  add_dependencies(phsync_win_all phsync)
 endif()
