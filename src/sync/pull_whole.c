@@ -242,6 +242,11 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	x->p->j->busy = x->e->path;
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */
+	} else if (x->p->fatal) {
+		/* The local disk is full and the run stops: the bytes could not
+		 * be written, and a file without an end (no size listed, or an
+		 * absurd one) would be read forever. */
+		ph_pull_fail(x, x->p->fatal, "no space left on the local disk; not copied");
 	} else if (r->type == PH_FXP_DATA && r->len > 0) {
 		take_data(x, rq, r);
 	} else if (r->type == PH_FXP_DATA ||

@@ -7,7 +7,9 @@ take the disk down to a floor: the smaller of 1 GiB and half of what was free wh
 bytes came (docs/phsync-pull.1).  On a 64 MiB tmpfs that is about 32 MiB, so the endless file
 fails long before ENOSPC: exit 5 (partial, not 1: the run was not stopped by a full disk), the
 error names the floor, no temp is left, the other files arrive.  A size-less file that stays
-above the floor still arrives whole.
+above the floor still arrives whole.  A file listed with an absurd size (a size the floor
+leaves alone) streaming forever fills the disk, and the run then stops (exit 1) instead of
+reading on.
 """
 
 import os
@@ -15,7 +17,7 @@ import re
 import subprocess
 import unittest
 
-from harness import EXIT_OK, EXIT_PARTIAL, leftovers, random_bytes, write_file
+from harness import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, leftovers, random_bytes, write_file
 from test_hostile_relay import RelayTestCase, read
 
 T0 = 1700000000
@@ -55,12 +57,28 @@ class EndlessSizelessTest(RelayTestCase):
         self.assertIsNotNone(m, err)
         # The floor is half of a 64 MiB disk, less what the other files took first.
         self.assertTrue(24 <= int(m.group(1)) <= 32, err)
-        self.assertNotIn("no space left", r.err + err)
+        self.assertNotIn("no space left", r.out + r.err)
         self.assertFalse(os.path.lexists(os.path.join(self.local, "stream.bin")),
                          "a file that never ended was committed")
         self.assertEqual(leftovers(self.local), [], "the temp of the endless file was left")
         self.assertEqual(read(os.path.join(self.local, "DCIM/IMG_1.jpg")), read(sized))
         self.assertEqual(read(os.path.join(self.local, "note.txt")), read(note))
+        self.assertGreater(self.free(), 60 * MiB, "space not given back")
+
+    def test_endless_file_with_absurd_size_ends_at_full_disk(self):
+        # A size listed (1 TiB more than the file holds) is no floor's business, but an endless
+        # stream then fills the disk: the run must stop there (exit 1), not read on forever.
+        write_file(os.path.join(self.remote, "stream.bin"), b"x", mtime=T0)
+        self.srv.relay_set(size_lie={"stream.bin": 1 << 40}, endless=["stream.bin"])
+        r = self.run_bounded(self.pull_args("--json"), 120)
+        self.assertFired("endless")
+        self.assertEqual(r.code, EXIT_ERROR, r)
+        summary = r.json()[-1]
+        self.assertEqual(summary["event"], "summary", r)
+        self.assertIn("no space left", summary["error"])
+        self.assertEqual(self.failed_paths(r), ["stream.bin"], "reported once, as failed: %r" % (r,))
+        self.assertFalse(os.path.lexists(os.path.join(self.local, "stream.bin")))
+        self.assertEqual(leftovers(self.local), [], "the temp was left on the full disk")
         self.assertGreater(self.free(), 60 * MiB, "space not given back")
 
     def test_sizeless_file_above_the_floor_arrives_whole(self):
