@@ -88,9 +88,10 @@ ph_pull_reap(struct pull *p, int wait)
 			const struct ph_action *a = &j->plan.v[done[i]->cookie];
 			const struct ph_entry *e = &j->src.v[a->src];
 
-			if (done[i]->err == -ECANCELED)
-				/* aborted by us (already reported); a kept prefix
-				 * is recorded for the next run */
+			if (done[i]->err == -ECANCELED || done[i]->commit == PH_LIO_ABORT)
+				/* aborted by us (already reported, with a write
+				 * error too); a kept prefix is recorded for the
+				 * next run */
 				ph_pull_resume_kept(j, e, done[i]);
 			else if (done[i]->err != 0)
 				failed(j, e, done[i]->err);

@@ -27,6 +27,12 @@
 #define PULL_DELTA_MIN (32u << 10)  /* smaller files come whole */
 #define PULL_DELTA_READS_FILE 8     /* delta reads in flight, one file */
 #define PULL_COPY_BUF (256u << 10)
+/* A file whose size the server did not list may not take the local disk
+ * below a floor: the smaller of PULL_FLOOR_MAX and half of what was free
+ * when its first bytes came, checked each PULL_FLOOR_EVERY bytes
+ * (pull_whole.c; the reasons in docs/phsync-pull.1). */
+#define PULL_FLOOR_MAX (1ull << 30)
+#define PULL_FLOOR_EVERY (4u << 20)
 
 struct pull;
 
@@ -38,6 +44,10 @@ struct xfer_read {
 	uint64_t hi;               /* end of the furthest bytes that arrived */
 	uint64_t eof_at;           /* lowest offset the server said EOF at */
 	int probed;                /* the read at the listed size was sent */
+	uint64_t floor;            /* size unknown: free bytes the disk keeps
+	                              (0: none), set with its first bytes */
+	uint64_t floor_next;       /* got at which free space is checked next */
+	int floor_set;             /* floor was chosen */
 };
 
 /* A delta through the helper (docs/PROTOCOL.md): the signature of the

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cfdelta.h"
+#include "platform.h"
 #include "pull_int.h"
 
 static void read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg);
@@ -159,12 +160,50 @@ take_eof(struct xfer *x, uint64_t off)
 		             "had sent");
 }
 
+/* A file of unknown size (nosize) is read to EOF, so a broken or hostile
+ * server could send bytes until the local disk is full. Its first bytes
+ * fix a floor, the smaller of PULL_FLOOR_MAX and half of what is free then
+ * (0, no floor, where the free space cannot be read: a full disk still
+ * fails it cleanly); each PULL_FLOOR_EVERY bytes after, the free space must
+ * still be above it. Returns 1, with the reason in msg, when it is not.
+ * The I/O thread's queue (4 MiB) lags the check: the disk keeps at least
+ * the floor less that queue and one step. */
+static int
+below_floor(struct xfer *x, char *msg, size_t n)
+{
+	struct pull *p = x->p;
+	uint64_t avail;
+
+	if (!x->e->nosize || p->j->lroot < 0 || (x->r.floor_set && (x->r.floor == 0 ||
+	    x->r.got < x->r.floor_next)))
+		return 0;
+	x->r.floor_next = x->r.got + PULL_FLOOR_EVERY;
+	if (ph_free_space(p->j->lroot, &avail) != 0) {
+		x->r.floor_set = 1;   /* no floor, or this check skipped */
+		return 0;
+	}
+	if (!x->r.floor_set) {
+		x->r.floor_set = 1;
+		x->r.floor = avail / 2 < PULL_FLOOR_MAX ? avail / 2 : PULL_FLOOR_MAX;
+		return 0;
+	}
+	if (avail >= x->r.floor)
+		return 0;
+	snprintf(msg, n, "the server did not list this file's size and sent %llu MiB of it "
+	         "without an end: the local disk's free space fell below the %llu MiB floor "
+	         "kept for such files (the smaller of 1 GiB and half of what was free when it "
+	         "started); not copied",
+	         (unsigned long long)(x->r.got >> 20), (unsigned long long)(x->r.floor >> 20));
+	return 1;
+}
+
 /* One DATA reply with bytes, or the reason it cannot be taken. */
 static void
 take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 {
 	struct pull *p = x->p;
 	uint64_t end = rq->off + r->len;
+	char msg[300];
 
 	if (r->len > rq->len) {
 		ph_pull_fail(x, PHSYNC_EPROTO, "the server sent more data than asked for");
@@ -174,6 +213,8 @@ take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 	} else if (end > x->r.eof_at) {
 		ph_pull_fail(x, PHSYNC_EREMOTE, "the file changed on the server while it was read "
 		             "(data past the end it reported); not copied, retried next run");
+	} else if (below_floor(x, msg, sizeof(msg))) {
+		ph_pull_fail(x, PHSYNC_EREFUSED, msg);
 	} else if (ph_lio_write(p->lio, x->wf, rq->off, r->data, r->len) != 0) {
 		ph_pull_fail(x, PHSYNC_ENOMEM, "out of memory");
 	} else {
@@ -201,6 +242,11 @@ read_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	x->p->j->busy = x->e->path;
 	if (ph_pull_moot(x, r)) {
 		/* nothing more to do with it */
+	} else if (x->p->fatal) {
+		/* The local disk is full and the run stops: the bytes could not
+		 * be written, and a file without an end (no size listed, or an
+		 * absurd one) would be read forever. */
+		ph_pull_fail(x, x->p->fatal, "no space left on the local disk; not copied");
 	} else if (r->type == PH_FXP_DATA && r->len > 0) {
 		take_data(x, rq, r);
 	} else if (r->type == PH_FXP_DATA ||

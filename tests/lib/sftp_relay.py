@@ -48,6 +48,10 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         A READ of file N whose range holds byte OFFSET gets SSH_FX_FAILURE without reaching
         the server: a file that cannot be read to its end (a card pulled, an I/O error) after
         its first bytes came.
+    "endless": [N...]
+        Every READ of these files is answered by the relay with data (0x5a bytes, at most
+        256 KiB a reply) whatever its offset, never EOF: a file that never ends. With
+        "no_size" a hostile phone streaming bytes forever.
     "hang": {"type": "READ", "name": N}
         Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
         CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
@@ -369,6 +373,13 @@ class Relay:
             self.fired("fail_read", "%s off=%d" % (name, info["off"]))
             del self.requests[rid]
             self.status(rid, FX_FAILURE, "read refused by the relay")
+            return
+
+        if t == READ and name is not None and matches(self.cfg.get("endless", []), name):
+            self.fired_once("endless", "", name, name)
+            del self.requests[rid]
+            n = min(info["len"], 1 << 18)
+            self.to_client += packet(DATA, u32(rid) + s(b"\x5a" * n))
             return
 
         if "attrs_at" in info:
