@@ -19,6 +19,7 @@
 #include "local.h"
 #include "login.h"
 #include "manifest.h"
+#include "psys.h"
 #include "remote.h"
 #include "spec.h"
 #include "ssh.h"
@@ -607,7 +608,7 @@ begin_series(struct bk *b, struct ph_ssh *ssh, const char *src, const char *srca
 	    (rc = ph_state_backup_list(run->state, &recs, &nrecs)) != 0)
 		goto out;
 	full = mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
-	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
+	if (!full && ph_path_access(recs[nrecs - 1].name, 0) != 0) {
 		ph_emit(&run->ev, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
 		             "the series' last archive is gone: this one is a full backup");
 		full = 1;
