@@ -11,7 +11,7 @@ Starts a throwaway sshd (tests/lib/harness.py) and runs the exe (under the
 emulator: Wine) with the server's ssh_config (-F) and a state folder of its
 own (Wine ignores USERPROFILE and LOCALAPPDATA from the environment):
 - status: after a pull, `status --json` lists the pair (success, exit 0, the
-  files done and known); `status PHONE LAPTOP` of the pair says a new phone
+  files done and known, its local folder as Windows names it); `status PHONE LAPTOP` of the pair says a new phone
   file is to be copied (its count and bytes) and copies nothing;
 - backup: the phone folder to a .tar.zst (in a folder with a non-ASCII
   name); verify says it is whole and that a
@@ -73,6 +73,8 @@ def status(exe, cfg, tmp, env):
     check(r.returncode == 0 and len(pairs) == 1, "status --json of the state folder", r)
     p = pairs[0]
     check(p.get("remote", "").endswith(":" + phone), "the pair's remote %r" % p.get("remote"), r)
+    check(unix_path(p.get("local", "")) == os.path.realpath(local), "the pair's local %r"
+          % p.get("local"), r)
     check((p.get("last_result"), p.get("last_exit"), p.get("files_done"), p.get("files_known"),
            p.get("running")) == ("success", 0, done, done, False), "the pair's record %r" % p, r)
     r = run(exe + ["status", "--state-dir", state], env)
