@@ -11,13 +11,15 @@ Starts a throwaway sshd (tests/lib/harness.py) and runs the exe (under the
 emulator: Wine) with the server's ssh_config (-F) and a state folder of its
 own (Wine ignores USERPROFILE and LOCALAPPDATA from the environment):
 - status: after a pull, `status --json` lists the pair (success, exit 0, the
-  files done and known, its local folder as Windows names it); `status PHONE LAPTOP` of the pair says a new phone
-  file is to be copied (its count and bytes) and copies nothing;
-- backup: the phone folder to a .tar.zst (in a folder with a non-ASCII
-  name); verify says it is whole and that a
-  copy with one flipped byte is not; restore into an empty folder gives the
-  phone's bytes and mtimes; GNU tar and bsdtar on Linux read the archive back
-  to the same files (the Windows build writes a normal archive);
+  files done and known, its local folder as Windows names it); `status PHONE
+  LAPTOP` of the pair says a new phone file is to be copied (its count and
+  bytes) and copies nothing;
+- backup: the phone folder to a .tar.zst in a folder with a non-ASCII name;
+  verify says it is whole and that a copy with one flipped byte is not;
+  restore into an empty folder gives the phone's bytes and mtimes; GNU tar and
+  bsdtar on Linux read the archive back to the same files (the Windows build
+  writes a normal archive); an --incremental after an edit and a new file
+  holds those two, and the chain restores to the phone's files;
 - sync: a first two-way run makes the union of both sides, a new file on each
   side then travels (each its way), and a run with no change moves nothing and
   changes nothing on either side.
