@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "phsync/backup.h"
+#include "pfs.h"
 #include "platform.h"
 #include "awrite.h"
 #include "ctx.h"
@@ -438,7 +439,7 @@ prune(struct ph_brun *run, unsigned keep, const char *absdir)
 {
 	struct ph_backup_rec *v;
 	size_t n, i, chains = 0, drop;
-	int rc;
+	int rc, e;
 
 	if (keep == 0)
 		return 0;
@@ -463,7 +464,7 @@ prune(struct ph_brun *run, unsigned keep, const char *absdir)
 			             "folder: not removed");
 			continue;
 		}
-		if (unlink(v[i].name) != 0 && errno != ENOENT) {
+		if ((e = ph_unlinkat(PH_AT_CWD, v[i].name, 0)) != 0 && e != -ENOENT) {
 			ph_emit(&run->ev, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
 			             "--keep: cannot remove this old archive");
 			continue;

@@ -19,7 +19,8 @@ own (Wine ignores USERPROFILE and LOCALAPPDATA from the environment):
   restore into an empty folder gives the phone's bytes and mtimes; GNU tar and
   bsdtar on Linux read the archive back to the same files (the Windows build
   writes a normal archive); an --incremental after an edit and a new file
-  holds those two, and the chain restores to the phone's files;
+  holds those two, and the chain restores to the phone's files; a new full
+  backup with --keep 1 removes the older chain's two archives;
 - sync: a first two-way run makes the union of both sides, a new file on each
   side then travels (each its way), and a run with no change moves nothing and
   changes nothing on either side.
@@ -173,6 +174,16 @@ def backup(exe, cfg, tmp, env):
     check(r.returncode == 0, "the restore of the chain exited %d" % r.returncode, r)
     got = files(dst)
     check(got == files(phone), "the chain restored: %r" % sorted(got), r)
+
+    # A new full backup with --keep 1: the older chain (both archives) goes.
+    r = run(cmd + ["--full", "--keep", "1", "phone:" + phone,
+                   os.path.join(arch, "phone.tar.zst")], env)
+    check(r.returncode == 0, "the backup with --keep 1 exited %d" % r.returncode, r)
+    a3 = unix_path(events(r)[-1].get("archive") or "")
+    pruned = sorted(unix_path(e.get("path", "")) for e in events(r) if e.get("event") == "delete")
+    left = sorted(os.path.join(arch, n) for n in os.listdir(arch))
+    check(pruned == sorted([a, a2]) and left == [a3], "--keep 1 pruned %r and left %r"
+          % (pruned, left), r)
 
 
 def twoway(exe, cfg, tmp, env):
