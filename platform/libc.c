@@ -144,3 +144,11 @@ ph_wide_name(const char *utf8, wchar_t **out)
 	*out = NULL;
 	return -ENOSYS;
 }
+
+int
+ph_narrow_name(const wchar_t *wide, char **out)
+{
+	(void)wide;
+	*out = NULL;
+	return -ENOSYS;
+}

@@ -103,11 +103,15 @@ int ph_realpath(const char *path, char *out, size_t n);
  * ph_utf8_ctype_free frees it. On Windows libraries read byte names in the
  * ANSI code page, so names go to them wide instead: ph_wide_name gives the
  * UTF-8 name as a malloc'd UTF-16 string (0, -EILSEQ, -ENOMEM), and answers
- * -ENOSYS on POSIX, where ph_utf8_ctype_new is NULL on Windows. */
+ * -ENOSYS on POSIX, where ph_utf8_ctype_new is NULL on Windows. Names read
+ * back from such a library come wide the same way: ph_narrow_name gives a
+ * UTF-16 name as a malloc'd UTF-8 string (0, -EILSEQ, -ENOMEM; -ENOSYS on
+ * POSIX, where the library's byte names are the bytes). */
 void *ph_utf8_ctype_new(void);
 void *ph_utf8_ctype_use(void *ctype);
 void ph_utf8_ctype_free(void *ctype);
 int ph_wide_name(const char *utf8, wchar_t **out);
+int ph_narrow_name(const wchar_t *wide, char **out);
 
 /* One piece of a gathered write. */
 struct ph_iov {

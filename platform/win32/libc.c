@@ -202,3 +202,9 @@ ph_wide_name(const char *utf8, wchar_t **out)
 {
 	return ph_win_widen(utf8, out);
 }
+
+int
+ph_narrow_name(const wchar_t *wide, char **out)
+{
+	return ph_win_narrow(wide, out);
+}

@@ -10,12 +10,15 @@
 #include "apath.h"
 #include "aread.h"
 #include "ctx.h"
+#include "platform.h"
 
 struct ph_ar {
 	phsync_ctx *ctx;
 	struct archive *a;
 	const char *name;
 	char path[PH_APATH_MAX];
+	char *uname;               /* the entry's name narrowed from UTF-16 */
+	int wide;                  /* names come wide (Windows: ph_narrow_name) */
 	int n;                     /* entries read */
 	int head_ok, whole_ok;
 	struct ph_manifest head, whole;
@@ -25,6 +28,9 @@ int
 ph_ar_open(phsync_ctx *ctx, const char *path, struct ph_ar **out)
 {
 	struct ph_ar *ar = calloc(1, sizeof(*ar));
+	wchar_t *wpath = NULL;
+	char *probe = NULL;
+	int r;
 
 	*out = NULL;
 	if (ar == NULL || (ar->a = archive_read_new()) == NULL) {
@@ -36,7 +42,17 @@ ph_ar_open(phsync_ctx *ctx, const char *path, struct ph_ar **out)
 	archive_read_support_filter_all(ar->a);
 	archive_read_support_format_tar(ar->a);
 	archive_read_support_format_gnutar(ar->a);
-	if (archive_read_open_filename(ar->a, path, 1 << 16) != ARCHIVE_OK) {
+	/* Windows: libarchive takes and gives byte names in the ANSI code
+	 * page, so the archive's path goes to it wide and the entries' names
+	 * come back wide (entry_name); POSIX: bytes both ways. */
+	ar->wide = ph_narrow_name(L"", &probe) == 0;
+	free(probe);
+	if (ph_wide_name(path, &wpath) == 0)
+		r = archive_read_open_filename_w(ar->a, wpath, 1 << 16);
+	else
+		r = archive_read_open_filename(ar->a, path, 1 << 16);
+	free(wpath);
+	if (r != ARCHIVE_OK) {
 		int e = archive_errno(ar->a);
 		int rc = ph_err(ctx, e == ENOENT ? PHSYNC_ENOENT : e > 0 ? ph_err_from_errno(e) :
 		                PHSYNC_ECORRUPT, "%s: %s", path, archive_error_string(ar->a));
@@ -47,6 +63,23 @@ ph_ar_open(phsync_ctx *ctx, const char *path, struct ph_ar **out)
 	}
 	*out = ar;
 	return 0;
+}
+
+/* The entry's name as UTF-8: wide and narrowed where libarchive's byte
+ * names are in another code page (Windows), else its bytes (the C locale
+ * keeps them as they are). NULL when it cannot be read. */
+static const char *
+entry_name(struct ph_ar *ar, struct archive_entry *ae)
+{
+	const wchar_t *w;
+
+	free(ar->uname);
+	ar->uname = NULL;
+	if (!ar->wide)
+		return archive_entry_pathname(ae);
+	if ((w = archive_entry_pathname_w(ae)) == NULL || ph_narrow_name(w, &ar->uname) != 0)
+		return NULL;
+	return ar->uname;
 }
 
 /* Checks and normalizes name into ar->path (apath.h). Returns NULL or
@@ -131,7 +164,7 @@ ph_ar_next(struct ph_ar *ar, struct ph_ar_entry *e)
 	ar->n++;
 	if (ar->whole_ok)
 		return ph_err(ar->ctx, PHSYNC_ECORRUPT, "%s: entries after its manifest", ar->name);
-	name = archive_entry_pathname(ae);
+	name = entry_name(ar, ae);
 	e->size = archive_entry_size_is_set(ae) && archive_entry_size(ae) > 0 ?
 	          (uint64_t)archive_entry_size(ae) : 0;
 	e->mtime = archive_entry_mtime(ae);
@@ -208,5 +241,6 @@ ph_ar_close(struct ph_ar *ar)
 	archive_read_free(ar->a);
 	ph_mf_free(&ar->head);
 	ph_mf_free(&ar->whole);
+	free(ar->uname);
 	free(ar);
 }

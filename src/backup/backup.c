@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "phsync/backup.h"
+#include "pfs.h"
 #include "platform.h"
 #include "awrite.h"
 #include "ctx.h"
@@ -19,6 +20,7 @@
 #include "local.h"
 #include "login.h"
 #include "manifest.h"
+#include "psys.h"
 #include "remote.h"
 #include "spec.h"
 #include "ssh.h"
@@ -437,7 +439,7 @@ prune(struct ph_brun *run, unsigned keep, const char *absdir)
 {
 	struct ph_backup_rec *v;
 	size_t n, i, chains = 0, drop;
-	int rc;
+	int rc, e;
 
 	if (keep == 0)
 		return 0;
@@ -462,7 +464,7 @@ prune(struct ph_brun *run, unsigned keep, const char *absdir)
 			             "folder: not removed");
 			continue;
 		}
-		if (unlink(v[i].name) != 0 && errno != ENOENT) {
+		if ((e = ph_unlinkat(PH_AT_CWD, v[i].name, 0)) != 0 && e != -ENOENT) {
 			ph_emit(&run->ev, PHSYNC_EV_WARNING, v[i].name, NULL, 0, PHSYNC_EIO,
 			             "--keep: cannot remove this old archive");
 			continue;
@@ -607,7 +609,7 @@ begin_series(struct bk *b, struct ph_ssh *ssh, const char *src, const char *srca
 	    (rc = ph_state_backup_list(run->state, &recs, &nrecs)) != 0)
 		goto out;
 	full = mode != PHSYNC_BACKUP_INCREMENTAL || nrecs == 0;
-	if (!full && access(recs[nrecs - 1].name, F_OK) != 0) {
+	if (!full && ph_path_access(recs[nrecs - 1].name, 0) != 0) {
 		ph_emit(&run->ev, PHSYNC_EV_WARNING, recs[nrecs - 1].name, NULL, 0, PHSYNC_ENOENT,
 		             "the series' last archive is gone: this one is a full backup");
 		full = 1;

@@ -22,6 +22,7 @@
 #include "pfs.h"
 #include "platform.h"
 #include "pset.h"
+#include "psys.h"
 #include "tempname.h"
 
 #define ZBUF 65536
@@ -699,9 +700,11 @@ phsync_restore(phsync_ctx *ctx, const char *const *archives, size_t n, const cha
 		rc = ph_err(ctx, PHSYNC_EINVAL, "no archive to restore");
 		goto out;
 	}
+	/* ph_path_access: access(2) on POSIX; on Windows access() reads the
+	 * name in the ANSI code page, the platform's takes any UTF-8 name. */
 	for (i = 0; i < n; i++)
-		if (access(archives[i], R_OK) != 0) {
-			rc = ph_err(ctx, ph_err_from_errno(errno), "%s: %s", archives[i], strerror(errno));
+		if ((rc = ph_path_access(archives[i], 1)) != 0) {
+			rc = ph_err(ctx, ph_err_from_errno(-rc), "%s: %s", archives[i], strerror(-rc));
 			goto out;
 		}
 	/* The whole chain in order before a byte is written. */

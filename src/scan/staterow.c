@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "psys.h"
 #include "staterow.h"
 #include "tempname.h"
 #include "tree.h"
@@ -67,7 +68,9 @@ ph_staterow_archive_ok(const char *name, const char *dir)
 {
 	size_t dl, nl;
 
-	if (name == NULL || dir == NULL || dir[0] != '/')
+	/* dir is the folder's real path: from '/' on POSIX, Z:\dir on Windows
+	 * (ph_path_absolute); backup.c joins the name to it with '/'. */
+	if (name == NULL || dir == NULL || !ph_path_absolute(dir))
 		return 0;
 	dl = strlen(dir);
 	while (dl > 0 && dir[dl - 1] == '/')

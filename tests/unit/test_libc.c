@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 #include <cmocka.h>
 
 #include "phsync/error.h"
@@ -214,6 +215,40 @@ test_set_atime_mtime(void **state)
 	assert_int_equal(ph_unlinkat(PH_AT_CWD, p, PH_AT_REMOVEDIR), 0);
 }
 
+/* Names to and from libraries that convert them (libarchive): on Windows
+ * UTF-8 to UTF-16 and back exactly (a surrogate pair among them), an
+ * unpaired surrogate refused; on POSIX neither is needed (-ENOSYS, NULL). */
+static void
+test_wide_names(void **state)
+{
+	static const wchar_t bad[] = { 0xd800, L'x', 0 };
+	static const wchar_t want[] = { 0xe9, L't', 0xe9, L' ', 0x65e5, L'/', 0xd83d, 0xde00,
+	                                L'.', L'j', L'p', L'g', 0 };
+	const char *name = "\xc3\xa9t\xc3\xa9 \xe6\x97\xa5/\xf0\x9f\x98\x80.jpg";
+	wchar_t *w = (wchar_t *)1;
+	char *s = (char *)1;
+
+	(void)state;
+#ifdef _WIN32
+	assert_int_equal(ph_wide_name(name, &w), 0);
+	assert_true(wcscmp(w, want) == 0);
+	assert_int_equal(ph_narrow_name(w, &s), 0);
+	assert_string_equal(s, name);
+	free(w);
+	free(s);
+	assert_int_equal(ph_narrow_name(bad, &s), -EILSEQ);
+	assert_null(s);
+	assert_int_equal(ph_wide_name("\xff\xfe", &w), -EILSEQ);
+	assert_null(w);
+#else
+	(void)want;
+	assert_int_equal(ph_wide_name(name, &w), -ENOSYS);
+	assert_null(w);
+	assert_int_equal(ph_narrow_name(bad, &s), -ENOSYS);
+	assert_null(s);
+#endif
+}
+
 int
 main(void)
 {
@@ -225,6 +260,7 @@ main(void)
 		cmocka_unit_test(test_strndup_printf),
 		cmocka_unit_test(test_nofile_limit),
 		cmocka_unit_test(test_set_atime_mtime),
+		cmocka_unit_test(test_wide_names),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

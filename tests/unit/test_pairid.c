@@ -309,6 +309,17 @@ test_row_names(void **state)
 	assert_false(ph_staterow_archive_ok("/bx/x.tar", "/b"));
 	assert_false(ph_staterow_archive_ok("/home/u/photo.jpg", "/b"));
 	assert_false(ph_staterow_archive_ok("/b/", "/b"));
+	/* Windows: the series' folder as its real path names it (a drive),
+	 * the archive's name joined with '/' (backup.c); a '\\' in the name is
+	 * a separator there, refused as on POSIX. */
+#ifdef _WIN32
+	assert_true(ph_staterow_archive_ok("Z:\\b/dcim-1.tar", "Z:\\b"));
+	assert_true(ph_staterow_archive_ok("C:/b/dcim-1.tar", "C:/b"));
+#else
+	assert_false(ph_staterow_archive_ok("Z:\\b/dcim-1.tar", "Z:\\b"));
+#endif
+	assert_false(ph_staterow_archive_ok("Z:\\b/..\\x.tar", "Z:\\b"));
+	assert_false(ph_staterow_archive_ok("Z:\\bx/x.tar", "Z:\\b"));
 }
 
 int
