@@ -13,7 +13,12 @@ own, as a Windows user would:
   from inotify) arrives on the phone with its bytes and mtime, and then an
   edit of it; Ctrl-C (SIGINT to the Wine process, which Wine hands to the
   console handlers as CTRL_C_EVENT: libuv's uv_signal) stops it with status
-  0 and no temporary file left on the phone.
+  0 and no temporary file left on the phone;
+- `daemon -c FILE` with one pull pair: the phone's file is pulled by the
+  first run, new photos and a new folder on the phone by the poll (every
+  second: SFTP has no notifications); a second daemon on the same config
+  finds the lock (LockFileEx) held and exits 1; Ctrl-C stops the first
+  with status 0, no temporary file left on the laptop.
 Every wait is on a condition (the bytes on disk, a line on stderr) with a
 generous deadline; nothing depends on how fast Wine runs. Exits 0 when every
 check holds, 1 with what differed.
@@ -155,6 +160,45 @@ def push_watch(exe, srv, tmp, env):
                      % (sorted(files(phone)), sorted(files(local))))
 
 
+def daemon_pull(exe, srv, tmp, env):
+    phone = os.path.join(tmp, "phone-dcim")
+    local = os.path.join(tmp, "pictures")
+    conf = os.path.join(tmp, "phsync.conf")
+    harness.write_file(os.path.join(phone, "IMG_0.jpg"), b"photo 0", mtime=T0)
+    with open(conf, "w") as f:
+        f.write("[defaults]\nssh-config = %s\nstate-dir = %s\ninterval = 1\n\n"
+                "[photos]\ndirection = pull\nremote = phone:%s\nlocal = %s\n"
+                % (srv.config, os.path.join(tmp, "dstate"), phone, local))
+    d = Bg(exe + ["daemon", "-c", conf], env)
+    try:
+        d.wait_line(r"^phsync: photos: watching ")
+        d.wait_for(lambda: arrived(os.path.join(local, "IMG_0.jpg"), b"photo 0", T0),
+                   "IMG_0.jpg pulled by the first run")
+        # The phone is polled every interval: a new photo and a new folder come down.
+        harness.write_file(os.path.join(phone, "IMG_1.jpg"), b"photo 1" * 1000, mtime=T0 + 1)
+        harness.write_file(os.path.join(phone, "Trip", "IMG_2.jpg"), b"photo 2", mtime=T0 + 2)
+        d.wait_for(lambda: arrived(os.path.join(local, "IMG_1.jpg"), b"photo 1" * 1000, T0 + 1)
+                   and arrived(os.path.join(local, "Trip", "IMG_2.jpg"), b"photo 2", T0 + 2),
+                   "the phone's new photos pulled by the poll")
+        # One daemon per config: a second one finds the lock (LockFileEx) held.
+        r = subprocess.run(exe + ["daemon", "-c", conf], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 1 or "another phsync daemon already runs" not in err:
+            raise Failed("a second daemon on the same config exited %d:\n%s"
+                         % (r.returncode, err))
+        code = d.interrupt()
+    finally:
+        d.kill()
+    if code != 0 or not re.search(r"^phsync: SIGINT: stopping", d.text(), re.M):
+        raise Failed("the daemon exited %d on Ctrl-C:\n%s" % (code, d.text()[-4000:]))
+    if harness.leftovers(local):
+        raise Failed("temporary files left on the laptop: %r" % harness.leftovers(local))
+    if files(local) != files(phone):
+        raise Failed("the laptop's files %r are not the phone's %r"
+                     % (sorted(files(local)), sorted(files(phone))))
+
+
 def main(argv):
     if len(argv) < 1:
         sys.stderr.write(__doc__)
@@ -164,6 +208,7 @@ def main(argv):
     with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
         try:
             push_watch(list(argv), srv, tmp, env)
+            daemon_pull(list(argv), srv, tmp, env)
         except Failed as e:
             sys.stderr.write("watch_loop: %s\nthe server's log:\n%s\n"
                              % (e, srv.log_text()[-3000:]))
