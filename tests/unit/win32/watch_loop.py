@@ -17,7 +17,8 @@ own, as a Windows user would:
 - `daemon -c FILE` with one pull pair: the phone's file is pulled by the
   first run, new photos and a new folder on the phone by the poll (every
   second: SFTP has no notifications); a second daemon on the same config
-  finds the lock (LockFileEx) held and exits 1; Ctrl-C stops the first
+  finds the lock (LockFileEx) held and exits 1, naming the config as
+  Windows spells it (Z:\\tmp\\..., its backslashes not escaped); Ctrl-C stops the first
   with status 0, no temporary file left on the laptop.
 Every wait is on a condition (the bytes on disk, a line on stderr) with a
 generous deadline; nothing depends on how fast Wine runs. Exits 0 when every
@@ -187,6 +188,10 @@ def daemon_pull(exe, srv, tmp, env):
         if r.returncode != 1 or "another phsync daemon already runs" not in err:
             raise Failed("a second daemon on the same config exited %d:\n%s"
                          % (r.returncode, err))
+        # Its message names the config by its Windows path, backslashes as they are.
+        shown = "Z:" + conf.replace("/", "\\")
+        if "runs on %s (pid " % shown not in err:
+            raise Failed("the second daemon's message does not name %s:\n%s" % (shown, err))
         code = d.interrupt()
     finally:
         d.kill()
