@@ -13,7 +13,8 @@ own, as a Windows user would:
   from inotify) arrives on the phone with its bytes and mtime, and then an
   edit of it; Ctrl-C (SIGINT to the Wine process, which Wine hands to the
   console handlers as CTRL_C_EVENT: libuv's uv_signal) stops it with status
-  0 and no temporary file left on the phone;
+  0 and no temporary file left on the phone; so does Ctrl-C once a run for a
+  48 MB file began (the file is whole on the phone or not there);
 - `daemon -c FILE` with one pull pair: the phone's file is pulled by the
   first run, new photos and a new folder on the phone by the poll (every
   second: SFTP has no notifications); a second daemon on the same config
@@ -161,6 +162,30 @@ def push_watch(exe, srv, tmp, env):
                      % (sorted(files(phone)), sorted(files(local))))
 
 
+def stop_in_flight(exe, srv, tmp, env):
+    """Ctrl-C once a run for a large new file began: the file in flight is
+    finished or abandoned, never left half under its name or as a temp file."""
+    phone = os.path.join(tmp, "phone")
+    local = os.path.join(tmp, "laptop")
+    w = Bg(exe + ["push", "--watch", "-v", "-F", srv.config, "--state-dir",
+                  os.path.join(tmp, "state"), local, "phone:" + phone], env)
+    try:
+        w.wait_line(r": watching ")
+        data = os.urandom(48 << 20)
+        harness.write_file(os.path.join(local, "VID_1.mp4"), data, mtime=T0 + 240)
+        w.wait_line(r"change\(s\): VID_1\.mp4")
+        code = w.interrupt()
+    finally:
+        w.kill()
+    if code != 0 or not re.search(r"^phsync: SIGINT: stopping", w.text(), re.M):
+        raise Failed("push --watch exited %d on Ctrl-C in a run:\n%s" % (code, w.text()[-4000:]))
+    if harness.leftovers(phone):
+        raise Failed("temporary files left on the phone: %r" % harness.leftovers(phone))
+    got = read_or_none(os.path.join(phone, "VID_1.mp4"))
+    if got is not None and got != data:
+        raise Failed("VID_1.mp4 on the phone is %d bytes of %d" % (len(got), len(data)))
+
+
 def daemon_pull(exe, srv, tmp, env):
     phone = os.path.join(tmp, "phone-dcim")
     local = os.path.join(tmp, "pictures")
@@ -213,6 +238,7 @@ def main(argv):
     with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
         try:
             push_watch(list(argv), srv, tmp, env)
+            stop_in_flight(list(argv), srv, tmp, env)
             daemon_pull(list(argv), srv, tmp, env)
         except Failed as e:
             sys.stderr.write("watch_loop: %s\nthe server's log:\n%s\n"
