@@ -14,7 +14,7 @@ own, as a Windows user would:
   edit of it; Ctrl-C (SIGINT to the Wine process, which Wine hands to the
   console handlers as CTRL_C_EVENT: libuv's uv_signal) stops it with status
   0 and no temporary file left on the phone; so does Ctrl-C once a run for a
-  48 MB file began (the file is whole on the phone or not there);
+  12 MB file began (the file whole on the phone or not there, no temp);
 - `daemon -c FILE` with one pull pair: the phone's file is pulled by the
   first run, new photos and a new folder on the phone by the poll (every
   second: SFTP has no notifications); a second daemon on the same config
@@ -163,15 +163,17 @@ def push_watch(exe, srv, tmp, env):
 
 
 def stop_in_flight(exe, srv, tmp, env):
-    """Ctrl-C once a run for a large new file began: the file in flight is
-    finished or abandoned, never left half under its name or as a temp file."""
+    """Ctrl-C once a run for a 12 MB file began: the file in flight is
+    finished or abandoned, its temp removed (under PH_PUSH_RESUME_MIN, 16
+    MiB: a larger cut file keeps its temp for the next run to resume), never
+    left half under its name."""
     phone = os.path.join(tmp, "phone")
     local = os.path.join(tmp, "laptop")
     w = Bg(exe + ["push", "--watch", "-v", "-F", srv.config, "--state-dir",
                   os.path.join(tmp, "state"), local, "phone:" + phone], env)
     try:
         w.wait_line(r": watching ")
-        data = os.urandom(48 << 20)
+        data = os.urandom(12 << 20)
         harness.write_file(os.path.join(local, "VID_1.mp4"), data, mtime=T0 + 240)
         w.wait_line(r"change\(s\): VID_1\.mp4")
         code = w.interrupt()
