@@ -5,6 +5,7 @@
 
 #include "phsync/phsync.h"
 #include "escape.h"
+#include "pfs.h"
 
 /* Length of a valid UTF-8 sequence at p (max n bytes), 0 if invalid. */
 static size_t
@@ -56,7 +57,10 @@ ph_escape(char *buf, size_t len, const char *s)
 	while (*p && o + 5 < len) {
 		size_t k = utf8_len(p, n);
 
-		if (k == 1 && *p >= 0x20 && *p != 0x7f && *p != '\\') {
+		/* '\\' is escaped so that an escape cannot be faked, except
+		 * where it separates a path's components (Windows): a path
+		 * reads C:\Users\..., not C:\x5cUsers\x5c... */
+		if (k == 1 && *p >= 0x20 && *p != 0x7f && (*p != '\\' || ph_path_sep('\\'))) {
 			buf[o++] = (char)*p;
 		} else if (k > 1) {
 			if (o + k + 1 > len)

@@ -118,8 +118,11 @@ pf_acked_prefix(const struct pfile *f)
 void
 pf_resume_cut(struct pfile *f, int err)
 {
+	/* Nothing acknowledged yet: nothing to go on from (pf_resume_free
+	 * would drop the record and leave the temp known to no run). */
 	if (f->rs.acked != NULL && f->p->j->state != NULL && (f->silent || err == PHSYNC_EINTR) &&
-	    (f->mode == PM_RESUME || (f->tmp_made && f->state == PF_WRITING)))
+	    (f->mode == PM_RESUME || (f->tmp_made && f->state == PF_WRITING)) &&
+	    pf_acked_prefix(f) > 0)
 		f->rs.keep = 1;
 }
 
