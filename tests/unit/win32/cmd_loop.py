@@ -31,12 +31,11 @@ files go when it ends.
 import os
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 import harness  # noqa: E402
-from pull_loop import Failed, check, events, files, run  # noqa: E402
+from pull_loop import Failed, check, events, files, run, run_steps  # noqa: E402
 
 T0 = 1700000000
 PHONE = {"DCIM/IMG_1.jpg": b"\xff\xd8\xff\xe0" + bytes((i * 7 + 3) & 0xFF for i in range(200000)),
@@ -60,7 +59,8 @@ def fill(root, tree, mtime):
         harness.write_file(os.path.join(root, rel), data, mtime=mtime)
 
 
-def status(exe, cfg, tmp, env):
+def status(exe, srv, tmp, env):
+    cfg = srv.config
     phone = os.path.join(tmp, "phone")
     local = os.path.join(tmp, "laptop")
     state = os.path.join(tmp, "state")
@@ -122,7 +122,8 @@ def extract(tool, archive, out):
     return files(out)
 
 
-def backup(exe, cfg, tmp, env):
+def backup(exe, srv, tmp, env):
+    cfg = srv.config
     phone = os.path.join(tmp, "phone")
     arch = os.path.join(tmp, "sauvegardes été")
     os.makedirs(arch)
@@ -186,7 +187,8 @@ def backup(exe, cfg, tmp, env):
           % (pruned, left), r)
 
 
-def twoway(exe, cfg, tmp, env):
+def twoway(exe, srv, tmp, env):
+    cfg = srv.config
     phone = os.path.join(tmp, "phone2")
     local = os.path.join(tmp, "laptop2")
     os.makedirs(local)
@@ -221,21 +223,7 @@ def twoway(exe, cfg, tmp, env):
 
 
 def main(argv):
-    if len(argv) < 1:
-        sys.stderr.write(__doc__)
-        return 2
-    exe = list(argv)
-    env = dict(os.environ)
-    env.setdefault("WINEDEBUG", "-all")
-    with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
-        for step in (status, backup, twoway):
-            try:
-                step(exe, srv.config, tmp, env)
-            except Failed as e:
-                sys.stderr.write("cmd_loop %s: %s\nthe server's log:\n%s\n"
-                                 % (step.__name__, e, srv.log_text()[-3000:]))
-                return 1
-    return 0
+    return run_steps("cmd_loop", __doc__, (status, backup, twoway), argv)
 
 
 if __name__ == "__main__":

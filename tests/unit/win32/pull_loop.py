@@ -45,13 +45,22 @@ def check(cond, what, r=None):
                                 r.stderr.decode(errors="replace"))))
 
 
+def read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def files(root):
+    """{relative path: (bytes, mtime)} of every file under root (bytes None for a file that
+    went while it was read: a watcher may be writing)."""
     out = {}
     for dp, _dn, fn in os.walk(root):
         for n in fn:
             p = os.path.join(dp, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, root)] = (f.read(), int(os.stat(p).st_mtime))
+            out[os.path.relpath(p, root)] = (read_or_none(p), int(os.stat(p).st_mtime))
     return out
 
 
@@ -104,20 +113,28 @@ def loop(exe, srv, tmp, env):
         check(os.path.exists(os.path.join(phone, rel)), "the phone lost " + rel, r)
 
 
-def main(argv):
+def run_steps(name, doc, steps, argv):
+    """The loops' main: argv is [EMULATOR...] PHSYNC_EXE; one throwaway sshd and folder for
+    all the steps, each called as step(exe, srv, tmp, env); 0, 1 naming the step that failed
+    (with the server's log), 2 without an exe."""
     if len(argv) < 1:
-        sys.stderr.write(__doc__)
+        sys.stderr.write(doc)
         return 2
     env = dict(os.environ)
     env.setdefault("WINEDEBUG", "-all")
     with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
-        try:
-            loop(list(argv), srv, tmp, env)
-        except Failed as e:
-            sys.stderr.write("pull_loop: %s\nthe server's log:\n%s\n"
-                             % (e, srv.log_text()[-3000:]))
-            return 1
+        for step in steps:
+            try:
+                step(list(argv), srv, tmp, env)
+            except Failed as e:
+                sys.stderr.write("%s %s: %s\nthe server's log:\n%s\n"
+                                 % (name, step.__name__, e, srv.log_text()[-3000:]))
+                return 1
     return 0
+
+
+def main(argv):
+    return run_steps("pull_loop", __doc__, [loop], argv)
 
 
 if __name__ == "__main__":

@@ -31,42 +31,20 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 import harness  # noqa: E402
+from pull_loop import Failed, files, read_or_none, run_steps  # noqa: E402
 
 T0 = 1700000000
 DEADLINE = 120  # Wine starts slowly; a wait that passes returns at once
 
 
-class Failed(Exception):
-    pass
-
-
-def read_or_none(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def arrived(path, data, mtime):
     return read_or_none(path) == data and int(os.stat(path).st_mtime) == mtime
-
-
-def files(root):
-    """{relative path: (bytes, mtime)} of every file under root."""
-    out = {}
-    for dp, _dn, fn in os.walk(root):
-        for n in fn:
-            p = os.path.join(dp, n)
-            out[os.path.relpath(p, root)] = (read_or_none(p), int(os.stat(p).st_mtime))
-    return out
 
 
 class Bg:
@@ -232,21 +210,7 @@ def daemon_pull(exe, srv, tmp, env):
 
 
 def main(argv):
-    if len(argv) < 1:
-        sys.stderr.write(__doc__)
-        return 2
-    env = dict(os.environ)
-    env.setdefault("WINEDEBUG", "-all")
-    with harness.SshServer() as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
-        try:
-            push_watch(list(argv), srv, tmp, env)
-            stop_in_flight(list(argv), srv, tmp, env)
-            daemon_pull(list(argv), srv, tmp, env)
-        except Failed as e:
-            sys.stderr.write("watch_loop: %s\nthe server's log:\n%s\n"
-                             % (e, srv.log_text()[-3000:]))
-            return 1
-    return 0
+    return run_steps("watch_loop", __doc__, (push_watch, stop_in_flight, daemon_pull), argv)
 
 
 if __name__ == "__main__":
