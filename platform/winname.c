@@ -39,6 +39,11 @@ reserved(const char *name, size_t len)
 
 	while (n > 0 && name[n - 1] == ' ')
 		n--;
+	/* Every device name is 3 (CON) to 7 (CONOUT$) bytes and begins with
+	 * one of these letters: a pull asks this of every listed name, and
+	 * most are answered here. */
+	if (n < 3 || n > 7 || strchr("CPANL", upper((unsigned char)name[0])) == NULL)
+		return 0;
 	for (i = 0; i < sizeof(devices) / sizeof(devices[0]); i++)
 		if (same(name, n, devices[i]))
 			return 1;
