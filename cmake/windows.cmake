@@ -137,6 +137,17 @@ if(INIH_FOUND)
 endif()
 add_dependencies(phsync_win_all phsync)
 
+# The phone's static helpers (Linux programs, cmake/helpers.cmake) in helpers/
+# beside phsync.exe, where it looks for them, and so in the zip: a Windows
+# laptop brings the helper to a phone without phsync as a Linux one does.
+# all by default: the phones are aarch64 and armv7 (build-windows.sh installs
+# their cross compilers).
+set(PHSYNC_HELPERS all CACHE STRING "Static remote helpers to build: native, all or off")
+include(${CMAKE_SOURCE_DIR}/cmake/helpers.cmake)
+if(PH_HELPER_TARGETS)
+  add_dependencies(phsync ${PH_HELPER_TARGETS})
+endif()
+
 if(BUILD_TESTING)
   # scripts/build-windows.sh builds cmocka into the prefix with the libraries.
   pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)

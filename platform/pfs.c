@@ -23,6 +23,12 @@ ph_path_sep(int c)
 }
 
 int
+ph_open_blocks_replace(void)
+{
+	return 0;
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

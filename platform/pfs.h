@@ -85,6 +85,11 @@ int ph_mkdirat(int dirfd, const char *name, unsigned mode);
  * holds either file, then -EBUSY or -EACCES with both files as they were.
  * platform.h's ph_rename_noreplace is the form that never replaces. */
 int ph_renameat(int fromdir, const char *from, int todir, const char *to);
+/* 1 where a rename cannot replace a file this process still holds open
+ * (Windows: MoveFileEx refuses such a target, whatever its sharing), so the
+ * old copy's descriptors must be closed first; 0 on POSIX, where an open
+ * old copy is kept to free its blocks off the replacing thread. */
+int ph_open_blocks_replace(void);
 
 /* Makes a rename or create in the folder dirfd durable: fsync of the folder
  * on POSIX; 0 on Windows, where MOVEFILE_WRITE_THROUGH and the file's own

@@ -339,7 +339,7 @@ fi
 
 step "configuring phsync for Windows in $OUT"
 cmake -S "$ROOT" -B "$OUT" -G Ninja "-DCMAKE_TOOLCHAIN_FILE=$TC" "-DPHSYNC_WIN_PREFIX=$PREFIX" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHSYNC_WERROR=ON -DPHSYNC_HELPERS=off -DPHSYNC_TESTS_REQUIRED=ON
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPHSYNC_WERROR=ON -DPHSYNC_HELPERS=all -DPHSYNC_TESTS_REQUIRED=ON
 step "building the Windows targets"
 cmake --build "$OUT" -j"$JOBS" --target phsync_win_all
 if [ -f "$OUT/phsync.exe" ]; then

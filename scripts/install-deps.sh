@@ -44,6 +44,8 @@ WINDOWS_PKGS=(
   cmake ninja-build make pkg-config dpkg-dev tcl xz-utils
   wine wine64
   groff-base                                # the man pages as text in the zip (scripts/win-package.py)
+  gcc libc6-dev libxxhash-dev               # the phone helpers in the zip (Linux programs, cmake/helpers.cmake) ...
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross   # ... for phones
 )
 
 SUDO=

@@ -10,7 +10,9 @@ BUILD_DIR holds phsync.exe; the zip is written there. In it: phsync.exe
 information stays in the build), README.txt (docs/README-windows.txt),
 phsync-daemon-task.xml (examples/, in UTF-16 with a byte-order mark, as Task
 Scheduler exports its tasks), the man pages rendered as text by groff
-(man/NAME.txt), LICENSE.txt. Text files get Windows line ends. The entries'
+(man/NAME.txt), LICENSE.txt, and the phone helpers the build made
+(helpers/phsync-helper-ARCH, static Linux programs phsync.exe brings to a
+phone without phsync). Text files get Windows line ends. The entries'
 times are the source's last commit (SOURCE_DATE_EPOCH when set), so the zip
 is the same for the same sources. Prints the zip's path.
 """
@@ -83,6 +85,17 @@ def main(argv):
                         crlf(man_text(os.path.join(ROOT, "docs", p)))))
     with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
         entries.append(("LICENSE.txt", crlf(f.read())))
+    # The phone helpers (Linux programs the build made with PHSYNC_HELPERS, in helpers/
+    # beside the exe, where phsync.exe looks for them: src/session/bootstrap.c).
+    hdir = os.path.join(out, "helpers")
+    helpers = sorted(n for n in os.listdir(hdir) if n.startswith("phsync-helper-")) \
+        if os.path.isdir(hdir) else []
+    if not helpers:
+        sys.stderr.write("win-package.py: no phone helpers in %s (PHSYNC_HELPERS=off?): "
+                         "phsync.exe will use a helper only where the phone has phsync\n" % hdir)
+    for n in helpers:
+        with open(os.path.join(hdir, n), "rb") as f:
+            entries.append(("helpers/" + n, f.read()))
 
     name = "phsync-%s-win64" % version
     path = os.path.join(out, name + ".zip")
@@ -91,7 +104,7 @@ def main(argv):
         for rel, data in entries:
             info = zipfile.ZipInfo("%s/%s" % (name, rel), date_time=stamp)
             info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
+            info.external_attr = (0o755 if rel.startswith("helpers/") else 0o644) << 16
             z.writestr(info, data)
     os.replace(part, path)
     print(path)

@@ -115,6 +115,12 @@ ph_path_sep(int c)
 }
 
 int
+ph_open_blocks_replace(void)
+{
+	return 1;
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	return ph_win_dir_open(path);

@@ -54,9 +54,13 @@ helper_dir(char *dir, size_t n)
 		return 0;
 	}
 	if (ph_exe_path(exe, sizeof(exe)) == 0) {
-		char *slash;
+		char *slash = NULL, *c;
 
-		if ((slash = strrchr(exe, '/')) != NULL) {
+		/* The program's folder: the last separator (Windows: '\\' too). */
+		for (c = exe; *c != '\0'; c++)
+			if (ph_path_sep((unsigned char)*c))
+				slash = c;
+		if (slash != NULL) {
 			*slash = '\0';
 			if ((size_t)snprintf(dir, n, "%s/helpers", exe) < n && is_dir(dir))
 				return 0;

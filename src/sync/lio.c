@@ -224,6 +224,10 @@ place(struct ph_lio_file *f, int sync_err)
 			f->err = land_beside(f);
 		}
 	} else if (f->err == 0) {
+		if (f->basis >= 0 && ph_open_blocks_replace()) {
+			ph_close(f->basis); /* the delta's old copy, replaced now */
+			f->basis = -1;
+		}
 		f->err = ph_renameat(f->dirfd, f->tmp, f->dirfd, f->final);
 	}
 	if (f->err != 0)

@@ -160,6 +160,7 @@ ph_pull_delta_complete(struct xfer *x)
 	x->wf->check_hash = 1;
 	memcpy(x->wf->want_hash, x->d.hash, 16);
 	x->wf->matched = x->matched;
+	ph_pull_basis_done(x);
 	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
 	x->wf = NULL;
 	ph_pull_state(x, PH_XS_DONE);

@@ -145,6 +145,7 @@ int ph_pull_issue(struct xfer *x);
 void ph_pull_go_whole(struct xfer *x);
 int ph_pull_want_more(const struct xfer *x);
 void ph_pull_free(struct xfer *x);
+void ph_pull_basis_done(struct xfer *x);
 
 /* pull_whole.c: plain reads */
 int ph_pull_whole_want(const struct xfer *x);

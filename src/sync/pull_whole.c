@@ -144,6 +144,7 @@ ph_pull_whole_complete(struct xfer *x)
 	x->h.len = 0;
 	x->wf->expect = x->r.got;
 	x->wf->matched = x->matched;
+	ph_pull_basis_done(x);
 	ph_lio_finish(p->lio, x->wf, PH_LIO_COMMIT);
 	x->wf = NULL;
 	ph_pull_state(x, PH_XS_DONE);

@@ -10,6 +10,7 @@
 
 #include "cfdelta.h"
 #include "ctx.h"
+#include "pfs.h"
 #include "pull_int.h"
 #include "reap.h"
 
@@ -132,6 +133,18 @@ ph_pull_fail(struct xfer *x, int err, const char *msg)
 		return;
 	p->j->st.files_failed++;
 	ph_job_event(p->j, PHSYNC_EV_FILE_FAILED, x->e->path, NULL, x->e->size, err, msg);
+}
+
+/* x's new file is handed over to be placed: the network thread's reference
+ * to the old copy is kept to the end where a rename may replace an open
+ * file (ph_pull_free), closed now where it may not (Windows). */
+void
+ph_pull_basis_done(struct xfer *x)
+{
+	if (x->basis >= 0 && ph_open_blocks_replace()) {
+		ph_close(x->basis);
+		x->basis = -1;
+	}
 }
 
 /* Frees x (its slot taken by the last active file). */

@@ -5,8 +5,10 @@ would meet it:
 
     python3 zip_check.py ZIP [EMULATOR...]
 
-- it holds exactly phsync.exe, README.txt, phsync-daemon-task.xml, LICENSE.txt
-  and one man/NAME.txt per man page of docs/, under one top folder;
+- it holds exactly phsync.exe, README.txt, phsync-daemon-task.xml, LICENSE.txt,
+  one man/NAME.txt per man page of docs/ and the phone helpers
+  helpers/phsync-helper-{x86_64,aarch64,armv7} (static ELF programs for those
+  machines), under one top folder;
 - the text files have Windows line ends, the man pages are plain text (no
   groff overstrikes nor escapes);
 - the task XML is UTF-16 with a byte-order mark, a Task Scheduler task that
@@ -18,6 +20,7 @@ Exits 0, or 1 saying what differed.
 """
 
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +42,29 @@ def schtasks(emu, args, env):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
 
 
+# The phones' architectures and their ELF e_machine (build-windows.sh builds all three).
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "armv7": 40}
+
+
+def check_helper(arch, machine, elf):
+    """A static Linux program for arch: ELF, the machine, no program interpreter."""
+    if elf[:4] != b"\x7fELF" or elf[5] != 1:
+        fail("helpers/phsync-helper-%s is not a little-endian ELF file" % arch)
+    wide = elf[4] == 2
+    if struct.unpack_from("<H", elf, 18)[0] != machine:
+        fail("helpers/phsync-helper-%s is for ELF machine %d, not %d"
+             % (arch, struct.unpack_from("<H", elf, 18)[0], machine))
+    if wide:
+        phoff, = struct.unpack_from("<Q", elf, 32)
+        phentsize, phnum = struct.unpack_from("<HH", elf, 54)
+    else:
+        phoff, = struct.unpack_from("<I", elf, 28)
+        phentsize, phnum = struct.unpack_from("<HH", elf, 42)
+    for i in range(phnum):
+        if struct.unpack_from("<I", elf, phoff + i * phentsize)[0] == 3:  # PT_INTERP
+            fail("helpers/phsync-helper-%s is not static (it names an interpreter)" % arch)
+
+
 def winpath(path):
     return "Z:" + path.replace("/", "\\")
 
@@ -53,7 +79,8 @@ def main(argv):
     pages = sorted(os.path.splitext(p)[0] for p in os.listdir(os.path.join(ROOT, "docs"))
                    if p.endswith((".1", ".5")))
     want = sorted(["phsync.exe", "README.txt", "phsync-daemon-task.xml", "LICENSE.txt"] +
-                  ["man/%s.txt" % p for p in pages])
+                  ["man/%s.txt" % p for p in pages] +
+                  ["helpers/phsync-helper-" + a for a in ELF_MACHINE])
     with zipfile.ZipFile(zpath) as z:
         names = sorted(n[len(top) + 1:] for n in z.namelist())
         if any(not n.startswith(top + "/") for n in z.namelist()) or names != want:
@@ -64,6 +91,8 @@ def main(argv):
             text = data[n]
             if b"\n" in text.replace(b"\r\n", b"") or b"\x08" in text or b"\x1b" in text:
                 fail("%s: not plain text with Windows line ends" % n)
+    for arch, machine in ELF_MACHINE.items():
+        check_helper(arch, machine, data["helpers/phsync-helper-" + arch])
     if b"phsync pull" not in data["man/phsync.txt"] or b"PHSYNC(1)" not in data["man/phsync.txt"]:
         fail("man/phsync.txt is not the phsync(1) page")
     xml = data["phsync-daemon-task.xml"]
