@@ -60,6 +60,10 @@ struct xfer_delta {
 	uint64_t next;             /* next delta offset to ask for */
 	unsigned win;              /* delta reads it may have in flight */
 	uint64_t fed;              /* delta bytes received, in order */
+	uint64_t copies;           /* COPY ops applied */
+	uint32_t block;            /* the signature's block length: with the
+	                              listed size, the bounds on copies and fed
+	                              (dbound.h) */
 	int shorted, eof, end;     /* a short reply / EOF / END came */
 	uint64_t len;              /* END: the new file's length and hash */
 	uint8_t hash[16];
