@@ -192,6 +192,7 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t m
 		} else if (op.type == PHSYNC_OP_LITERAL) {
 			if (ph_lio_write(p->lio, x->wf, op.out_off, op.data, (size_t)op.len) != 0)
 				return PHSYNC_ENOMEM;
+			x->put += op.len;
 			p->j->st.bytes_done += op.len;
 		} else {
 			if ((rc = ph_dbound_work(x->e->size, x->d.block, x->d.fed, ++x->d.copies,
@@ -204,6 +205,7 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t m
 			if (ph_lio_copy(p->lio, x->wf, op.out_off, op.off, (size_t)op.len) != 0)
 				return PHSYNC_ENOMEM;
 			x->matched += op.len;
+			x->put += op.len;
 			p->j->st.bytes_done += op.len;
 		}
 	}
