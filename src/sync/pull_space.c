@@ -20,8 +20,10 @@
  * own floor (pull_whole.c). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctx.h"
+#include "pfs.h"
 #include "platform.h"
 #include "pull_int.h"
 
@@ -108,6 +110,40 @@ growth(struct ph_job *j, const struct ph_action *a, uint64_t need)
 	return need > old ? need - old : 0;
 }
 
+/* The free space where the run writes, into *avail: the local root's, or
+ * in a dry run whose folder does not exist yet, its nearest existing
+ * parent's (where the real run would make it). Returns 0, or -1 when it
+ * cannot be read. */
+static int
+free_space(const struct ph_job *j, uint64_t *avail)
+{
+	char *path;
+	size_t n;
+	int fd = -1, rc = -1;
+
+	if (j->lroot >= 0)
+		return ph_free_space(j->lroot, avail) == 0 ? 0 : -1;
+	if (j->local_dir == NULL || (path = strdup(j->local_dir)) == NULL)
+		return -1;
+	for (n = strlen(path); fd < 0 && n > 0;) {
+		/* The last component off: "a/b/c" -> "a/b", "c" -> "." */
+		while (n > 1 && ph_path_sep(path[n - 1]))
+			n--;
+		while (n > 0 && !ph_path_sep(path[n - 1]))
+			n--;
+		while (n > 1 && ph_path_sep(path[n - 1]))
+			n--;
+		path[n] = '\0';
+		fd = ph_dir_open_path(n > 0 ? path : ".");
+	}
+	if (fd >= 0) {
+		rc = ph_free_space(fd, avail) == 0 ? 0 : -1;
+		ph_close(fd);
+	}
+	free(path);
+	return rc;
+}
+
 int
 ph_pull_space_plan(struct pull *p)
 {
@@ -116,7 +152,7 @@ ph_pull_space_plan(struct pull *p)
 	char a[24], b[24], c[24];
 	size_t i;
 
-	if (j->lroot < 0 || ph_free_space(j->lroot, &avail) != 0)
+	if (free_space(j, &avail) != 0)
 		return 0;
 	p->space_known = 1;
 	p->space_free = avail;

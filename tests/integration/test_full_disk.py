@@ -91,9 +91,11 @@ class FullDiskTest(SyncTestCase):
         free = os.statvfs(self.local).f_bavail * os.statvfs(self.local).f_frsize
         says = ("the files to copy need 6.3 MB (6291456 bytes) and the local disk has %.1f MB free, "
                 "of which phsync keeps %.1f kB free; nothing was copied" % (free / 1e6, free / 16 / 1e3))
-        for opts in (("-n",), ()):
-            with self.subTest(opts=opts):
-                r = self.pull("--json", *opts, timeout=120)
+        # A dry run into a folder not made yet looks at its nearest parent.
+        new = os.path.join(self.local, "new", "deeper")
+        for opts, dst in ((("-n",), None), (("-n",), new), ((), None)):
+            with self.subTest(opts=opts, dst=dst):
+                r = self.pull("--json", *opts, dst=dst, timeout=120)
                 self.assertEqual(r.code, 1, r)
                 summary = r.json()[-1]
                 self.assertEqual(summary["event"], "summary")
