@@ -25,4 +25,21 @@ int ph_dbound_op(const struct phsync_delta_op *op, uint64_t listed, char *msg, s
  * the old file's signature and is not kept. */
 size_t ph_dbound_sig_len(uint64_t size);
 
+/* The most an honest delta of a file listed at listed bytes, made against
+ * a signature of block-byte blocks, can hold: COPY ops (each but the last
+ * covers a whole block at least, so listed / block + 1) and bytes on the
+ * wire (header, END, the literal bytes, and per op its header: a LITERAL
+ * before each COPY, one per PHSYNC_DELTA_MAX_LITERAL bytes, one more).
+ * Saturates at UINT64_MAX. */
+uint64_t ph_dbound_delta_copies(uint64_t listed, uint32_t block);
+uint64_t ph_dbound_delta_len(uint64_t listed, uint32_t block);
+
+/* Checks the work a delta made so far, copies COPY ops in fed bytes,
+ * against those bounds: 0, or PHSYNC_EREMOTE with why in msg. A helper
+ * that sends copies of the old copy, or literals, without end is stopped
+ * there, before its output reaches the listed size when its ops are
+ * small (one-byte COPY ops: 17 wire bytes per byte built). */
+int ph_dbound_work(uint64_t listed, uint32_t block, uint64_t fed, uint64_t copies, char *msg,
+                   size_t len);
+
 #endif

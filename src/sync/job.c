@@ -166,7 +166,9 @@ ph_job_dry_run_files(struct ph_job *j)
 		const struct ph_action *a = &j->plan.v[i];
 		const struct ph_entry *e = &j->src.v[a->src];
 
-		if (a->kind == PH_A_UPDATE && a->how == PH_U_CONFLICT) {
+		if (j->nofit != NULL && j->nofit[i]) {
+			/* refused already, for want of room */
+		} else if (a->kind == PH_A_UPDATE && a->how == PH_U_CONFLICT) {
 			ph_job_conflict(j, e->path, NULL, e->size, 0);
 		} else if (a->kind == PH_A_NEW || a->kind == PH_A_UPDATE) {
 			/* First contact: the content decides (same: replaced,

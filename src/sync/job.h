@@ -29,6 +29,8 @@ struct ph_job {
 	struct ph_tree src, dst;
 	struct ph_plan plan;
 	uint8_t *dirty;            /* per source entry: a folder whose times to set */
+	uint8_t *nofit;            /* pull, per plan index: refused for want of
+	                              room (pull_space.c), or NULL */
 	uint8_t *reached;          /* per source entry: a file event named it
 	                              (unreached.h) */
 	int root_dirty;            /* the root folder's times to set */

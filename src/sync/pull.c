@@ -181,10 +181,14 @@ start_file(struct pull *p, size_t ai)
 {
 	struct ph_job *j = p->j;
 	const struct ph_entry *e = &j->src.v[j->plan.v[ai].src];
-	struct xfer *x = calloc(1, sizeof(*x));
+	uint64_t need = ph_pull_space_need(j, e);
+	struct xfer *x;
 	char *rp;
 	int rc;
 
+	if (!ph_pull_space_take(p, ai, need))
+		return 0; /* refused: no room for it */
+	x = calloc(1, sizeof(*x));
 	if (x == NULL || (rp = ph_job_rpath(j, ph_entry_raw(e))) == NULL) {
 		free(x);
 		return PHSYNC_ENOMEM;
@@ -192,6 +196,7 @@ start_file(struct pull *p, size_t ai)
 	x->p = p;
 	x->ai = ai;
 	x->e = e;
+	x->need = need;
 	x->state = PH_XS_OPEN;
 	x->r.eof_at = UINT64_MAX;
 	x->basis = -1;
@@ -224,7 +229,8 @@ turn(struct pull *p, size_t *ai)
 	       p->reads < PULL_MAX_READS) {
 		uint8_t k = j->plan.v[*ai].kind;
 
-		if ((k == PH_A_NEW || k == PH_A_UPDATE) && (rc = start_file(p, *ai)) != 0)
+		if ((k == PH_A_NEW || k == PH_A_UPDATE) && !(j->nofit != NULL && j->nofit[*ai]) &&
+		    (rc = start_file(p, *ai)) != 0)
 			return rc;
 		(*ai)++;
 	}
@@ -322,10 +328,13 @@ ph_pull_run(struct ph_job *j)
 	for (i = 0; i < j->plan.n; i++)
 		if (j->plan.v[i].kind == PH_A_DIRTIME)
 			j->dirty[j->plan.v[i].src] = 1;
+	/* Room for what the plan copies, before anything is done. */
+	if ((rc = ph_pull_space_plan(&p)) != 0)
+		goto out;
 	ph_pull_make_dirs(&p);
 	if (j->o->dry_run) {
 		ph_job_dry_run_files(j);
-		return 0;
+		goto out;
 	}
 	ph_move_run(j);
 	if ((p.active = calloc(p.max_files, sizeof(*p.active))) == NULL)
@@ -353,5 +362,7 @@ out:
 	}
 	free(p.active);
 	free(p.cbuf);
+	free(j->nofit);
+	j->nofit = NULL;
 	return rc;
 }

@@ -88,6 +88,7 @@ ph_pull_delta_begin(struct xfer *x, const struct ph_entry *d)
 		goto out;
 	}
 	ph_pull_state(x, PH_XS_DELTA_START);
+	x->d.block = phsync_delta_block_len(d->size); /* ph_sig_fd's, asked with 0 */
 	/* One read first: the delta of an edited photo is a few KiB and comes
 	 * whole in it. Eight each (PULL_DELTA_READS_FILE) held slots of the
 	 * global window with seven reads that could only answer EOF. A full
@@ -168,7 +169,8 @@ ph_pull_delta_complete(struct xfer *x)
 
 /* Applies delta bytes as they come: COPY from the old copy, LITERAL as
  * sent, both written at their place in the new file. No op may write past
- * the listed size (dbound.h): else msg says why. */
+ * the listed size, nor the COPY ops outnumber what a file of that size can
+ * need (dbound.h): else msg says why. */
 static int
 delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t msglen)
 {
@@ -191,8 +193,12 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t m
 		} else if (op.type == PHSYNC_OP_LITERAL) {
 			if (ph_lio_write(p->lio, x->wf, op.out_off, op.data, (size_t)op.len) != 0)
 				return PHSYNC_ENOMEM;
+			x->put += op.len;
 			p->j->st.bytes_done += op.len;
 		} else {
+			if ((rc = ph_dbound_work(x->e->size, x->d.block, x->d.fed, ++x->d.copies,
+			                         msg, msglen)) != 0)
+				return rc;
 			/* The I/O thread reads the old copy itself (one copy of the
 			 * bytes fewer, and off this thread). */
 			if (x->wf->basis < 0 && (x->wf->basis = dup(x->basis)) < 0)
@@ -200,6 +206,7 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t m
 			if (ph_lio_copy(p->lio, x->wf, op.out_off, op.off, (size_t)op.len) != 0)
 				return PHSYNC_ENOMEM;
 			x->matched += op.len;
+			x->put += op.len;
 			p->j->st.bytes_done += op.len;
 		}
 	}
@@ -210,7 +217,7 @@ delta_apply(struct xfer *x, const uint8_t *data, size_t len, char *msg, size_t m
 static void
 take_delta(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 {
-	char msg[200];
+	char msg[300];
 	int rc;
 
 	if (x->state != PH_XS_DELTA_READ || r->len == 0 || r->len > rq->len || x->d.shorted ||
@@ -224,7 +231,12 @@ take_delta(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 	else
 		x->d.win = PULL_DELTA_READS_FILE;
 	x->d.fed += r->len;
-	if ((rc = delta_apply(x, r->data, r->len, msg, sizeof(msg))) != 0)
+	/* Its ops first (one reply is bounded: at most what was asked), then
+	 * the delta's length so far. */
+	if ((rc = delta_apply(x, r->data, r->len, msg, sizeof(msg))) == 0)
+		rc = ph_dbound_work(x->e->size, x->d.block, x->d.fed, x->d.copies, msg,
+		                    sizeof(msg));
+	if (rc != 0)
 		ph_pull_fail(x, rc == PHSYNC_ENOMEM || rc == PHSYNC_EREMOTE ? rc : PHSYNC_EPROTO,
 		             rc == PHSYNC_ENOMEM ? "out of memory" :
 		             rc == PHSYNC_EREMOTE ? msg :

@@ -60,6 +60,10 @@ struct xfer_delta {
 	uint64_t next;             /* next delta offset to ask for */
 	unsigned win;              /* delta reads it may have in flight */
 	uint64_t fed;              /* delta bytes received, in order */
+	uint64_t copies;           /* COPY ops applied */
+	uint32_t block;            /* the signature's block length: with the
+	                              listed size, the bounds on copies and fed
+	                              (dbound.h) */
 	int shorted, eof, end;     /* a short reply / EOF / END came */
 	uint64_t len;              /* END: the new file's length and hash */
 	uint8_t hash[16];
@@ -90,6 +94,9 @@ struct xfer {
 	struct ph_lio_file *wf;    /* the local temp file, until finished */
 	int basis;                 /* a delta's local old copy, -1 */
 	uint64_t matched;          /* bytes taken from the old copy */
+	uint64_t need;             /* bytes it writes to the disk, checked
+	                              before it started (pull_space.c) */
+	uint64_t put;              /* bytes handed to the I/O thread so far */
 	struct xfer_read r;
 	struct xfer_delta d;
 	struct xfer_cf c;
@@ -123,6 +130,13 @@ struct pull {
 	int stopping;              /* interrupted: drop everything quietly */
 	uint8_t cfs;               /* enum pull_cfs */
 	uint8_t *cbuf;             /* COPY bytes from an old copy, on their way */
+	/* Room on the disk (pull_space.c): */
+	int space_known;           /* the free space could be read */
+	uint64_t reserve;          /* bytes the run leaves free */
+	uint64_t space_free;       /* free bytes at the last look */
+	uint64_t space_owed;       /* bytes the files in flight then still had
+	                              to write */
+	uint64_t space_since;      /* bytes the files started since need */
 };
 
 /* One request of x on the wire, for a reply callback. */
@@ -174,6 +188,15 @@ void ph_pull_partial_done(struct ph_job *j, const char *path);
 /* pull_done.c: what the I/O thread finished */
 void ph_pull_reap(struct pull *p, int wait);
 void ph_pull_drain(struct pull *p);
+
+/* pull_space.c: room on the local disk. _plan, before anything is done:
+ * files that alone cannot fit are refused (reported failed, j->nofit set);
+ * PHSYNC_ENOSPC with why when the rest cannot fit together. _take, as the
+ * file at plan index ai starts: 1 when its need fits (counted in), else
+ * 0 with the file refused. _need: what entry e's file writes. */
+int ph_pull_space_plan(struct pull *p);
+int ph_pull_space_take(struct pull *p, size_t ai, uint64_t need);
+uint64_t ph_pull_space_need(struct ph_job *j, const struct ph_entry *e);
 
 /* pull_dirs.c: folders */
 void ph_pull_make_dirs(struct pull *p);

@@ -79,6 +79,7 @@ copy_found(struct xfer *x, uint32_t *len)
 	x->r.got += run;
 	x->r.hi = x->r.next_off > x->r.hi ? x->r.next_off : x->r.hi;
 	x->matched += run;
+	x->put += run;
 	p->j->st.bytes_done += run;
 	return 1;
 }
@@ -220,6 +221,7 @@ take_data(struct xfer *x, const struct rreq *rq, const struct ph_sftp_reply *r)
 		ph_pull_fail(x, PHSYNC_ENOMEM, "out of memory");
 	} else {
 		x->r.got += r->len;
+		x->put += r->len;
 		if (end > x->r.hi)
 			x->r.hi = end;
 		p->j->st.bytes_done += r->len;

@@ -187,8 +187,10 @@ class HelperSyncTest(SyncTestCase):
 
     def test_endless_delta_fails_the_file_within_bounded_memory(self):
         """Issue 22, item 7: a helper whose delta never ends (one-byte COPY ops, each reply as
-        long as asked). The file fails the moment its output would pass the listed size; the
-        client's memory stays bounded (peak RSS from wait4, polled VmHWM as a guard that
+        long as asked). The file fails once its COPY ops outnumber what a file of its listed
+        size can need (listed size / block length + 1, src/rdelta/dbound.h: 722 here, long
+        before its output would pass the listed size after 600,000); the client's memory
+        stays bounded (peak RSS from wait4, polled VmHWM as a guard that
         kills a runaway run); the old copy and nothing else stays; exit 5."""
         datas = self.make_photos(self.remote, n=1, size=600_000)
         rel = "DCIM/Camera/IMG_0.jpg"
@@ -241,10 +243,42 @@ class HelperSyncTest(SyncTestCase):
         failed = [json.loads(l) for l in outs.splitlines()]
         failed = [e for e in failed if e.get("event") == "file" and e.get("status") == "failed"]
         self.assertEqual([e["path"] for e in failed], [rel], outs)
-        self.assertIn("past the 600000 bytes listed", failed[0]["error"])
+        self.assertIn("more than the 722 block copies a file of 600000 bytes can need",
+                      failed[0]["error"])
         self.assertEqual(files(), old, "the old copy changed")
         self.assertNoLeftovers(self.local)
         # The honest helper then brings it.
+        self.pull(*self.helper(), expect=0)
+        with open(os.path.join(self.local, rel), "rb") as f:
+            self.assertEqual(f.read(), changed)
+
+    def test_endless_literals_fail_the_file(self):
+        """Literals without end: 256 KiB ones fail the file where its output would pass the
+        listed size; one-byte ones (six delta bytes per byte built) where the delta grows
+        longer than any delta of a file of the listed size can be (about 3 % over it here),
+        a sixth of the way. Either way exit 5, the old copy intact, no temp left; the honest
+        helper then brings the file."""
+        datas = self.make_photos(self.remote, n=1, size=600_000)
+        rel = "DCIM/Camera/IMG_0.jpg"
+        self.pull(*self.helper(), expect=0)
+        def files():
+            return {k: (v.size, v.mtime_ns, v.digest, v.ino) for k, v in tree(self.local).items()
+                    if v.type == "f"}
+
+        old = files()
+        changed = random_bytes(300_000, 57) + datas[rel][300_000:]
+        write_file(os.path.join(self.remote, rel), changed, mtime=T0 + 500)
+        for mode, says in (("endless_literal", "writes past the 600000 bytes listed"),
+                           ("tiny_literals", "longer than the 615932 bytes")):
+            with self.subTest(mode):
+                path = "python3 %s %s %s" % (FAKE, mode, phsync_bin())
+                r = self.pull("--json", "--helper", "always", "--helper-path", path, expect=5)
+                failed = [e for e in events(r, "file") if e.get("status") == "failed"]
+                self.assertEqual([e["path"] for e in failed], [rel], r)
+                self.assertIn(says, failed[0]["error"])
+                self.assertIn("the old copy is kept", failed[0]["error"])
+                self.assertEqual(files(), old, "the old copy changed")
+                self.assertNoLeftovers(self.local)
         self.pull(*self.helper(), expect=0)
         with open(os.path.join(self.local, rel), "rb") as f:
             self.assertEqual(f.read(), changed)

@@ -7,9 +7,11 @@ take the disk down to a floor: the smaller of 1 GiB and half of what was free wh
 bytes came (docs/phsync-pull.1).  On a 64 MiB tmpfs that is about 32 MiB, so the endless file
 fails long before ENOSPC: exit 5 (partial, not 1: the run was not stopped by a full disk), the
 error names the floor, no temp is left, the other files arrive.  A size-less file that stays
-above the floor still arrives whole.  A file listed with an absurd size (a size the floor
-leaves alone) streaming forever fills the disk, and the run then stops (exit 1) instead of
-reading on.
+above the floor still arrives whole.  A file listed with an absurd size (1 TiB more than it
+holds, then endless) is refused before a byte of it is read, naming its size and the free space
+(src/sync/pull_space.c): exit 5, the others arrive, and --dry-run says the same.  A cut
+download's kept prefix counts as already there: the rest of a 48 MiB video fits where the whole
+would not.
 """
 
 import os
@@ -17,7 +19,7 @@ import re
 import subprocess
 import unittest
 
-from harness import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, leftovers, random_bytes, write_file
+from harness import EXIT_OK, EXIT_PARTIAL, leftovers, random_bytes, write_file
 from test_hostile_relay import RelayTestCase, read
 
 T0 = 1700000000
@@ -65,21 +67,59 @@ class EndlessSizelessTest(RelayTestCase):
         self.assertEqual(read(os.path.join(self.local, "note.txt")), read(note))
         self.assertGreater(self.free(), 60 * MiB, "space not given back")
 
-    def test_endless_file_with_absurd_size_ends_at_full_disk(self):
-        # A size listed (1 TiB more than the file holds) is no floor's business, but an endless
-        # stream then fills the disk: the run must stop there (exit 1), not read on forever.
+    def test_absurd_size_is_refused_before_a_byte_is_read(self):
+        # A file listed 1 TiB larger than it is (and endless): refused before it is opened,
+        # naming its size and the free space; the other files arrive; exit 5 (a failed file).
+        # --dry-run says the same.
         write_file(os.path.join(self.remote, "stream.bin"), b"x", mtime=T0)
+        photo = write_file(os.path.join(self.remote, "DCIM/IMG_1.jpg"), random_bytes(300_000, 4), mtime=T0)
         self.srv.relay_set(size_lie={"stream.bin": 1 << 40}, endless=["stream.bin"])
-        r = self.run_bounded(self.pull_args("--json"), 120)
-        self.assertFired("endless")
-        self.assertEqual(r.code, EXIT_ERROR, r)
-        summary = r.json()[-1]
-        self.assertEqual(summary["event"], "summary", r)
-        self.assertIn("no space left", summary["error"])
-        self.assertEqual(self.failed_paths(r), ["stream.bin"], "reported once, as failed: %r" % (r,))
+        free = self.free()
+        for dry in (True, False):
+            with self.subTest(dry_run=dry):
+                r = self.run_bounded(self.pull_args("--json", *(["-n"] if dry else [])), 120)
+                self.assertEqual(r.code, EXIT_PARTIAL, r)
+                self.assertEqual(self.failed_paths(r), ["stream.bin"], r)
+                err = [e for e in r.json() if e["event"] == "file" and e.get("status") == "failed"][0]["error"]
+                self.assertIn("not enough space on the local disk: the file needs 1.1 TB "
+                              "(1099511627777 bytes) and the disk has ", err)
+                m = re.search(r"the disk has ([0-9.]+) MB free, of which phsync keeps ([0-9.]+) MB free", err)
+                self.assertIsNotNone(m, err)
+                # The free space as it was (the photo not yet in), a sixteenth of it kept.
+                self.assertAlmostEqual(float(m.group(1)), free / 1e6, delta=0.5)
+                self.assertAlmostEqual(float(m.group(2)), free / 16 / 1e6, delta=0.1)
+                self.assertIn("nothing of it was read", err)
+                self.assertNotIn("no space left", r.out + r.err)
+                self.assertEqual(self.ok_paths(r) if not dry else
+                                 sorted(e["path"] for e in r.json() if e["event"] == "file" and e.get("status") != "failed"),
+                                 ["DCIM/IMG_1.jpg"], r)
+        self.assertNotIn("endless", [f.split()[0] for f in self.srv.relay_fired()],
+                         "the refused file was read")
         self.assertFalse(os.path.lexists(os.path.join(self.local, "stream.bin")))
-        self.assertEqual(leftovers(self.local), [], "the temp was left on the full disk")
-        self.assertGreater(self.free(), 60 * MiB, "space not given back")
+        self.assertEqual(read(os.path.join(self.local, "DCIM/IMG_1.jpg")), read(photo))
+        self.assertEqual(leftovers(self.local), [])
+
+    def test_resume_needs_only_the_rest(self):
+        # A 48 MiB video cut near its end keeps its good prefix on the disk; the re-run needs
+        # only the rest, which fits, where the whole file would not (48 MiB is more than the
+        # free space less the sixteenth kept).
+        size = 48 * MiB
+        video = write_file(os.path.join(self.remote, "VID.mp4"), random_bytes(size, 9), mtime=T0)
+        state = os.path.join(self.tmp, "state")
+        self.srv.relay_set(die_mid_data={"name": "VID.mp4", "at": 44 * MiB})
+        r = self.run_bounded(self.pull_args("--state-dir", state), 120)
+        self.assertFired("die_mid_data")
+        self.assertNotIn(r.code, (EXIT_OK, EXIT_PARTIAL), r)
+        self.srv.relay_set()
+        (part,) = [n for n in os.listdir(self.local) if n.startswith(".VID.mp4.phsync-p.")]
+        have = os.path.getsize(os.path.join(self.local, part))
+        free = self.free()
+        self.assertGreater(size, free - free // 16, "the prefix kept (%d) is too short to tell" % have)
+        r = self.run_bounded(self.pull_args("--state-dir", state, "--json"), 120)
+        self.assertEqual(r.code, EXIT_OK, r)
+        self.assertEqual(r.json()[-1]["bytes_done"], size - have)
+        self.assertEqual(read(os.path.join(self.local, "VID.mp4")), read(video))
+        self.assertEqual(leftovers(self.local), [])
 
     def test_sizeless_file_above_the_floor_arrives_whole(self):
         # 12 MiB of unknown size on a 64 MiB disk: three checks of the free space, all above

@@ -20,6 +20,12 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
                 the header, then one-byte COPY ops (`C 0 1`, 17 bytes each) forever; each
                 reply is exactly as long as asked (EOF and FAILURE replies too), so the
                 client keeps its window open and the bytes keep coming
+  endless_literal
+                as endless_delta, with LITERAL ops of 256 KiB (`L 262144` and its bytes) forever:
+                the delta's output passes the listed size
+  tiny_literals as endless_delta, with one-byte LITERAL ops (`L 1 x`, 6 bytes each) forever:
+                more delta bytes than any delta of the file's size, long before its output
+                passes the listed size
   long_sig      the reply to a signature request is a valid signature of the old file with
                 the smallest block length (16 bytes; `phsync delta signature -b 16`): longer
                 than the helper sends for that size
@@ -67,16 +73,20 @@ def sstr(b, off):
 
 
 ENDLESS_HEAD = b"PHSD\x01\0\0\0"
-ENDLESS_OP = b"C" + struct.pack(">QQ", 0, 1)
+ENDLESS_OPS = {
+    "endless_delta": b"C" + struct.pack(">QQ", 0, 1),
+    "endless_literal": b"L" + struct.pack(">I", 1 << 18) + b"L" * (1 << 18),
+    "tiny_literals": b"L" + struct.pack(">I", 1) + b"x",
+}
 
 
-def endless_slice(off, n):
-    """Bytes [off, off+n) of the endless delta: the header, then ENDLESS_OP forever."""
+def endless_slice(op, off, n):
+    """Bytes [off, off+n) of an endless delta: the header, then op forever."""
     head = ENDLESS_HEAD[off:off + n] if off < len(ENDLESS_HEAD) else b""
     off += len(head)
     n -= len(head)
-    k = (off - len(ENDLESS_HEAD)) % len(ENDLESS_OP)
-    body = (ENDLESS_OP * ((n + k) // len(ENDLESS_OP) + 2))[k:k + n]
+    k = (off - len(ENDLESS_HEAD)) % len(op)
+    body = (op * ((n + k) // len(op) + 2))[k:k + n]
     return head + body
 
 
@@ -178,12 +188,12 @@ def main():
                     handles[h] = kind[1]
         if mode in ("short_read", "grow_read", "long_read") and p[0] in (101, 103):
             p = spoil_read(mode, p, kinds, lock)
-        if mode == "endless_delta" and p[0] in (101, 103):
+        if mode in ENDLESS_OPS and p[0] in (101, 103):
             (rid,) = struct.unpack(">I", p[1:5])
             with lock:
                 kind = kinds.get(rid, (None, 0))
             if kind[0] == "dread":
-                data = endless_slice(kind[2], kind[1])
+                data = endless_slice(ENDLESS_OPS[mode], kind[2], kind[1])
                 p = bytes([103]) + p[1:5] + struct.pack(">I", len(data)) + data
         elif mode == "long_sig" and p[0] == 201:
             (rid,) = struct.unpack(">I", p[1:5])
