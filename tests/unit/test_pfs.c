@@ -417,6 +417,17 @@ test_times_and_mode(void **state)
 	assert_int_equal(ph_fstat(fd, &st), 0);
 	assert_int_equal(st.mode & 0777, 0644);
 	ph_close(fd);
+	/* A folder's descriptor (opened for listing: restore gives folders
+	 * their times through it). */
+	assert_int_equal(ph_mkdirat(root, "timed", 0755), 0);
+	fd = ph_openat(root, "timed", PH_O_RDONLY | PH_O_DIR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(ph_set_times(fd, 1600000000, 250000000), 0);
+	assert_int_equal(ph_fstat(fd, &st), 0);
+	assert_true(st.mtime_sec == 1600000000);
+	assert_int_equal(st.mtime_nsec, 250000000);
+	ph_close(fd);
+	assert_int_equal(ph_unlinkat(root, "timed", PH_AT_REMOVEDIR), 0);
 }
 
 static void
