@@ -82,7 +82,8 @@ int ph_mkdirat(int dirfd, const char *name, unsigned mode);
 /* Renames from (in fromdir) over to (in todir), replacing a file there in
  * one step. On Windows MoveFileExW(REPLACE_EXISTING | WRITE_THROUGH), tried
  * again a few times while another program (a virus scanner, an indexer)
- * holds either file, then -EBUSY or -EACCES with both files as they were.
+ * holds either file, then -EBUSY (either file is held open without
+ * sharing delete) or -EACCES, with both files as they were.
  * platform.h's ph_rename_noreplace is the form that never replaces. */
 int ph_renameat(int fromdir, const char *from, int todir, const char *to);
 /* 1 where a rename cannot replace a file this process still holds open

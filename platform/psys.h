@@ -71,6 +71,14 @@ int ph_ssh_system_config(char *out, size_t len);
  * (FOLDERID_LocalAppData). */
 int ph_state_home(char *out, size_t len);
 
+/* The path of name in phsync's config folder (the folder is not created
+ * here): $XDG_CONFIG_HOME/phsync/name when that is absolute, else
+ * home/.config/phsync/name; on Windows %APPDATA%\phsync\name
+ * (FOLDERID_RoamingAppData, where a Windows user looks for a program's
+ * settings; the state stays local, ph_state_home). platform/confhome.c,
+ * platform/win32/confhome.c. */
+int ph_config_path(const char *name, char *out, size_t len);
+
 /* 1 when path is absolute (POSIX: from '/'; Windows: with a drive and a
  * separator, a share, or from the current drive's root), else 0. */
 int ph_path_absolute(const char *path);
@@ -112,6 +120,24 @@ void ph_agent_close(struct ph_agent_conn *c);
  * be async-signal-safe: it may set a flag, write(2) and _exit. Returns 0
  * or -errno. */
 int ph_on_interrupt(void (*fn)(int n));
+
+/* The end of the user's session (log-off, shutdown, restart) as a stop
+ * request, for a long-running process (the daemon). On Windows a console
+ * program that loads user32 (phsync.exe does) gets no CTRL_LOGOFF_EVENT or
+ * CTRL_SHUTDOWN_EVENT: the session's end comes as WM_QUERYENDSESSION and
+ * WM_ENDSESSION to its top-level windows. This makes a hidden one on a
+ * thread of its own: WM_ENDSESSION calls fn once, on that thread, then is
+ * held (Windows ends the process when it returns) until the process exits
+ * or PH_SESSION_END_HOLD_MS pass. fn must be safe from another thread
+ * (uv_async_send). -ENOSYS on POSIX, where the session's end is SIGHUP or
+ * SIGTERM. platform/session.c, platform/win32/session.c. */
+#define PH_SESSION_END_HOLD_MS 30000
+int ph_on_session_end(void (*fn)(void));
+
+/* 1 where SIGHUP means only that the console window was closed and the
+ * process is to stop (Windows, as libuv maps CTRL_CLOSE_EVENT; Windows ends
+ * the process 5 s later), 0 where it is a request to reload (POSIX). */
+int ph_hangup_is_close(void);
 
 /* The terminal: /dev/tty on POSIX, CONIN$ and CONOUT$ on Windows, never
  * standard input (which may be data). */

@@ -15,6 +15,20 @@
  * _exit, phsync_tty_restore). Returns 0 or PHSYNC_EIO. */
 int phsync_on_stop(void (*fn)(int n));
 
+/* Calls fn once when the user's session ends (log-off, shutdown, restart)
+ * for a long-running program: on Windows through a hidden window (a
+ * console program that loads user32 gets no console event for these),
+ * on a thread of its own, and the process is held open a while (up to
+ * 30 s) for fn's stop to finish; fn must be thread-safe (uv_async_send).
+ * Returns 0, or PHSYNC_EUNSUPPORTED where the session's end is a signal
+ * anyway (POSIX: SIGHUP, SIGTERM) or no window can be made. */
+int phsync_on_session_end(void (*fn)(void));
+
+/* 1 where SIGHUP means the console window was closed and the program is to
+ * stop within seconds (Windows, through libuv), 0 where it asks for a
+ * reload (POSIX). */
+int phsync_hangup_stops(void);
+
 /* Whether there is a terminal to ask on (never standard input). */
 int phsync_tty_exists(void);
 

@@ -89,6 +89,11 @@ int phsync_home_dir(char *out, size_t len);
  * ~/.local/state/phsync (Windows: %LOCALAPPDATA%\phsync), into out. */
 int phsync_state_home(char *out, size_t len);
 
+/* The path of name in phsync's config folder: $XDG_CONFIG_HOME/phsync/name,
+ * else ~/.config/phsync/name (Windows: %APPDATA%\phsync\name), into out.
+ * Returns 0, -ENOENT or -ENAMETOOLONG. */
+int phsync_config_path(const char *name, char *out, size_t len);
+
 /* Replaces *argv with the command line in UTF-8 where the C library gives
  * another encoding (Windows: the ANSI code page); for main() to call first.
  * On failure *argc and *argv stay as they were. */

@@ -268,6 +268,22 @@ ph_mkdirat(int dirfd, const char *name, unsigned mode)
 	return rc;
 }
 
+/* Does another program hold w open without sharing delete (so that it can
+ * be neither replaced nor renamed)? Windows says "access denied" for a
+ * rename over such a file, as for a real lack of permission; asking for
+ * delete access with every sharing allowed tells the two apart. */
+static int
+held_by_other(const wchar_t *w)
+{
+	HANDLE h = CreateFileW(w, DELETE, SHARE_ALL, NULL, OPEN_EXISTING,
+	                       FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+
+	if (h == INVALID_HANDLE_VALUE)
+		return GetLastError() == ERROR_SHARING_VIOLATION;
+	CloseHandle(h);
+	return 0;
+}
+
 int
 ph_renameat(int fromdir, const char *from, int todir, const char *to)
 {
@@ -296,6 +312,9 @@ ph_renameat(int fromdir, const char *from, int todir, const char *to)
 		Sleep(wait);
 		wait *= 2;
 	}
+	/* Still refused: a file held open by another program is -EBUSY. */
+	if (rc == -EACCES && (held_by_other(wto) || held_by_other(wfrom)))
+		rc = -EBUSY;
 out:
 	free(wfrom);
 	free(wto);

@@ -19,6 +19,18 @@ phsync_on_stop(void (*fn)(int n))
 }
 
 int
+phsync_on_session_end(void (*fn)(void))
+{
+	return ph_on_session_end(fn) == 0 ? 0 : PHSYNC_EUNSUPPORTED;
+}
+
+int
+phsync_hangup_stops(void)
+{
+	return ph_hangup_is_close();
+}
+
+int
 phsync_tty_exists(void)
 {
 	struct ph_tty *t;

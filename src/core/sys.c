@@ -224,6 +224,12 @@ phsync_state_home(char *out, size_t len)
 }
 
 int
+phsync_config_path(const char *name, char *out, size_t len)
+{
+	return ph_config_path(name, out, len);
+}
+
+int
 phsync_args_utf8(int *argc, char ***argv)
 {
 	return ph_args_utf8(argc, argv);

@@ -198,8 +198,15 @@ ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
 		return rc;
 	if (rc == 0 || r.hash == NULL)
 		return 1;
-	/* The bytes decide; the identity must hold still around the read. */
-	if (ph_whole_local(j, rel, h, &n) != 0 || n != r.lsize || memcmp(h, r.hash, 16) != 0 ||
+	/* The bytes decide; the identity must hold still around the read.
+	 * A file another program holds unreadable (Windows' share modes)
+	 * cannot be read now: trusted by size and time, as a record without
+	 * an identity is, and not renewed; replacing it fails while it is
+	 * held (the pull reports it then), and the next run asks again. */
+	rc = ph_whole_local_errno(j, rel, h, &n);
+	if (rc == -EBUSY)
+		return 0;
+	if (rc != 0 || n != r.lsize || memcmp(h, r.hash, 16) != 0 ||
 	    ph_ident_stat(j, rel, &id2) != 0 || !same_id(&id, &id2))
 		return 1;
 	return queue_renew(j, path, &id);

@@ -12,6 +12,11 @@
 #include "state.h"
 #include "tree.h"
 
+/* The message of a local file another program holds open so that it can be
+ * neither replaced nor read (-EBUSY: Windows' share modes). */
+#define PH_HELD_MSG "in use: another program has it open and does not share it; " \
+	"left as it was (run again once that program has closed it)"
+
 /* A file this run copied, for --remove-source-files. */
 struct ph_offload {
 	uint32_t src;              /* source index */

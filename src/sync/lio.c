@@ -156,7 +156,10 @@ out:
 /* Is the guarded final name still as the plan saw it, and (guard_content)
  * of the same content as f? Returns PH_LIO_PLACED to replace it,
  * PH_LIO_SAME when the content is the same, PH_LIO_BESIDE otherwise. A
- * final name that is gone is simply taken. */
+ * final name that is gone is simply taken. -EBUSY when another program
+ * holds it so that it cannot be read (Windows' share modes): the file
+ * then fails, as its replace would, rather than landing beside a file
+ * that did not change. */
 static int
 guard_check(struct ph_lio_file *f)
 {
@@ -166,15 +169,16 @@ guard_check(struct ph_lio_file *f)
 	int rc;
 
 	if ((rc = ph_fstatat(f->dirfd, f->final, &st)) != 0)
-		return rc == -ENOENT ? PH_LIO_PLACED : PH_LIO_BESIDE;
+		return rc == -ENOENT ? PH_LIO_PLACED : rc == -EBUSY ? rc : PH_LIO_BESIDE;
 	if (st.type != PH_FT_REG || st.size != f->guard_size || st.mtime_sec != f->guard_mtime)
 		return PH_LIO_BESIDE;
 	if (!f->guard_content)
 		return PH_LIO_PLACED;
 	if (st.size != f->size)
 		return PH_LIO_BESIDE;
-	if (ph_lio_hash_file(f->dirfd, f->final, h, &n) != 0 || n != f->size ||
-	    memcmp(h, f->hash, 16) != 0)
+	if ((rc = ph_lio_hash_file(f->dirfd, f->final, h, &n)) == -EBUSY)
+		return rc;
+	if (rc != 0 || n != f->size || memcmp(h, f->hash, 16) != 0)
 		return PH_LIO_BESIDE;
 	return PH_LIO_SAME;
 }
@@ -210,8 +214,10 @@ place(struct ph_lio_file *f, int sync_err)
 	if ((rc = ph_close(f->fd)) != 0 && f->err == 0 && rc != -EINTR)
 		f->err = rc;
 	f->fd = -1;
-	if (f->err == 0 && f->guard)
-		f->landed = guard_check(f);
+	if (f->err == 0 && f->guard && (rc = guard_check(f)) < 0)
+		f->err = rc;
+	else if (f->err == 0 && f->guard)
+		f->landed = rc;
 	if (f->err == 0 && f->landed == PH_LIO_BESIDE) {
 		f->err = land_beside(f);
 	} else if (f->err == 0 && !f->guard) {

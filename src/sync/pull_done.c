@@ -42,7 +42,7 @@ failed(struct ph_job *j, const struct ph_entry *e, int err)
 	             "of the source; not copied (retried next run)" :
 	             code == PHSYNC_EUNSAFE ?
 	             "a symlink on the local side is in the way; not written through" :
-	             strerror(-err));
+	             err == -EBUSY ? PH_HELD_MSG : strerror(-err));
 }
 
 /* A file committed: under its name, or beside a file that changed there. */

@@ -20,9 +20,10 @@
 #define STOP_GRACE_MS 2000
 
 /* Opens the local file of f beneath the local root, never through a
- * symlink, and makes sure it is a regular file. */
+ * symlink, and makes sure it is a regular file. On a failure *why says
+ * why. */
 static int
-pf_open_local(struct pfile *f)
+pf_open_local(struct pfile *f, const char **why)
 {
 	struct ph_job *j = f->p->j;
 	char *dir = NULL;
@@ -41,10 +42,16 @@ pf_open_local(struct pfile *f)
 			f->fd = fd;
 		else
 			rc = fd == -EISDIR ? PHSYNC_EUNSAFE : ph_err_from_errno(-fd);
+		/* Held open by another program without sharing read (Windows). */
+		if (fd == -EBUSY)
+			*why = PH_HELD_MSG;
 	}
 	free(dir);
 	if (rc == 0 && (ph_fstat(f->fd, &st) != 0 || st.type != PH_FT_REG))
 		rc = PHSYNC_EUNSAFE;
+	if (rc != 0 && *why == NULL)
+		*why = rc == PHSYNC_EUNSAFE ? "changed into a non-file or a symlink is in the way" :
+		       phsync_strerror(rc);
 	if (dfd >= 0)
 		ph_close(dfd);
 	return rc;
@@ -154,6 +161,7 @@ start_file(struct push *p, size_t ai)
 	const struct ph_entry *e = &j->src.v[act->src];
 	struct pfile *f = calloc(1, sizeof(*f));
 	struct ph_partial *pa;
+	const char *why = NULL;
 	int rc, resumable;
 
 	if (f == NULL)
@@ -172,9 +180,8 @@ start_file(struct push *p, size_t ai)
 	pa = resumable ? ph_job_partial(j, e->path) : NULL;
 	if (pa != NULL && (!pa->ready || strlen(pa->tmp) >= 256))
 		pa = NULL;
-	if ((rc = pf_open_local(f)) != 0) {
-		start_failed(j, e, rc, rc == PHSYNC_EUNSAFE ? "changed into a non-file or a "
-		             "symlink is in the way" : phsync_strerror(rc));
+	if ((rc = pf_open_local(f, &why)) != 0) {
+		start_failed(j, e, rc, why);
 		rc = 0;
 		goto out;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: ISC */
 /* Whole-content hashes of a file on either side; see whole.h. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +20,28 @@
 #define NSLOT 16              /* READs in flight */
 
 int
-ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size)
+ph_whole_local_errno(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size)
 {
 	const char *base;
 	char *dir;
 	int dfd, rc;
 
-	if ((rc = ph_local_split(rel, &dir, &base)) != 0)
-		return rc;
+	if (ph_local_split(rel, &dir, &base) != 0)
+		return -ENOMEM;
 	rc = ph_local_opendir(j->lroot, dir, &dfd);
 	free(dir);
 	if (rc != 0)
-		return rc;
+		return -EIO;
 	rc = ph_lio_hash_file(dfd, base, out, size);
 	ph_close(dfd);
+	return rc;
+}
+
+int
+ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size)
+{
+	int rc = ph_whole_local_errno(j, rel, out, size);
+
 	return rc ? ph_err_from_errno(-rc) : 0;
 }
 

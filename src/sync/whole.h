@@ -13,6 +13,10 @@ struct ph_job;
  * followed); *size gets its length. Returns 0 or a negative PHSYNC_E*. */
 int ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size);
 
+/* ph_whole_local with the system's error as -errno (-EBUSY: another
+ * program holds the file open without sharing read, on Windows). */
+int ph_whole_local_errno(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size);
+
 /* Reads the remote file rel (relative to the job's remote root) whole and
  * hashes it: exactly size bytes, then end of file. Returns 0, or
  * PHSYNC_ECORRUPT when it holds fewer or more bytes, or another negative

@@ -246,17 +246,7 @@ is_defaults(const char *section)
 int
 ph_conf_default_path(char *buf, size_t len)
 {
-	const char *x = getenv("XDG_CONFIG_HOME");
-	char home[PATH_MAX];
-	int n;
-
-	if (x != NULL && x[0] == '/')
-		n = snprintf(buf, len, "%s/phsync/phsync.conf", x);
-	else if (phsync_home_dir(home, sizeof(home)) == 0)
-		n = snprintf(buf, len, "%s/.config/phsync/phsync.conf", home);
-	else
-		return -1;
-	return n > 0 && (size_t)n < len ? 0 : -1;
+	return phsync_config_path("phsync.conf", buf, len) == 0 ? 0 : -1;
 }
 
 int

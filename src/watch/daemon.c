@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "phsync/console.h"
 #include "phsync/sys.h"
 #include "daemon.h"
 
@@ -210,11 +211,22 @@ on_signal(uv_signal_t *h, int sig)
 {
 	struct daemon *d = h->data;
 
-	if (sig == SIGHUP && !d->single && !d->stopping) {
+	/* On Windows SIGHUP is the console window closed (libuv's
+	 * CTRL_CLOSE_EVENT), and the process ends 5 s later: stop. */
+	if (sig == SIGHUP && !d->single && !d->stopping && !phsync_hangup_stops()) {
 		load_pairs(d, 1);
 		return;
 	}
-	begin_stop(d, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+	begin_stop(d, sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" :
+	              phsync_hangup_stops() ? "console closed" : "SIGHUP");
+}
+
+/* The session's end (Windows: log-off, shutdown), handed to the loop
+ * through d->session (wdone.c's ph_wdone_session_watch). */
+static void
+on_session_end(uv_async_t *h)
+{
+	begin_stop(h->data, "end of session");
 }
 
 /* -- the loop --------------------------------------------------------------- */
@@ -234,6 +246,9 @@ daemon_init(struct daemon *d, int verbose)
 	uv_signal_start(&d->sigint, on_signal, SIGINT);
 	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d->sighup, on_signal, SIGHUP);
+	uv_async_init(&d->loop, &d->session, on_session_end);
+	d->session.data = d;
+	ph_wdone_session_watch(d);
 #ifdef SIGPIPE
 	/* A peer gone mid-write is an error return, not the end (Windows
 	 * has no SIGPIPE). */

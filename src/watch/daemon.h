@@ -127,6 +127,7 @@ struct pair {
 struct daemon {
 	uv_loop_t loop;
 	uv_signal_t sigint, sigterm, sighup;
+	uv_async_t session;      /* the session's end (Windows: log-off) */
 	uv_timer_t stop_timer;
 	int stopping, verbose, single, exit_code;
 	const char *conf_path;
@@ -230,5 +231,8 @@ void ph_wdone_close_pair(struct pair *p);
 /* When stopping and no job runs any more: closes everything, so the loop
  * ends. */
 void ph_wdone_maybe_finish(struct daemon *d);
+/* Hands the session's end (phsync_on_session_end) to d->session, which
+ * ph_wdone_maybe_finish closes. */
+void ph_wdone_session_watch(struct daemon *d);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "phsync/console.h"
 #include "daemon.h"
 
 static int
@@ -55,6 +56,42 @@ on_closed_noop(uv_handle_t *h)
 	(void)h;
 }
 
+/* The session's end, told on another thread (phsync/console.h), goes to
+ * the loop through d->session while that is open (session_mu keeps a late
+ * call off a closed handle). */
+static uv_mutex_t session_mu;
+static uv_async_t *session_async;
+
+static void
+on_session_end_thread(void)
+{
+	uv_mutex_lock(&session_mu);
+	if (session_async != NULL)
+		uv_async_send(session_async);
+	uv_mutex_unlock(&session_mu);
+}
+
+void
+ph_wdone_session_watch(struct daemon *d)
+{
+	if (uv_mutex_init(&session_mu) != 0)
+		return;
+	session_async = &d->session;
+	/* Nothing where there is none (POSIX: a signal says it already). */
+	(void)phsync_on_session_end(on_session_end_thread);
+}
+
+static void
+session_close(struct daemon *d)
+{
+	if (session_async != NULL) {
+		uv_mutex_lock(&session_mu);
+		session_async = NULL;
+		uv_mutex_unlock(&session_mu);
+	}
+	uv_close((uv_handle_t *)&d->session, on_closed_noop);
+}
+
 void
 ph_wdone_maybe_finish(struct daemon *d)
 {
@@ -72,6 +109,7 @@ ph_wdone_maybe_finish(struct daemon *d)
 		uv_close((uv_handle_t *)&d->sigterm, on_closed_noop);
 		uv_close((uv_handle_t *)&d->sighup, on_closed_noop);
 		uv_close((uv_handle_t *)&d->stop_timer, on_closed_noop);
+		session_close(d);
 	}
 }
 

@@ -276,6 +276,44 @@ test_state_home_and_time(void **state)
 	            a.tm_hour == b->tm_hour && a.tm_min == b->tm_min);
 }
 
+/* The daemon's default config: %APPDATA%\phsync on Windows (not the
+ * profile's .config, nor the state's %LOCALAPPDATA%), the XDG folder on
+ * POSIX. */
+static void
+test_config_path(void **state)
+{
+	char p[1200], want[1300], home[1200];
+
+	(void)state;
+#ifdef _WIN32
+	const char *x = getenv("APPDATA");
+
+	assert_non_null(x);
+	snprintf(want, sizeof(want), "%s\\phsync\\phsync.conf", x);
+	assert_int_equal(phsync_config_path("phsync.conf", p, sizeof(p)), 0);
+	assert_string_equal(p, want);
+	assert_int_equal(phsync_state_home(home, sizeof(home)), 0);
+	assert_null(strstr(p, home));
+#else
+	char *old = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
+
+	setenv("XDG_CONFIG_HOME", "/cfg/x", 1);
+	assert_int_equal(phsync_config_path("phsync.conf", p, sizeof(p)), 0);
+	assert_string_equal(p, "/cfg/x/phsync/phsync.conf");
+	setenv("XDG_CONFIG_HOME", "relative", 1); /* not absolute: ignored */
+	assert_int_equal(phsync_config_path("phsync.conf", p, sizeof(p)), 0);
+	assert_int_equal(phsync_home_dir(home, sizeof(home)), 0);
+	snprintf(want, sizeof(want), "%s/.config/phsync/phsync.conf", home);
+	assert_string_equal(p, want);
+	if (old != NULL)
+		setenv("XDG_CONFIG_HOME", old, 1);
+	else
+		unsetenv("XDG_CONFIG_HOME");
+	free(old);
+#endif
+	assert_int_equal(phsync_config_path("phsync.conf", p, 8), -ENAMETOOLONG);
+}
+
 static void
 test_fd_binary(void **state)
 {
@@ -304,6 +342,7 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_rename_stat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_each, setup, teardown),
 		cmocka_unit_test(test_state_home_and_time),
+		cmocka_unit_test(test_config_path),
 		cmocka_unit_test_setup_teardown(test_fd_binary, setup, teardown),
 	};
 
