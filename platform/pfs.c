@@ -58,6 +58,8 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 		of |= O_NOFOLLOW;
 	if (flags & PH_O_NONBLOCK)
 		of |= O_NONBLOCK;
+	if (flags & PH_O_PRIVATE)
+		mode &= 0700;
 	fd = openat(AT(dirfd), name, of, (mode_t)mode);
 	if (fd < 0)
 		return -errno;

@@ -33,6 +33,10 @@
 #define PH_O_NOFOLLOW 0x0100 /* a symlink (Windows: a symlink or junction): -ELOOP */
 #define PH_O_NONBLOCK 0x0200 /* POSIX: a FIFO does not block the open (reads of a
                                 regular file are the same); Windows: nothing */
+#define PH_O_PRIVATE  0x0400 /* with PH_O_CREAT, a new file only its owner may
+                                open: POSIX the mode's group and other bits
+                                cleared; Windows a protected DACL granting the
+                                current user alone (win32/private.c) */
 
 /* ph_stat.type */
 enum ph_ftype { PH_FT_OTHER = 0, PH_FT_REG, PH_FT_DIR, PH_FT_LNK };
@@ -58,7 +62,7 @@ int ph_path_sep(int c);
 int ph_dir_open_path(const char *path);
 
 /* Opens name in the folder dirfd. mode is the new file's permission bits
- * (ignored on Windows). Returns the fd or -errno: -ELOOP for a symlink with
+ * (ignored on Windows, where PH_O_PRIVATE alone narrows who may open it). Returns the fd or -errno: -ELOOP for a symlink with
  * PH_O_NOFOLLOW, -ENOTDIR for a non-folder with PH_O_DIR, -EISDIR for a
  * folder without it, -EBUSY on Windows when another program holds the file
  * without sharing it. */

@@ -164,6 +164,7 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 	wchar_t *w;
 	HANDLE h;
 	int rc, fd, crt = _O_BINARY;
+	SECURITY_ATTRIBUTES sa = { sizeof(sa), NULL, FALSE };
 
 	(void)mode;
 	if (flags & PH_O_DIR) {
@@ -185,8 +186,14 @@ ph_openat(int dirfd, const char *name, int flags, unsigned mode)
 		return rc;
 	/* BACKUP_SEMANTICS opens a folder too, so a folder is told apart below
 	 * (-EISDIR) instead of failing as "access denied". */
-	h = CreateFileW(w, access, SHARE_ALL, NULL, disposition(flags), fl, NULL);
+	if ((flags & PH_O_PRIVATE) && (flags & PH_O_CREAT) &&
+	    (rc = ph_win_private_sd(&sa.lpSecurityDescriptor)) != 0) {
+		free(w);
+		return rc;
+	}
+	h = CreateFileW(w, access, SHARE_ALL, &sa, disposition(flags), fl, NULL);
 	free(w);
+	LocalFree(sa.lpSecurityDescriptor);
 	if (h == INVALID_HANDLE_VALUE)
 		return ph_win_errno(GetLastError());
 	if ((rc = check_opened(h, flags)) != 0)

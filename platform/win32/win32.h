@@ -40,6 +40,11 @@ int ph_win_at_path(int dirfd, const char *name, wchar_t **out);
  * left as it was, and so is from. Returns 0 or -errno. */
 int ph_win_replace_at(int fromdir, const char *from, int todir, const char *to);
 
+/* A security descriptor that gives the current user alone access to a new
+ * file (a protected DACL of one entry: pfs.h's PH_O_PRIVATE, platform/win32/
+ * private.c). *out is LocalFree'd by the caller. Returns 0 or -errno. */
+int ph_win_private_sd(void **out);
+
 /* A Windows error code (GetLastError()) as the nearest negative errno. */
 int ph_win_errno(unsigned long err);
 

@@ -254,12 +254,14 @@ choose_key(struct pairing *pg)
 	}
 }
 
-/* Writes len bytes to a new file (O_EXCL) with mode, fsync'ed. */
+/* Writes len bytes to a new file (O_EXCL) with mode, fsync'ed. A mode
+ * without group or other bits (the key, a new config) is PH_O_PRIVATE: on
+ * Windows only this user may open it, as OpenSSH for Windows requires. */
 static int
 write_new(phsync_ctx *ctx, const char *path, const char *data, size_t len, unsigned mode)
 {
-	int fd = ph_openat(PH_AT_CWD, path, PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW,
-	                   mode);
+	int fd = ph_openat(PH_AT_CWD, path, PH_O_WRONLY | PH_O_CREAT | PH_O_EXCL | PH_O_NOFOLLOW |
+	                   ((mode & 077) ? 0 : PH_O_PRIVATE), mode);
 	size_t off = 0;
 	int e;
 

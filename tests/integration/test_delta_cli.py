@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import unittest
 
+import deltavec
 from harness import check_sanitizers, phsync_bin, sanitizer_env
 
 
@@ -163,6 +164,28 @@ class DeltaCli(unittest.TestCase):
         r = run("patch", o, self.path("delta"), o)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(self.read("old"), b"data" * 1000)
+
+    def test_fixed_vectors_give_the_recorded_bytes(self):
+        # The signature and delta bytes of tests/lib/deltavec.py's inputs: phsync.exe under
+        # Wine (win.phsync.delta_loop) is held to the same digests, so a signature or delta
+        # made on Windows is the one Linux makes. The sparse OLD past 2^31 bytes checks the
+        # 64-bit offsets (its holes cost no disk).
+        for name, (block, inputs, sig_sha, delta_sha) in deltavec.VECTORS.items():
+            old, new = inputs()
+            o, n = self.write("old", old), self.write("new", new)
+            self.ok("signature", *(["-b", str(block)] if block else []), o, self.path("sig"))
+            self.ok("diff", self.path("sig"), n, self.path("delta"))
+            self.assertEqual(deltavec.sha256_file(self.path("sig")), sig_sha, name)
+            self.assertEqual(deltavec.sha256_file(self.path("delta")), delta_sha, name)
+        o = self.path("bigold")
+        deltavec.write_big_old(o)
+        n = self.write("bignew", deltavec.big_new())
+        self.ok("signature", "-b", str(deltavec.BIG_BLOCK), o, self.path("bigsig"))
+        self.ok("diff", self.path("bigsig"), n, self.path("bigdelta"))
+        self.assertEqual(deltavec.sha256_file(self.path("bigsig")), deltavec.BIG[0])
+        self.assertEqual(deltavec.sha256_file(self.path("bigdelta")), deltavec.BIG[1])
+        self.ok("patch", o, self.path("bigdelta"), self.path("bigout"))
+        self.assertEqual(self.read("bigout"), deltavec.big_new())
 
 
 if __name__ == "__main__":

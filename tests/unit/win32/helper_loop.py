@@ -111,7 +111,7 @@ def main(argv):
     # run_steps hands each step its argv (the emulator); the zip is this loop's own.
     return run_steps("helper_loop", __doc__,
                      [lambda _argv, srv, tmp, env: loop(zpath, srv, tmp, env, emu)],
-                     ["-"], server={"clean_home": True})
+                     ["-"], clean_home=True)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def loop(exe, srv, tmp, env):
         check(os.path.exists(os.path.join(phone, rel)), "the phone lost " + rel, r)
 
 
-def run_steps(name, doc, steps, argv, server=None):
+def run_steps(name, doc, steps, argv, **server):
     """The loops' main: argv is [EMULATOR...] PHSYNC_EXE; one throwaway sshd (harness.SshServer
     with the keywords in server) and folder for all the steps, each called as
     step(exe, srv, tmp, env); 0, 1 naming the step that failed (with the server's log), 2
@@ -123,7 +123,8 @@ def run_steps(name, doc, steps, argv, server=None):
         return 2
     env = dict(os.environ)
     env.setdefault("WINEDEBUG", "-all")
-    with harness.SshServer(**(server or {})) as srv, tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
+    with harness.SshServer(**server) as srv, \
+            tempfile.TemporaryDirectory(prefix="phsync-win-") as tmp:
         for step in steps:
             try:
                 step(list(argv), srv, tmp, env)
