@@ -536,6 +536,9 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
 	rs.t = t;
+	/* Each listed name looked at once here, not every path's names on
+	 * every pull (ph_names_any_unholdable). */
+	t->count_winnames = 1;
 	rs.remove_temps = in->remove_temps;
 	ph_temp_owner_self(&rs.self);
 	rs.now = (int64_t)time(NULL);

@@ -12,6 +12,7 @@
 #include "strpool.h"
 #include "tempname.h"
 #include "tree.h"
+#include "winname.h"
 
 #define BLOCK (256u * 1024)
 
@@ -68,6 +69,13 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 	t->v[t->n].path = s;
 	t->v[t->n].flags = 0;
 	t->n++;
+	if (t->count_winnames) {
+		size_t b = pathlen;
+
+		while (b > 0 && path[b - 1] != '/')
+			b--;
+		t->nwinbad += ph_winname_check_n(path + b, pathlen - b) != PH_WINNAME_OK;
+	}
 	return 0;
 }
 

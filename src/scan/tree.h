@@ -93,6 +93,14 @@ struct ph_tree {
 	size_t block_used, block_cap;
 	struct ph_strpool *pool; /* when set, ph_tree_add keeps paths there,
 	                            once for this tree and its twin (strpool.h) */
+	/* With count_winnames set (the remote scan sets it), ph_tree_add
+	 * counts in nwinbad the entries whose own (last) name Windows cannot
+	 * hold (winname.h). A listed entry's folders are entries too, so
+	 * nwinbad > 0 says whether any path has such a name without walking
+	 * every path's names (ph_names_any_unholdable). ph_tree_rename leaves
+	 * it as it is: the count is of the names as listed. */
+	int count_winnames;
+	size_t nwinbad;
 };
 
 /* Adds an entry; path is copied (into the pool when the tree has one: the
