@@ -465,5 +465,7 @@ ph_names_drop_unholdable(struct ph_tree *t, ph_names_drop_fn *fn, void *arg)
 	i = t->n - k;
 	t->n = k;
 	t->nwinbad = 0;   /* every such name went, with its subtree */
+	if (i > 0)
+		t->ids_ok = 0;
 	return i;
 }
