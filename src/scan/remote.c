@@ -263,6 +263,32 @@ keep_aside(struct rscan *rs, const char *rel, const struct ph_temp_info *ti,
 	rs->nasides++;
 }
 
+/* Reports a name the server sent that is unsafe here (dir: its folder):
+ * a skip, counted as a failure (the run is partial). 0, or ENOMEM (then
+ * rs->fatal). */
+static int
+refuse_unsafe(struct rscan *rs, const char *dir, const uint8_t *name, size_t nl)
+{
+	char shown[256 * 4 + 1], raw[256];
+	size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
+	char *rel;
+
+	memcpy(raw, name, n);
+	raw[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (raw[i] == '\0')
+			raw[i] = '?';
+	ph_escape(shown, sizeof(shown), raw);
+	if ((rel = join(dir, (const uint8_t *)shown, strlen(shown))) == NULL)
+		return rs->fatal = PHSYNC_ENOMEM;
+	rs->in->ev->st->files_failed++;
+	ph_emit(rs->in->ev, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
+	        "the server sent an unsafe name (empty, '.', '..', or with "
+	        "'/', '\\' or control characters); refused");
+	free(rel);
+	return 0;
+}
+
 static void
 readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -296,7 +322,6 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	dl = strlen(l->rel);
 	ph_sftp_names_init(&it, r);
 	while ((k = ph_sftp_names_next(&it, &name, &nl, &a)) == 1) {
-		char shown[256 * 4 + 1], raw[256];
 		char *rel = rs->rel;
 		size_t len;
 
@@ -305,24 +330,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (!ph_filter_only_name(rs->in->filter, (const char *)name, nl))
 			continue;
 		if (!ph_name_safe(name, nl)) {
-			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
-
-			memcpy(raw, name, n);
-			raw[n] = '\0';
-			for (size_t i = 0; i < n; i++)
-				if (raw[i] == '\0')
-					raw[i] = '?';
-			ph_escape(shown, sizeof(shown), raw);
-			if ((rel = join(l->rel, (const uint8_t *)shown, strlen(shown))) == NULL) {
-				rs->fatal = PHSYNC_ENOMEM;
+			if (refuse_unsafe(rs, l->rel, name, nl) != 0)
 				break;
-			}
-			/* Reported as a skip, counted as a failure: the run is partial. */
-			rs->in->ev->st->files_failed++;
-			ph_emit(rs->in->ev, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
-			             "the server sent an unsafe name (empty, '.', '..', or with "
-			             "'/', '\\' or control characters); refused");
-			free(rel);
 			continue;
 		}
 		if (dl + 1 + nl > MAX_PATH) {
