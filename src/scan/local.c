@@ -241,6 +241,8 @@ scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
 	e.mode = st.mode & 07777;
 	if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
 		return rc;
+	if (s->t->ids_ok && e.type == PH_T_FILE)
+		s->t->ids[s->t->n - 1] = ph_tree_ident_sum(st.ino, st.dev, st.ctime_ns);
 	/* A single-file run walks no folder (a folder with its name is the
 	 * destination's, left alone). */
 	if (e.type != PH_T_DIR || (s->filter != NULL && s->filter->only != NULL))
@@ -258,17 +260,49 @@ scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
 	return rc;
 }
 
-/* Lists the folder dfd (the caller's, left open), s->path[0..plen) its
- * path, into s->t. */
+/* A folder's names, read whole before any is looked at. */
+struct names {
+	char *buf;
+	size_t used, cap;
+	size_t n;
+};
+
 static int
-scan_dir(struct scan *s, int dfd, size_t plen, int depth)
+names_add(struct names *nm, const char *name)
+{
+	size_t l = strlen(name) + 1;
+
+	if (nm->cap - nm->used < l) {
+		size_t nc = nm->cap ? nm->cap * 2 : 4096;
+		char *nb;
+
+		while (nc - nm->used < l)
+			nc *= 2;
+		if ((nb = realloc(nm->buf, nc)) == NULL)
+			return PHSYNC_ENOMEM;
+		nm->buf = nb;
+		nm->cap = nc;
+	}
+	memcpy(nm->buf + nm->used, name, l);
+	nm->used += l;
+	nm->n++;
+	return 0;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Reads the folder's names into nm (the caller frees nm->buf). */
+static int
+read_names(struct scan *s, int dfd, size_t plen, struct names *nm)
 {
 	struct ph_dirent de;
 	struct ph_dir *d;
 	int rc = 0, r;
 
-	if (depth > 256)
-		return ph_err(s->ctx, PHSYNC_EUNSAFE, "folders nested deeper than 256 levels");
 	if ((r = ph_dir_list(dfd, &d)) != 0)
 		return ph_err_from_errno(-r);
 	while (rc == 0 && (r = ph_dir_read(d, &de)) != 0) {
@@ -283,10 +317,43 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 			rc = ph_err_from_errno(-r);
 			break;
 		}
-		rc = scan_entry(s, dfd, de.name, plen, depth);
-		s->path[plen] = '\0';
+		rc = names_add(nm, de.name);
 	}
 	ph_dir_end(d);
+	return rc;
+}
+
+/* Lists the folder dfd (the caller's, left open), s->path[0..plen) its
+ * path, into s->t. Its names are sorted first (bytes, as ph_path_cmp
+ * orders names without '/'), so the walk adds every entry in tree order:
+ * a folder's subtree right after it, before a name it is a prefix of
+ * ('/' ranks below every byte a name holds), and ph_tree_sort finds the
+ * tree sorted: one comparison an entry instead of a sort. */
+static int
+scan_dir(struct scan *s, int dfd, size_t plen, int depth)
+{
+	struct names nm = { 0 };
+	const char **v = NULL;
+	size_t i, off;
+	int rc;
+
+	if (depth > 256)
+		return ph_err(s->ctx, PHSYNC_EUNSAFE, "folders nested deeper than 256 levels");
+	if ((rc = read_names(s, dfd, plen, &nm)) == 0 && nm.n > 0 &&
+	    (v = malloc(nm.n * sizeof(*v))) == NULL)
+		rc = PHSYNC_ENOMEM;
+	for (i = 0, off = 0; rc == 0 && i < nm.n; i++) {
+		v[i] = nm.buf + off;
+		off += strlen(v[i]) + 1;
+	}
+	if (rc == 0 && nm.n > 1)
+		qsort(v, nm.n, sizeof(*v), name_cmp);
+	for (i = 0; rc == 0 && i < nm.n; i++) {
+		rc = scan_entry(s, dfd, v[i], plen, depth);
+		s->path[plen] = '\0';
+	}
+	free(v);
+	free(nm.buf);
 	return rc;
 }
 

@@ -23,7 +23,9 @@ int ph_local_opendir(int root, const char *rel, int *fd);
  * the folder part ("" at top level), *base points into rel. */
 int ph_local_split(const char *rel, char **dir, const char **base);
 
-/* Walks the tree under root into t (unsorted), skipping excluded paths.
+/* Walks the tree under root into t, skipping excluded paths; the entries
+ * come in tree order (a folder's names sorted), so ph_tree_sort has
+ * nothing to move.
  * Our temp files (tempname.h) are never listed; with remove_temps, those a
  * dead run left are removed. With check_names, names that are unsafe to
  * send (ph_name_safe) are reported as skipped and counted in *failed.

@@ -434,6 +434,9 @@ ph_names_any_unholdable(const struct ph_tree *t)
 	size_t i;
 	int own;
 
+	/* Counted as the entries were listed: one look at each name. */
+	if (t->count_winnames)
+		return t->nwinbad > 0;
 	for (i = 0; i < t->n; i++)
 		if (path_verdict(ph_entry_raw(&t->v[i]), &own) != PH_WINNAME_OK)
 			return 1;
@@ -461,5 +464,8 @@ ph_names_drop_unholdable(struct ph_tree *t, ph_names_drop_fn *fn, void *arg)
 	}
 	i = t->n - k;
 	t->n = k;
+	t->nwinbad = 0;   /* every such name went, with its subtree */
+	if (i > 0)
+		t->ids_ok = 0;
 	return i;
 }

@@ -52,7 +52,10 @@ int ph_names_dest_paths(struct ph_tree *src, const struct ph_tree *dst, int fold
 typedef void ph_names_drop_fn(void *arg, const char *raw, const char *why);
 
 /* Does any path of t have a name a Windows folder cannot hold (a reserved
- * device name, a trailing dot or space, one of < > : " | ? * \)? 1 or 0. */
+ * device name, a trailing dot or space, one of < > : " | ? * \)? 1 or 0.
+ * A tree that counted its names as they were added (tree.h's
+ * count_winnames: a remote scan's) answers from its count; any other has
+ * every path's names looked at. */
 int ph_names_any_unholdable(const struct ph_tree *t);
 
 /* Removes from t every entry with such a name in its path, calling fn for

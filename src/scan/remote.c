@@ -8,6 +8,7 @@
 
 #include "ctx.h"
 #include "remote.h"
+#include "str.h"
 #include "tempname.h"
 
 #define MAX_LISTERS 32
@@ -58,6 +59,8 @@ struct rscan {
 	char **statq;      /* entries to LSTAT (their listing lacked attributes) */
 	size_t nstatq, capstatq;
 	uint64_t path_bytes; /* bytes of paths listed (a memory cap) */
+	char rel[MAX_PATH + 1]; /* the entry at hand's path: built here, copied
+	                           only for a folder to list or an entry to stat */
 };
 
 static int
@@ -135,52 +138,47 @@ depth_of(const char *rel)
 	return d;
 }
 
-/* Adds a listed entry to the tree (and a folder to the queue). */
+/* Adds a listed entry to the tree (and a folder to the queue): rel (len
+ * bytes) is borrowed; a folder's is copied for the queue. */
 static void
-add_entry(struct rscan *rs, char *rel, const struct ph_sftp_attrs *a)
+add_entry(struct rscan *rs, const char *rel, size_t len, const struct ph_sftp_attrs *a)
 {
 	struct ph_entry e = { 0 };
+	char *q;
 
 	e.type = type_of(a->perm);
-	if (!ph_filter_match(rs->in->filter, rel, e.type == PH_T_DIR)) {
-		free(rel);
+	if (!ph_filter_match(rs->in->filter, rel, e.type == PH_T_DIR))
 		return;
-	}
-	rs->path_bytes += strlen(rel) + 1;
+	rs->path_bytes += len + 1;
 	if (rs->t->n >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_ENOMEM,
 		                   "the remote tree has more than %u entries or 2 GiB of "
 		                   "names; stopped (does the server's tree loop back on "
 		                   "itself?)", MAX_ENTRIES);
-		free(rel);
 		return;
 	}
 	if (e.type == PH_T_DIR && depth_of(rel) > MAX_DEPTH) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EUNSAFE,
 		                   "the remote tree is nested deeper than %d folders; stopped "
 		                   "(does the server's tree loop back on itself?)", MAX_DEPTH);
-		free(rel);
 		return;
 	}
 	e.nosize = e.type == PH_T_FILE && !(a->flags & PH_ATTR_SIZE);
 	e.size = (a->flags & PH_ATTR_SIZE) && e.type == PH_T_FILE ? a->size : 0;
 	e.mtime = (a->flags & PH_ATTR_ACMODTIME) ? a->mtime : 0;
 	e.mode = a->perm & 07777;
-	if (ph_tree_add(rs->t, rel, strlen(rel), &e) != 0) {
+	if (ph_tree_add(rs->t, rel, len, &e) != 0) {
 		rs->fatal = PHSYNC_ENOMEM;
-		free(rel);
 		return;
 	}
 	/* A single-file run lists one folder: what has its name is never
 	 * walked (a folder there is the destination's, left alone). */
 	if (e.type == PH_T_DIR && rs->in->filter->only == NULL) {
-		if (enqueue(rs, rel) != 0) {
+		if ((q = ph_strndup(rel, len)) == NULL || enqueue(rs, q) != 0) {
 			rs->fatal = PHSYNC_ENOMEM;
-			free(rel);
+			free(q);
 		}
-		return;
 	}
-	free(rel);
 }
 
 static void
@@ -191,14 +189,12 @@ stat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 	(void)s;
 	rs->active--;
-	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_PERMISSIONS)) {
-		add_entry(rs, ps->rel, &r->attrs);
-	} else {
-		if (r->type != 0)
-			fail(rs, ps->rel, r->err ? r->err : PHSYNC_EPROTO,
-			     "the server gave no file type for this entry");
-		free(ps->rel);
-	}
+	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_PERMISSIONS))
+		add_entry(rs, ps->rel, strlen(ps->rel), &r->attrs);
+	else if (r->type != 0)
+		fail(rs, ps->rel, r->err ? r->err : PHSYNC_EPROTO,
+		     "the server gave no file type for this entry");
+	free(ps->rel);
 	free(ps);
 }
 
@@ -267,6 +263,32 @@ keep_aside(struct rscan *rs, const char *rel, const struct ph_temp_info *ti,
 	rs->nasides++;
 }
 
+/* Reports a name the server sent that is unsafe here (dir: its folder):
+ * a skip, counted as a failure (the run is partial). 0, or ENOMEM (then
+ * rs->fatal). */
+static int
+refuse_unsafe(struct rscan *rs, const char *dir, const uint8_t *name, size_t nl)
+{
+	char shown[256 * 4 + 1], raw[256];
+	size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
+	char *rel;
+
+	memcpy(raw, name, n);
+	raw[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (raw[i] == '\0')
+			raw[i] = '?';
+	ph_escape(shown, sizeof(shown), raw);
+	if ((rel = join(dir, (const uint8_t *)shown, strlen(shown))) == NULL)
+		return rs->fatal = PHSYNC_ENOMEM;
+	rs->in->ev->st->files_failed++;
+	ph_emit(rs->in->ev, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
+	        "the server sent an unsafe name (empty, '.', '..', or with "
+	        "'/', '\\' or control characters); refused");
+	free(rel);
+	return 0;
+}
+
 static void
 readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 {
@@ -277,6 +299,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	uint32_t nl;
 	struct ph_sftp_attrs a;
 	struct ph_temp_info ti;
+	size_t dl;
 	int k;
 
 	if (r->type == 0) { /* the link died; the pump reports it */
@@ -296,45 +319,33 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		lister_done(l);
 		return;
 	}
+	dl = strlen(l->rel);
 	ph_sftp_names_init(&it, r);
 	while ((k = ph_sftp_names_next(&it, &name, &nl, &a)) == 1) {
-		char shown[256 * 4 + 1], raw[256];
-		char *rel;
+		char *rel = rs->rel;
+		size_t len;
 
 		if ((nl == 1 && name[0] == '.') || (nl == 2 && name[0] == '.' && name[1] == '.'))
 			continue;
 		if (!ph_filter_only_name(rs->in->filter, (const char *)name, nl))
 			continue;
 		if (!ph_name_safe(name, nl)) {
-			size_t n = nl < sizeof(raw) - 1 ? nl : sizeof(raw) - 1;
-
-			memcpy(raw, name, n);
-			raw[n] = '\0';
-			for (size_t i = 0; i < n; i++)
-				if (raw[i] == '\0')
-					raw[i] = '?';
-			ph_escape(shown, sizeof(shown), raw);
-			if ((rel = join(l->rel, (const uint8_t *)shown, strlen(shown))) == NULL) {
-				rs->fatal = PHSYNC_ENOMEM;
+			if (refuse_unsafe(rs, l->rel, name, nl) != 0)
 				break;
-			}
-			/* Reported as a skip, counted as a failure: the run is partial. */
-			rs->in->ev->st->files_failed++;
-			ph_emit(rs->in->ev, PHSYNC_EV_SKIPPED, rel, "unsafe name", 0, PHSYNC_EUNSAFE,
-			             "the server sent an unsafe name (empty, '.', '..', or with "
-			             "'/', '\\' or control characters); refused");
-			free(rel);
 			continue;
 		}
-		if (strlen(l->rel) + 1 + nl > MAX_PATH) {
+		if (dl + 1 + nl > MAX_PATH) {
 			fail(rs, l->rel, PHSYNC_EUNSAFE, "a name in this folder makes a path "
 			     "longer than 4095 bytes; left out");
 			continue;
 		}
-		if ((rel = join(l->rel, name, nl)) == NULL) {
-			rs->fatal = PHSYNC_ENOMEM;
-			break;
-		}
+		memcpy(rel, l->rel, dl);
+		len = dl + (dl > 0);
+		if (dl > 0)
+			rel[dl] = '/';
+		memcpy(rel + len, name, nl);
+		len += nl;
+		rel[len] = '\0';
 		if (ph_temp_parse((const char *)name, nl, &ti)) {
 			/* Ours: never listed. A dead run's leftovers are cleared on the
 			 * destination side only. */
@@ -350,7 +361,6 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 					remove_temp(rs, rel, (a.flags & PH_ATTR_PERMISSIONS) &&
 					            type_of(a.perm) == PH_T_DIR);
 			}
-			free(rel);
 			continue;
 		}
 		if (!(a.flags & PH_ATTR_PERMISSIONS) ||
@@ -365,17 +375,20 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 
 				if (cap > MAX_QUEUE_PATHS ||
 				    (q = realloc(rs->statq, cap * sizeof(*q))) == NULL) {
-					free(rel);
 					rs->fatal = PHSYNC_ENOMEM;
 					break;
 				}
 				rs->statq = q;
 				rs->capstatq = cap;
 			}
-			rs->statq[rs->nstatq++] = rel;
+			if ((rs->statq[rs->nstatq] = ph_strndup(rel, len)) == NULL) {
+				rs->fatal = PHSYNC_ENOMEM;
+				break;
+			}
+			rs->nstatq++;
 			continue;
 		}
-		add_entry(rs, rel, &a);
+		add_entry(rs, rel, len, &a);
 	}
 	if (k < 0) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EPROTO,
@@ -536,6 +549,9 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
 	rs.t = t;
+	/* Each listed name looked at once here, not every path's names on
+	 * every pull (ph_names_any_unholdable). */
+	t->count_winnames = 1;
 	rs.remove_temps = in->remove_temps;
 	ph_temp_owner_self(&rs.self);
 	rs.now = (int64_t)time(NULL);

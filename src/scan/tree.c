@@ -7,11 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "pattern.h"
 #include "phsync/phsync.h"
 #include "strpool.h"
 #include "tempname.h"
 #include "tree.h"
+#include "winname.h"
 
 #define BLOCK (256u * 1024)
 
@@ -56,8 +59,18 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 		if (v == NULL)
 			return PHSYNC_ENOMEM;
 		t->v = v;
+		if (t->want_ids) {
+			uint64_t *ids = realloc(t->ids, ncap * sizeof(*ids));
+
+			if (ids == NULL)
+				return PHSYNC_ENOMEM;
+			t->ids = ids;
+			t->ids_ok = t->n == 0 || t->ids_ok;
+		}
 		t->cap = ncap;
 	}
+	if (t->want_ids && t->ids_ok)
+		t->ids[t->n] = 0;
 	if (t->pool == NULL || (s = (char *)ph_strpool_get(t->pool, path, pathlen)) == NULL) {
 		if ((s = strings_take(t, pathlen + 1)) == NULL)
 			return PHSYNC_ENOMEM;
@@ -68,6 +81,13 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 	t->v[t->n].path = s;
 	t->v[t->n].flags = 0;
 	t->n++;
+	if (t->count_winnames) {
+		size_t b = pathlen;
+
+		while (b > 0 && path[b - 1] != '/')
+			b--;
+		t->nwinbad += ph_winname_check_n(path + b, pathlen - b) != PH_WINNAME_OK;
+	}
 	return 0;
 }
 
@@ -188,10 +208,26 @@ sort_range(struct ph_entry *v, size_t n)
 			swap(&v[j], &v[j - 1]);
 }
 
+/* Already in order (a local scan adds its entries so)? Stops at the
+ * first pair out of order. */
+static int
+sorted(const struct ph_entry *v, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (entry_cmp(&v[i - 1], &v[i]) > 0)
+			return 0;
+	return 1;
+}
+
 void
 ph_tree_sort(struct ph_tree *t)
 {
-	sort_range(t->v, t->n);
+	if (!sorted(t->v, t->n)) {
+		sort_range(t->v, t->n);
+		t->ids_ok = 0;   /* no longer beside their entries */
+	}
 	/* Scanning is over: give back the room the doubling left. */
 	if (t->cap > t->n + t->n / 16 && t->n > 0) {
 		struct ph_entry *v = realloc(t->v, t->n * sizeof(*v));
@@ -231,7 +267,17 @@ ph_tree_free(struct ph_tree *t)
 		free(t->blocks[i]);
 	free(t->blocks);
 	free(t->v);
+	free(t->ids);
 	memset(t, 0, sizeof(*t));
+}
+
+uint64_t
+ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns)
+{
+	uint64_t k[3] = { ino, dev, (uint64_t)ctime_ns }, h;
+
+	h = XXH3_64bits(k, sizeof(k));
+	return h ? h : 1;
 }
 
 int

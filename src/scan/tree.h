@@ -93,7 +93,26 @@ struct ph_tree {
 	size_t block_used, block_cap;
 	struct ph_strpool *pool; /* when set, ph_tree_add keeps paths there,
 	                            once for this tree and its twin (strpool.h) */
+	/* With count_winnames set (the remote scan sets it), ph_tree_add
+	 * counts in nwinbad the entries whose own (last) name Windows cannot
+	 * hold (winname.h). A listed entry's folders are entries too, so
+	 * nwinbad > 0 says whether any path has such a name without walking
+	 * every path's names (ph_names_any_unholdable). ph_tree_rename leaves
+	 * it as it is: the count is of the names as listed. */
+	int count_winnames;
+	size_t nwinbad;
+	/* With want_ids set (a local scan's tree), ids holds beside each
+	 * entry the digest of the identity the walk saw (ph_tree_ident_sum; 0
+	 * for a non-file), valid while ids_ok: a sort that moves entries, or a
+	 * drop, clears it. The state merge then trusts an unchanged identity
+	 * without a second stat of each file (sync/ident.c). */
+	int want_ids, ids_ok;
+	uint64_t *ids;
 };
+
+/* The digest of a local file's identity (inode, device, ctime in ns) as
+ * ids holds it: 64 bits of XXH3, never 0. */
+uint64_t ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns);
 
 /* Adds an entry; path is copied (into the pool when the tree has one: the
  * key is then shared and never written to). Returns 0 or PHSYNC_ENOMEM. */

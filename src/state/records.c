@@ -264,10 +264,79 @@ ph_state_file_get_sig(struct ph_state *st, const char *path, struct ph_state_fil
 	return 1;
 }
 
+/* The runs table (about 100 rows: state.c keeps the last 100), read once
+ * so that each record's lref is found here, not by two subqueries per row
+ * (a million of them in a no-change run over a million files). */
+struct run_ends {
+	struct { int64_t id, ended; int has_ended; } *v;
+	size_t n;
+	int64_t min_started;
+	int has_min;
+};
+
+static int
+run_ends_load(struct ph_state *st, struct run_ends *re)
+{
+	sqlite3_stmt *s = NULL;
+	size_t cap = 0;
+	int r;
+
+	memset(re, 0, sizeof(*re));
+	if (sqlite3_prepare_v2(st->db, "SELECT id, started, ended FROM runs ORDER BY id", -1, &s,
+	                       NULL) != SQLITE_OK)
+		return ph_statedb_err(st, "reading");
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t started = sqlite3_column_int64(s, 1);
+
+		if (re->n == cap) {
+			size_t nc = cap ? cap * 2 : 128;
+			void *nv = realloc(re->v, nc * sizeof(*re->v));
+
+			if (nv == NULL) {
+				sqlite3_finalize(s);
+				return PHSYNC_ENOMEM;
+			}
+			re->v = nv;
+			cap = nc;
+		}
+		re->v[re->n].id = sqlite3_column_int64(s, 0);
+		re->v[re->n].has_ended = sqlite3_column_type(s, 2) == SQLITE_INTEGER;
+		re->v[re->n].ended = sqlite3_column_int64(s, 2);
+		re->n++;
+		if (sqlite3_column_type(s, 1) != SQLITE_NULL && (!re->has_min || started < re->min_started)) {
+			re->min_started = started;
+			re->has_min = 1;
+		}
+	}
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? 0 : ph_statedb_err(st, "reading");
+}
+
+/* The end (ns) of the run lrun that recorded an identity; a run trimmed
+ * from runs: the oldest kept one's start; 0 when unknown. */
+static int64_t
+run_ends_ref(const struct run_ends *re, int64_t lrun)
+{
+	size_t lo = 0, hi = re->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (re->v[mid].id == lrun)
+			return re->v[mid].has_ended ? re->v[mid].ended * 1000000000 : 0;
+		if (re->v[mid].id < lrun)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return re->has_min ? re->min_started * 1000000000 : 0;
+}
+
 int
 ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 {
 	sqlite3_stmt *s = NULL;
+	struct run_ends re = { 0 };
 	char *path = NULL;
 	size_t cap = 0;
 	int rc = 0, r;
@@ -276,17 +345,18 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 		return rc;
 	/* lref: the end of the run that recorded the identity; a run trimmed
 	 * from runs ended before the oldest kept one started. */
+	if (!st->legacy && !st->nolid && (rc = run_ends_load(st, &re)) != 0)
+		return rc;
 	if (sqlite3_prepare_v2(st->db, st->legacy ?
 	                       "SELECT replace(path, '/', char(1)) AS key, lsize, lmtime, rsize, "
 	                       "rmtime FROM files ORDER BY key" : st->nolid ?
 	                       "SELECT k, lsize, lmtime, rsize, rmtime FROM files ORDER BY k" :
-	                       "SELECT k, lsize, lmtime, rsize, rmtime, lctime, lino, ldev, "
-	                       "CASE WHEN lrun IS NULL THEN NULL WHEN EXISTS (SELECT 1 FROM runs "
-	                       "WHERE id = lrun) THEN (SELECT ended FROM runs WHERE id = lrun) "
-	                       "ELSE (SELECT MIN(started) FROM runs) END, length(hash) = 16 "
-	                       "FROM files ORDER BY k",
-	                       -1, &s, NULL) != SQLITE_OK)
+	                       "SELECT k, lsize, lmtime, rsize, rmtime, lctime, lino, ldev, lrun, "
+	                       "length(hash) = 16 FROM files ORDER BY k",
+	                       -1, &s, NULL) != SQLITE_OK) {
+		free(re.v);
 		return ph_statedb_err(st, "reading");
+	}
 	while (rc == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
 		struct ph_state_file f;
 
@@ -307,7 +377,7 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 			f.ldev = (uint64_t)sqlite3_column_int64(s, 7);
 			/* runs keeps seconds */
 			f.lref = sqlite3_column_type(s, 8) == SQLITE_INTEGER ?
-			         sqlite3_column_int64(s, 8) * 1000000000 : 0;
+			         run_ends_ref(&re, sqlite3_column_int64(s, 8)) : 0;
 		}
 		rc = fn(arg, path, &f);
 	}
@@ -315,5 +385,6 @@ ph_state_each(struct ph_state *st, ph_state_each_fn *fn, void *arg)
 		rc = ph_statedb_err(st, "reading");
 	sqlite3_finalize(s);
 	free(path);
+	free(re.v);
 	return rc;
 }

@@ -24,15 +24,19 @@ struct ph_renew {
 static int
 dir_of(struct ph_job *j, const char *rel, const char **base)
 {
+	const char *slash = strrchr(rel, '/');
+	size_t dl = slash ? (size_t)(slash - rel) : 0;
 	char *dir;
 	int dfd, rc;
 
-	if ((rc = ph_local_split(rel, &dir, base)) != 0)
-		return rc;
-	if (j->idir != NULL && j->idfd >= 0 && strcmp(j->idir, dir) == 0) {
-		free(dir);
+	/* The folder already open: no copy of its name per file. */
+	if (j->idir != NULL && j->idfd >= 0 && strncmp(j->idir, rel, dl) == 0 &&
+	    j->idir[dl] == '\0') {
+		*base = slash ? slash + 1 : rel;
 		return j->idfd;
 	}
+	if ((rc = ph_local_split(rel, &dir, base)) != 0)
+		return rc;
 	if ((rc = ph_local_opendir(j->lroot, dir, &dfd)) != 0) {
 		free(dir);
 		return rc;
@@ -210,6 +214,22 @@ ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
 	    ph_ident_stat(j, rel, &id2) != 0 || !same_id(&id, &id2))
 		return 1;
 	return queue_renew(j, path, &id);
+}
+
+int
+ph_ident_changed_seen(struct ph_job *j, const char *rel, const char *path,
+                      const struct ph_state_file *f, uint64_t seen, int64_t mtime)
+{
+	int64_t lim = f->lref - PH_IDENT_RACY_NS;
+
+	/* ph_ident_suspect's answer for the identity seen: the same inode,
+	 * device and ctime (64 bits of digest), the record out of the racy
+	 * window, and the file's time (below mtime + 1 s) before it too. */
+	if (j->state != NULL && seen != 0 && f->has_lid && f->lref != 0 && lim > 0 &&
+	    f->lctime < lim && mtime < lim / 1000000000 - 1 &&
+	    seen == ph_tree_ident_sum(f->lino, f->ldev, f->lctime))
+		return 0;
+	return ph_ident_changed(j, rel, path, f);
 }
 
 int

@@ -53,6 +53,14 @@ void ph_ident_fill(struct ph_job *j, const char *path, struct ph_state_file *f);
  * of the state. */
 int ph_ident_changed(struct ph_job *j, const char *rel, const char *path,
                      const struct ph_state_file *f);
+/* The same, given what the local scan saw of the file: seen, the digest
+ * of its identity (ph_tree_ident_sum; 0 when not kept) and mtime, its
+ * time in seconds. An identity the digest shows as recorded, recorded
+ * well before the racy window (git's rule, above) whatever the file's
+ * nanoseconds, is trusted with no second stat; any other goes through
+ * ph_ident_changed. */
+int ph_ident_changed_seen(struct ph_job *j, const char *rel, const char *path,
+                          const struct ph_state_file *f, uint64_t seen, int64_t mtime);
 
 /* Writes the renewed records queued by ph_ident_changed (call after the
  * state walk, before anything is carried out). Returns 0 or PHSYNC_E*. */

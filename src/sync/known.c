@@ -129,12 +129,15 @@ kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
 	 * whether that can be trusted (ident.c), as git's index does. */
 	{
 		const struct ph_entry *l = m->pull ? d : s;
+		const struct ph_tree *lt = m->pull ? dst : src;
 		int rc;
 
 		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
 		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
 		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
-			if ((rc = ph_ident_changed(m->j, ph_entry_raw(l), path, f)) < 0)
+			if ((rc = ph_ident_changed_seen(m->j, ph_entry_raw(l), path, f,
+			                                lt->ids_ok ? lt->ids[l - lt->v] : 0,
+			                                l->mtime)) < 0)
 				return rc;
 			kn.touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
 		}

@@ -654,6 +654,7 @@ ph_run_scan(struct run *r)
 	ls.remove_temps = r->pull && !j->o->dry_run;
 	ls.check_names = !r->pull;
 	ls.t = r->pull ? &j->dst : &j->src;
+	ls.t->want_ids = 1; /* each file's identity, for the state merge */
 	ls.partials = r->pull && !j->o->dry_run ? &j->found_partials : NULL;
 	if (j->lroot >= 0)
 		ph_lscan_start(&ls);

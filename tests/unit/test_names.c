@@ -316,12 +316,90 @@ test_unholdable_names_are_dropped_with_their_subtrees(void **state)
 	ph_tree_free(&t);
 }
 
+/* A tree that counts its names as they are added (a remote scan's) gives
+ * the same answers as one whose paths are walked: each entry's own name is
+ * counted once, a folder's bad name once for its whole subtree, and the
+ * drop leaves none. */
+static void
+test_counted_tree_answers_as_the_walk(void **state)
+{
+	static const char *const paths[] = { "ok.jpg", "a:b.jpg", "CON", "CON/x.jpg", "dir.",
+	                                     "dir./y", "good", "good/AUX.txt", "good/fine.txt" };
+	static const uint8_t dir[] = { 0, 0, 1, 0, 1, 0, 1, 0, 0 };
+	struct ph_tree c = { 0 }, w = { 0 }, fine = { 0 };
+	size_t i;
+
+	(void)state;
+	c.count_winnames = 1;
+	fine.count_winnames = 1;
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		add(&c, paths[i], dir[i] ? PH_T_DIR : PH_T_FILE);
+		add(&w, paths[i], dir[i] ? PH_T_DIR : PH_T_FILE);
+	}
+	add(&fine, "DCIM", PH_T_DIR);
+	add(&fine, "DCIM/Camera", PH_T_DIR);
+	add(&fine, "DCIM/Camera/IMG_0001.jpg", PH_T_FILE);
+	add(&fine, "CONFIG.txt", PH_T_FILE);
+	ph_tree_sort(&c);
+	ph_tree_sort(&w);
+	assert_int_equal(c.nwinbad, 4);  /* a:b.jpg, CON, dir., good/AUX.txt */
+	assert_int_equal(fine.nwinbad, 0);
+	assert_int_equal(ph_names_any_unholdable(&c), 1);
+	assert_int_equal(ph_names_any_unholdable(&w), 1);
+	assert_int_equal(ph_names_any_unholdable(&fine), 0);
+	ndropped = 0;
+	assert_int_equal(ph_names_drop_unholdable(&c, note_drop, NULL), 6);
+	assert_int_equal(ndropped, 4);
+	assert_int_equal(c.nwinbad, 0);
+	assert_int_equal(ph_names_any_unholdable(&c), 0);
+	ph_tree_free(&c);
+	ph_tree_free(&w);
+	ph_tree_free(&fine);
+}
+
+/* A local scan's identity digests stay beside their entries while no
+ * sort moves them; a sort that does, or a drop, says they no longer do. */
+static void
+test_tree_ids_follow_their_entries(void **state)
+{
+	struct ph_tree t = { 0 }, u = { 0 };
+
+	(void)state;
+	t.want_ids = 1;
+	add(&t, "a", PH_T_DIR);
+	add(&t, "a/x.jpg", PH_T_FILE);
+	t.ids[1] = ph_tree_ident_sum(7, 1, 1000);
+	add(&t, "b.jpg", PH_T_FILE);
+	t.ids[2] = ph_tree_ident_sum(8, 1, 1000);
+	assert_int_equal(t.ids_ok, 1);
+	assert_int_equal(t.ids[0], 0);
+	ph_tree_sort(&t);   /* in order already: nothing moves */
+	assert_int_equal(t.ids_ok, 1);
+	assert_true(t.ids[1] == ph_tree_ident_sum(7, 1, 1000));
+	assert_true(t.ids[1] != ph_tree_ident_sum(7, 1, 1001));
+	assert_true(t.ids[1] != ph_tree_ident_sum(8, 1, 1000));
+	assert_true(ph_tree_ident_sum(0, 0, 0) != 0);
+	add(&t, "a.jpg", PH_T_FILE);
+	ph_tree_sort(&t);   /* "a.jpg" moves before "b.jpg" */
+	assert_int_equal(t.ids_ok, 0);
+	ph_tree_free(&t);
+	u.want_ids = 1;
+	add(&u, "CON", PH_T_FILE);
+	add(&u, "ok", PH_T_FILE);
+	assert_int_equal(u.ids_ok, 1);
+	assert_int_equal(ph_names_drop_unholdable(&u, NULL, NULL), 1);
+	assert_int_equal(u.ids_ok, 0);
+	ph_tree_free(&u);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nfd_is_keyed_in_nfc),
 		cmocka_unit_test(test_unholdable_names_are_dropped_with_their_subtrees),
+		cmocka_unit_test(test_counted_tree_answers_as_the_walk),
+		cmocka_unit_test(test_tree_ids_follow_their_entries),
 		cmocka_unit_test(test_nfc_source_nfd_destination),
 		cmocka_unit_test(test_both_forms_in_source),
 		cmocka_unit_test(test_case_insensitive_destination),
