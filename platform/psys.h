@@ -184,6 +184,14 @@ const char *ph_null_path(void);
  * so any name works, not only the ANSI code page's. Returns 0 or -errno. */
 int ph_path_access(const char *path, int readable);
 
+/* path (UTF-8) as the C library's narrow calls take it (fopen, access, and
+ * libraries that use them: libssh's ssh folder, config, known_hosts and
+ * keys), into out. POSIX: the same bytes. Windows: the ANSI code page's
+ * bytes when it holds every character, else the 8.3 short name (the
+ * folder's, for a file not made yet); -EILSEQ when neither reaches it.
+ * platform/ansipath.c, platform/win32/ansipath.c. Returns 0 or -errno. */
+int ph_ansi_path(const char *path, char *out, size_t n);
+
 /* For each address host:port resolves to (getaddrinfo; GetAddrInfoW on
  * Windows, host UTF-8), a non-blocking TCP socket whose connect has begun
  * (wait with ph_poll_sock), handed to fn(sock, arg) and closed after.

@@ -359,7 +359,7 @@ out:
 static int
 load_pub(struct pairing *pg)
 {
-	char pubpath[1300], *text = NULL, *b64 = NULL;
+	char pubpath[1300], apath[4096], *text = NULL, *b64 = NULL;
 	size_t len;
 	ssh_key priv = NULL, pub = NULL;
 	int rc;
@@ -373,7 +373,9 @@ load_pub(struct pairing *pg)
 			return 0;
 		return ph_err(pg->ctx, PHSYNC_EINVAL, "%s is no public key", pubpath);
 	}
-	if (ssh_pki_import_privkey_file(pg->key, NULL, NULL, NULL, &priv) != SSH_OK ||
+	/* libssh's fopen takes the name in the ANSI code page on Windows. */
+	if (ph_ansi_path(pg->key, apath, sizeof(apath)) != 0 ||
+	    ssh_pki_import_privkey_file(apath, NULL, NULL, NULL, &priv) != SSH_OK ||
 	    ssh_pki_export_privkey_to_pubkey(priv, &pub) != SSH_OK ||
 	    ssh_pki_export_pubkey_base64(pub, &b64) != SSH_OK) {
 		rc = ph_err(pg->ctx, PHSYNC_EINVAL, "cannot read the key %s (and no %s)", pg->key,

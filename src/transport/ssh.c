@@ -275,9 +275,12 @@ static int
 auth_key_only(struct ph_ssh *ssh)
 {
 	ssh_key key = NULL;
+	char path[4096];
 	int rc;
 
-	if (ssh_pki_import_privkey_file(ssh->p->identity, NULL, auth_cb, ssh, &key) != SSH_OK)
+	/* libssh opens it with the C library's narrow fopen (Windows: ANSI). */
+	if (ph_ansi_path(ssh->p->identity, path, sizeof(path)) != 0 ||
+	    ssh_pki_import_privkey_file(path, NULL, auth_cb, ssh, &key) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_EAUTH, "%s: cannot read the key %s", ssh->host,
 		              ssh->p->identity);
 	rc = ssh_userauth_publickey(ssh->sess, NULL, key);
@@ -447,7 +450,7 @@ int
 ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **out)
 {
 	struct ph_ssh *ssh;
-	char val[256];
+	char val[256], aconf[4096];
 	int rc, yes = 1, no = 0, verbosity = p->verbosity;
 	long timeout = p->timeout_s ? (long)p->timeout_s : 60;
 
@@ -472,15 +475,20 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		 * password database's home; phsync pair writes under $HOME, and a
 		 * user who sets HOME means it: the same folder for both. On
 		 * Windows: %USERPROFILE%\.ssh, as OpenSSH for Windows. */
-		char dir[4096];
+		char dir[4096], adir[4096];
 
-		if (ph_ssh_dir(dir, sizeof(dir)) == 0)
-			ssh_options_set(ssh->sess, SSH_OPTIONS_SSH_DIR, dir);
+		/* libssh opens the files in it (and the config, known_hosts,
+		 * keys below) with the C library's narrow fopen: on Windows
+		 * their names in the ANSI code page (ph_ansi_path), so that a
+		 * profile folder such as C:\Users\José works. */
+		if (ph_ssh_dir(dir, sizeof(dir)) == 0 && ph_ansi_path(dir, adir, sizeof(adir)) == 0)
+			ssh_options_set(ssh->sess, SSH_OPTIONS_SSH_DIR, adir);
 	}
-	if (p->config != NULL && access(p->config, R_OK) != 0) {
+	if (p->config != NULL && ((rc = ph_path_access(p->config, 1)) != 0 ||
+	                          (rc = ph_ansi_path(p->config, aconf, sizeof(aconf))) != 0)) {
 		/* libssh ignores a missing file, and the run then fails later as
 		 * "cannot resolve host": say what is wrong. */
-		rc = ph_err(ctx, PHSYNC_EINVAL, "ssh config %s: %s", p->config, strerror(errno));
+		rc = ph_err(ctx, PHSYNC_EINVAL, "ssh config %s: %s", p->config, strerror(-rc));
 		goto out;
 	}
 	/* ProxyJump is checked before libssh reads it (libssh turns it into a
@@ -494,7 +502,7 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		if (rc != 0)
 			goto out;
 	}
-	if (ssh_options_parse_config(ssh->sess, p->config) != 0) {
+	if (ssh_options_parse_config(ssh->sess, p->config != NULL ? aconf : NULL) != 0) {
 		rc = ph_err(ctx, PHSYNC_EINVAL, "cannot use ssh config %s: %s",
 		            p->config ? p->config : "~/.ssh/config", ssh_get_error(ssh->sess));
 		goto out;
@@ -506,8 +514,9 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 		ssh_options_set(ssh->sess, SSH_OPTIONS_USER, p->user);
 	if (p->port != 0)
 		ssh_options_set(ssh->sess, SSH_OPTIONS_PORT, &p->port);
-	if (p->identity != NULL && !p->key_only && access(p->identity, R_OK) == 0)
-		ssh_options_set(ssh->sess, SSH_OPTIONS_ADD_IDENTITY, p->identity);
+	if (p->identity != NULL && !p->key_only && ph_path_access(p->identity, 1) == 0 &&
+	    ph_ansi_path(p->identity, aconf, sizeof(aconf)) == 0)
+		ssh_options_set(ssh->sess, SSH_OPTIONS_ADD_IDENTITY, aconf);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_NODELAY, &yes);
 	ssh_options_set(ssh->sess, SSH_OPTIONS_TIMEOUT, &timeout);
 	if (ph_sshconf_get(p->config, p->host, "Ciphers", val, sizeof(val)) == 0 &&

@@ -203,7 +203,10 @@ lookup_file(const char *path, const struct target *t, const char *keyword, char 
 
 	if (depth > MAX_DEPTH)
 		return 0;
-	if ((f = fopen(path, "r")) == NULL)
+	/* fopen takes the name in the ANSI code page on Windows. */
+	if (ph_ansi_path(path, line, sizeof(line)) != 0)
+		return must_exist ? PHSYNC_ENOENT : 0;
+	if ((f = fopen(line, "r")) == NULL)
 		return must_exist ? (errno == ENOENT ? PHSYNC_ENOENT : PHSYNC_EPERM) : 0;
 	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
 		char *k = line, *v, *e;

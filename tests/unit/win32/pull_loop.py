@@ -13,7 +13,9 @@ state folder of its own, as a Windows user would run it:
   Windows folder cannot hold (CON.txt, a:b.jpg: ph_probe_winnames asks the
   folder, and Wine refuses them as Windows does), writing nothing else;
 - a second pull moves nothing; a file changed on the phone comes again;
-- a push of a new laptop file puts it on the phone with its bytes and mtime.
+- a push of a new laptop file puts it on the phone with its bytes and mtime;
+- a pull with -F a config in a folder named `clés 日本` works (libssh opens it
+  by the name ph_ansi_path gives: ANSI, or the 8.3 short name).
 Exits 0 when every check holds, 1 with what differed. The server and the
 files go when it ends.
 """
@@ -113,6 +115,27 @@ def loop(exe, srv, tmp, env):
         check(os.path.exists(os.path.join(phone, rel)), "the phone lost " + rel, r)
 
 
+def config_in_unicode_folder(exe, srv, tmp, env):
+    """-F a config in a folder the ANSI code page cannot spell: libssh and
+    phsync's own Host lookups open it with the C runtime's narrow fopen, so
+    ph_ansi_path hands them its short name (before, the run said "ssh config
+    ...: No such file or directory")."""
+    d = os.path.join(tmp, "cl\u00e9s \u65e5\u672c")
+    os.makedirs(d)
+    with open(srv.config) as f:
+        text = f.read()
+    cfg = os.path.join(d, "config")
+    with open(cfg, "w") as f:
+        f.write(text)
+    phone = os.path.join(tmp, "phone-u")
+    harness.write_file(os.path.join(phone, "a.jpg"), b"through a unicode config", mtime=T0)
+    local = os.path.join(tmp, "laptop-u")
+    r = run(exe + ["pull", "-F", cfg, "--state-dir", os.path.join(tmp, "state-u"), "--json",
+                   "phone:" + phone, local], env)
+    check(r.returncode == 0, "the pull with the config in %r exited %d" % (d, r.returncode), r)
+    check(files(local) == {"a.jpg": (b"through a unicode config", T0)}, "the pull's copy", r)
+
+
 def run_steps(name, doc, steps, argv, **server):
     """The loops' main: argv is [EMULATOR...] PHSYNC_EXE; one throwaway sshd (harness.SshServer
     with the keywords in server) and folder for all the steps, each called as
@@ -136,7 +159,7 @@ def run_steps(name, doc, steps, argv, **server):
 
 
 def main(argv):
-    return run_steps("pull_loop", __doc__, [loop], argv)
+    return run_steps("pull_loop", __doc__, [loop, config_in_unicode_folder], argv)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "platform.h"
+#include "psys.h"
 #include "win32.h"
 
 /* The test's folder (UTF-8, no prefix) under the Windows temp folder. */
@@ -393,6 +394,60 @@ test_durable_sync_and_limits(void **state)
 		fclose(f[i]);
 }
 
+/* ph_ansi_path: a folder the ANSI code page can spell (clés) is spelled in
+ * it, one it cannot (日本) by its short name, a file not made yet there by
+ * its folder's short name and its own; each reaches the file through the
+ * C runtime's narrow fopen, as libssh opens keys, the config, known_hosts. */
+static void
+test_ansi_path(void **state)
+{
+	static const char *const dirs[] = { "cl\xc3\xa9s", "\xe6\x97\xa5\xe6\x9c\xac" };
+	char path[MAX_PATH * 4], narrow[MAX_PATH * 4], buf[64];
+	wchar_t *w;
+	FILE *f;
+	size_t i, k;
+	int fd;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s\\%s", root, dirs[i]);
+		assert_int_equal(ph_win_long_path(path, &w), 0);
+		assert_true(CreateDirectoryW(w, NULL));
+		free(w);
+		fd = ph_win_dir_open(path);
+		assert_true(fd >= 0);
+		put(fd, "key", "secret");
+		_close(fd);
+		/* An existing file: fopen of the narrow name reads it. */
+		snprintf(path, sizeof(path), "%s\\%s\\key", root, dirs[i]);
+		assert_int_equal(ph_ansi_path(path, narrow, sizeof(narrow)), 0);
+		f = fopen(narrow, "rb");
+		assert_non_null(f);
+		k = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[k] = '\0';
+		fclose(f);
+		assert_string_equal(buf, "secret");
+		if (i == 1)   /* the short name: ASCII */
+			for (k = 0; narrow[k] != '\0'; k++)
+				assert_true((unsigned char)narrow[k] < 0x80);
+		/* A file not made yet (known_hosts): made under its own name. */
+		snprintf(path, sizeof(path), "%s\\%s\\known_hosts", root, dirs[i]);
+		assert_int_equal(ph_ansi_path(path, narrow, sizeof(narrow)), 0);
+		f = fopen(narrow, "wb");
+		assert_non_null(f);
+		assert_int_equal(fputs("hosts", f) >= 0, 1);
+		fclose(f);
+		snprintf(path, sizeof(path), "%s\\%s", root, dirs[i]);
+		fd = ph_win_dir_open(path);
+		assert_true(fd >= 0);
+		assert_int_equal(get(fd, "known_hosts", buf, sizeof(buf)), 0);
+		assert_string_equal(buf, "hosts");
+		_close(fd);
+	}
+	/* Too small a buffer: said, never cut. */
+	assert_int_equal(ph_ansi_path(path, narrow, 4), -ENAMETOOLONG);
+}
+
 int
 main(void)
 {
@@ -407,6 +462,7 @@ main(void)
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_replace_held_open),
 		cmocka_unit_test(test_durable_sync_and_limits),
+		cmocka_unit_test(test_ansi_path),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
