@@ -16,23 +16,10 @@
 int
 ph_config_path(const char *name, char *out, size_t len)
 {
-	PWSTR w = NULL;
-	char *u = NULL;
-	int n, rc;
+	char tail[512];
+	int n = snprintf(tail, sizeof(tail), "\\phsync\\%s", name);
 
-	if (SHGetKnownFolderPath(&FOLDERID_RoamingAppData, KF_FLAG_DONT_VERIFY, NULL, &w) != S_OK ||
-	    w == NULL) {
-		CoTaskMemFree(w);
-		return -ENOENT;
-	}
-	rc = ph_win_narrow(w, &u);
-	CoTaskMemFree(w);
-	if (rc != 0)
-		return rc;
-	if (u[0] == '\0')
-		rc = -ENOENT;
-	else if ((n = snprintf(out, len, "%s\\phsync\\%s", u, name)) < 0 || (size_t)n >= len)
-		rc = -ENAMETOOLONG;
-	free(u);
-	return rc;
+	if (n < 0 || (size_t)n >= sizeof(tail))
+		return -ENAMETOOLONG;
+	return ph_win_known_folder(&FOLDERID_RoamingAppData, tail, out, len);
 }

@@ -26,9 +26,8 @@ put(char *out, size_t len, const char *a, const char *b)
 	return 0;
 }
 
-/* A known folder's path (UTF-8) followed by tail, into out. */
-static int
-known_folder(REFKNOWNFOLDERID id, const char *tail, char *out, size_t len)
+int
+ph_win_known_folder(const struct _GUID *id, const char *tail, char *out, size_t len)
 {
 	PWSTR w = NULL;
 	char *u = NULL;
@@ -50,25 +49,25 @@ known_folder(REFKNOWNFOLDERID id, const char *tail, char *out, size_t len)
 int
 ph_home_dir(char *out, size_t len)
 {
-	return known_folder(&FOLDERID_Profile, "", out, len);
+	return ph_win_known_folder(&FOLDERID_Profile, "", out, len);
 }
 
 int
 ph_ssh_dir(char *out, size_t len)
 {
-	return known_folder(&FOLDERID_Profile, "\\.ssh", out, len);
+	return ph_win_known_folder(&FOLDERID_Profile, "\\.ssh", out, len);
 }
 
 int
 ph_ssh_system_config(char *out, size_t len)
 {
-	return known_folder(&FOLDERID_ProgramData, "\\ssh\\ssh_config", out, len);
+	return ph_win_known_folder(&FOLDERID_ProgramData, "\\ssh\\ssh_config", out, len);
 }
 
 int
 ph_state_home(char *out, size_t len)
 {
-	return known_folder(&FOLDERID_LocalAppData, "\\phsync", out, len);
+	return ph_win_known_folder(&FOLDERID_LocalAppData, "\\phsync", out, len);
 }
 
 int

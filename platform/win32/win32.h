@@ -47,5 +47,8 @@ int ph_win_private_sd(void **out);
 
 /* A Windows error code (GetLastError()) as the nearest negative errno. */
 int ph_win_errno(unsigned long err);
+/* A known folder's path (SHGetKnownFolderPath, UTF-8) followed by tail,
+ * into out: 0, -ENOENT (none, or empty), -ENAMETOOLONG. win32/psys.c. */
+int ph_win_known_folder(const struct _GUID *id, const char *tail, char *out, size_t len);
 
 #endif
