@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 import harness  # noqa: E402
 from held_loop import run  # noqa: E402
-from pull_loop import check, events, files, run_steps  # noqa: E402
+from pull_loop import check, events, file_paths, files, run_steps  # noqa: E402
 
 T0 = 1700000000
 
@@ -39,8 +39,7 @@ def warned(r):
 
 
 def done(r):
-    return sorted(e.get("path") for e in events(r)
-                  if e.get("event") == "file" and e.get("status") == "ok")
+    return file_paths(r, "ok")
 
 
 def both_kept(exe, srv, tmp, env):

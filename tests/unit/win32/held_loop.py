@@ -30,7 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 import harness  # noqa: E402
-from pull_loop import Failed, check, events, files, run_steps  # noqa: E402
+from pull_loop import Failed, check, events, file_paths, files, run_steps  # noqa: E402
 
 T0 = 1700000000
 HOLDOPEN = []  # [EMULATOR..., holdopen.exe], set by main
@@ -79,8 +79,7 @@ def temps(root):
 
 
 def failed_files(r):
-    return sorted(e.get("path") for e in events(r)
-                  if e.get("event") == "file" and e.get("status") == "failed")
+    return file_paths(r, "failed")
 
 
 def held_pull(exe, srv, tmp, env):

@@ -29,6 +29,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
 import harness  # noqa: E402
+from watcher import read_or_none  # noqa: E402,F401  (the loops take it from here)
 
 T0 = 1700000000
 FILES = {"photo.jpg": b"jpeg " * 1000, "été 日本.txt": "été\n".encode(), "empty": b"",
@@ -47,14 +48,6 @@ def check(cond, what, r=None):
                                 r.stderr.decode(errors="replace"))))
 
 
-def read_or_none(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def files(root):
     """{relative path: (bytes, mtime)} of every file under root (bytes None for a file that
     went while it was read: a watcher may be writing)."""
@@ -68,6 +61,12 @@ def files(root):
 
 def events(r):
     return [json.loads(l) for l in r.stdout.decode().splitlines() if l.startswith("{")]
+
+
+def file_paths(r, status):
+    """The paths of r's `file` events with that status ("ok", "failed"), sorted."""
+    return sorted(e.get("path") for e in events(r)
+                  if e.get("event") == "file" and e.get("status") == status)
 
 
 def run(argv, env):
