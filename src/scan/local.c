@@ -125,6 +125,7 @@ struct scan {
 	                             recursion's stack frames) */
 	struct ph_tree *t;
 	struct ph_tree *partials;
+	struct ph_tree *stale;   /* stale leftovers listed here, not removed */
 	phsync_event_fn on_event;
 	void *event_arg;
 	uint64_t *failed;
@@ -171,9 +172,49 @@ scan_temp(struct scan *s, int dfd, const char *name, size_t plen, size_t nl,
 	}
 	/* A folder: a killed run's case probe (probe.c), empty. */
 	if (s->remove_temps && ph_fstatat(dfd, name, &st) == 0 &&
-	    (st.type == PH_FT_REG || st.type == PH_FT_DIR) && ph_temp_stale(ti, &s->self, s->now))
-		ph_unlinkat(dfd, name, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+	    (st.type == PH_FT_REG || st.type == PH_FT_DIR) && ph_temp_stale(ti, &s->self, s->now)) {
+		struct ph_entry se = { 0 };
+
+		if (s->stale == NULL)
+			ph_unlinkat(dfd, name, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+		else if (ph_tree_add(s->stale, s->path, plen + (plen > 0) + nl, &se) != 0)
+			return PHSYNC_ENOMEM;
+	}
 	return 0;
+}
+
+/* The same test as scan_temp's, made again on the folder's own descriptor
+ * at removal time: the leftover may have gone, or be another file now. */
+static void
+remove_stale(int root, const char *rel, const struct ph_temp_owner *self, int64_t now)
+{
+	struct ph_temp_info ti;
+	struct ph_stat st;
+	const char *base;
+	char *dir;
+	int dfd;
+
+	if (ph_local_split(rel, &dir, &base) != 0)
+		return;
+	if (ph_temp_parse(base, strlen(base), &ti) && ph_local_opendir(root, dir, &dfd) == 0) {
+		if (ph_fstatat(dfd, base, &st) == 0 && (st.type == PH_FT_REG || st.type == PH_FT_DIR) &&
+		    ph_temp_stale(&ti, self, now))
+			ph_unlinkat(dfd, base, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+		ph_close(dfd);
+	}
+	free(dir);
+}
+
+void
+ph_local_remove_stale(int root, const struct ph_tree *stale)
+{
+	struct ph_temp_owner self;
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+
+	ph_temp_owner_self(&self);
+	for (i = 0; i < stale->n; i++)
+		remove_stale(root, stale->v[i].path, &self, now);
 }
 
 /* A name that is not sent (unsafe for the remote): reported as skipped. */
@@ -253,7 +294,7 @@ scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
 	}
 	rc = scan_dir(s, sub, plen + (plen > 0) + nl, depth + 1);
 	ph_close(sub);
-	if (rc != 0 && rc != PHSYNC_ENOMEM && rc != PHSYNC_EUNSAFE) {
+	if (rc != 0 && rc != PHSYNC_ENOMEM && rc != PHSYNC_EUNSAFE && rc != PHSYNC_EINTR) {
 		scan_fail(s, s->path, rc, "cannot read folder");
 		rc = 0;
 	}
@@ -339,6 +380,9 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 
 	if (depth > 256)
 		return ph_err(s->ctx, PHSYNC_EUNSAFE, "folders nested deeper than 256 levels");
+	/* Told to stop (the run ended before it needed the walk). */
+	if (s->ctx->interrupted)
+		return ph_err(s->ctx, PHSYNC_EINTR, "interrupted");
 	if ((rc = read_names(s, dfd, plen, &nm)) == 0 && nm.n > 0 &&
 	    (v = malloc(nm.n * sizeof(*v))) == NULL)
 		rc = PHSYNC_ENOMEM;
@@ -360,7 +404,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 int
 ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int remove_temps,
               int check_names, struct ph_tree *t, struct ph_tree *partials,
-              phsync_event_fn on_event, void *event_arg, uint64_t *failed)
+              struct ph_tree *stale, phsync_event_fn on_event, void *event_arg,
+              uint64_t *failed)
 {
 	struct scan s;
 
@@ -373,6 +418,7 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
 	s.now = (int64_t)time(NULL);
 	s.t = t;
 	s.partials = partials;
+	s.stale = stale;
 	s.on_event = on_event;
 	s.event_arg = event_arg;
 	s.failed = failed;

@@ -27,15 +27,20 @@ int ph_local_split(const char *rel, char **dir, const char **base);
  * come in tree order (a folder's names sorted), so ph_tree_sort has
  * nothing to move.
  * Our temp files (tempname.h) are never listed; with remove_temps, those a
- * dead run left are removed. With check_names, names that are unsafe to
+ * dead run left are removed, or, when stale is not NULL, listed there (their
+ * paths) for ph_local_remove_stale to remove once the caller knows it may. With check_names, names that are unsafe to
  * send (ph_name_safe) are reported as skipped and counted in *failed.
  * Partial downloads (tempname.h) are added to partials when it is not
  * NULL (their paths only), else left alone.
  * Unreadable folders are reported through on_event as failures and counted
- * in *failed. */
+ * in *failed. The walk stops with PHSYNC_EINTR once ctx->interrupted is set
+ * (checked at each folder). */
 int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
                   int remove_temps, int check_names, struct ph_tree *t,
-                  struct ph_tree *partials, phsync_event_fn on_event, void *event_arg,
-                  uint64_t *failed);
+                  struct ph_tree *partials, struct ph_tree *stale,
+                  phsync_event_fn on_event, void *event_arg, uint64_t *failed);
+/* Removes the leftovers a scan listed in stale, each only if it is still a
+ * dead run's leftover (tested again through its folder's descriptor). */
+void ph_local_remove_stale(int root, const struct ph_tree *stale);
 
 #endif

@@ -41,7 +41,7 @@ lscan_run(void *arg)
 	struct ph_lscan *ls = arg;
 
 	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
-	                       ls->check_names, ls->t, ls->partials,
+	                       ls->check_names, ls->t, ls->partials, ls->stale,
 	                       lscan_event, ls, &ls->failed);
 	if (ls->rc == 0)
 		ph_tree_sort(ls->t);
@@ -61,6 +61,12 @@ ph_lscan_start(struct ph_lscan *ls)
 	pthread_attr_destroy(&attr);
 	if (!ls->started)
 		lscan_run(ls);
+}
+
+void
+ph_lscan_stop(struct ph_lscan *ls)
+{
+	ls->ctx.interrupted = 1;
 }
 
 void

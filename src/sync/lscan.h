@@ -29,6 +29,8 @@ struct ph_lscan {
 	const struct ph_filter *filter;
 	struct ph_tree *t;
 	struct ph_tree *partials;  /* pull: the partial downloads found */
+	struct ph_tree *stale;     /* when set, dead runs' leftovers listed
+	                              here instead of removed (local.h) */
 	uint64_t failed;
 	struct ph_lscan_fail *fails;
 	size_t nfails, capfails;
@@ -37,6 +39,9 @@ struct ph_lscan {
 /* Starts the walk ls describes (ph_local_scan's arguments) on a thread
  * (the walk runs here and now if none can start). */
 void ph_lscan_start(struct ph_lscan *ls);
+/* Asks a walk that is no longer wanted to stop at its next folder (it
+ * then ends with PHSYNC_EINTR); ph_lscan_join still waits for it. */
+void ph_lscan_stop(struct ph_lscan *ls);
 /* Waits for it to end (ls->rc its result, ls->t sorted when 0). */
 void ph_lscan_join(struct ph_lscan *ls);
 /* Counts and reports, on the run's thread, what it could not read. */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "job.h"
+#include "lscan.h"
 #include "sftp.h"
 #include "ssh.h"
 #include "strpool.h"
@@ -29,12 +30,18 @@ struct run {
 	int pull, remote_missing;      /* a dry push to a folder not made yet */
 	int known_ready;               /* known filled by ph_run_known_both */
 	int fold;                      /* the destination ignores case */
+	/* The local walk, started as soon as the local root is open (it then
+	 * runs while the login happens) and joined by ph_run_scan. */
+	struct ph_lscan ls;
+	int ls_on;                     /* started, not joined yet */
+	struct ph_filter ls_filter;    /* the filter it was started with */
+	struct ph_tree stale;          /* dead runs' leftovers it found (a pull) */
 };
 
 /* The steps, in their order; each returns 0 or a negative PHSYNC_E* with
  * the message in the context. begin: settings checked, the remote spec
  * read (on a failure nothing is held and no event was sent). local: the
- * filter and the local root. connect: logged in, the remote root known.
+ * filter and the local root, whose walk starts on a thread. connect: logged in, the remote root known.
  * state: the pair's state open. scan: both sides listed at once. plan:
  * names matched, the records merged, j.plan made. pass: the plan carried
  * out (files, renewed records, deletes, offload). */

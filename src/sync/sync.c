@@ -526,6 +526,62 @@ ph_run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const ch
 	return 0;
 }
 
+/* The local walk on its thread (lscan.h). early: started before the
+ * login, so while the server's answers are awaited. A pull's walk then
+ * lists the leftovers it would remove (r->stale) and ph_run_scan removes
+ * them once the run is known to be the folder's: a pull turns out to be of
+ * one file only after the login, and such a run leaves the other files'
+ * leftovers alone. The walk keeps a copy of the filter for the same
+ * reason: the login may change the job's. */
+static void
+scan_start(struct run *r, int early)
+{
+	struct ph_job *j = &r->j;
+	struct ph_lscan *ls = &r->ls;
+
+	memset(ls, 0, sizeof(*ls));
+	r->ls_filter = j->filter;
+	ls->root = j->lroot;
+	ls->filter = &r->ls_filter;
+	ls->remove_temps = r->pull && !j->o->dry_run;
+	ls->stale = ls->remove_temps && early ? &r->stale : NULL;
+	ls->check_names = !r->pull;
+	ls->t = r->pull ? &j->dst : &j->src;
+	ls->t->want_ids = 1; /* each file's identity, for the state merge */
+	ls->partials = r->pull && !j->o->dry_run ? &j->found_partials : NULL;
+	r->ls_on = 1;
+	ph_lscan_start(ls);
+}
+
+/* Waits for the walk (stopping it first when it is no longer wanted). */
+static void
+scan_join(struct run *r, int stop)
+{
+	if (!r->ls_on)
+		return;
+	if (stop)
+		ph_lscan_stop(&r->ls);
+	ph_lscan_join(&r->ls);
+	r->ls_on = 0;
+}
+
+/* A walk made for a filter the run no longer has (a pull of one file)
+ * forgotten: its entries, the partial downloads and leftovers it found. */
+static void
+scan_drop(struct run *r)
+{
+	struct ph_tree *t = r->ls.t;
+	struct ph_strpool *pool = t->pool;
+
+	scan_join(r, 1);
+	ph_lscan_free(&r->ls);
+	memset(&r->ls, 0, sizeof(r->ls));
+	ph_tree_free(t);          /* (each of these zeroes what it frees) */
+	t->pool = pool;
+	ph_tree_free(&r->j.found_partials);
+	ph_tree_free(&r->stale);
+}
+
 /* The filter, a single file as the source (single.h: a
  * push's is seen here, a pull's once the server says what its path is),
  * and the local root. The local side first: a bad local path should not
@@ -553,6 +609,8 @@ ph_run_local(struct run *r, const char *remote)
 	rc = ph_local_open_root(j->ctx, j->local_dir, PH_ROOT_OPEN, &j->lroot);
 	if (rc == PHSYNC_ENOENT && r->pull)
 		rc = 0, j->lroot = -1;
+	if (rc == 0 && j->lroot >= 0)
+		scan_start(r, 1);
 	return rc;
 }
 
@@ -645,19 +703,16 @@ int
 ph_run_scan(struct run *r)
 {
 	struct ph_job *j = &r->j;
-	struct ph_lscan ls;
+	struct ph_lscan *ls = &r->ls;
 	int rc = 0;
 
-	memset(&ls, 0, sizeof(ls));
-	ls.root = j->lroot;
-	ls.filter = &j->filter;
-	ls.remove_temps = r->pull && !j->o->dry_run;
-	ls.check_names = !r->pull;
-	ls.t = r->pull ? &j->dst : &j->src;
-	ls.t->want_ids = 1; /* each file's identity, for the state merge */
-	ls.partials = r->pull && !j->o->dry_run ? &j->found_partials : NULL;
-	if (j->lroot >= 0)
-		ph_lscan_start(&ls);
+	/* Started before the login with the folder's filter, but the run is
+	 * of one file: walked again with its own. */
+	if (r->ls_on && r->ls_filter.only != j->filter.only)
+		scan_drop(r);
+	/* (A pull's destination made only now: nothing in it to remove.) */
+	if (!r->ls_on && j->lroot >= 0)
+		scan_start(r, 0);
 	if (r->pull)
 		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run);
 	else if (!r->remote_missing)
@@ -665,11 +720,16 @@ ph_run_scan(struct run *r)
 	/* (A two-way run lists as a pull; the phone holds its push's temps,
 	 * so our stale ones go there too, the kept uploads left as a push
 	 * leaves them.) */
-	ph_lscan_join(&ls);
-	ph_lscan_report(j, &ls);
-	if (rc == 0 && ls.rc != 0)
-		rc = ph_err(j->ctx, ls.rc, "%s: %s", j->local_dir, ls.ctx.err);
-	ph_lscan_free(&ls);
+	scan_join(r, 0);
+	ph_lscan_report(j, ls);
+	if (rc == 0 && ls->rc != 0)
+		rc = ph_err(j->ctx, ls->rc, "%s: %s", j->local_dir, ls->ctx.err);
+	ph_lscan_free(ls);
+	memset(ls, 0, sizeof(*ls));
+	/* The leftovers of dead runs, now that the run is the folder's. */
+	if (rc == 0 && r->stale.n > 0)
+		ph_local_remove_stale(j->lroot, &r->stale);
+	ph_tree_free(&r->stale);
 	ph_strpool_seal(&r->pool); /* nothing more is looked up */
 	if (rc != 0)
 		return rc;
@@ -815,6 +875,13 @@ ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 		rc = PHSYNC_EINTR;
 	if (rc == PHSYNC_EINTR)
 		ph_err(ctx, rc, "interrupted; run again to finish");
+	/* A run that ended before its scan step (a refused login): the walk
+	 * is stopped and waited for before anything it writes to is freed. */
+	if (r->ls_on) {
+		scan_join(r, 1);
+		ph_lscan_free(&r->ls);
+	}
+	ph_tree_free(&r->stale);
 	ph_emit_elapsed(&j->ev);
 	if (stats != NULL)
 		*stats = j->st;

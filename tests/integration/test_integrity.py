@@ -125,6 +125,33 @@ class IntegrityTest(SyncTestCase):
         left = sorted(n for n in os.listdir(self.remote) if ".phsync-" in n)
         self.assertEqual(left, sorted([busy, foreign_new]))
 
+    def test_dead_runs_temps_removed_only_once_the_folders_run_is_known(self):
+        # The local walk starts before the login (it runs while the server answers), so it
+        # only lists the leftovers it finds: they go once the run is known to be the
+        # folder's, never on a refused login, and a pull of one file leaves the others'.
+        dead = dead_pid()
+        write_file(os.path.join(self.remote, "a.jpg"), b"a", mtime=T0)
+        write_file(os.path.join(self.remote, "sub", "b.jpg"), b"b", mtime=T0)
+        temps = {"a": our_name("a.jpg", "t", dead), "c": our_name("c.jpg", "t", dead),
+                 "b": os.path.join("sub", our_name("b.jpg", "t", dead))}
+        for n in temps.values():
+            write_file(os.path.join(self.local, n), b"partial", mtime=T0)
+
+        def left():
+            return sorted(k for k, n in temps.items() if os.path.exists(os.path.join(self.local, n)))
+
+        r = self.srv.pull(self.remote, self.local, config=self.srv.write_config(known_hosts="wrong"))
+        self.assertEqual(r.code, 4, r)
+        self.assertEqual(left(), ["a", "b", "c"], "a refused login removed a leftover")
+        r = self.srv.pull(os.path.join(self.remote, "a.jpg"), self.local)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(os.path.join(self.local, "a.jpg")), b"a")
+        self.assertEqual(left(), ["b", "c"], "a pull of a.jpg removes a.jpg's leftover alone")
+        r = self.srv.pull(self.remote, self.local)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(left(), [], "the folder's pull removes every dead run's leftover")
+        self.assertEqual(read(os.path.join(self.local, "sub", "b.jpg")), b"b")
+
     def test_push_puts_back_an_aside_copy_a_cut_run_left(self):
         # A push without posix-rename cut between "old file aside" and "new file in": the
         # final name is missing and the old content sits in the aside copy.
