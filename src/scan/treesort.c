@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: ISC */
+/* Putting a tree in subtree order (tree.h): ph_tree_sort.
+ *
+ * A local walk adds its entries in order (local.c), so its tree is only
+ * checked. The remote listing adds them as the server's replies come, many
+ * folders at once, so every folder's names arrive together but the folders
+ * interleave. Sorting that with whole-path comparisons walks the shared
+ * folder prefix of every pair, through pointers spread over the string pool:
+ * at 100,000 entries 45 ms, the longest serial step after the listing
+ * (docs/PERFORMANCE.md section 3). Instead the entries are grouped by
+ * folder (one hash of each entry's folder path, most of them skipped: the
+ * entries of one reply share it), each folder's names sorted on their own,
+ * and the tree laid out by a walk from the root. Whatever that cannot place
+ * (an entry whose folder is not in the tree, two folders with one key) or
+ * any order it gets wrong is caught by the check after it, and a plain
+ * quicksort does the rest. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "tree.h"
+
+/* By key; two entries with one key (the NFC and the NFD form of a name)
+ * by their raw bytes, the one already in NFC first. */
+static int
+entry_cmp(const struct ph_entry *x, const struct ph_entry *y)
+{
+	int c = ph_path_cmp(x->path, y->path);
+
+	if (c != 0)
+		return c;
+	if ((x->flags & PH_E_RAW) != (y->flags & PH_E_RAW))
+		return x->flags & PH_E_RAW ? 1 : -1;
+	return strcmp(ph_entry_raw(x), ph_entry_raw(y));
+}
+
+static void
+swap(struct ph_entry *a, struct ph_entry *b)
+{
+	struct ph_entry x = *a;
+
+	*a = *b;
+	*b = x;
+}
+
+/* In place: glibc's qsort merges through a copy of the whole array (32 MB
+ * for a million entries, twice when both sides sort at once). Quicksort on
+ * a median of three, the smaller side recursed, the larger looped (stack
+ * depth log n), insertion sort for short runs; no allocation. */
+static void
+sort_range(struct ph_entry *v, size_t n)
+{
+	while (n > 16) {
+		size_t i, j, m = n / 2;
+
+		if (entry_cmp(&v[m], &v[0]) < 0)
+			swap(&v[m], &v[0]);
+		if (entry_cmp(&v[n - 1], &v[0]) < 0)
+			swap(&v[n - 1], &v[0]);
+		if (entry_cmp(&v[n - 1], &v[m]) < 0)
+			swap(&v[n - 1], &v[m]);
+		/* v[0] <= v[m] <= v[n - 1]: the median is the pivot, at n - 2. */
+		swap(&v[m], &v[n - 2]);
+		for (i = 0, j = n - 2;;) {
+			while (entry_cmp(&v[++i], &v[n - 2]) < 0)
+				;
+			while (entry_cmp(&v[n - 2], &v[--j]) < 0)
+				;
+			if (i >= j)
+				break;
+			swap(&v[i], &v[j]);
+		}
+		swap(&v[i], &v[n - 2]);
+		if (i < n - i - 1) {
+			sort_range(v, i);
+			v += i + 1;
+			n -= i + 1;
+		} else {
+			sort_range(v + i + 1, n - i - 1);
+			n = i;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && entry_cmp(&v[j], &v[j - 1]) < 0; j--)
+			swap(&v[j], &v[j - 1]);
+}
+
+/* Two entries of one folder, whose paths share its off bytes: by their
+ * names (bytes: a name holds no '/'), then as entry_cmp. */
+static int
+name_cmp(const struct ph_entry *x, const struct ph_entry *y, size_t off)
+{
+	int c = strcmp(x->path + off, y->path + off);
+
+	return c != 0 ? c : entry_cmp(x, y);
+}
+
+/* sort_range's way on indices into v (one folder's entries, off the
+ * length of their shared folder path with its '/'). */
+static void
+sort_idx(const struct ph_entry *v, uint32_t *x, size_t n, size_t off)
+{
+	uint32_t t;
+
+#define LESS(a, b) (name_cmp(&v[a], &v[b], off) < 0)
+	while (n > 16) {
+		size_t i, j, m = n / 2;
+
+		if (LESS(x[m], x[0]))
+			t = x[m], x[m] = x[0], x[0] = t;
+		if (LESS(x[n - 1], x[0]))
+			t = x[n - 1], x[n - 1] = x[0], x[0] = t;
+		if (LESS(x[n - 1], x[m]))
+			t = x[n - 1], x[n - 1] = x[m], x[m] = t;
+		t = x[m], x[m] = x[n - 2], x[n - 2] = t;
+		for (i = 0, j = n - 2;;) {
+			while (LESS(x[++i], x[n - 2]))
+				;
+			while (LESS(x[n - 2], x[--j]))
+				;
+			if (i >= j)
+				break;
+			t = x[i], x[i] = x[j], x[j] = t;
+		}
+		t = x[i], x[i] = x[n - 2], x[n - 2] = t;
+		if (i < n - i - 1) {
+			sort_idx(v, x, i, off);
+			x += i + 1;
+			n -= i + 1;
+		} else {
+			sort_idx(v, x + i + 1, n - i - 1, off);
+			n = i;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && LESS(x[j], x[j - 1]); j--)
+			t = x[j], x[j] = x[j - 1], x[j - 1] = t;
+#undef LESS
+}
+
+/* Already in order (a local scan adds its entries so)? Stops at the
+ * first pair out of order. */
+static int
+sorted(const struct ph_entry *v, size_t n)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (entry_cmp(&v[i - 1], &v[i]) > 0)
+			return 0;
+	return 1;
+}
+
+/* The tree's folders by path: open addressing, the slot holding the
+ * folder's number + 1 (0 empty). */
+struct dirs {
+	const struct ph_entry *v;
+	uint32_t *entry;    /* folder number -> its entry (number 0: the root) */
+	uint32_t *slot;
+	size_t mask, n;
+};
+
+static size_t
+dir_slot(const struct dirs *d, const char *p, size_t len)
+{
+	size_t k = (size_t)XXH3_64bits(p, len) & d->mask;
+
+	for (;; k = (k + 1) & d->mask) {
+		uint32_t f = d->slot[k];
+		const char *q;
+
+		if (f == 0)
+			return k;
+		q = d->v[d->entry[f - 1]].path;
+		if (strncmp(q, p, len) == 0 && q[len] == '\0')
+			return k;
+	}
+}
+
+/* The number of the folder p (len bytes; "" is the root, 0), or
+ * UINT32_MAX when the tree has no such folder. */
+static uint32_t
+dir_find(const struct dirs *d, const char *p, size_t len)
+{
+	uint32_t f;
+
+	if (len == 0)
+		return 0;
+	f = d->slot[dir_slot(d, p, len)];
+	return f == 0 ? UINT32_MAX : f - 1;
+}
+
+/* Lays t out folder by folder (see the top). Returns 0, or -1 when it
+ * cannot (no memory, a folder twice, an entry without its folder): the
+ * caller sorts the usual way. */
+static int
+by_folder(struct ph_tree *t)
+{
+	struct ph_entry *v = t->v;
+	size_t n = t->n, i, nd = 1, ns = 16, k, depth = 0;
+	uint32_t *group = NULL, *kids = NULL, *start = NULL, (*stack)[2] = NULL;
+	struct dirs d = { v, NULL, NULL, 0, 0 };
+	const char *prev = NULL;
+	size_t prevlen = 0;
+	uint32_t prevg = 0;
+	int rc = -1;
+
+	if (n >= UINT32_MAX)
+		return -1;
+	for (i = 0; i < n; i++)
+		nd += v[i].type == PH_T_DIR;
+	while (ns < nd * 2)
+		ns *= 2;
+	d.mask = ns - 1;
+	if ((d.entry = malloc(nd * sizeof(*d.entry))) == NULL ||
+	    (d.slot = calloc(ns, sizeof(*d.slot))) == NULL ||
+	    (group = malloc(n * sizeof(*group))) == NULL ||
+	    (kids = malloc(n * sizeof(*kids))) == NULL ||
+	    (start = calloc(nd + 1, sizeof(*start))) == NULL ||
+	    (stack = malloc(258 * sizeof(*stack))) == NULL)
+		goto out;
+	/* Number the folders (the root is 0). */
+	d.entry[0] = UINT32_MAX;
+	for (i = 0, d.n = 1; i < n; i++) {
+		if (v[i].type != PH_T_DIR)
+			continue;
+		k = dir_slot(&d, v[i].path, strlen(v[i].path));
+		if (d.slot[k] != 0)
+			goto out; /* one key twice: the quicksort orders them */
+		d.entry[d.n] = (uint32_t)i;
+		d.slot[k] = (uint32_t)++d.n;
+	}
+	/* Each entry's folder; most share the one before's. */
+	for (i = 0; i < n; i++) {
+		const char *p = v[i].path, *s = strrchr(p, '/');
+		size_t len = s ? (size_t)(s - p) : 0;
+
+		if (prev == NULL || len != prevlen || memcmp(p, prev, len) != 0) {
+			if ((prevg = dir_find(&d, p, len)) == UINT32_MAX)
+				goto out;
+			prev = p;
+			prevlen = len;
+		}
+		group[i] = prevg;
+		start[prevg]++;
+	}
+	/* Counting sort: each folder's entries together, then sorted. */
+	for (k = 0, i = 0; k <= d.n; k++) {
+		size_t c = k < d.n ? start[k] : 0;
+
+		start[k] = (uint32_t)i;
+		i += c;
+	}
+	for (i = 0; i < n; i++)
+		kids[start[group[i]]++] = (uint32_t)i;
+	for (k = d.n; k > 0; k--)
+		start[k] = start[k - 1];
+	start[0] = 0;
+	for (k = 0; k < d.n; k++) {
+		size_t off = k == 0 ? 0 : strlen(v[d.entry[k]].path) + 1;
+
+		sort_idx(v, kids + start[k], start[k + 1] - start[k], off);
+	}
+	/* The walk from the root: each folder's subtree right after it. The
+	 * order goes to group (no longer needed). */
+	stack[0][0] = 0;
+	stack[0][1] = start[0];
+	for (i = 0; i < n;) {
+		uint32_t f = stack[depth][0], at = stack[depth][1], e;
+
+		if (at == start[f + 1]) {
+			if (depth == 0)
+				goto out; /* entries no walk reaches: a folder in itself */
+			depth--;
+			continue;
+		}
+		stack[depth][1]++;
+		e = kids[at];
+		group[i++] = e;
+		if (v[e].type == PH_T_DIR) {
+			if (depth + 1 >= 258)
+				goto out;
+			f = dir_find(&d, v[e].path, strlen(v[e].path));
+			depth++;
+			stack[depth][0] = f;
+			stack[depth][1] = start[f];
+		}
+	}
+	/* Into place, a cycle at a time; a placed slot is marked by its own
+	 * index. */
+	for (i = 0; i < n; i++) {
+		struct ph_entry tmp;
+		uint32_t j = (uint32_t)i, next;
+
+		if (group[i] == i)
+			continue;
+		tmp = v[i];
+		for (;;) {
+			next = group[j];
+			group[j] = j;
+			if (next == i) {
+				v[j] = tmp;
+				break;
+			}
+			v[j] = v[next];
+			j = next;
+		}
+	}
+	rc = 0;
+out:
+	free(d.entry);
+	free(d.slot);
+	free(group);
+	free(kids);
+	free(start);
+	free(stack);
+	return rc;
+}
+
+void
+ph_tree_sort(struct ph_tree *t)
+{
+	if (!sorted(t->v, t->n)) {
+		/* Laid out by folder, checked: a plain sort whenever that fails. */
+		if (by_folder(t) != 0 || !sorted(t->v, t->n))
+			sort_range(t->v, t->n);
+		t->ids_ok = 0;   /* no longer beside their entries */
+	}
+	/* Scanning is over: give back the room the doubling left. */
+	if (t->cap > t->n + t->n / 16 && t->n > 0) {
+		struct ph_entry *v = realloc(t->v, t->n * sizeof(*v));
+
+		if (v != NULL) {
+			t->v = v;
+			t->cap = t->n;
+		}
+	}
+}
