@@ -192,6 +192,70 @@ dir_find(const struct dirs *d, const char *p, size_t len)
 	return f == 0 ? UINT32_MAX : f - 1;
 }
 
+/* The order of a walk from the root through the folders' sorted entries
+ * (kids, folder k's from start[k] to start[k + 1]) into order: each
+ * folder's subtree right after it. Returns 0, or -1 when entries are left
+ * that no walk reaches or the nesting is deeper than its stack. */
+static int
+walk(const struct dirs *d, size_t n, const uint32_t *kids, const uint32_t *start,
+     uint32_t *order)
+{
+	uint32_t stack[258][2];
+	size_t i, depth = 0;
+
+	stack[0][0] = 0;
+	stack[0][1] = start[0];
+	for (i = 0; i < n;) {
+		uint32_t f = stack[depth][0], at = stack[depth][1], e;
+
+		if (at == start[f + 1]) {
+			if (depth == 0)
+				return -1;
+			depth--;
+			continue;
+		}
+		stack[depth][1]++;
+		e = kids[at];
+		order[i++] = e;
+		if (d->v[e].type == PH_T_DIR) {
+			if (depth + 1 >= 258)
+				return -1;
+			f = dir_find(d, d->v[e].path, strlen(d->v[e].path));
+			depth++;
+			stack[depth][0] = f;
+			stack[depth][1] = start[f];
+		}
+	}
+	return 0;
+}
+
+/* Puts v in the order order gives (v[i] becomes the old v[order[i]]), a
+ * cycle at a time; a placed slot is marked by its own index. */
+static void
+permute(struct ph_entry *v, size_t n, uint32_t *order)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct ph_entry tmp;
+		uint32_t j = (uint32_t)i, next;
+
+		if (order[i] == i)
+			continue;
+		tmp = v[i];
+		for (;;) {
+			next = order[j];
+			order[j] = j;
+			if (next == i) {
+				v[j] = tmp;
+				break;
+			}
+			v[j] = v[next];
+			j = next;
+		}
+	}
+}
+
 /* Lays t out folder by folder (see the top). Returns 0, or -1 when it
  * cannot (no memory, a folder twice, an entry without its folder): the
  * caller sorts the usual way. */
@@ -199,8 +263,8 @@ static int
 by_folder(struct ph_tree *t)
 {
 	struct ph_entry *v = t->v;
-	size_t n = t->n, i, nd = 1, ns = 16, k, depth = 0;
-	uint32_t *group = NULL, *kids = NULL, *start = NULL, (*stack)[2] = NULL;
+	size_t n = t->n, i, nd = 1, ns = 16, k;
+	uint32_t *group = NULL, *kids = NULL, *start = NULL;
 	struct dirs d = { v, NULL, NULL, 0, 0 };
 	const char *prev = NULL;
 	size_t prevlen = 0;
@@ -218,8 +282,7 @@ by_folder(struct ph_tree *t)
 	    (d.slot = calloc(ns, sizeof(*d.slot))) == NULL ||
 	    (group = malloc(n * sizeof(*group))) == NULL ||
 	    (kids = malloc(n * sizeof(*kids))) == NULL ||
-	    (start = calloc(nd + 1, sizeof(*start))) == NULL ||
-	    (stack = malloc(258 * sizeof(*stack))) == NULL)
+	    (start = calloc(nd + 1, sizeof(*start))) == NULL)
 		goto out;
 	/* Number the folders (the root is 0). */
 	d.entry[0] = UINT32_MAX;
@@ -265,57 +328,14 @@ by_folder(struct ph_tree *t)
 	}
 	/* The walk from the root: each folder's subtree right after it. The
 	 * order goes to group (no longer needed). */
-	stack[0][0] = 0;
-	stack[0][1] = start[0];
-	for (i = 0; i < n;) {
-		uint32_t f = stack[depth][0], at = stack[depth][1], e;
-
-		if (at == start[f + 1]) {
-			if (depth == 0)
-				goto out; /* entries no walk reaches: a folder in itself */
-			depth--;
-			continue;
-		}
-		stack[depth][1]++;
-		e = kids[at];
-		group[i++] = e;
-		if (v[e].type == PH_T_DIR) {
-			if (depth + 1 >= 258)
-				goto out;
-			f = dir_find(&d, v[e].path, strlen(v[e].path));
-			depth++;
-			stack[depth][0] = f;
-			stack[depth][1] = start[f];
-		}
-	}
-	/* Into place, a cycle at a time; a placed slot is marked by its own
-	 * index. */
-	for (i = 0; i < n; i++) {
-		struct ph_entry tmp;
-		uint32_t j = (uint32_t)i, next;
-
-		if (group[i] == i)
-			continue;
-		tmp = v[i];
-		for (;;) {
-			next = group[j];
-			group[j] = j;
-			if (next == i) {
-				v[j] = tmp;
-				break;
-			}
-			v[j] = v[next];
-			j = next;
-		}
-	}
-	rc = 0;
+	if ((rc = walk(&d, n, kids, start, group)) == 0)
+		permute(v, n, group);
 out:
 	free(d.entry);
 	free(d.slot);
 	free(group);
 	free(kids);
 	free(start);
-	free(stack);
 	return rc;
 }
 

@@ -18,14 +18,15 @@
 #include "str.h"
 #include "tempname.h"
 #include "tree.h"
+#include "whole.h"
 
 #define MAX_QUEUED_BYTES (4u << 20)   /* queued ops' memory: copied data and each
                                          op's own cost (OP_COST) */
 #define COMMIT_AT 512                 /* files made durable together when the
                                          committer keeps up */
 #define MAX_BATCH 4096                /* ... and when it does not: the batch grows
-                                         while it is busy (fewer syncs a file; two
-                                         batches in flight, 4 fds a file at most) */
+                                         while it is busy (fewer syncs a file; three
+                                         batches in flight, 5 fds a file at most) */
 #define FD_SPARE 64                   /* fds left to the rest of the run */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
@@ -52,11 +53,13 @@ struct op {
 #define OP_COST (sizeof(struct op) + 32)
 
 /* Files made durable and placed together; the I/O thread fills one while
- * the committer commits the other. */
+ * the committer commits another, and the one before, placed, waits for the
+ * sync that makes its renames durable (see commit_batch). */
 struct batch {
 	struct ph_lio_file *v[MAX_BATCH];
-	int fds[MAX_BATCH];
+	int fds[2 * MAX_BATCH];      /* the files, then the placed batch's folders */
 	int dirfds[MAX_BATCH];       /* one per folder of the batch */
+	struct ph_lio_file *dirof[MAX_BATCH]; /* ... and a file in it */
 	size_t n;
 	uint64_t bytes;
 };
@@ -74,15 +77,20 @@ struct ph_lio {
 	struct ph_temp_owner owner;  /* for the temp names */
 	pthread_t th, cth;
 	struct batch *to_commit;     /* the committer's, NULL when it is free */
+	struct batch *placed;        /* committed and renamed, its folders not
+	                                durable yet: not handed back */
 	int cstop;                   /* the committer ends when free */
-	struct batch bufs[2];
+	int io_idle;                 /* the I/O thread waits for work, its batch
+	                                empty: nothing comes to go with placed */
+	struct batch bufs[3];
 	size_t max_batch;            /* files a batch: MAX_BATCH, fewer under a
 	                                low open-file limit */
 	/* thread-only state */
 	char *cur_dir;               /* folder cache: consecutive files share it */
 	int cur_dirfd;
 	struct op *cbuf;             /* a piece of a COPY, on its way */
-	struct batch *fill;          /* the batch being filled (one of bufs) */
+	struct batch *fill;          /* the batch being filled (one of bufs; the
+	                                committer may take it: changed under mu) */
 };
 
 static void
@@ -112,47 +120,6 @@ same_folder(const struct ph_lio_file *a, const struct ph_lio_file *b)
 	return (size_t)(b->final - b->rel) == dl && memcmp(a->rel, b->rel, dl) == 0;
 }
 
-int
-ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size)
-{
-	XXH3_state_t *hs = XXH3_createState();
-	XXH128_canonical_t c;
-	uint8_t *buf = malloc(1u << 18);
-	uint64_t total = 0;
-	int fd = -1, rc = 0;
-	ssize_t n;
-
-	if (hs == NULL || buf == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if ((fd = ph_openat(dirfd, name, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0) {
-		rc = fd;
-		goto out;
-	}
-	XXH3_128bits_reset(hs);
-	while ((n = read(fd, buf, 1u << 18)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		XXH3_128bits_update(hs, buf, (size_t)n);
-		total += (uint64_t)n;
-	}
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
-	memcpy(out, c.digest, 16);
-	if (size != NULL)
-		*size = total;
-out:
-	if (fd >= 0)
-		ph_close(fd);
-	free(buf);
-	XXH3_freeState(hs);
-	return rc;
-}
-
 /* Is the guarded final name still as the plan saw it, and (guard_content)
  * of the same content as f? Returns PH_LIO_PLACED to replace it,
  * PH_LIO_SAME when the content is the same, PH_LIO_BESIDE otherwise. A
@@ -176,7 +143,7 @@ guard_check(struct ph_lio_file *f)
 		return PH_LIO_PLACED;
 	if (st.size != f->size)
 		return PH_LIO_BESIDE;
-	if ((rc = ph_lio_hash_file(f->dirfd, f->final, h, &n)) == -EBUSY)
+	if ((rc = ph_whole_hash_at(f->dirfd, f->final, h, &n)) == -EBUSY)
 		return rc;
 	if (rc != 0 || n != f->size || memcmp(h, f->hash, 16) != 0)
 		return PH_LIO_BESIDE;
@@ -242,70 +209,144 @@ place(struct ph_lio_file *f, int sync_err)
 		f->has_st = ph_fstatat(f->dirfd, f->final, &f->st) == 0 && f->st.type == PH_FT_REG;
 }
 
+/* Batch b's folders (each once, of the files placed) into b->dirfds: how
+ * many. Each file is compared with the folders found so far, the last one
+ * first (a batch's files come folder by folder), not with every file
+ * before it: with 4,096 files that was 8 million comparisons a batch, a
+ * quarter of a 100,000-file pull's CPU. */
+static size_t
+batch_folders(struct batch *b)
+{
+	size_t i, k, nd = 0;
+
+	for (i = 0; i < b->n; i++) {
+		struct ph_lio_file *f = b->v[i];
+
+		if (f->err != 0)
+			continue;
+		for (k = nd; k > 0 && !same_folder(b->dirof[k - 1], f); k--)
+			;
+		if (k > 0)
+			continue;
+		b->dirof[nd] = f;
+		b->dirfds[nd++] = f->dirfd;
+	}
+	return nd;
+}
+
 /* The renames of batch b durable: its folders (each once) together, one
  * syncfs per file system where there is one (platform/durable.c); on a
  * failure each folder on its own, so an error marks only its files. */
 static void
 sync_folders(struct batch *b)
 {
-	size_t i, k, nd = 0;
+	size_t i, k, nd = batch_folders(b);
 	int e;
 
-	for (i = 0; i < b->n; i++) {
-		int seen = 0;
-
-		if (b->v[i]->err != 0)
-			continue;
-		for (k = 0; k < i && !seen; k++)
-			seen = b->v[k]->err == 0 && same_folder(b->v[k], b->v[i]);
-		if (!seen)
-			b->dirfds[nd++] = b->v[i]->dirfd;
-	}
 	if (nd == 0 || ph_durable_sync(b->dirfds, nd) == 0)
 		return;
-	for (i = 0; i < b->n; i++) {
-		struct ph_lio_file *f = b->v[i];
-		int seen = 0;
-
-		for (k = 0; k < i && !seen; k++)
-			seen = b->v[k]->err == 0 && same_folder(b->v[k], f);
-		if (f->err != 0 || seen || (e = ph_dir_sync(f->dirfd)) == 0)
+	for (k = 0; k < nd; k++) {
+		if ((e = ph_dir_sync(b->dirfds[k])) == 0)
 			continue;
-		for (k = i; k < b->n; k++)
-			if (b->v[k]->err == 0 && same_folder(b->v[k], f))
-				b->v[k]->err = e;
+		for (i = 0; i < b->n; i++)
+			if (b->v[i]->err == 0 && b->v[i] != b->dirof[k] &&
+			    same_folder(b->dirof[k], b->v[i]))
+				b->v[i]->err = e;
+		b->dirof[k]->err = e;
 	}
 }
 
-/* On the committer thread, while the I/O thread fills the next batch:
- * makes batch b's data durable, places each file, makes the renames
- * durable, and only then hands the files back: a file handed back as
- * committed survives a power cut (the state records it on that promise). */
+/* Batch b handed back, its folders made durable on their own first. */
 static void
-commit_batch(struct ph_lio *l, struct batch *b)
+settle(struct ph_lio *l, struct batch *b)
 {
-	size_t i;
-	int e = 0;
-
-	if (l->durable)
-		e = ph_durable_sync(b->fds, b->n);
-	for (i = 0; i < b->n; i++)
-		place(b->v[i], e);
-	if (l->durable)
-		sync_folders(b);
+	sync_folders(b);
 	deliver(l, b->v, b->n);
 	b->n = 0;
 	b->bytes = 0;
+}
+
+/* On the committer thread, while the I/O thread fills the next batch:
+ * makes batch b's data durable, then places each file. A file is handed
+ * back as committed (the state records it on that promise) only once its
+ * rename is durable too: without durable writes at once; else by the next
+ * sync of its file system, which is the next batch's data sync when one
+ * follows at once (p, the batch placed before b: one sync a batch for both
+ * its data and the renames before it, instead of two), else settle's. A
+ * failed combined sync is done again apart, so an error marks only the
+ * files it belongs to. Returns 1 when b waits placed for the next sync. */
+static int
+commit_batch(struct ph_lio *l, struct batch *b, struct batch *p)
+{
+	size_t i, nd = 0;
+	int e = 0;
+
+	if (l->durable) {
+		if (p != NULL && (nd = batch_folders(p)) > 0)
+			memcpy(b->fds + b->n, p->dirfds, nd * sizeof(*p->dirfds));
+		if ((e = ph_durable_sync(b->fds, b->n + nd)) != 0 && p != NULL) {
+			settle(l, p);
+			p = NULL;
+			e = ph_durable_sync(b->fds, b->n);
+		}
+	}
+	if (p != NULL) {
+		deliver(l, p->v, p->n);
+		p->n = 0;
+		p->bytes = 0;
+	}
+	for (i = 0; i < b->n; i++)
+		place(b->v[i], e);
+	if (l->durable)
+		return 1;
+	deliver(l, b->v, b->n);
+	b->n = 0;
+	b->bytes = 0;
+	return 0;
+}
+
+/* A buffer neither filled, committed nor waiting placed. Called with l->mu
+ * held, to_commit already the batch being handed over. */
+static struct batch *
+spare(struct ph_lio *l)
+{
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (&l->bufs[i] != l->to_commit && &l->bufs[i] != l->placed)
+			return &l->bufs[i];
+	abort(); /* three buffers, at most two of them taken */
 }
 
 static void *
 commit_run(void *arg)
 {
 	struct ph_lio *l = arg;
-	struct batch *b;
+	struct batch *b, *p;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
+		if (l->to_commit == NULL && l->placed != NULL) {
+			/* The next batch goes with the placed one's renames in one
+			 * sync: taken here once it is a batch's worth, else handed
+			 * over by the I/O thread when it runs out of work. With
+			 * nothing to come, the renames are synced on their own. */
+			if (l->fill->n >= COMMIT_AT) {
+				l->to_commit = l->fill;
+				l->fill = spare(l);
+				pthread_cond_signal(&l->cdone_cv);
+			} else if (l->cstop || (l->io_idle && l->fill->n == 0)) {
+				b = l->placed;
+				pthread_mutex_unlock(&l->mu);
+				settle(l, b);
+				pthread_mutex_lock(&l->mu);
+				l->placed = NULL;
+				continue;
+			} else {
+				pthread_cond_wait(&l->commit_cv, &l->mu);
+				continue;
+			}
+		}
 		if (l->to_commit == NULL) {
 			if (l->cstop)
 				break;
@@ -313,9 +354,11 @@ commit_run(void *arg)
 			continue;
 		}
 		b = l->to_commit;
+		p = l->placed;
 		pthread_mutex_unlock(&l->mu);
-		commit_batch(l, b);
+		b = commit_batch(l, b, p) ? b : NULL;
 		pthread_mutex_lock(&l->mu);
+		l->placed = b;
 		l->to_commit = NULL;
 		pthread_cond_signal(&l->cdone_cv);
 		pthread_cond_signal(&l->work); /* an idle I/O thread's partial batch */
@@ -325,17 +368,21 @@ commit_run(void *arg)
 }
 
 /* Hands the filled batch to the committer; with wait, first waits until
- * the committer is free (else returns 0 when it is busy). Returns 1 when
- * handed over. Called with l->mu held. */
+ * the committer is free or has taken the batch itself (else returns 0
+ * when it is busy). Returns 1 when handed over. Called with l->mu held. */
 static int
 hand_off(struct ph_lio *l, int wait)
 {
-	while (wait && l->to_commit != NULL)
+	struct batch *full = l->fill;
+
+	while (wait && l->to_commit != NULL && l->fill == full)
 		pthread_cond_wait(&l->cdone_cv, &l->mu);
+	if (l->fill != full)
+		return 1;
 	if (l->to_commit != NULL)
 		return 0;
 	l->to_commit = l->fill;
-	l->fill = l->fill == &l->bufs[0] ? &l->bufs[1] : &l->bufs[0];
+	l->fill = spare(l);
 	pthread_cond_signal(&l->commit_cv);
 	return 1;
 }
@@ -620,20 +667,17 @@ do_end(struct ph_lio *l, struct ph_lio_file *f)
 	 * costs this thread more than the disk gains. */
 	if (l->durable && f->size >= SMALL_HINT)
 		ph_writeback_hint(f->fd, f->size / WRITEBACK_STEP * WRITEBACK_STEP, 0);
+	pthread_mutex_lock(&l->mu);
 	l->fill->fds[l->fill->n] = f->fd;
 	l->fill->v[l->fill->n++] = f;
 	l->fill->bytes += f->size;
-	if (l->fill->n >= l->max_batch || l->fill->bytes >= MAX_BATCH_BYTES) {
-		pthread_mutex_lock(&l->mu);
+	if (l->fill->n >= l->max_batch || l->fill->bytes >= MAX_BATCH_BYTES)
 		hand_off(l, 1);
-		pthread_mutex_unlock(&l->mu);
-	} else if (l->fill->n >= COMMIT_AT) {
+	else if (l->fill->n >= COMMIT_AT)
 		/* A busy committer: go on filling this one (each sync waits
 		 * for the disk's cache flush, whatever the batch's size). */
-		pthread_mutex_lock(&l->mu);
 		hand_off(l, 0);
-		pthread_mutex_unlock(&l->mu);
-	}
+	pthread_mutex_unlock(&l->mu);
 }
 
 static void *
@@ -651,9 +695,14 @@ run(void *arg)
 				continue;
 			if (l->fill->n == 0 && l->stop)
 				break;
+			if (l->fill->n == 0 && !l->io_idle) {
+				l->io_idle = 1;  /* a placed batch settles now */
+				pthread_cond_signal(&l->commit_cv);
+			}
 			pthread_cond_wait(&l->work, &l->mu);
 			continue;
 		}
+		l->io_idle = 0;
 		o = l->head;
 		l->head = o->next;
 		if (l->head == NULL)
@@ -732,11 +781,11 @@ ph_lio_new(int root, int durable, struct ph_lio **out)
 	ph_temp_owner_self(&l->owner);
 	l->fill = &l->bufs[0];
 	l->max_batch = MAX_BATCH;
-	/* Two batches in flight hold a file and a folder fd per file (a
-	 * delta's basis besides): a low limit shrinks them rather than
-	 * failing files with EMFILE. */
-	if (lim < 4 * MAX_BATCH + FD_SPARE)
-		l->max_batch = lim > 4 * 8 + FD_SPARE ? (size_t)(lim - FD_SPARE) / 4 : 8;
+	/* Three batches in flight: two hold a file and a folder fd per file
+	 * (a delta's basis besides), the placed one a folder fd: a low limit
+	 * shrinks them rather than failing files with EMFILE. */
+	if (lim < 5 * MAX_BATCH + FD_SPARE)
+		l->max_batch = lim > 5 * 8 + FD_SPARE ? (size_t)(lim - FD_SPARE) / 5 : 8;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->work, NULL);
 	pthread_cond_init(&l->room, NULL);

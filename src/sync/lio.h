@@ -91,9 +91,6 @@ struct ph_lio_file {
 	struct ph_lio_file *next_done; /* the finished list (no allocation) */
 };
 
-/* Reads and hashes (XXH3-128, canonical bytes) the regular file name in
- * folder dirfd, never following a symlink. Returns 0 or -errno. */
-int ph_lio_hash_file(int dirfd, const char *name, uint8_t out[16], uint64_t *size);
 
 /* Starts the I/O thread for files beneath root (an fd the caller keeps
  * open); durable asks for fsync before rename. */

@@ -49,7 +49,7 @@ local_matches(struct ph_job *j, const struct ph_entry *e, const uint8_t hash[16]
 			ph_close(fd);
 		}
 	}
-	rc = ph_lio_hash_file(dfd, base, h, &n);
+	rc = ph_whole_hash_at(dfd, base, h, &n);
 	ph_close(dfd);
 	return rc == 0 && n == e->size && memcmp(h, hash, 16) == 0;
 }

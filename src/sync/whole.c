@@ -32,7 +32,7 @@ ph_whole_local_errno(struct ph_job *j, const char *rel, uint8_t out[16], uint64_
 	free(dir);
 	if (rc != 0)
 		return -EIO;
-	rc = ph_lio_hash_file(dfd, base, out, size);
+	rc = ph_whole_hash_at(dfd, base, out, size);
 	ph_close(dfd);
 	return rc;
 }
@@ -268,4 +268,45 @@ ph_whole_helper_same(struct ph_job *j, const char *rrel, const char *lrel, uint6
 		same = local_signs_as(j, lrel, size, block, w.data, w.len);
 	free(w.data);
 	return same;
+}
+
+int
+ph_whole_hash_at(int dirfd, const char *name, uint8_t out[16], uint64_t *size)
+{
+	XXH3_state_t *hs = XXH3_createState();
+	XXH128_canonical_t c;
+	uint8_t *buf = malloc(1u << 18);
+	uint64_t total = 0;
+	int fd = -1, rc = 0;
+	ssize_t n;
+
+	if (hs == NULL || buf == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((fd = ph_openat(dirfd, name, PH_O_RDONLY | PH_O_NOFOLLOW, 0)) < 0) {
+		rc = fd;
+		goto out;
+	}
+	XXH3_128bits_reset(hs);
+	while ((n = read(fd, buf, 1u << 18)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		XXH3_128bits_update(hs, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
+	memcpy(out, c.digest, 16);
+	if (size != NULL)
+		*size = total;
+out:
+	if (fd >= 0)
+		ph_close(fd);
+	free(buf);
+	XXH3_freeState(hs);
+	return rc;
 }

@@ -13,6 +13,10 @@ struct ph_job;
  * followed); *size gets its length. Returns 0 or a negative PHSYNC_E*. */
 int ph_whole_local(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size);
 
+/* Reads and hashes (XXH3-128, canonical bytes) the regular file name in
+ * folder dirfd, never following a symlink. Returns 0 or -errno. */
+int ph_whole_hash_at(int dirfd, const char *name, uint8_t out[16], uint64_t *size);
+
 /* ph_whole_local with the system's error as -errno (-EBUSY: another
  * program holds the file open without sharing read, on Windows). */
 int ph_whole_local_errno(struct ph_job *j, const char *rel, uint8_t out[16], uint64_t *size);

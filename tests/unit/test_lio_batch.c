@@ -3,10 +3,11 @@
  * the batch's data made durable, its files renamed, its folders synced, and
  * only then handed back (the caller records a file in the state only once
  * it is handed back). Meanwhile the I/O thread goes on writing the next
- * files. fsync is wrapped at link time (tests/CMakeLists.txt) so the
- * committer can be held inside its folder fsync; futimens is wrapped to
- * count the files the I/O thread finished writing. Nothing here waits on
- * time: only on those conditions. */
+ * files; when they are ready as a batch is placed, one sync makes the next
+ * batch's data and the placed batch's renames durable. fsync and syncfs are
+ * wrapped at link time (tests/CMakeLists.txt) so the committer can be held
+ * inside them; futimens is wrapped to count the files the I/O thread
+ * finished writing. Nothing here waits on time: only on those conditions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +34,26 @@ int __real_fsync(int fd);
 int __wrap_fsync(int fd);
 int __real_futimens(int fd, const struct timespec ts[2]);
 int __wrap_futimens(int fd, const struct timespec ts[2]);
+int __real_syncfs(int fd);
+int __wrap_syncfs(int fd);
+
+static int syncfs_calls;       /* syncfs calls begun */
+static int hold_sync_at;       /* the syncfs call of this number waits ... */
+static int sync_released;      /* ... until this is that number */
+
+int
+__wrap_syncfs(int fd)
+{
+	int me;
+
+	pthread_mutex_lock(&mu);
+	me = ++syncfs_calls;
+	pthread_cond_broadcast(&cv);
+	while (me == hold_sync_at && sync_released < me)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	return __real_syncfs(fd);
+}
 
 int
 __wrap_fsync(int fd)
@@ -194,11 +215,88 @@ test_handed_back_after_the_folders_sync(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+static void
+set(int *flag, int v)
+{
+	pthread_mutex_lock(&mu);
+	*flag = v;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+/* Batches back to back: the second batch's data sync also makes the first
+ * one's renames durable, and the first is handed back only after it: two
+ * syncs and one folder fsync for two batches, not two of each. */
+static void
+test_placed_batch_rides_the_next_sync(void **state)
+{
+	char dir[] = "/tmp/phsync-liob-XXXXXX", rel[64];
+	struct ph_lio *l = NULL;
+	struct ph_lio_file *a[N], *b[N], *done[2 * N];
+	size_t got = 0, i;
+	int root;
+
+	(void)state;
+	pthread_mutex_lock(&mu);
+	gate = 1;
+	hold_dirs = 0;
+	written = dir_fsyncs = syncfs_calls = sync_released = 0;
+	hold_sync_at = 1;
+	pthread_mutex_unlock(&mu);
+	assert_non_null(mkdtemp(dir));
+	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(mkdirat(root, "a", 0755), 0);
+	assert_int_equal(mkdirat(root, "b", 0755), 0);
+	assert_int_equal(ph_lio_new(root, 1, &l), 0);
+	queue_files(l, "a", a, 0);
+	set(&gate, 0);
+	/* The committer is held in batch a's data sync ... */
+	wait_for(&syncfs_calls, 1);
+	/* ... while the I/O thread writes batch b. */
+	queue_files(l, "b", b, N);
+	wait_for(&written, 2 * N);
+	pthread_mutex_lock(&mu);
+	hold_sync_at = 2;
+	sync_released = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	/* The next sync is b's data and a's renames at once: a is placed
+	 * but not handed back until it returns. */
+	wait_for(&syncfs_calls, 2);
+	for (i = 0; i < N; i++) {
+		snprintf(rel, sizeof(rel), "a/f%zu", i);
+		assert_true(placed(root, rel));
+		snprintf(rel, sizeof(rel), "b/f%zu", i);
+		assert_false(placed(root, rel));
+	}
+	assert_int_equal(ph_lio_pop(l, done, 2 * N, 0), 0);
+	set(&sync_released, 2);
+	while (got < 2 * N)
+		got += ph_lio_pop(l, done + got, 2 * N - got, 1);
+	pthread_mutex_lock(&mu);
+	assert_int_equal(syncfs_calls, 2);
+	assert_int_equal(dir_fsyncs, 1);        /* b/'s alone: a/'s rode b's sync */
+	pthread_mutex_unlock(&mu);
+	for (i = 0; i < 2 * N; i++) {
+		assert_int_equal(done[i]->cookie, i);
+		assert_int_equal(done[i]->err, 0);
+		assert_true(placed(root, done[i]->rel));
+		assert_int_equal(unlinkat(root, done[i]->rel, 0), 0);
+		ph_lio_file_free(done[i]);
+	}
+	ph_lio_free(l);
+	assert_int_equal(unlinkat(root, "a", AT_REMOVEDIR), 0);
+	assert_int_equal(unlinkat(root, "b", AT_REMOVEDIR), 0);
+	close(root);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handed_back_after_the_folders_sync),
+		cmocka_unit_test(test_placed_batch_rides_the_next_sync),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
