@@ -60,10 +60,11 @@ write_locked(struct pair *p)
 	(void)ph_wst_write(w->wst, &w->r);
 }
 
-/* Sets the state word (its time moves only when it changes) and writes
- * the record. Any thread. */
+/* Sets the state word (its time moves only when it changes) and, when at
+ * is not 0, the next try's time, and writes the record once: a reader never
+ * sees "waiting" without its time. Any thread. */
 static void
-set_word(struct pair *p, const char *word)
+set_word_at(struct pair *p, const char *word, int64_t at)
 {
 	struct ph_wst_rec *r = &p->rec.r;
 
@@ -72,10 +73,18 @@ set_word(struct pair *p, const char *word)
 		r->state = word;
 		r->since = (int64_t)time(NULL);
 	}
-	if (strcmp(word, "waiting") != 0)
+	if (at != 0)
+		r->retry_at = at;
+	else if (strcmp(word, "waiting") != 0)
 		r->retry_at = 0;
 	write_locked(p);
 	uv_mutex_unlock(&p->rec.lock);
+}
+
+static void
+set_word(struct pair *p, const char *word)
+{
+	set_word_at(p, word, 0);
 }
 
 void
@@ -148,25 +157,13 @@ ph_wreport_keepalive(struct pair *p)
 	uv_mutex_unlock(&p->rec.lock);
 }
 
-/* The next try's time, written after the state word (as the record has
- * always been written: "waiting", then when). */
-static void
-retry_at(struct pair *p, int64_t at)
-{
-	uv_mutex_lock(&p->rec.lock);
-	p->rec.r.retry_at = at;
-	write_locked(p);
-	uv_mutex_unlock(&p->rec.lock);
-}
-
 void
 ph_wreport_waiting(struct pair *p, const char *err, unsigned retry_s)
 {
 	uv_mutex_lock(&p->rec.lock);
 	snprintf(p->rec.err, sizeof(p->rec.err), "%s", err);
 	uv_mutex_unlock(&p->rec.lock);
-	set_word(p, "waiting");
-	retry_at(p, (int64_t)time(NULL) + retry_s);
+	set_word_at(p, "waiting", (int64_t)time(NULL) + retry_s);
 }
 
 void
@@ -195,7 +192,5 @@ ph_wreport_done(struct pair *p, int rc, const char *word, unsigned retry_s)
 	snprintf(p->rec.err, sizeof(p->rec.err), "%s", rc ? p->job.err : "");
 	r->connected = alive;
 	uv_mutex_unlock(&p->rec.lock);
-	set_word(p, word);
-	if (retry_s)
-		retry_at(p, now + retry_s);
+	set_word_at(p, word, retry_s ? now + retry_s : 0);
 }
