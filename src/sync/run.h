@@ -41,8 +41,9 @@ struct run {
 /* The steps, in their order; each returns 0 or a negative PHSYNC_E* with
  * the message in the context. begin: settings checked, the remote spec
  * read (on a failure nothing is held and no event was sent). local: the
- * filter and the local root, whose walk starts on a thread. connect: logged in, the remote root known.
- * state: the pair's state open. scan: both sides listed at once. plan:
+ * filter and the local root, whose walk starts on its thread. connect:
+ * logged in, the remote root known. state: the pair's state open. scan:
+ * the server listed, the local walk joined. plan:
  * names matched, the records merged, j.plan made. pass: the plan carried
  * out (files, renewed records, deletes, offload). */
 int ph_run_begin(struct run *r, phsync_ctx *ctx, enum phsync_direction dir, const char *remote,
