@@ -29,6 +29,12 @@ ph_open_blocks_replace(void)
 }
 
 int
+ph_dir_sync_needed(void)
+{
+	return 1;
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -100,6 +100,10 @@ int ph_open_blocks_replace(void);
  * on POSIX; 0 on Windows, where MOVEFILE_WRITE_THROUGH and the file's own
  * FlushFileBuffers (ph_durable_sync) already did. */
 int ph_dir_sync(int dirfd);
+/* Does a rename need a sync of its folder to be durable? 1 on POSIX; 0 on
+ * Windows (written through; a folder there cannot be flushed, and its
+ * descriptor is not one ph_durable_sync takes). */
+int ph_dir_sync_needed(void);
 
 /* Cuts or extends the file fd (open for writing) to size bytes. */
 int ph_ftruncate(int fd, uint64_t size);

@@ -121,6 +121,12 @@ ph_open_blocks_replace(void)
 }
 
 int
+ph_dir_sync_needed(void)
+{
+	return 0;
+}
+
+int
 ph_dir_open_path(const char *path)
 {
 	return ph_win_dir_open(path);

@@ -272,7 +272,8 @@ settle(struct ph_lio *l, struct batch *b)
  * rename is durable too: without durable writes at once; else by the next
  * sync of its file system, which is the next batch's data sync when one
  * follows at once (p, the batch placed before b: one sync a batch for both
- * its data and the renames before it, instead of two), else settle's. A
+ * its data and the renames before it, instead of two), else settle's (on
+ * Windows, where a rename is written through, at once). A
  * failed combined sync is done again apart, so an error marks only the
  * files it belongs to. Returns 1 when b waits placed for the next sync. */
 static int
@@ -282,6 +283,7 @@ commit_batch(struct ph_lio *l, struct batch *b, struct batch *p)
 	int e = 0;
 
 	if (l->durable) {
+		/* (p is NULL where renames need no folder sync: see below.) */
 		if (p != NULL && (nd = batch_folders(p)) > 0)
 			memcpy(b->fds + b->n, p->dirfds, nd * sizeof(*p->dirfds));
 		if ((e = ph_durable_sync(b->fds, b->n + nd)) != 0 && p != NULL) {
@@ -297,7 +299,8 @@ commit_batch(struct ph_lio *l, struct batch *b, struct batch *p)
 	}
 	for (i = 0; i < b->n; i++)
 		place(b->v[i], e);
-	if (l->durable)
+	/* Windows writes a rename through: nothing to wait for. */
+	if (l->durable && ph_dir_sync_needed())
 		return 1;
 	deliver(l, b->v, b->n);
 	b->n = 0;
