@@ -6,8 +6,9 @@
  * folders at once, so every folder's names arrive together but the folders
  * interleave. Sorting that with whole-path comparisons walks the shared
  * folder prefix of every pair, through pointers spread over the string pool:
- * at 100,000 entries 45 ms, the longest serial step after the listing
- * (docs/PERFORMANCE.md section 3). Instead the entries are grouped by
+ * at 100,000 entries 45 ms of the serial steps after the listing
+ * (docs/PERFORMANCE.md section 7, "The small and million rows on a quiet
+ * machine"). Instead the entries are grouped by
  * folder (one hash of each entry's folder path, most of them skipped: the
  * entries of one reply share it), each folder's names sorted on their own,
  * and the tree laid out by a walk from the root. Whatever that cannot place
