@@ -37,21 +37,49 @@ int __wrap_futimens(int fd, const struct timespec ts[2]);
 int __real_syncfs(int fd);
 int __wrap_syncfs(int fd);
 
-static int syncfs_calls;       /* syncfs calls begun */
-static int hold_sync_at;       /* the syncfs call of this number waits ... */
-static int sync_released;      /* ... until this is that number */
+/* Data syncs by the folder of the file they go through, a/ (0) or b/ (1):
+ * a syncfs, or where there is none (the portable build) the fsync of each
+ * regular file. One waits while its folder's hold is set. */
+static int data_syncs[2], hold_data[2];
+static int a_alone;            /* a/ itself was synced before any of b/'s data */
+
+/* 0 for a path in a/, 1 in b/, 2 for the folder a itself, else -1. */
+static int
+folder_of(int fd)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if ((n = readlink(link, path, sizeof(path) - 1)) < 0)
+		return -1;
+	path[n] = '\0';
+	if (strstr(path, "/a/") != NULL)
+		return 0;
+	if (strstr(path, "/b/") != NULL)
+		return 1;
+	return n >= 2 && strcmp(path + n - 2, "/a") == 0 ? 2 : -1;
+}
+
+static void
+data_sync(int fd)
+{
+	int k = folder_of(fd);
+
+	if (k != 0 && k != 1)
+		return;
+	pthread_mutex_lock(&mu);
+	data_syncs[k]++;
+	pthread_cond_broadcast(&cv);
+	while (hold_data[k])
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
 
 int
 __wrap_syncfs(int fd)
 {
-	int me;
-
-	pthread_mutex_lock(&mu);
-	me = ++syncfs_calls;
-	pthread_cond_broadcast(&cv);
-	while (me == hold_sync_at && sync_released < me)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
+	data_sync(fd);
 	return __real_syncfs(fd);
 }
 
@@ -61,8 +89,14 @@ __wrap_fsync(int fd)
 	struct stat st;
 	int rc;
 
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		data_sync(fd);
 	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		int k = folder_of(fd);
+
 		pthread_mutex_lock(&mu);
+		if (k == 2 && data_syncs[1] == 0)
+			a_alone = 1;
 		in_dir_fsync = 1;
 		pthread_cond_broadcast(&cv);
 		while (hold_dirs && !released)
@@ -225,8 +259,8 @@ set(int *flag, int v)
 }
 
 /* Batches back to back: the second batch's data sync also makes the first
- * one's renames durable, and the first is handed back only after it: two
- * syncs and one folder fsync for two batches, not two of each. */
+ * one's renames durable (its folder is never synced on its own before it),
+ * and the first is handed back only after that sync: one sync a batch. */
 static void
 test_placed_batch_rides_the_next_sync(void **state)
 {
@@ -240,8 +274,9 @@ test_placed_batch_rides_the_next_sync(void **state)
 	pthread_mutex_lock(&mu);
 	gate = 1;
 	hold_dirs = 0;
-	written = dir_fsyncs = syncfs_calls = sync_released = 0;
-	hold_sync_at = 1;
+	written = dir_fsyncs = a_alone = 0;
+	data_syncs[0] = data_syncs[1] = 0;
+	hold_data[0] = hold_data[1] = 1;
 	pthread_mutex_unlock(&mu);
 	assert_non_null(mkdtemp(dir));
 	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
@@ -251,18 +286,14 @@ test_placed_batch_rides_the_next_sync(void **state)
 	queue_files(l, "a", a, 0);
 	set(&gate, 0);
 	/* The committer is held in batch a's data sync ... */
-	wait_for(&syncfs_calls, 1);
+	wait_for(&data_syncs[0], 1);
 	/* ... while the I/O thread writes batch b. */
 	queue_files(l, "b", b, N);
 	wait_for(&written, 2 * N);
-	pthread_mutex_lock(&mu);
-	hold_sync_at = 2;
-	sync_released = 1;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	/* The next sync is b's data and a's renames at once: a is placed
-	 * but not handed back until it returns. */
-	wait_for(&syncfs_calls, 2);
+	set(&hold_data[0], 0);
+	/* b's data sync carries a's renames: a is placed but not handed back
+	 * until it returns, and a/ was not synced on its own before it. */
+	wait_for(&data_syncs[1], 1);
 	for (i = 0; i < N; i++) {
 		snprintf(rel, sizeof(rel), "a/f%zu", i);
 		assert_true(placed(root, rel));
@@ -270,12 +301,11 @@ test_placed_batch_rides_the_next_sync(void **state)
 		assert_false(placed(root, rel));
 	}
 	assert_int_equal(ph_lio_pop(l, done, 2 * N, 0), 0);
-	set(&sync_released, 2);
+	set(&hold_data[1], 0);
 	while (got < 2 * N)
 		got += ph_lio_pop(l, done + got, 2 * N - got, 1);
 	pthread_mutex_lock(&mu);
-	assert_int_equal(syncfs_calls, 2);
-	assert_int_equal(dir_fsyncs, 1);        /* b/'s alone: a/'s rode b's sync */
+	assert_int_equal(a_alone, 0);
 	pthread_mutex_unlock(&mu);
 	for (i = 0; i < 2 * N; i++) {
 		assert_int_equal(done[i]->cookie, i);
