@@ -2,6 +2,7 @@
 /* The pair's records as the planner needs them (known.h): one ordered
  * read of the state merged with both trees, for one orientation or, in a
  * two-way run, for both at once. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "ctx.h"
 #include "ident.h"
 #include "known.h"
+#include "names.h"
 #include "staterow.h"
 
 /* A record whose names phsync could not have written (staterow.h) is
@@ -28,11 +30,14 @@ ph_bad_row(struct ph_job *j, const char *path, const char *what)
  * sides only gets flags on its source entry and is counted (at a million
  * unchanged files, nothing more is held); the other records (changed
  * since on a side, or gone from one) are kept, oriented as the plan sees
- * them (the remote is the source of a pull). */
+ * them (the remote is the source of a pull). Each record is met in two
+ * halves: its local side (kmerge_local: the local tree's entry, its
+ * identity checked) and its remote side (kmerge_remote). A one-way pull
+ * does the first half while the server is listed (ph_known_early). */
 struct kmerge {
 	struct ph_job *j;
 	int pull;
-	size_t si, di;
+	size_t li, ri;             /* the local and the remote tree's next entry */
 	struct ph_known *v;
 	size_t n, cap;
 	uint64_t asrec;
@@ -40,16 +45,41 @@ struct kmerge {
 	size_t nbad, capbad;
 	struct kmerge *mirror;     /* a two-way run: the other orientation's,
 	                              filled from the same rows and checks */
+	volatile int *stop;        /* early: set when the run no longer wants it */
 };
 
+static struct ph_tree *
+local_tree(const struct kmerge *m)
+{
+	return m->pull ? &m->j->dst : &m->j->src;
+}
+
+static struct ph_tree *
+remote_tree(const struct kmerge *m)
+{
+	return m->pull ? &m->j->src : &m->j->dst;
+}
+
+/* t's entry at path, its index *i advanced past those before it. */
+static struct ph_entry *
+advance(struct ph_tree *t, size_t *i, const char *path)
+{
+	int c = 1;
+
+	while (*i < t->n && (c = ph_path_cmp(t->v[*i].path, path)) < 0)
+		(*i)++;
+	return *i < t->n && c == 0 ? &t->v[*i] : NULL;
+}
+
 /* A record kept for the plan: s its source entry, or none (gone from the
- * source: its path is kept in the job's known_paths). */
+ * source: its path is kept in the job's known_paths unless the caller has
+ * kept it: kn->path not NULL). */
 static int
 kmerge_keep(struct kmerge *m, const struct ph_entry *s, const char *path, struct ph_known *kn)
 {
 	if (s != NULL) {
 		kn->path = s->path;
-	} else {
+	} else if (kn->path == NULL) {
 		struct ph_entry e = { 0 };
 
 		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &e) != 0)
@@ -75,6 +105,7 @@ kmerge_mirror(struct kmerge *m, struct ph_entry *d, const char *path, const stru
 {
 	struct ph_known k;
 
+	k.path = NULL;
 	k.ssize = kn->dsize;
 	k.smtime = kn->dmtime;
 	k.dsize = kn->ssize;
@@ -84,89 +115,125 @@ kmerge_mirror(struct kmerge *m, struct ph_entry *d, const char *path, const stru
 	return kmerge_keep(m, d, path, &k);
 }
 
+/* A row with a name phsync never writes: never merged with a tree nor
+ * planned, dropped after the walk. */
 static int
-kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
+kmerge_bad(struct kmerge *m, const char *path)
 {
-	struct kmerge *m = arg;
-	struct ph_tree *src = &m->j->src;
-	const struct ph_tree *dst = &m->j->dst;
-	struct ph_entry *s = NULL;
-	const struct ph_entry *d = NULL;
-	struct ph_known kn;
-	int c = 1;
+	if (m->nbad == m->capbad) {
+		size_t nc = m->capbad ? m->capbad * 2 : 16;
+		char **nv = realloc(m->bad, nc * sizeof(*nv));
 
-	if (!ph_staterow_path_ok(path, strlen(path))) {
-		/* Never merged with a tree nor planned: dropped after the walk. */
-		if (m->nbad == m->capbad) {
-			size_t nc = m->capbad ? m->capbad * 2 : 16;
-			char **nv = realloc(m->bad, nc * sizeof(*nv));
-
-			if (nv == NULL)
-				return PHSYNC_ENOMEM;
-			m->bad = nv;
-			m->capbad = nc;
-		}
-		if ((m->bad[m->nbad] = strdup(path)) == NULL)
+		if (nv == NULL)
 			return PHSYNC_ENOMEM;
-		m->nbad++;
-		return 0;
+		m->bad = nv;
+		m->capbad = nc;
 	}
-	while (m->si < src->n && (c = ph_path_cmp(src->v[m->si].path, path)) < 0)
-		m->si++;
-	if (m->si < src->n && c == 0)
-		s = &src->v[m->si];
-	c = 1;
-	while (m->di < dst->n && (c = ph_path_cmp(dst->v[m->di].path, path)) < 0)
-		m->di++;
-	if (m->di < dst->n && c == 0)
-		d = &dst->v[m->di];
-	kn.ssize = m->pull ? f->rsize : f->lsize;
-	kn.smtime = m->pull ? f->rmtime : f->lmtime;
-	kn.dsize = m->pull ? f->lsize : f->rsize;
-	kn.dmtime = m->pull ? f->lmtime : f->rmtime;
-	kn.touched = 0;
-	/* The local side as recorded by size and time: its identity says
-	 * whether that can be trusted (ident.c), as git's index does. */
-	{
-		const struct ph_entry *l = m->pull ? d : s;
-		const struct ph_tree *lt = m->pull ? dst : src;
-		int rc;
+	if ((m->bad[m->nbad] = strdup(path)) == NULL)
+		return PHSYNC_ENOMEM;
+	m->nbad++;
+	return 0;
+}
 
-		if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE &&
-		    !l->nosize && !m->j->o->dry_run && l->size == (m->pull ? kn.dsize : kn.ssize) &&
-		    l->mtime == (m->pull ? kn.dmtime : kn.smtime)) {
-			if ((rc = ph_ident_changed_seen(m->j, ph_entry_raw(l), path, f,
-			                                lt->ids_ok ? lt->ids[l - lt->v] : 0,
-			                                l->mtime)) < 0)
-				return rc;
-			kn.touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
-		}
+/* A record's local side: kn filled from the row (oriented), *lp its entry
+ * in the local tree (or NULL), and whether that file changed though its
+ * size and time are as recorded: its identity says whether they can be
+ * trusted (ident.c), as git's index does. */
+static int
+kmerge_local(struct kmerge *m, const char *path, const struct ph_state_file *f,
+             struct ph_entry **lp, struct ph_known *kn)
+{
+	struct ph_tree *lt = local_tree(m);
+	struct ph_entry *l = advance(lt, &m->li, path);
+	uint64_t lsize = f->lsize;
+	int64_t lmtime = f->lmtime;
+	int rc;
+
+	*lp = l;
+	kn->path = NULL;
+	kn->ssize = m->pull ? f->rsize : f->lsize;
+	kn->smtime = m->pull ? f->rmtime : f->lmtime;
+	kn->dsize = m->pull ? f->lsize : f->rsize;
+	kn->dmtime = m->pull ? f->lmtime : f->rmtime;
+	kn->touched = 0;
+	if ((f->has_lid || f->has_hash) && l != NULL && l->type == PH_T_FILE && !l->nosize &&
+	    !m->j->o->dry_run && l->size == lsize && l->mtime == lmtime) {
+		if ((rc = ph_ident_changed_seen(m->j, ph_entry_raw(l), path, f,
+		                                lt->ids_ok ? lt->ids[l - lt->v] : 0, l->mtime)) < 0)
+			return rc;
+		kn->touched = rc ? (m->pull ? PH_KNOWN_DST : PH_KNOWN_SRC) : 0;
 	}
+	return 0;
+}
+
+/* A record's remote side, its local entry l found: the flags on the
+ * source entry, and the record counted as recorded or kept. */
+static int
+kmerge_remote(struct kmerge *m, const char *path, struct ph_entry *l, struct ph_known *kn)
+{
+	struct ph_entry *r = advance(remote_tree(m), &m->ri, path);
+	struct ph_entry *s = m->pull ? r : l, *d = m->pull ? l : r;
+	int rc;
+
 	/* (A mirror's source tree is this one's destination: the same
 	 * entries, so its flags go on d.) */
 	if (s != NULL)
 		s->flags |= PH_E_KNOWN;
 	if (m->mirror != NULL && d != NULL)
-		((struct ph_entry *)d)->flags |= PH_E_KNOWN;
+		d->flags |= PH_E_KNOWN;
 	if (s != NULL && d != NULL && s->type == PH_T_FILE && d->type == PH_T_FILE &&
-	    !s->nosize && !kn.touched &&
-	    !d->nosize && s->size == kn.ssize && s->mtime == kn.smtime &&
-	    d->size == kn.dsize && d->mtime == kn.dmtime) {
+	    !s->nosize && !kn->touched &&
+	    !d->nosize && s->size == kn->ssize && s->mtime == kn->smtime &&
+	    d->size == kn->dsize && d->mtime == kn->dmtime) {
 		s->flags |= PH_E_ASREC;
 		m->asrec++;
 		if (m->mirror != NULL) {
-			((struct ph_entry *)d)->flags |= PH_E_ASREC;
+			d->flags |= PH_E_ASREC;
 			m->mirror->asrec++;
 		}
 		return 0;
 	}
-	{
-		int rc = kmerge_keep(m, s, path, &kn);
+	if ((rc = kmerge_keep(m, s, path, kn)) != 0 || m->mirror == NULL)
+		return rc;
+	return kmerge_mirror(m->mirror, d, path, kn);
+}
 
-		if (rc != 0 || m->mirror == NULL)
-			return rc;
+static int
+kmerge_row(void *arg, const char *path, const struct ph_state_file *f)
+{
+	struct kmerge *m = arg;
+	struct ph_entry *l;
+	struct ph_known kn;
+	int rc;
+
+	if (!ph_staterow_path_ok(path, strlen(path)))
+		return kmerge_bad(m, path);
+	if ((rc = kmerge_local(m, path, f, &l, &kn)) != 0)
+		return rc;
+	return kmerge_remote(m, path, l, &kn);
+}
+
+/* After the pass: the bad rows said and dropped, the identities that
+ * moved (content the same) renewed. */
+static int
+kmerge_end(struct kmerge *m, int rc)
+{
+	size_t i;
+
+	for (i = 0; i < m->nbad; i++) {
+		if (rc == 0) {
+			ph_bad_row(m->j, m->bad[i], "a file record");
+			rc = ph_state_file_forget(m->j->state, m->bad[i]);
+		}
+		free(m->bad[i]);
 	}
-	return kmerge_mirror(m->mirror, (struct ph_entry *)d, path, &kn);
+	free(m->bad);
+	m->bad = NULL;
+	m->nbad = 0;
+	ph_ident_close(m->j);
+	if (rc == 0)
+		rc = ph_ident_renew(m->j);
+	return rc;
 }
 
 /* The records merged for one orientation, or with mj (a two-way run's
@@ -177,7 +244,6 @@ ph_known_load(struct ph_job *j, int pull, struct ph_known_set *known, struct ph_
               struct ph_known_set *mknown)
 {
 	struct kmerge m, mm;
-	size_t i;
 	int rc;
 
 	memset(&m, 0, sizeof(m));
@@ -196,16 +262,208 @@ ph_known_load(struct ph_job *j, int pull, struct ph_known_set *known, struct ph_
 		mknown->n = mm.n;
 		mknown->asrec = mm.asrec;
 	}
-	for (i = 0; i < m.nbad; i++) {
-		if (rc == 0) {
-			ph_bad_row(j, m.bad[i], "a file record");
-			rc = ph_state_file_forget(j->state, m.bad[i]);
-		}
-		free(m.bad[i]);
+	return kmerge_end(&m, rc);
+}
+
+/* The early half (ph_known_early): each row's local side, while the
+ * server is listed. A row whose local file is exactly as recorded, and
+ * whose remote side was recorded with the same size and time (what a pull
+ * leaves), is one bit on that file's entry: its whole record is the
+ * entry's size and time. Any other row is kept whole (kn, its local
+ * entry's index or -1), in the rows' order. */
+struct early_row {
+	struct ph_known kn;
+	int64_t l;
+};
+
+struct early {
+	struct kmerge m;
+	uint8_t *same;             /* bit i: dst.v[i] holds its row */
+	struct early_row *v;
+	size_t n, cap;
+};
+
+static int
+early_row(void *arg, const char *path, const struct ph_state_file *f)
+{
+	struct early *e = arg;
+	struct kmerge *m = &e->m;
+	struct ph_entry *l;
+	struct ph_known kn;
+	int rc;
+
+	if (*m->stop)
+		return PHSYNC_EINTR;
+	if (!ph_staterow_path_ok(path, strlen(path)))
+		return kmerge_bad(m, path);
+	if ((rc = kmerge_local(m, path, f, &l, &kn)) != 0)
+		return rc;
+	if (l != NULL && l->type == PH_T_FILE && !l->nosize && !kn.touched &&
+	    l->size == kn.dsize && l->mtime == kn.dmtime && kn.ssize == kn.dsize &&
+	    kn.smtime == kn.dmtime) {
+		size_t i = (size_t)(l - m->j->dst.v);
+
+		e->same[i / 8] |= (uint8_t)(1u << (i % 8));
+		return 0;
 	}
-	free(m.bad);
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? e->cap * 2 : 256;
+		struct early_row *nv = realloc(e->v, nc * sizeof(*nv));
+
+		if (nv == NULL)
+			return PHSYNC_ENOMEM;
+		e->v = nv;
+		e->cap = nc;
+	}
+	if (l != NULL) {
+		kn.path = l->path;  /* the row's key: the same string */
+	} else {
+		struct ph_entry pe = { 0 };
+
+		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &pe) != 0)
+			return PHSYNC_ENOMEM;
+		kn.path = m->j->known_paths.v[m->j->known_paths.n - 1].path;
+	}
+	e->v[e->n].kn = kn;
+	e->v[e->n].l = l != NULL ? (int64_t)(l - m->j->dst.v) : -1;
+	e->n++;
+	return 0;
+}
+
+static void *
+early_run(void *arg)
+{
+	struct ph_known_early *ke = arg;
+	struct ph_job *j = ke->j;
+	struct early *e;
+	int rc;
+
+	/* The walk first (this thread waits for it); its failure is the
+	 * run's thread's to report. */
+	ph_lscan_join(ke->ls);
+	if (ke->ls->rc != 0 || ke->stop)
+		return NULL;
+	if ((e = calloc(1, sizeof(*e))) == NULL ||
+	    (e->same = calloc(j->dst.n / 8 + 1, 1)) == NULL) {
+		ke->rc = PHSYNC_ENOMEM;
+		free(e);
+		return NULL;
+	}
+	e->m.j = j;
+	e->m.pull = 1;
+	e->m.stop = &ke->stop;
+	ke->e = e;
+	/* The local tree's keys as the run's name matching leaves them (only
+	 * the destination's own names count for them: names.h). */
+	if ((rc = ph_names_normalize(&j->dst)) != 0 ||
+	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0) {
+		ke->rc = rc;
+		return NULL;
+	}
+	ke->named = 1;
+	ke->rc = ph_state_each(j->state, early_row, e);
 	ph_ident_close(j);
-	if (rc == 0)
-		rc = ph_ident_renew(j);
-	return rc;
+	return NULL;
+}
+
+int
+ph_known_early_start(struct ph_known_early *ke, struct ph_job *j, struct ph_lscan *ls)
+{
+	pthread_attr_t attr;
+
+	memset(ke, 0, sizeof(*ke));
+	ke->j = j;
+	ke->ls = ls;
+	/* SQLite and the name matching on it: 2 MiB everywhere (macOS gives
+	 * a thread 512 KiB, musl 128 KiB). */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 2u << 20);
+	ke->on = pthread_create(&ke->th, &attr, early_run, ke) == 0;
+	pthread_attr_destroy(&attr);
+	return ke->on;
+}
+
+void
+ph_known_early_join(struct ph_known_early *ke, int stop)
+{
+	if (!ke->on)
+		return;
+	if (stop) {
+		ke->stop = 1;
+		ph_lscan_stop(ke->ls);
+	}
+	pthread_join(ke->th, NULL);
+	ke->on = 0;
+}
+
+int
+ph_known_early_finish(struct ph_known_early *ke, struct ph_known_set *known, int redo)
+{
+	struct early *e = ke->e;
+	struct kmerge *m;
+	const struct ph_tree *dst;
+	size_t i = 0, k = 0;
+	int rc = ke->rc;
+
+	if (e == NULL)
+		return rc;
+	if (rc != 0 || redo) {
+		/* (Its renewals are the loaded records' to queue again.) */
+		if (redo)
+			ph_ident_renew_free(ke->j);
+		ph_known_early_free(ke);
+		return rc;
+	}
+	m = &e->m;
+	dst = &m->j->dst;
+	/* The rows again, in their order: the entries that hold theirs and
+	 * the rows kept whole, merged. */
+	while (rc == 0) {
+		struct ph_entry *l;
+		struct ph_known kn;
+
+		while (i < dst->n && !(e->same[i / 8] & (1u << (i % 8))))
+			i++;
+		if (k < e->n && (i == dst->n || (e->v[k].l >= 0 ? (size_t)e->v[k].l < i :
+		                                 ph_path_cmp(e->v[k].kn.path, dst->v[i].path) < 0))) {
+			kn = e->v[k].kn;
+			l = e->v[k].l >= 0 ? &m->j->dst.v[e->v[k].l] : NULL;
+			k++;
+		} else if (i < dst->n) {
+			l = &m->j->dst.v[i++];
+			kn.path = l->path;
+			kn.ssize = kn.dsize = l->size;
+			kn.smtime = kn.dmtime = l->mtime;
+			kn.touched = 0;
+		} else {
+			break;
+		}
+		rc = kmerge_remote(m, kn.path, l, &kn);
+	}
+	known->v = m->v;
+	known->n = m->n;
+	known->asrec = m->asrec;
+	m->v = NULL;
+	rc = kmerge_end(m, rc);
+	ph_known_early_free(ke);
+	return rc != 0 ? rc : 1;
+}
+
+void
+ph_known_early_free(struct ph_known_early *ke)
+{
+	struct early *e = ke->e;
+	size_t i;
+
+	ph_known_early_join(ke, 1);
+	if (e == NULL)
+		return;
+	for (i = 0; i < e->m.nbad; i++)
+		free(e->m.bad[i]);
+	free(e->m.bad);
+	free(e->m.v);
+	free(e->same);
+	free(e->v);
+	free(e);
+	ke->e = NULL;
 }

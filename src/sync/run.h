@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "job.h"
+#include "known.h"
 #include "lscan.h"
 #include "sftp.h"
 #include "ssh.h"
@@ -36,6 +37,9 @@ struct run {
 	int ls_on;                     /* started, not joined yet */
 	struct ph_filter ls_filter;    /* the filter it was started with */
 	struct ph_tree stale;          /* dead runs' leftovers it found (a pull) */
+	/* A one-way pull's records, their local half merged after the walk
+	 * while the server is listed (known.h). */
+	struct ph_known_early ke;
 };
 
 /* The steps, in their order; each returns 0 or a negative PHSYNC_E* with

@@ -383,7 +383,7 @@ block_unlisted(struct ph_job *j)
  * gets those once the push's match settled the phone's keys:
  * ph_run_dest_again). */
 static int
-match_names(struct ph_job *j, int *foldp)
+match_names(struct ph_job *j, int *foldp, int dst_named)
 {
 	struct ph_probe pr;
 	int fold, refuse, rc;
@@ -398,9 +398,11 @@ match_names(struct ph_job *j, int *foldp)
 	(void)ph_probe_winnames(&pr, &refuse);
 	if (refuse)
 		(void)ph_names_drop_unholdable(&j->src, report_unholdable, j);
-	if ((rc = ph_names_normalize(&j->src)) != 0 || (rc = ph_names_normalize(&j->dst)) != 0 ||
+	/* (dst_named: the destination's own part done already, known.h.) */
+	if ((rc = ph_names_normalize(&j->src)) != 0 ||
+	    (!dst_named && (rc = ph_names_normalize(&j->dst)) != 0) ||
 	    (rc = ph_probe_fold(&pr, &fold)) != 0 ||
-	    (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0 ||
+	    (!dst_named && (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0) ||
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
 	    (!(j->twoway && pr.local) && (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0))
 		return ph_err(j->ctx, rc, "out of memory matching names");
@@ -713,6 +715,9 @@ ph_run_scan(struct run *r)
 	/* (A pull's destination made only now: nothing in it to remove.) */
 	if (!r->ls_on && j->lroot >= 0)
 		scan_start(r, 0);
+	/* A one-way pull merges its records' local half meanwhile. */
+	if (r->pull && !j->twoway && j->state != NULL && r->ls_on)
+		ph_known_early_start(&r->ke, j, &r->ls);
 	if (r->pull)
 		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run);
 	else if (!r->remote_missing)
@@ -720,6 +725,7 @@ ph_run_scan(struct run *r)
 	/* (A two-way run lists as a pull; the phone holds its push's temps,
 	 * so our stale ones go there too, the kept uploads left as a push
 	 * leaves them.) */
+	ph_known_early_join(&r->ke, rc != 0);
 	scan_join(r, 0);
 	ph_lscan_report(j, ls);
 	if (rc == 0 && ls->rc != 0)
@@ -741,7 +747,7 @@ ph_run_scan(struct run *r)
 int
 ph_run_names(struct run *r)
 {
-	return match_names(&r->j, &r->fold);
+	return match_names(&r->j, &r->fold, 0);
 }
 
 int
@@ -775,13 +781,16 @@ ph_run_plan(struct run *r)
 	int rc;
 
 	/* (A two-way run matched both orientations' names first.) */
-	if (!j->twoway && (rc = match_names(j, &r->fold)) != 0)
+	if (!j->twoway && (rc = match_names(j, &r->fold, r->ke.named)) != 0)
 		return rc;
 	if (!r->pull)
 		hold_paths(j);
-	if (j->state != NULL && !r->known_ready &&
-	    (rc = ph_known_load(j, r->pull, &r->known, NULL, NULL)) != 0)
-		return rc;
+	if (j->state != NULL && !r->known_ready) {
+		if ((rc = ph_known_early_finish(&r->ke, &r->known, r->fold)) == 0)
+			rc = ph_known_load(j, r->pull, &r->known, NULL, NULL);
+		if (rc < 0)
+			return rc;
+	}
 	po.young_after = j->o->min_age_s ? (int64_t)time(NULL) - j->o->min_age_s : 0;
 	po.modify_window = j->o->modify_window_s;
 	if (po.modify_window < 2 && (step = time_step(j, r->pull)) > po.modify_window)
@@ -877,6 +886,7 @@ ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 		ph_err(ctx, rc, "interrupted; run again to finish");
 	/* A run that ended before its scan step (a refused login): the walk
 	 * is stopped and waited for before anything it writes to is freed. */
+	ph_known_early_free(&r->ke);
 	if (r->ls_on) {
 		scan_join(r, 1);
 		ph_lscan_free(&r->ls);

@@ -178,5 +178,81 @@ class StateTest(SyncTestCase):
         self.assertEqual(rows, [("a.jpg", 3, T0, 3, T0)])
 
 
+class RecordsMergeTest(SyncTestCase):
+    """A pull reads its records in two halves: each row's local side (its file here, its
+    identity checked) while the phone is listed, the phone's side once the listing is in.
+    Every kind of record, interleaved in one folder's order, must come out as one ordered
+    pass over both trees would have it."""
+
+    KINDS = ["same", "phone_changed", "deleted_here", "edited_here", "gone_from_phone",
+             "phone_time_recorded_apart", "same"]
+
+    def setUp(self):
+        super().setUp()
+        self.state = os.path.join(self.tmp, "state")
+
+    def name(self, d, i):
+        return "%s/f%03d.txt" % (d, i)
+
+    def test_every_kind_of_record_in_one_pull(self):
+        from test_trust_content import edit_in_place
+        names = {}
+        for d in ("A", "B/deep", "C"):
+            for i in range(3 * len(self.KINDS)):
+                n = self.name(d, i)
+                names[n] = self.KINDS[i % len(self.KINDS)]
+                write_file(os.path.join(self.remote, n), ("%s phone v1\n" % n).encode() * 40,
+                           mtime=T0 + i)
+        self.pull("--state-dir", self.state, expect=0)
+        (db,) = glob.glob(os.path.join(self.state, "*.db"))
+        before = {}
+        for n, kind in names.items():
+            here, there = os.path.join(self.local, n), os.path.join(self.remote, n)
+            if kind == "phone_changed":
+                write_file(there, b"phone v2 " * 99, mtime=T0 + 5000)
+            elif kind == "deleted_here":
+                os.unlink(here)
+            elif kind == "edited_here":
+                edit_in_place(here, 0, b"LAPTOP")
+            elif kind == "gone_from_phone":
+                os.unlink(there)
+            elif kind == "phone_time_recorded_apart":
+                # The phone's time as recorded differs from the copy's (a phone that
+                # kept its own time): the row is kept whole, not folded into the entry.
+                with sqlite3.connect(db) as c:
+                    c.execute("UPDATE files SET rmtime = rmtime - 7 WHERE path = ?", (n,))
+            if os.path.exists(here):
+                st = os.stat(here)
+                before[n] = (st.st_ino, st.st_mtime_ns, read_bytes(here))
+        # New on the phone between recorded names; here only, never recorded.
+        write_file(os.path.join(self.remote, "B/deep/f000a.txt"), b"new", mtime=T0)
+        write_file(os.path.join(self.local, "A/f001a.txt"), b"mine", mtime=T0)
+        r = self.pull("--state-dir", self.state, "--json", expect=0)
+        ev = r.json()
+        copied = sorted(e["path"] for e in ev if e["event"] == "file")
+        skipped = sorted(e["path"] for e in ev if e["event"] == "skip")
+        want = sorted([n for n, k in names.items() if k in ("phone_changed", "deleted_here")] +
+                      ["B/deep/f000a.txt"])
+        self.assertEqual(copied, want)
+        self.assertEqual(skipped, sorted(n for n, k in names.items() if k == "edited_here"))
+        for n, kind in names.items():
+            here, there = os.path.join(self.local, n), os.path.join(self.remote, n)
+            if kind in ("phone_changed", "deleted_here"):
+                self.assertEqual(read_bytes(here), read_bytes(there), n)
+                continue
+            st = os.stat(here)
+            # Untouched: the same file, time and bytes as before the run.
+            self.assertEqual((st.st_ino, st.st_mtime_ns, read_bytes(here)), before[n], n)
+        self.assertEqual(read_bytes(os.path.join(self.local, "A/f001a.txt")), b"mine")
+        # And a run after it finds nothing to copy.
+        r = self.pull("--state-dir", self.state, "--json", expect=0)
+        self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], [])
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 if __name__ == "__main__":
     unittest.main()
