@@ -84,6 +84,9 @@ ph_entry_dpath(const struct ph_entry *e)
 
 struct ph_strpool;
 
+/* Entries a tree holds before its paths go to its pool (tree.c). */
+#define PH_POOL_FROM 65536
+
 struct ph_tree {
 	struct ph_entry *v;
 	size_t n, cap;
@@ -92,7 +95,8 @@ struct ph_tree {
 	size_t nblocks;
 	size_t block_used, block_cap;
 	struct ph_strpool *pool; /* when set, ph_tree_add keeps paths there,
-	                            once for this tree and its twin (strpool.h) */
+	                            once for this tree and its twin (strpool.h),
+	                            from its PH_POOL_FROM-th entry on */
 	/* With count_winnames set (the remote scan sets it), ph_tree_add
 	 * counts in nwinbad the entries whose own (last) name Windows cannot
 	 * hold (winname.h). A listed entry's folders are entries too, so
