@@ -724,7 +724,10 @@ ph_run_scan(struct run *r)
 		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run);
 	/* (A two-way run lists as a pull; the phone holds its push's temps,
 	 * so our stale ones go there too, the kept uploads left as a push
-	 * leaves them.) */
+	 * leaves them.) The listing sorted while the walk or the records'
+	 * local half may still run. */
+	if (rc == 0)
+		ph_tree_sort(r->pull ? &j->src : &j->dst);
 	ph_known_early_join(&r->ke, rc != 0);
 	scan_join(r, 0);
 	ph_lscan_report(j, ls);
@@ -739,7 +742,6 @@ ph_run_scan(struct run *r)
 	ph_strpool_seal(&r->pool); /* nothing more is looked up */
 	if (rc != 0)
 		return rc;
-	ph_tree_sort(r->pull ? &j->src : &j->dst);
 	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }
