@@ -27,7 +27,12 @@
 #define MAX_BATCH 4096                /* ... and when it does not: the batch grows
                                          while it is busy (fewer syncs a file; three
                                          batches in flight, 5 fds a file at most) */
-#define FD_SPARE 64                   /* fds left to the rest of the run */
+#define FD_SPARE 320                  /* fds left to the rest of the run: the
+                                         files a pull has open at once before
+                                         they reach a batch (64, each with its
+                                         folder and a delta's basis), the
+                                         reaper's queue (64), the state, the
+                                         link, the walk */
 #define MAX_BATCH_BYTES (256u << 20)
 #define WRITEBACK_STEP (8u << 20)
 #define SMALL_HINT (256u << 10)       /* smaller files get no write-back hint */
@@ -98,6 +103,15 @@ deliver(struct ph_lio *l, struct ph_lio_file **v, size_t n)
 {
 	size_t i;
 
+	/* Its folder's fd goes now, not when the caller frees it: files
+	 * handed back and not yet taken would hold fds the batches count on
+	 * (a 100,000-file pull under a limit of 5,000 failed files with
+	 * EMFILE). */
+	for (i = 0; i < n; i++) {
+		if (v[i]->dirfd >= 0)
+			ph_close(v[i]->dirfd);
+		v[i]->dirfd = -1;
+	}
 	pthread_mutex_lock(&l->mu);
 	for (i = 0; i < n; i++) {
 		v[i]->next_done = NULL;

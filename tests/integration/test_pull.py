@@ -288,6 +288,35 @@ class PullTest(SyncTestCase):
         self.assertTreesEqual(self.remote, real, dir_mtimes=False)
 
 
+class OpenFileLimitTest(SyncTestCase):
+    """A pull under a low open-file limit (a Mac's default is 256, a service manager may set
+    less) makes its batches smaller rather than failing files with EMFILE: the batches' fds
+    are counted against the limit, and a file handed back holds none."""
+
+    def test_many_small_files_under_a_low_limit(self):
+        import resource
+        want = {}
+        for d in range(6):
+            for i in range(500):
+                rel = "d%d/f%04d.txt" % (d, i)
+                want[rel] = b"%d-%d " % (d, i) * 20
+                write_file(os.path.join(self.remote, rel), want[rel], mtime=T0 + i)
+        argv = self.srv.argv(["pull", "-F", self.srv.config] + self.srv._helper_opts(()) +
+                             ["phone:" + self.remote, self.local])
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (700, 700))
+
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env=self.srv.env(None), cwd=self.srv.home,
+                           timeout=300, start_new_session=True, umask=0o022, preexec_fn=limit)
+        self.assertEqual(p.returncode, 0, p.stderr.decode(errors="replace"))
+        for rel, data in want.items():
+            with open(os.path.join(self.local, rel), "rb") as f:
+                self.assertEqual(f.read(), data, rel)
+            self.assertEqual(os.stat(os.path.join(self.local, rel)).st_mtime, T0 + int(rel[-8:-4]))
+
+
 class RelativeRemotePathTest(SyncTestCase):
     """`phone:DCIM` is relative to the login's home on the server, as with scp/rsync/sftp.
     The server runs with a temp home bind-mounted over the login user's (clean_home; root

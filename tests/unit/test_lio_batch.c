@@ -238,6 +238,12 @@ test_handed_back_after_the_folders_sync(void **state)
 		                 (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
 		assert_int_equal(f->st.mtime_sec, 1700000000);
 		assert_int_equal(f->st.type, PH_FT_REG);
+		/* Handed back, it holds no fd: the batches' count of fds
+		 * against the open-file limit relies on it (files not yet
+		 * taken once held their folder's and failed others with
+		 * EMFILE). */
+		assert_true(f->fd < 0);
+		assert_true(f->dirfd < 0);
 		assert_int_equal(unlinkat(root, f->rel, 0), 0);
 		ph_lio_file_free(f);
 	}
