@@ -147,6 +147,25 @@ scan_fail(struct scan *s, const char *path, int err, const char *msg)
 	s->on_event(&ev, s->event_arg);
 }
 
+/* Removes the remains of a dead run named ti in the folder dfd (go: else
+ * only says whether it would): a file, or a folder (a killed run's case
+ * probe, probe.c: empty) found there now. Returns 1 when it is one. The
+ * walk's test, made again on the folder's own descriptor when the removal
+ * comes later: the leftover may have gone, or be another file now. */
+static int
+stale_unlink(int dfd, const char *name, const struct ph_temp_info *ti,
+             const struct ph_temp_owner *self, int64_t now, int go)
+{
+	struct ph_stat st;
+
+	if (ph_fstatat(dfd, name, &st) != 0 || (st.type != PH_FT_REG && st.type != PH_FT_DIR) ||
+	    !ph_temp_stale(ti, self, now))
+		return 0;
+	if (go)
+		ph_unlinkat(dfd, name, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+	return 1;
+}
+
 /* One of our temp names in the folder dfd (s->path[0..plen) its path):
  * never listed; a partial download told to the caller, a stale leftover
  * removed when remove_temps. Returns 0 or PHSYNC_ENOMEM. */
@@ -154,8 +173,6 @@ static int
 scan_temp(struct scan *s, int dfd, const char *name, size_t plen, size_t nl,
           const struct ph_temp_info *ti)
 {
-	struct ph_stat st;
-
 	/* A single-file run: another file's temp is not its own. */
 	if (!ph_filter_temp(s->filter, name, ti))
 		return 0;
@@ -170,26 +187,24 @@ scan_temp(struct scan *s, int dfd, const char *name, size_t plen, size_t nl,
 		return ph_tree_add(s->partials, s->path, plen + (plen > 0) + nl, &pe) != 0 ?
 		       PHSYNC_ENOMEM : 0;
 	}
-	/* A folder: a killed run's case probe (probe.c), empty. */
-	if (s->remove_temps && ph_fstatat(dfd, name, &st) == 0 &&
-	    (st.type == PH_FT_REG || st.type == PH_FT_DIR) && ph_temp_stale(ti, &s->self, s->now)) {
+	/* A dead run's: removed now, or listed for ph_local_remove_stale. */
+	if (!s->remove_temps)
+		return 0;
+	if (s->stale == NULL) {
+		stale_unlink(dfd, name, ti, &s->self, s->now, 1);
+	} else if (stale_unlink(dfd, name, ti, &s->self, s->now, 0)) {
 		struct ph_entry se = { 0 };
 
-		if (s->stale == NULL)
-			ph_unlinkat(dfd, name, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
-		else if (ph_tree_add(s->stale, s->path, plen + (plen > 0) + nl, &se) != 0)
+		if (ph_tree_add(s->stale, s->path, plen + (plen > 0) + nl, &se) != 0)
 			return PHSYNC_ENOMEM;
 	}
 	return 0;
 }
 
-/* The same test as scan_temp's, made again on the folder's own descriptor
- * at removal time: the leftover may have gone, or be another file now. */
 static void
 remove_stale(int root, const char *rel, const struct ph_temp_owner *self, int64_t now)
 {
 	struct ph_temp_info ti;
-	struct ph_stat st;
 	const char *base;
 	char *dir;
 	int dfd;
@@ -197,9 +212,7 @@ remove_stale(int root, const char *rel, const struct ph_temp_owner *self, int64_
 	if (ph_local_split(rel, &dir, &base) != 0)
 		return;
 	if (ph_temp_parse(base, strlen(base), &ti) && ph_local_opendir(root, dir, &dfd) == 0) {
-		if (ph_fstatat(dfd, base, &st) == 0 && (st.type == PH_FT_REG || st.type == PH_FT_DIR) &&
-		    ph_temp_stale(&ti, self, now))
-			ph_unlinkat(dfd, base, st.type == PH_FT_DIR ? PH_AT_REMOVEDIR : 0);
+		stale_unlink(dfd, base, &ti, self, now, 1);
 		ph_close(dfd);
 	}
 	free(dir);

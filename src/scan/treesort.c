@@ -46,46 +46,82 @@ swap(struct ph_entry *a, struct ph_entry *b)
 	*b = x;
 }
 
-/* In place: glibc's qsort merges through a copy of the whole array (32 MB
- * for a million entries, twice when both sides sort at once). Quicksort on
- * a median of three, the smaller side recursed, the larger looped (stack
+/* The one quicksort, over items a and b of what arg holds, by less and
+ * swap: in place (glibc's qsort merges through a copy of the whole array:
+ * 32 MB for a million entries, twice when both sides sort at once), on a
+ * median of three, the smaller side recursed, the larger looped (stack
  * depth log n), insertion sort for short runs; no allocation. */
+struct qs {
+	int (*less)(const void *arg, size_t a, size_t b);
+	void (*swap)(void *arg, size_t a, size_t b);
+	void *arg;
+};
+
 static void
-sort_range(struct ph_entry *v, size_t n)
+qs_sort(const struct qs *q, size_t lo, size_t n)
 {
+#define LESS(a, b) q->less(q->arg, lo + (a), lo + (b))
+#define SWAP(a, b) q->swap(q->arg, lo + (a), lo + (b))
 	while (n > 16) {
 		size_t i, j, m = n / 2;
 
-		if (entry_cmp(&v[m], &v[0]) < 0)
-			swap(&v[m], &v[0]);
-		if (entry_cmp(&v[n - 1], &v[0]) < 0)
-			swap(&v[n - 1], &v[0]);
-		if (entry_cmp(&v[n - 1], &v[m]) < 0)
-			swap(&v[n - 1], &v[m]);
-		/* v[0] <= v[m] <= v[n - 1]: the median is the pivot, at n - 2. */
-		swap(&v[m], &v[n - 2]);
+		if (LESS(m, 0))
+			SWAP(m, 0);
+		if (LESS(n - 1, 0))
+			SWAP(n - 1, 0);
+		if (LESS(n - 1, m))
+			SWAP(n - 1, m);
+		/* [0] <= [m] <= [n - 1]: the median is the pivot, at n - 2. */
+		SWAP(m, n - 2);
 		for (i = 0, j = n - 2;;) {
-			while (entry_cmp(&v[++i], &v[n - 2]) < 0)
+			while (LESS(++i, n - 2))
 				;
-			while (entry_cmp(&v[n - 2], &v[--j]) < 0)
+			while (LESS(n - 2, --j))
 				;
 			if (i >= j)
 				break;
-			swap(&v[i], &v[j]);
+			SWAP(i, j);
 		}
-		swap(&v[i], &v[n - 2]);
+		SWAP(i, n - 2);
 		if (i < n - i - 1) {
-			sort_range(v, i);
-			v += i + 1;
+			qs_sort(q, lo, i);
+			lo += i + 1;
 			n -= i + 1;
 		} else {
-			sort_range(v + i + 1, n - i - 1);
+			qs_sort(q, lo + i + 1, n - i - 1);
 			n = i;
 		}
 	}
 	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && entry_cmp(&v[j], &v[j - 1]) < 0; j--)
-			swap(&v[j], &v[j - 1]);
+		for (size_t j = i; j > 0 && LESS(j, j - 1); j--)
+			SWAP(j, j - 1);
+#undef LESS
+#undef SWAP
+}
+
+static int
+entries_less(const void *arg, size_t a, size_t b)
+{
+	const struct ph_entry *v = arg;
+
+	return entry_cmp(&v[a], &v[b]) < 0;
+}
+
+static void
+entries_swap(void *arg, size_t a, size_t b)
+{
+	struct ph_entry *v = arg;
+
+	swap(&v[a], &v[b]);
+}
+
+/* Entries in place (the fallback: it must not allocate). */
+static void
+sort_range(struct ph_entry *v, size_t n)
+{
+	const struct qs q = { entries_less, entries_swap, v };
+
+	qs_sort(&q, 0, n);
 }
 
 /* Two entries of one folder, whose paths share its off bytes: by their
@@ -98,47 +134,39 @@ name_cmp(const struct ph_entry *x, const struct ph_entry *y, size_t off)
 	return c != 0 ? c : entry_cmp(x, y);
 }
 
-/* sort_range's way on indices into v (one folder's entries, off the
- * length of their shared folder path with its '/'). */
+/* One folder's entries, as indices into v (x[0..n)), their paths sharing
+ * off bytes. */
+struct idx_sort {
+	const struct ph_entry *v;
+	uint32_t *x;
+	size_t off;
+};
+
+static int
+idx_less(const void *arg, size_t a, size_t b)
+{
+	const struct idx_sort *s = arg;
+
+	return name_cmp(&s->v[s->x[a]], &s->v[s->x[b]], s->off) < 0;
+}
+
+static void
+idx_swap(void *arg, size_t a, size_t b)
+{
+	struct idx_sort *s = arg;
+	uint32_t t = s->x[a];
+
+	s->x[a] = s->x[b];
+	s->x[b] = t;
+}
+
 static void
 sort_idx(const struct ph_entry *v, uint32_t *x, size_t n, size_t off)
 {
-	uint32_t t;
+	struct idx_sort s = { v, x, off };
+	const struct qs q = { idx_less, idx_swap, &s };
 
-#define LESS(a, b) (name_cmp(&v[a], &v[b], off) < 0)
-	while (n > 16) {
-		size_t i, j, m = n / 2;
-
-		if (LESS(x[m], x[0]))
-			t = x[m], x[m] = x[0], x[0] = t;
-		if (LESS(x[n - 1], x[0]))
-			t = x[n - 1], x[n - 1] = x[0], x[0] = t;
-		if (LESS(x[n - 1], x[m]))
-			t = x[n - 1], x[n - 1] = x[m], x[m] = t;
-		t = x[m], x[m] = x[n - 2], x[n - 2] = t;
-		for (i = 0, j = n - 2;;) {
-			while (LESS(x[++i], x[n - 2]))
-				;
-			while (LESS(x[n - 2], x[--j]))
-				;
-			if (i >= j)
-				break;
-			t = x[i], x[i] = x[j], x[j] = t;
-		}
-		t = x[i], x[i] = x[n - 2], x[n - 2] = t;
-		if (i < n - i - 1) {
-			sort_idx(v, x, i, off);
-			x += i + 1;
-			n -= i + 1;
-		} else {
-			sort_idx(v, x + i + 1, n - i - 1, off);
-			n = i;
-		}
-	}
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && LESS(x[j], x[j - 1]); j--)
-			t = x[j], x[j] = x[j - 1], x[j - 1] = t;
-#undef LESS
+	qs_sort(&q, 0, n);
 }
 
 /* Already in order (a local scan adds its entries so)? Stops at the

@@ -248,13 +248,13 @@ batch_folders(struct batch *b)
 	return nd;
 }
 
-/* The renames of batch b durable: its folders (each once) together, one
- * syncfs per file system where there is one (platform/durable.c); on a
+/* The renames of batch b durable: its nd folders (batch_folders) together,
+ * one syncfs per file system where there is one (platform/durable.c); on a
  * failure each folder on its own, so an error marks only its files. */
 static void
-sync_folders(struct batch *b)
+sync_folders(struct batch *b, size_t nd)
 {
-	size_t i, k, nd = batch_folders(b);
+	size_t i, k;
 	int e;
 
 	if (nd == 0 || ph_durable_sync(b->dirfds, nd) == 0)
@@ -270,11 +270,12 @@ sync_folders(struct batch *b)
 	}
 }
 
-/* Batch b handed back, its folders made durable on their own first. */
+/* Batch b handed back, its nd folders (batch_folders) made durable on
+ * their own first. */
 static void
-settle(struct ph_lio *l, struct batch *b)
+settle(struct ph_lio *l, struct batch *b, size_t nd)
 {
-	sync_folders(b);
+	sync_folders(b, nd);
 	deliver(l, b->v, b->n);
 	b->n = 0;
 	b->bytes = 0;
@@ -301,7 +302,7 @@ commit_batch(struct ph_lio *l, struct batch *b, struct batch *p)
 		if (p != NULL && (nd = batch_folders(p)) > 0)
 			memcpy(b->fds + b->n, p->dirfds, nd * sizeof(*p->dirfds));
 		if ((e = ph_durable_sync(b->fds, b->n + nd)) != 0 && p != NULL) {
-			settle(l, p);
+			settle(l, p, nd);
 			p = NULL;
 			e = ph_durable_sync(b->fds, b->n);
 		}
@@ -355,7 +356,7 @@ commit_run(void *arg)
 			} else if (l->cstop || (l->io_idle && l->fill->n == 0)) {
 				b = l->placed;
 				pthread_mutex_unlock(&l->mu);
-				settle(l, b);
+				settle(l, b, batch_folders(b));
 				pthread_mutex_lock(&l->mu);
 				l->placed = NULL;
 				continue;

@@ -163,6 +163,30 @@ placed(int root, const char *rel)
 	return n == (ssize_t)strlen(want) && memcmp(got, want, (size_t)n) == 0;
 }
 
+/* A scratch folder (dir, a mkdtemp template) with a/ and b/: its fd. */
+static int
+scratch_root(char *dir)
+{
+	int root;
+
+	assert_non_null(mkdtemp(dir));
+	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
+	assert_int_equal(mkdirat(root, "a", 0755), 0);
+	assert_int_equal(mkdirat(root, "b", 0755), 0);
+	return root;
+}
+
+/* Its end: a/ and b/ empty (no temp file left beside the files the test
+ * removed), then gone. */
+static void
+scratch_end(int root, const char *dir)
+{
+	assert_int_equal(unlinkat(root, "a", AT_REMOVEDIR), 0);
+	assert_int_equal(unlinkat(root, "b", AT_REMOVEDIR), 0);
+	close(root);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void
 wait_for(int *flag, int at_least)
 {
@@ -183,10 +207,7 @@ test_handed_back_after_the_folders_sync(void **state)
 	int root;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
-	assert_int_equal(mkdirat(root, "a", 0755), 0);
-	assert_int_equal(mkdirat(root, "b", 0755), 0);
+	root = scratch_root(dir);
 	hold_dirs = 1;
 	assert_int_equal(ph_lio_new(root, 1, &l), 0);
 	/* The I/O thread waits in the first file's end until all N are
@@ -248,11 +269,7 @@ test_handed_back_after_the_folders_sync(void **state)
 		ph_lio_file_free(f);
 	}
 	ph_lio_free(l);
-	/* No temp file is left beside them. */
-	assert_int_equal(unlinkat(root, "a", AT_REMOVEDIR), 0);
-	assert_int_equal(unlinkat(root, "b", AT_REMOVEDIR), 0);
-	close(root);
-	assert_int_equal(rmdir(dir), 0);
+	scratch_end(root, dir);
 }
 
 static void
@@ -284,10 +301,7 @@ test_placed_batch_rides_the_next_sync(void **state)
 	data_syncs[0] = data_syncs[1] = 0;
 	hold_data[0] = hold_data[1] = 1;
 	pthread_mutex_unlock(&mu);
-	assert_non_null(mkdtemp(dir));
-	assert_true((root = open(dir, O_RDONLY | O_DIRECTORY)) >= 0);
-	assert_int_equal(mkdirat(root, "a", 0755), 0);
-	assert_int_equal(mkdirat(root, "b", 0755), 0);
+	root = scratch_root(dir);
 	assert_int_equal(ph_lio_new(root, 1, &l), 0);
 	queue_files(l, "a", a, 0);
 	set(&gate, 0);
@@ -321,10 +335,7 @@ test_placed_batch_rides_the_next_sync(void **state)
 		ph_lio_file_free(done[i]);
 	}
 	ph_lio_free(l);
-	assert_int_equal(unlinkat(root, "a", AT_REMOVEDIR), 0);
-	assert_int_equal(unlinkat(root, "b", AT_REMOVEDIR), 0);
-	close(root);
-	assert_int_equal(rmdir(dir), 0);
+	scratch_end(root, dir);
 }
 
 int
