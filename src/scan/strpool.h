@@ -8,19 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Thread-safe: the local walk and the remote listing add at once. The
- * strings live until ph_strpool_free; the lookup table only until
- * ph_strpool_seal (once both scans are done nothing more is looked up). */
-struct ph_strpool {
+/* One of the pool's parts: the paths of the folders whose path hashes to
+ * it, their own lookup table and lock, their strings in their own blocks. */
+struct ph_strshard {
 	pthread_mutex_t mu;
-	char **blocks;     /* 256 KiB each: a string's reference is its
-	                      block number and offset in 32 bits */
-	size_t nblocks, capblocks;
-	size_t used;       /* bytes used in the last block */
 	uint32_t *slot;    /* open addressing: 0 empty, else reference + 1 */
 	size_t mask;       /* slots - 1 */
 	size_t n;          /* strings in the table */
+	uint32_t block;    /* the block it fills (a global number), */
+	size_t used;       /* ... and the bytes used in it (0 with none yet) */
+	int has_block;
 	int sealed;
+};
+
+#define PH_STRPOOL_SHARDS 16
+
+/* Thread-safe: the local walk and the remote listing add at once, each
+ * mostly in its own folder, so each in its own part. The strings live
+ * until ph_strpool_free; the lookup tables only until ph_strpool_seal
+ * (once both scans are done nothing more is looked up). */
+struct ph_strpool {
+	pthread_mutex_t mu; /* the blocks array */
+	char **blocks;     /* 256 KiB each: a string's reference is its
+	                      block number and offset in 32 bits */
+	size_t nblocks, capblocks;
+	struct ph_strshard shard[PH_STRPOOL_SHARDS];
 };
 
 void ph_strpool_init(struct ph_strpool *p);
