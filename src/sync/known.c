@@ -71,6 +71,18 @@ advance(struct ph_tree *t, size_t *i, const char *path)
 	return *i < t->n && c == 0 ? &t->v[*i] : NULL;
 }
 
+/* A copy of a record's path kept for the run (the plan points into it), in
+ * the job's known_paths; NULL when out of memory. */
+static const char *
+known_path(struct ph_job *j, const char *path)
+{
+	struct ph_entry e = { 0 };
+
+	if (ph_tree_add(&j->known_paths, path, strlen(path), &e) != 0)
+		return NULL;
+	return j->known_paths.v[j->known_paths.n - 1].path;
+}
+
 /* A record kept for the plan: s its source entry, or none (gone from the
  * source: its path is kept in the job's known_paths unless the caller has
  * kept it: kn->path not NULL). */
@@ -79,12 +91,8 @@ kmerge_keep(struct kmerge *m, const struct ph_entry *s, const char *path, struct
 {
 	if (s != NULL) {
 		kn->path = s->path;
-	} else if (kn->path == NULL) {
-		struct ph_entry e = { 0 };
-
-		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &e) != 0)
-			return PHSYNC_ENOMEM;
-		kn->path = m->j->known_paths.v[m->j->known_paths.n - 1].path;
+	} else if (kn->path == NULL && (kn->path = known_path(m->j, path)) == NULL) {
+		return PHSYNC_ENOMEM;
 	}
 	if (m->n == m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 256;
@@ -315,15 +323,9 @@ early_row(void *arg, const char *path, const struct ph_state_file *f)
 		e->v = nv;
 		e->cap = nc;
 	}
-	if (l != NULL) {
-		kn.path = l->path;  /* the row's key: the same string */
-	} else {
-		struct ph_entry pe = { 0 };
-
-		if (ph_tree_add(&m->j->known_paths, path, strlen(path), &pe) != 0)
-			return PHSYNC_ENOMEM;
-		kn.path = m->j->known_paths.v[m->j->known_paths.n - 1].path;
-	}
+	/* (With l, the row's key is its entry's: the same string.) */
+	if ((kn.path = l != NULL ? l->path : known_path(m->j, path)) == NULL)
+		return PHSYNC_ENOMEM;
 	e->v[e->n].kn = kn;
 	e->v[e->n].l = l != NULL ? (int64_t)(l - m->j->dst.v) : -1;
 	e->n++;
