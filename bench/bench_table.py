@@ -10,7 +10,8 @@ of the medians with its spread (the lowest and highest of the per-repetition rat
 Rows (--rows, default all):
   camera   fresh pull of the camera corpus (bench/mkcorpus.py; 1.5 GB, 2,526 files):
            phsync (its defaults: durable writes, --helper auto with the cached helper) vs
-           rsync -a and OpenSSH sftp -r.  Target <= 0.90 x rsync.
+           rsync -a and OpenSSH sftp -r, and phsync --no-fsync (what durability costs).
+           Target <= 0.90 x rsync.
   small    fresh pull of 50,000 small files (mkcorpus.py --small-tree 500 100), phsync and
            phsync --no-fsync vs rsync and sftp (target <= 1.00 with durable writes); then a
            no-change re-pull of each copy, phsync (auto) and phsync --helper never vs rsync
@@ -393,14 +394,16 @@ def rotate(tools, rep):
 
 def row_camera(t, cfg, sizes):
     src, want = ensure_camera(t.a.data, sizes["camera"])
-    tools = ["phsync", "rsync", "sftp"]
+    # phsync-nofsync: what the durable writes cost against a peer that leaves its copy in the
+    # page cache (the target is on the durable run)
+    tools = ["phsync", "phsync-nofsync", "rsync", "sftp"]
     for rep in range(t.a.reps):
         for tool in rotate(tools, rep):
             dst = os.path.join(t.dst, "camera-" + tool)
             t.run("camera fresh", tool, rep, t.argv(tool, cfg, src, dst), tree_check(dst, want), fresh=True,
                   dst=dst, xdg=os.path.join(t.xdg, "camera-" + tool), server_pid=t.srv.proc.pid)
             bs.rm_tree(dst)
-    t.report_row("camera fresh", tools, [("phsync", "rsync"), ("phsync", "sftp")],
+    t.report_row("camera fresh", tools, [("phsync", "rsync"), ("phsync-nofsync", "rsync"), ("phsync", "sftp")],
                  "phsync <= 0.90 x rsync; %d files, %.2f GB" % (want[0], want[1] / 1e9), rss=True)
 
 

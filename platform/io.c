@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: ISC */
 /* Hints and references on open files whose calls differ by OS: early
- * write-back, pipe size, dropping cached pages, a reference that keeps an
- * inode alive. Each has a feature test (ph_config.h) and a POSIX fallback
- * beside it; the static helper links this file too. */
+ * write-back, pipe size, moving file pages through pipes (splice),
+ * dropping cached pages, a reference that keeps an inode alive. Each has a
+ * feature test (ph_config.h) and a POSIX fallback beside it; the static
+ * helper links this file too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -42,6 +43,59 @@ ph_pipe_grow(int fd, size_t size)
 	 * more under load); a program cannot ask. */
 	(void)fd;
 	(void)size;
+	return -ENOSYS;
+#endif
+}
+
+int64_t
+ph_pipe_size(int fd)
+{
+#ifdef HAVE_F_SETPIPE_SZ
+	int n = fcntl(fd, F_GETPIPE_SZ);
+
+	return n < 0 ? -errno : (int64_t)n;
+#else
+	(void)fd;
+	return -ENOSYS;
+#endif
+}
+
+int64_t
+ph_splice_in(int fd, uint64_t off, int pw, size_t len)
+{
+#ifdef HAVE_SPLICE
+	loff_t o = (loff_t)off;
+	ssize_t n;
+
+	do
+		n = splice(fd, &o, pw, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int64_t)n;
+#else
+	/* The BSDs and macOS move file pages into a pipe with no call:
+	 * callers read and write instead. */
+	(void)fd;
+	(void)off;
+	(void)pw;
+	(void)len;
+	return -ENOSYS;
+#endif
+}
+
+int64_t
+ph_splice_out(int pr, int out, size_t len)
+{
+#ifdef HAVE_SPLICE
+	ssize_t n;
+
+	do
+		n = splice(pr, NULL, out, NULL, len, SPLICE_F_MOVE);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int64_t)n;
+#else
+	(void)pr;
+	(void)out;
+	(void)len;
 	return -ENOSYS;
 #endif
 }

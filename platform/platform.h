@@ -38,6 +38,24 @@ int ph_writeback_hint(int fd, uint64_t off, uint64_t len);
  * -errno (not a pipe, over the limit). */
 int ph_pipe_grow(int fd, size_t size);
 
+/* The capacity in bytes of the pipe fd (F_GETPIPE_SZ), -ENOSYS where the
+ * OS does not say, or -errno. */
+int64_t ph_pipe_size(int fd);
+
+/* Moves up to len bytes of the file fd from off into the pipe pw without
+ * copying them through this process (splice: the pipe takes references to
+ * the file's cached pages; a later write to the file may show in them until
+ * they are read). Never waits for room in the pipe. Returns the bytes
+ * moved, 0 at the end of the file, -EAGAIN when the pipe is full, -ENOSYS
+ * where the OS has no such call, or -errno (-EINVAL: fd's file system
+ * cannot). */
+int64_t ph_splice_in(int fd, uint64_t off, int pw, size_t len);
+
+/* Moves up to len bytes from the pipe pr to out (a pipe, socket or file),
+ * waiting for room in out as a write would. Returns the bytes moved, 0 when
+ * pr is empty, -ENOSYS, or -errno. */
+int64_t ph_splice_out(int pr, int out, size_t len);
+
 /* Drops fd's cached pages so the next read comes from the disk
  * (posix_fadvise DONTNEED): 0, -ENOSYS where no call does (the next read
  * may come from memory), or -errno. */

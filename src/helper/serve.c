@@ -196,8 +196,33 @@ ph_serve_new(const char *root, struct ph_serve **out)
 	s->rootlen = n;
 	for (i = 0; i < SERVE_MAX_HANDLES; i++)
 		s->h[i].fd = -1;
+	s->out_fd = s->spipe[0] = s->spipe[1] = -1;
 	*out = s;
 	return 0;
+}
+
+void
+ph_serve_sink(struct ph_serve *s, int out_fd)
+{
+	int64_t cap;
+
+	s->out_fd = out_fd;
+	if (s->spipe[0] >= 0 || pipe(s->spipe) != 0) {
+		if (s->spipe[0] < 0)
+			s->spipe[0] = s->spipe[1] = -1;
+		return;
+	}
+	/* A whole reply's pages must fit, with one more for a read that does
+	 * not start on a page: the pipe is never waited on (a short READ reply
+	 * would say the file ends there). Where it cannot hold that, READ
+	 * copies as before (and where the OS has no splice: serve_fs.c). */
+	(void)ph_pipe_grow(s->spipe[0], 2 * PH_SERVE_MAX_IO);
+	cap = ph_pipe_size(s->spipe[0]);
+	if (cap < (int64_t)PH_SERVE_MAX_IO + 65536) {
+		close(s->spipe[0]);
+		close(s->spipe[1]);
+		s->spipe[0] = s->spipe[1] = -1;
+	}
 }
 
 void
@@ -211,25 +236,11 @@ ph_serve_free(struct ph_serve *s)
 		if (s->h[i].used)
 			ph_serve_handle_close(s, &s->h[i]);
 	ph_reap_end(&s->reap);
-	free(s);
-}
-
-static int
-flush_fd(int fd, struct ph_buf *out)
-{
-	size_t off = 0;
-
-	while (off < out->len) {
-		ssize_t w = write(fd, out->data + off, out->len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		off += (size_t)w;
+	if (s->spipe[0] >= 0) {
+		close(s->spipe[0]);
+		close(s->spipe[1]);
 	}
-	out->len = 0;
-	return 0;
+	free(s);
 }
 
 int
@@ -263,6 +274,7 @@ ph_serve_run(const char *root, int in_fd, int out_fd)
 		fprintf(stderr, "phsync serve: out of memory\n");
 		goto out;
 	}
+	ph_serve_sink(s, out_fd);
 	for (;;) {
 		ssize_t n;
 
@@ -282,12 +294,12 @@ ph_serve_run(const char *root, int in_fd, int out_fd)
 				goto out;
 			}
 			pos += 4 + (size_t)plen;
-			if (out.len >= (512u << 10) && flush_fd(out_fd, &out) != 0)
+			if (out.len >= (512u << 10) && ph_serve_flush(out_fd, &out) != 0)
 				goto out;
 		}
 		memmove(in, in + pos, have - pos);
 		have -= pos;
-		if (out.len > 0 && flush_fd(out_fd, &out) != 0)
+		if (out.len > 0 && ph_serve_flush(out_fd, &out) != 0)
 			goto out;
 		n = read(in_fd, in + have, cap - have);
 		if (n < 0 && errno == EINTR)

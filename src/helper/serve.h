@@ -25,6 +25,11 @@ int ph_serve_new(const char *root, struct ph_serve **out);
  * appends the reply to out. Returns 0, or -1 when the stream cannot go on
  * (a packet before INIT, one without an id): the caller closes the link. */
 int ph_serve_packet(struct ph_serve *s, const uint8_t *p, size_t len, struct ph_buf *out);
+/* Lets replies go to out_fd directly from now on: a READ writes out's
+ * replies and then its own, its bytes moved from the file to out_fd without
+ * a copy through this process where the OS can (splice). Without a sink,
+ * every reply is appended to out. */
+void ph_serve_sink(struct ph_serve *s, int out_fd);
 /* Closes every handle and frees; NULL is a no-op. */
 void ph_serve_free(struct ph_serve *s);
 

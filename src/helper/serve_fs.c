@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "platform.h"
 #include "serve_int.h"
 
 int
@@ -150,6 +151,65 @@ ph_serve_readdir(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf
 	return ph_serve_end(out, st, 0);
 }
 
+/* Empties the helper's pipe of the n bytes a READ put there. */
+static int
+spipe_drop(struct ph_serve *s, size_t n)
+{
+	char buf[4096];
+
+	while (n > 0) {
+		ssize_t k = read(s->spipe[0], buf, n < sizeof(buf) ? n : sizeof(buf));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* A READ whose bytes go from the file to the sink without being copied
+ * through the helper: its pages are moved into the helper's own pipe first,
+ * so that the reply's length is what the file gave (a short reply is the
+ * end of the file) before any of it is sent; then out's replies, this
+ * reply's header, and the pages. Half of the helper's CPU in a pull of
+ * photos was these two copies (docs/PERFORMANCE.md). Returns 0 (answered),
+ * 1 (nothing sent: the caller reads and copies, which reports any error the
+ * file has) or -1 (the stream cannot go on). */
+static int
+read_spliced(struct ph_serve *s, struct handle *h, uint32_t id, uint64_t off, uint32_t len,
+             struct ph_buf *out)
+{
+	size_t got = 0;
+	int64_t n = 0;
+
+	while (got < len && (n = ph_splice_in(h->fd, off + got, s->spipe[1], len - got)) > 0)
+		got += (size_t)n;
+	if (n < 0) {
+		if (n == -EINVAL)
+			h->nosplice = 1;
+		if (spipe_drop(s, got) != 0)
+			return -1;
+		if (n == -ENOSYS) {
+			close(s->spipe[0]);
+			close(s->spipe[1]);
+			s->spipe[0] = s->spipe[1] = -1;
+		}
+		return 1;
+	}
+	if (got == 0)
+		return ph_serve_status(out, id, PH_FX_EOF, "end of file");
+	if (ph_serve_data_head(out, id, got) != 0 || ph_serve_flush(s->out_fd, out) != 0)
+		return -1;
+	while (got > 0) {
+		if ((n = ph_splice_out(s->spipe[0], s->out_fd, got)) <= 0)
+			return -1;
+		got -= (size_t)n;
+	}
+	return 0;
+}
+
 int
 ph_serve_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *out)
 {
@@ -168,6 +228,12 @@ ph_serve_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		return ph_serve_status(out, id, PH_FX_EOF, "end of file");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
+	if (s->spipe[0] >= 0 && !h->nosplice && len > 0) {
+		int rc = read_spliced(s, h, id, off, len, out);
+
+		if (rc <= 0)
+			return rc;
+	}
 	if ((st = ph_serve_data_begin(out, id, len, &at)) == SIZE_MAX)
 		return -1;
 	while (got < len) {

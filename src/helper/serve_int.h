@@ -43,6 +43,7 @@ struct handle {
 	int fd;                      /* a file, or -1 */
 	DIR *dir;                    /* a folder, or NULL */
 	int readable, writable;
+	int nosplice;                /* its file system moves no pages (splice) */
 	uint64_t wb_lo, wb_hi;       /* written, its writeback not started yet */
 	struct delta *delta;
 };
@@ -56,6 +57,8 @@ struct ph_serve {
 	uint32_t gen;
 	unsigned ndeltas;
 	struct ph_reap *reap;        /* closes what renames and removes replaced */
+	int out_fd;                  /* the sink (ph_serve_sink), or -1 */
+	int spipe[2];                /* READ's pages on their way to out_fd, or -1 */
 };
 
 /* The request handlers below take the request's id and the reader after
@@ -76,6 +79,12 @@ int ph_serve_end(struct ph_buf *out, size_t start, int rc);
 size_t ph_serve_data_begin(struct ph_buf *out, uint32_t id, uint32_t len, size_t *at);
 /* Ends the DATA reply begun at start with the n bytes written at *at. */
 int ph_serve_data_end(struct ph_buf *out, size_t start, size_t n);
+/* Appends the whole header of a DATA reply whose n bytes follow it outside
+ * out (moved to the sink from a pipe): 0, or -1 when out is full. */
+int ph_serve_data_head(struct ph_buf *out, uint32_t id, size_t n);
+/* Writes out's replies to fd and empties out: 0, or -1 when fd takes no
+ * more (the client left). */
+int ph_serve_flush(int fd, struct ph_buf *out);
 /* A STATUS reply with code and message. */
 int ph_serve_status(struct ph_buf *out, uint32_t id, uint32_t code, const char *msg);
 /* A STATUS reply for the errno (or PH_CONFINE_E*) e. */

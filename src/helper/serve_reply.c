@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: ISC */
 /* The remote helper's replies (serve_int.h): the frame of each reply, the
  * STATUS that answers a failure (errno mapped to SFTP's codes), a stat as
- * the wire's attributes, and a request's path resolved beneath the root
- * (confine.c). The bottom of the helper's files: it calls none of them. */
+ * the wire's attributes, a request's path resolved beneath the root
+ * (confine.c), and the replies written out. The bottom of the helper's files: it calls none of them. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "serve_int.h"
 
@@ -54,6 +55,35 @@ ph_serve_data_end(struct ph_buf *out, size_t start, size_t n)
 	ph_be32_put(out->data + out->len, (uint32_t)n);
 	out->len += 4 + n;
 	return ph_serve_end(out, start, 0);
+}
+
+int
+ph_serve_data_head(struct ph_buf *out, uint32_t id, size_t n)
+{
+	size_t start = ph_serve_begin(out, PH_FXP_DATA, id);
+
+	if (start == SIZE_MAX || n > PH_SERVE_MAX_IO || ph_buf_put_u32(out, (uint32_t)n) != 0)
+		return ph_serve_end(out, start, -1);
+	ph_be32_put(out->data + start, (uint32_t)(out->len - start - 4 + n));
+	return 0;
+}
+
+int
+ph_serve_flush(int fd, struct ph_buf *out)
+{
+	size_t off = 0;
+
+	while (off < out->len) {
+		ssize_t w = write(fd, out->data + off, out->len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	out->len = 0;
+	return 0;
 }
 
 int
