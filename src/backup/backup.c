@@ -15,6 +15,7 @@
 #include "pfs.h"
 #include "platform.h"
 #include "awrite.h"
+#include "buf.h"
 #include "ctx.h"
 #include "fetch.h"
 #include "local.h"
@@ -206,15 +207,8 @@ held_row(void *arg, const char *path, const struct ph_backup_file *f)
 		             "state holds a name phsync never writes: ignored");
 		return 0;
 	}
-	if (b->nheld == b->capheld) {
-		size_t nc = b->capheld ? b->capheld * 2 : 256;
-		struct held *nv = realloc(b->held, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		b->held = nv;
-		b->capheld = nc;
-	}
+	if (b->nheld == b->capheld && ph_grow(&b->held, &b->capheld, sizeof(*b->held), 256) != 0)
+		return PHSYNC_ENOMEM;
 	if ((b->held[b->nheld].path = strdup(path)) == NULL)
 		return PHSYNC_ENOMEM;
 	b->held[b->nheld].type = f->type;

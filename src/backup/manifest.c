@@ -14,15 +14,8 @@
 int
 ph_mf_add(struct ph_manifest *m, const struct ph_mf_file *f)
 {
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		struct ph_mf_file *nv = realloc(m->v, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		m->v = nv;
-		m->cap = nc;
-	}
+	if (m->n == m->cap && ph_grow(&m->v, &m->cap, sizeof(*m->v), 256) != 0)
+		return PHSYNC_ENOMEM;
 	m->v[m->n] = *f;
 	if ((m->v[m->n].path = strdup(f->path)) == NULL)
 		return PHSYNC_ENOMEM;
@@ -33,15 +26,8 @@ ph_mf_add(struct ph_manifest *m, const struct ph_mf_file *f)
 int
 ph_mf_add_del(struct ph_manifest *m, const char *path)
 {
-	if (m->ndel == m->capdel) {
-		size_t nc = m->capdel ? m->capdel * 2 : 64;
-		char **nv = realloc(m->del, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		m->del = nv;
-		m->capdel = nc;
-	}
+	if (m->ndel == m->capdel && ph_grow(&m->del, &m->capdel, sizeof(*m->del), 64) != 0)
+		return PHSYNC_ENOMEM;
 	if ((m->del[m->ndel] = strdup(path)) == NULL)
 		return PHSYNC_ENOMEM;
 	m->ndel++;

@@ -17,6 +17,7 @@
 #include "aread.h"
 #include "chain.h"
 #include "ctx.h"
+#include "buf.h"
 #include "brun.h"
 #include "local.h"
 #include "pfs.h"
@@ -129,15 +130,8 @@ refuse(struct rs *r, const char *path, int err, const char *why)
 static int
 add_dtime(struct rs *r, const char *path, int64_t mtime, uint32_t nsec)
 {
-	if (r->nd == r->capd) {
-		size_t nc = r->capd ? r->capd * 2 : 64;
-		struct dtime *nv = realloc(r->dv, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		r->dv = nv;
-		r->capd = nc;
-	}
+	if (r->nd == r->capd && ph_grow(&r->dv, &r->capd, sizeof(*r->dv), 64) != 0)
+		return PHSYNC_ENOMEM;
 	if ((r->dv[r->nd].path = strdup(path)) == NULL)
 		return PHSYNC_ENOMEM;
 	r->dv[r->nd].mtime = mtime;

@@ -10,6 +10,7 @@
 #include "phsync/backup.h"
 #include "aread.h"
 #include "ctx.h"
+#include "buf.h"
 #include "brun.h"
 
 struct seen {
@@ -73,15 +74,8 @@ add_seen(struct seen_list *l, const char *path, XXH3_state_t *h, uint64_t got)
 {
 	XXH128_canonical_t c;
 
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 256;
-		struct seen *nn = realloc(l->v, nc * sizeof(*nn));
-
-		if (nn == NULL)
-			return PHSYNC_ENOMEM;
-		l->v = nn;
-		l->cap = nc;
-	}
+	if (l->n == l->cap && ph_grow(&l->v, &l->cap, sizeof(*l->v), 256) != 0)
+		return PHSYNC_ENOMEM;
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
 	memcpy(l->v[l->n].hash, c.digest, 16);
 	l->v[l->n].size = got;

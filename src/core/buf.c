@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: ISC */
-/* Bounded byte buffers and big-endian cursors. */
+/* Bounded byte buffers, big-endian cursors, and arrays' growth. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,28 @@
 
 #include "phsync/error.h"
 #include "buf.h"
+
+int
+ph_grow(void *pp, size_t *cap, size_t elem, size_t first)
+{
+	size_t nc = *cap ? *cap : first;
+	void *old, *nv;
+
+	if (*cap > 0 && nc > SIZE_MAX / 2)
+		return PHSYNC_ENOMEM;
+	if (*cap > 0)
+		nc *= 2;
+	if (elem == 0 || nc == 0 || nc > SIZE_MAX / elem)
+		return PHSYNC_ENOMEM;
+	/* The caller's pointer is read and written as bytes: it may be of any
+	 * object pointer type (all have void *'s representation here). */
+	memcpy(&old, pp, sizeof(old));
+	if ((nv = realloc(old, nc * elem)) == NULL)
+		return PHSYNC_ENOMEM;
+	memcpy(pp, &nv, sizeof(nv));
+	*cap = nc;
+	return 0;
+}
 
 int
 ph_buf_reserve(struct ph_buf *b, size_t n)

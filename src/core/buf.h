@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: ISC */
 /* Bounded byte buffers and big-endian wire codecs shared by the SFTP
- * client and the helper protocol. Readers never read past the end: every
- * get returns -1 on a short buffer and leaves the cursor unchanged. */
+ * client and the helper protocol, and the growth of every array. Readers
+ * never read past the end: every get returns -1 on a short buffer and
+ * leaves the cursor unchanged. */
 #ifndef PH_BUF_H
 #define PH_BUF_H
 
@@ -20,6 +21,14 @@ struct ph_rd {
 	const uint8_t *p;
 	size_t left;
 };
+
+/* Doubles the array whose pointer is at pp (any object pointer: `&v` for
+ * `struct x *v`), of *cap elements of elem bytes each; an empty one (*cap
+ * 0) gets first. For the one place every growing array of the program
+ * grows: `if (n == cap && ph_grow(&v, &cap, sizeof(*v), 64) != 0)`.
+ * Returns 0, or PHSYNC_ENOMEM with the array as it was (no memory, or a
+ * size past SIZE_MAX). */
+int ph_grow(void *pp, size_t *cap, size_t elem, size_t first);
 
 /* Makes room for n more bytes; returns 0 or PHSYNC_ENOMEM (cap or malloc). */
 int ph_buf_reserve(struct ph_buf *b, size_t n);

@@ -8,6 +8,7 @@
 
 #include <xxhash.h>
 
+#include "buf.h"
 #include "pdelta.h"
 #include "pfs.h"
 
@@ -30,15 +31,8 @@ add_op(struct ph_pdelta *d, int copy, uint64_t out_off, uint64_t off, uint64_t l
 		last->len += len;
 		return 0;
 	}
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 16;
-		struct ph_dop *nv = realloc(d->ops, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		d->ops = nv;
-		d->cap = nc;
-	}
+	if (d->n == d->cap && ph_grow(&d->ops, &d->cap, sizeof(*d->ops), 16) != 0)
+		return PHSYNC_ENOMEM;
 	d->ops[d->n].out_off = out_off;
 	d->ops[d->n].off = off;
 	d->ops[d->n].len = len;

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "phsync/error.h"
+#include "buf.h"
 #include "names.h"
 #include "winname.h"
 
@@ -390,15 +391,9 @@ ph_names_dest_paths(struct ph_tree *src, const struct ph_tree *dst, int fold)
 			rc = ph_tree_rename(src, i, NULL, NULL, dp);
 		free(buf);
 		if (rc == 0 && src->v[i].type == PH_T_DIR) {
-			if (depth == cap) {
-				size_t *ns = realloc(stack, (cap ? cap * 2 : 32) * sizeof(*ns));
-
-				if (ns == NULL) {
-					rc = PHSYNC_ENOMEM;
-					break;
-				}
-				stack = ns;
-				cap = cap ? cap * 2 : 32;
+			if (depth == cap && ph_grow(&stack, &cap, sizeof(*stack), 32) != 0) {
+				rc = PHSYNC_ENOMEM;
+				break;
 			}
 			stack[depth++] = i;
 		}

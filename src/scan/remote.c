@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "ctx.h"
 #include "remote.h"
 #include "str.h"
@@ -237,15 +238,10 @@ keep_aside(struct rscan *rs, const char *rel, const struct ph_temp_info *ti,
 		             "unknown, so it is left for you to check");
 		return;
 	}
-	if (rs->nasides == rs->capasides) {
-		size_t cap = rs->capasides ? rs->capasides * 2 : 8;
-
-		if ((as = realloc(rs->asides, cap * sizeof(*as))) == NULL) {
-			rs->fatal = PHSYNC_ENOMEM;
-			return;
-		}
-		rs->asides = as;
-		rs->capasides = cap;
+	if (rs->nasides == rs->capasides &&
+	    ph_grow(&rs->asides, &rs->capasides, sizeof(*rs->asides), 8) != 0) {
+		rs->fatal = PHSYNC_ENOMEM;
+		return;
 	}
 	as = &rs->asides[rs->nasides];
 	as->rel = strdup(rel);

@@ -11,6 +11,7 @@
 
 #include <xxhash.h>
 
+#include "buf.h"
 #include "ctx.h"
 #include "rpoll.h"
 #include "tree.h"
@@ -247,15 +248,8 @@ add_dir(struct pdir **d, size_t *n, size_t *cap, const char *parent, const char 
 
 	if (*n >= MAX_DIRS || depth > MAX_DEPTH || pl + nl + 1 > MAX_PATH)
 		return 0; /* beyond the caps: not watched (a full sync still lists it) */
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct pdir *v = realloc(*d, nc * sizeof(*v));
-
-		if (v == NULL)
-			return PHSYNC_ENOMEM;
-		*d = v;
-		*cap = nc;
-	}
+	if (*n == *cap && ph_grow(d, cap, sizeof(**d), 64) != 0)
+		return PHSYNC_ENOMEM;
 	e = &(*d)[*n];
 	memset(e, 0, sizeof(*e));
 	if ((e->rel = malloc(pl + nl + 2)) == NULL)

@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include "buf.h"
 #include "statedb.h"
 
 #define BATCH 512             /* rows per transaction */
@@ -288,16 +289,9 @@ run_ends_load(struct ph_state *st, struct run_ends *re)
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t started = sqlite3_column_int64(s, 1);
 
-		if (re->n == cap) {
-			size_t nc = cap ? cap * 2 : 128;
-			void *nv = realloc(re->v, nc * sizeof(*re->v));
-
-			if (nv == NULL) {
-				sqlite3_finalize(s);
-				return PHSYNC_ENOMEM;
-			}
-			re->v = nv;
-			cap = nc;
+		if (re->n == cap && ph_grow(&re->v, &cap, sizeof(*re->v), 128) != 0) {
+			sqlite3_finalize(s);
+			return PHSYNC_ENOMEM;
 		}
 		re->v[re->n].id = sqlite3_column_int64(s, 0);
 		re->v[re->n].has_ended = sqlite3_column_type(s, 2) == SQLITE_INTEGER;

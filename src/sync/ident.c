@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctx.h"
 #include "ident.h"
 #include "job.h"
@@ -165,15 +166,9 @@ queue_renew(struct ph_job *j, const char *path, const struct ph_ident *id)
 {
 	if (j->nrenew >= MAX_RENEW)
 		return 0;
-	if (j->nrenew == j->caprenew) {
-		size_t nc = j->caprenew ? j->caprenew * 2 : 16;
-		struct ph_renew *nv = realloc(j->renew, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return 0;
-		j->renew = nv;
-		j->caprenew = nc;
-	}
+	if (j->nrenew == j->caprenew &&
+	    ph_grow(&j->renew, &j->caprenew, sizeof(*j->renew), 16) != 0)
+		return 0;
 	if ((j->renew[j->nrenew].path = strdup(path)) == NULL)
 		return 0;
 	j->renew[j->nrenew++].id = *id;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctx.h"
 #include "ident.h"
 #include "known.h"
@@ -94,15 +95,8 @@ kmerge_keep(struct kmerge *m, const struct ph_entry *s, const char *path, struct
 	} else if (kn->path == NULL && (kn->path = known_path(m->j, path)) == NULL) {
 		return PHSYNC_ENOMEM;
 	}
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 256;
-		struct ph_known *nv = realloc(m->v, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		m->v = nv;
-		m->cap = nc;
-	}
+	if (m->n == m->cap && ph_grow(&m->v, &m->cap, sizeof(*m->v), 256) != 0)
+		return PHSYNC_ENOMEM;
 	m->v[m->n++] = *kn;
 	return 0;
 }
@@ -128,15 +122,8 @@ kmerge_mirror(struct kmerge *m, struct ph_entry *d, const char *path, const stru
 static int
 kmerge_bad(struct kmerge *m, const char *path)
 {
-	if (m->nbad == m->capbad) {
-		size_t nc = m->capbad ? m->capbad * 2 : 16;
-		char **nv = realloc(m->bad, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		m->bad = nv;
-		m->capbad = nc;
-	}
+	if (m->nbad == m->capbad && ph_grow(&m->bad, &m->capbad, sizeof(*m->bad), 16) != 0)
+		return PHSYNC_ENOMEM;
 	if ((m->bad[m->nbad] = strdup(path)) == NULL)
 		return PHSYNC_ENOMEM;
 	m->nbad++;
@@ -314,15 +301,8 @@ early_row(void *arg, const char *path, const struct ph_state_file *f)
 		e->same[i / 8] |= (uint8_t)(1u << (i % 8));
 		return 0;
 	}
-	if (e->n == e->cap) {
-		size_t nc = e->cap ? e->cap * 2 : 256;
-		struct early_row *nv = realloc(e->v, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		e->v = nv;
-		e->cap = nc;
-	}
+	if (e->n == e->cap && ph_grow(&e->v, &e->cap, sizeof(*e->v), 256) != 0)
+		return PHSYNC_ENOMEM;
 	/* (With l, the row's key is its entry's: the same string.) */
 	if ((kn.path = l != NULL ? l->path : known_path(m->j, path)) == NULL)
 		return PHSYNC_ENOMEM;

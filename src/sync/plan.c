@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "phsync/error.h"
+#include "buf.h"
 #include "plan.h"
 
 static int
@@ -193,29 +194,17 @@ plan_gone(const struct ph_tree *src, const struct ph_tree *dst,
 		if (excluded(opts->filter, kn->path) || parent_replaced(src, kn->path))
 			continue;
 		if (d == NULL) {
-			if (plan->nforget == cap_f) {
-				size_t nc = cap_f ? cap_f * 2 : 64;
-				const char **nv = realloc(plan->forget, nc * sizeof(*nv));
-
-				if (nv == NULL)
-					return PHSYNC_ENOMEM;
-				plan->forget = nv;
-				cap_f = nc;
-			}
+			if (plan->nforget == cap_f &&
+			    ph_grow(&plan->forget, &cap_f, sizeof(*plan->forget), 64) != 0)
+				return PHSYNC_ENOMEM;
 			plan->forget[plan->nforget++] = kn->path;
 			continue;
 		}
 		if (d->type != PH_T_FILE)
 			continue;
-		if (plan->ndel == cap_del) {
-			size_t nc = cap_del ? cap_del * 2 : 64;
-			struct ph_del *nv = realloc(plan->del, nc * sizeof(*nv));
-
-			if (nv == NULL)
-				return PHSYNC_ENOMEM;
-			plan->del = nv;
-			cap_del = nc;
-		}
+		if (plan->ndel == cap_del &&
+		    ph_grow(&plan->del, &cap_del, sizeof(*plan->del), 64) != 0)
+			return PHSYNC_ENOMEM;
 		plan->del[plan->ndel].dst = (int64_t)(d - dst->v);
 		plan->del[plan->ndel].ssize = kn->ssize;
 		plan->del[plan->ndel].smtime = kn->smtime;
@@ -381,16 +370,9 @@ append(struct ph_plan *plan, const struct ph_action *a, const struct ph_entry *s
 		plan->files_todo++;
 		plan->bytes_todo += s->size;
 	}
-	if (plan->n == plan->cap) {
-		/* Grown as needed: a run that changes nothing holds none. */
-		size_t nc = plan->cap ? plan->cap * 2 : 256;
-		struct ph_action *nv = realloc(plan->v, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		plan->v = nv;
-		plan->cap = nc;
-	}
+	/* Grown as needed: a run that changes nothing holds none. */
+	if (plan->n == plan->cap && ph_grow(&plan->v, &plan->cap, sizeof(*plan->v), 256) != 0)
+		return PHSYNC_ENOMEM;
 	plan->v[plan->n++] = *a;
 	return 0;
 }

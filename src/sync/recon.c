@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "phsync/error.h"
+#include "buf.h"
 #include "recon.h"
 
 /* What the two plans hold for one path: an action in each, or none. */
@@ -69,15 +70,8 @@ is_conflict(const struct ph_action *a)
 static int
 add_conflict(struct ph_recon *out, size_t *cap, const struct ph_recon_conflict *c)
 {
-	if (out->nc == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct ph_recon_conflict *nv = realloc(out->c, nc * sizeof(*nv));
-
-		if (nv == NULL)
-			return PHSYNC_ENOMEM;
-		out->c = nv;
-		*cap = nc;
-	}
+	if (out->nc == *cap && ph_grow(&out->c, cap, sizeof(*out->c), 16) != 0)
+		return PHSYNC_ENOMEM;
 	out->c[out->nc++] = *c;
 	return 0;
 }
