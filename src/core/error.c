@@ -45,13 +45,20 @@ phsync_strerror(int err)
 int
 ph_err(phsync_ctx *ctx, int code, const char *fmt, ...)
 {
+	char msg[sizeof(ctx->err)];
 	va_list ap;
 
 	if (ctx == NULL)
 		return code;
+	/* Made apart (an argument may be the old message), then put in
+	 * place while no other thread writes one. */
 	va_start(ap, fmt);
-	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	while (atomic_exchange_explicit(&ctx->errbusy, 1, memory_order_acquire) != 0)
+		;
+	memcpy(ctx->err, msg, strlen(msg) + 1);
+	atomic_store_explicit(&ctx->errbusy, 0, memory_order_release);
 	return code;
 }
 

@@ -46,7 +46,7 @@ struct kmerge {
 	size_t nbad, capbad;
 	struct kmerge *mirror;     /* a two-way run: the other orientation's,
 	                              filled from the same rows and checks */
-	volatile int *stop;        /* early: set when the run no longer wants it */
+	const atomic_int *stop;    /* early: set when the run no longer wants it */
 };
 
 static struct ph_tree *

@@ -5,6 +5,7 @@
 #define PH_KNOWN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "job.h"
 #include "lscan.h"
@@ -26,7 +27,7 @@ int ph_known_load(struct ph_job *j, int pull, struct ph_known_set *known, struct
 struct ph_known_early {
 	pthread_t th;
 	int on;                    /* started, not joined */
-	volatile int stop;         /* the run no longer wants it */
+	atomic_int stop;           /* the run no longer wants it */
 	int named;                 /* the local tree's keys set (names.h) */
 	int rc;
 	struct ph_job *j;
