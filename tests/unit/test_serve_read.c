@@ -157,6 +157,25 @@ handle_of(const struct ph_buf *out, size_t p, uint32_t *hlen)
 	return out->data + p + 13;
 }
 
+/* Opens name for reading: its handle into h (*hlen bytes), the OPEN's
+ * reply appended to out (a HANDLE reply is never a READ's: the server puts
+ * it in the buffer it is given, never to the sink). */
+static void
+open_handle(struct ph_serve *s, uint32_t id, const char *name, uint8_t *h, uint32_t *hlen,
+            struct ph_buf *out)
+{
+	struct ph_buf req = { NULL, 0, 0, 1u << 20 }, hb = { NULL, 0, 0, 1u << 20 };
+	const uint8_t *p;
+
+	put_open(&req, id, name);
+	one(s, &req, &hb, -1);
+	p = handle_of(&hb, 0, hlen);
+	memcpy(h, p, *hlen);
+	assert_int_equal(ph_buf_put(out, hb.data, hb.len), 0);
+	ph_buf_free(&req);
+	ph_buf_free(&hb);
+}
+
 /* Sends the whole script; returns what went to out (nothing with a sink). */
 static void
 script(struct ph_serve *s, struct ph_buf *out, int sink)
@@ -168,28 +187,14 @@ script(struct ph_serve *s, struct ph_buf *out, int sink)
 		{ 524288, 32768 }, { 131072 + 1, 262144 },
 	};
 	struct ph_buf req = { NULL, 0, 0, 1u << 20 };
-	struct ph_buf hb = { NULL, 0, 0, 1u << 20 };
 	uint8_t h[256], he[256];
-	const uint8_t *p;
 	uint32_t hlen, helen, id = 10;
 	size_t i;
 
-	assert_int_equal(ph_serve_packet(s, init, sizeof(init), &hb), 0);
-	hb.len = 0;
-	/* The handles are read from replies the server keeps in hb: an OPEN's
-	 * reply is never a READ's, so it goes to out, never to the sink. */
-	put_open(&req, id++, "f");
-	one(s, &req, &hb, -1);
-	p = handle_of(&hb, 0, &hlen);
-	memcpy(h, p, hlen);
-	assert_int_equal(ph_buf_put(out, hb.data, hb.len), 0);
-	hb.len = 0;
-	put_open(&req, id++, "empty");
-	one(s, &req, &hb, -1);
-	p = handle_of(&hb, 0, &helen);
-	memcpy(he, p, helen);
-	assert_int_equal(ph_buf_put(out, hb.data, hb.len), 0);
-	hb.len = 0;
+	assert_int_equal(ph_serve_packet(s, init, sizeof(init), &req), 0);
+	req.len = 0;
+	open_handle(s, id++, "f", h, &hlen, out);
+	open_handle(s, id++, "empty", he, &helen, out);
 	if (sink >= 0) {
 		assert_int_equal(write(sink, out->data, out->len), (ssize_t)out->len);
 		out->len = 0;
@@ -210,7 +215,6 @@ script(struct ph_serve *s, struct ph_buf *out, int sink)
 	put_read(&req, id++, h, hlen, 16384, 200000);
 	one(s, &req, out, sink);
 	ph_buf_free(&req);
-	ph_buf_free(&hb);
 }
 
 struct drain {
@@ -326,18 +330,26 @@ test_socket_sink_sends_the_copied_stream(void **state)
 #endif
 }
 
+/* The streams compared with move number at (from a file, counting from 0)
+ * failing with err; where the OS moves pages, that move was tried. */
+static void
+with_failing_move(int at, int err, int use_socket)
+{
+	fail_errno = err;
+	fail_at = at;
+	same_stream(use_socket);
+#ifdef HAVE_SPLICE
+	assert_int_equal(fail_at, -1);
+#endif
+	fail_at = -1;
+}
+
 /* A file system that moves no pages: the first move fails with EINVAL. */
 static void
 test_a_file_that_cannot_be_moved_is_copied(void **state)
 {
 	(void)state;
-	fail_errno = EINVAL;
-	fail_at = 0;
-	same_stream(0);
-#ifdef HAVE_SPLICE
-	assert_int_equal(fail_at, -1);
-#endif
-	fail_at = -1;
+	with_failing_move(0, EINVAL, 0);
 }
 
 /* A move fails after some of a reply's bytes were moved into the helper's
@@ -346,19 +358,8 @@ static void
 test_a_move_failing_mid_reply_is_copied(void **state)
 {
 	(void)state;
-	fail_errno = EIO;
-	fail_at = 2;   /* the first READ's third piece */
-	same_stream(0);
-#ifdef HAVE_SPLICE
-	assert_int_equal(fail_at, -1);
-#endif
-	fail_errno = ENOMEM;
-	fail_at = 9;   /* the third READ's second piece */
-	same_stream(1);
-#ifdef HAVE_SPLICE
-	assert_int_equal(fail_at, -1);
-#endif
-	fail_at = -1;
+	with_failing_move(2, EIO, 0);     /* the first READ's third piece */
+	with_failing_move(9, ENOMEM, 1);  /* the third READ's second piece */
 }
 
 /* Once a reply's header is out, its bytes must follow: a sink that takes
@@ -371,8 +372,7 @@ test_a_sink_that_takes_no_more_ends_the_stream(void **state)
 	static const uint8_t init[] = { 1, 0, 0, 0, 3 };
 	struct ph_buf out = { NULL, 0, 0, 1u << 20 }, req = { NULL, 0, 0, 1u << 20 };
 	struct ph_serve *s;
-	const uint8_t *h;
-	uint8_t reply[64];
+	uint8_t h[256], reply[64];
 	uint32_t hlen;
 	int fds[2];
 
@@ -382,9 +382,7 @@ test_a_sink_that_takes_no_more_ends_the_stream(void **state)
 	ph_serve_sink(s, fds[1]);
 	assert_int_equal(ph_serve_packet(s, init, sizeof(init), &out), 0);
 	out.len = 0;
-	put_open(&req, 1, "f");
-	one(s, &req, &out, -1);
-	h = handle_of(&out, 0, &hlen);
+	open_handle(s, 1, "f", h, &hlen, &out);
 	put_read(&req, 2, h, hlen, 0, 4096);
 	out.len = 0;
 	fail_out = 1;
