@@ -207,10 +207,11 @@ script(struct ph_serve *s, struct ph_buf *out, int sink)
 	one(s, &req, out, sink);
 	put_read(&req, id++, (const uint8_t *)"nohandle", 8, 0, 10);
 	one(s, &req, out, sink);
-	/* Two READs in one go: the first one's reply is still in out when the
-	 * second is moved, and must come before it. */
-	put_read(&req, id++, h, hlen, 8192, 100);
+	/* Two READs in one go: the first one's reply (a STATUS) is still in
+	 * out when the second is moved, and must come before it. */
+	put_read(&req, id++, (const uint8_t *)"gone", 4, 8192, 100);
 	assert_int_equal(ph_serve_packet(s, req.data, req.len, out), 0);
+	assert_true(out->len > 0);
 	req.len = 0;
 	put_read(&req, id++, h, hlen, 16384, 200000);
 	one(s, &req, out, sink);
