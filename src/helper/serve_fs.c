@@ -228,7 +228,7 @@ ph_serve_read(struct ph_serve *s, uint32_t id, struct ph_rd *r, struct ph_buf *o
 		return ph_serve_status(out, id, PH_FX_EOF, "end of file");
 	if (len > PH_SERVE_MAX_IO)
 		len = PH_SERVE_MAX_IO;
-	if (s->spipe[0] >= 0 && !h->nosplice && len > 0) {
+	if (s->spipe[0] >= 0 && !h->nosplice && len >= SERVE_SPLICE_MIN) {
 		int rc = read_spliced(s, h, id, off, len, out);
 
 		if (rc <= 0)

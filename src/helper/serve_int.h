@@ -27,6 +27,9 @@
 #define SERVE_MAX_NAMES 512            /* entries in one READDIR reply */
 #define SERVE_NAMES_BYTES (64u << 10)  /* ... and bytes */
 #define SERVE_WRITEBACK_STEP (1u << 20) /* writeback starts per this much written */
+#define SERVE_SPLICE_MIN (64u << 10)   /* smaller READs are copied: a move costs
+                                          three calls, a copy goes out with the
+                                          next replies in one write */
 
 struct delta {
 	phsync_sig *sig;

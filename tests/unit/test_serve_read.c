@@ -5,7 +5,8 @@
  * must be exactly the one of the helper that copies every reply into its
  * buffer: the same requests (aligned and unaligned reads, a read cut by the
  * end of the file, reads at and past it, one longer than a reply holds, a
- * bad handle, an empty file) are answered by a server without a sink, one
+ * bad handle, an empty file; reads under SERVE_SPLICE_MIN are copied
+ * either way) are answered by a server without a sink, one
  * with a pipe as its sink and one with a socket, and the streams compared
  * byte for byte. The test is linked with -Wl,--wrap=splice
  * (tests/CMakeLists.txt): it counts the moves, and makes them fail on
@@ -184,7 +185,8 @@ script(struct ph_serve *s, struct ph_buf *out, int sink)
 	static const struct { uint64_t off; uint32_t len; } reads[] = {
 		{ 0, 262144 }, { 262144, 262144 }, { 4097, 300000 }, { 999000, 262144 },
 		{ FILE_SIZE - 1, 1 }, { FILE_SIZE, 10 }, { 1ull << 40, 10 }, { 77, 0 },
-		{ 524288, 32768 }, { 131072 + 1, 262144 },
+		{ 524288, 32768 }, { 131072 + 1, 262144 }, { FILE_SIZE, 65536 },
+		{ FILE_SIZE + 5, 262144 },
 	};
 	struct ph_buf req = { NULL, 0, 0, 1u << 20 };
 	uint8_t h[256], he[256];
@@ -384,7 +386,7 @@ test_a_sink_that_takes_no_more_ends_the_stream(void **state)
 	assert_int_equal(ph_serve_packet(s, init, sizeof(init), &out), 0);
 	out.len = 0;
 	open_handle(s, 1, "f", h, &hlen, &out);
-	put_read(&req, 2, h, hlen, 0, 4096);
+	put_read(&req, 2, h, hlen, 0, 262144);
 	out.len = 0;
 	fail_out = 1;
 	assert_int_equal(ph_serve_packet(s, req.data, req.len, &out), -1);
@@ -392,7 +394,7 @@ test_a_sink_that_takes_no_more_ends_the_stream(void **state)
 	/* What did go out is the header alone. */
 	assert_int_equal(read(fds[0], reply, sizeof(reply)), 13);
 	assert_int_equal(reply[4], 103);   /* DATA */
-	assert_int_equal(ph_be32_get(reply + 9), 4096);
+	assert_int_equal(ph_be32_get(reply + 9), 262144);
 	ph_serve_free(s);
 	ph_buf_free(&out);
 	ph_buf_free(&req);
