@@ -2,7 +2,8 @@
 /* The remote helper's replies (serve_int.h): the frame of each reply, the
  * STATUS that answers a failure (errno mapped to SFTP's codes), a stat as
  * the wire's attributes, a request's path resolved beneath the root
- * (confine.c), and the replies written out. The bottom of the helper's files: it calls none of them. */
+ * (confine.c), and the replies written out. The bottom of the helper's
+ * files: it calls none of them. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
