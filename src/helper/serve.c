@@ -201,15 +201,24 @@ ph_serve_new(const char *root, struct ph_serve **out)
 	return 0;
 }
 
+static void
+spipe_close(struct ph_serve *s)
+{
+	if (s->spipe[0] >= 0) {
+		close(s->spipe[0]);
+		close(s->spipe[1]);
+	}
+	s->spipe[0] = s->spipe[1] = -1;
+}
+
 void
 ph_serve_sink(struct ph_serve *s, int out_fd)
 {
-	int64_t cap;
-
 	s->out_fd = out_fd;
-	if (s->spipe[0] >= 0 || pipe(s->spipe) != 0) {
-		if (s->spipe[0] < 0)
-			s->spipe[0] = s->spipe[1] = -1;
+	if (s->spipe[0] >= 0)
+		return;
+	if (pipe(s->spipe) != 0) {
+		s->spipe[0] = s->spipe[1] = -1;
 		return;
 	}
 	/* A whole reply's pages must fit, with one more for a read that does
@@ -217,12 +226,8 @@ ph_serve_sink(struct ph_serve *s, int out_fd)
 	 * would say the file ends there). Where it cannot hold that, READ
 	 * copies as before (and where the OS has no splice: serve_fs.c). */
 	(void)ph_pipe_grow(s->spipe[0], 2 * PH_SERVE_MAX_IO);
-	cap = ph_pipe_size(s->spipe[0]);
-	if (cap < (int64_t)PH_SERVE_MAX_IO + 65536) {
-		close(s->spipe[0]);
-		close(s->spipe[1]);
-		s->spipe[0] = s->spipe[1] = -1;
-	}
+	if (ph_pipe_size(s->spipe[0]) < (int64_t)PH_SERVE_MAX_IO + 65536)
+		spipe_close(s);
 }
 
 void
@@ -236,10 +241,7 @@ ph_serve_free(struct ph_serve *s)
 		if (s->h[i].used)
 			ph_serve_handle_close(s, &s->h[i]);
 	ph_reap_end(&s->reap);
-	if (s->spipe[0] >= 0) {
-		close(s->spipe[0]);
-		close(s->spipe[1]);
-	}
+	spipe_close(s);
 	free(s);
 }
 

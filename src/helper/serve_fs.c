@@ -187,16 +187,9 @@ read_spliced(struct ph_serve *s, struct handle *h, uint32_t id, uint64_t off, ui
 	while (got < len && (n = ph_splice_in(h->fd, off + got, s->spipe[1], len - got)) > 0)
 		got += (size_t)n;
 	if (n < 0) {
-		if (n == -EINVAL)
+		if (n == -EINVAL || n == -ENOSYS)
 			h->nosplice = 1;
-		if (spipe_drop(s, got) != 0)
-			return -1;
-		if (n == -ENOSYS) {
-			close(s->spipe[0]);
-			close(s->spipe[1]);
-			s->spipe[0] = s->spipe[1] = -1;
-		}
-		return 1;
+		return spipe_drop(s, got) != 0 ? -1 : 1;
 	}
 	if (got == 0)
 		return ph_serve_status(out, id, PH_FX_EOF, "end of file");

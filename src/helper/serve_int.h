@@ -46,7 +46,7 @@ struct handle {
 	int fd;                      /* a file, or -1 */
 	DIR *dir;                    /* a folder, or NULL */
 	int readable, writable;
-	int nosplice;                /* its file system moves no pages (splice) */
+	int nosplice;                /* its file system (or the OS) moves no pages */
 	uint64_t wb_lo, wb_hi;       /* written, its writeback not started yet */
 	struct delta *delta;
 };
