@@ -67,17 +67,10 @@ struct rscan {
 static int
 enqueue(struct rscan *rs, char *rel)
 {
-	if (rs->qlen == rs->qcap) {
-		size_t ncap = rs->qcap ? rs->qcap * 2 : 256;
-		char **q;
-
-		if (ncap > MAX_QUEUE_PATHS)
-			return PHSYNC_ENOMEM;
-		if ((q = realloc(rs->queue, ncap * sizeof(*q))) == NULL)
-			return PHSYNC_ENOMEM;
-		rs->queue = q;
-		rs->qcap = ncap;
-	}
+	if (rs->qlen == rs->qcap &&
+	    (rs->qcap * 2 > MAX_QUEUE_PATHS ||
+	     ph_grow(&rs->queue, &rs->qcap, sizeof(*rs->queue), 256) != 0))
+		return PHSYNC_ENOMEM;
 	rs->queue[rs->qlen++] = rel;
 	return 0;
 }
@@ -365,17 +358,11 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		     (PH_ATTR_SIZE | PH_ATTR_ACMODTIME))) {
 			/* Asked later, a bounded number at a time: one NAME reply can
 			 * name hundreds of thousands of such entries. */
-			if (rs->nstatq == rs->capstatq) {
-				size_t cap = rs->capstatq ? rs->capstatq * 2 : 256;
-				char **q;
-
-				if (cap > MAX_QUEUE_PATHS ||
-				    (q = realloc(rs->statq, cap * sizeof(*q))) == NULL) {
-					rs->fatal = PHSYNC_ENOMEM;
-					break;
-				}
-				rs->statq = q;
-				rs->capstatq = cap;
+			if (rs->nstatq == rs->capstatq &&
+			    (rs->capstatq * 2 > MAX_QUEUE_PATHS ||
+			     ph_grow(&rs->statq, &rs->capstatq, sizeof(*rs->statq), 256) != 0)) {
+				rs->fatal = PHSYNC_ENOMEM;
+				break;
 			}
 			if ((rs->statq[rs->nstatq] = ph_strndup(rel, len)) == NULL) {
 				rs->fatal = PHSYNC_ENOMEM;
