@@ -60,17 +60,27 @@ ph_pipe_size(int fd)
 #endif
 }
 
+#ifdef HAVE_SPLICE
+/* splice(2) again after a signal: bytes moved, or -errno. */
+static int64_t
+splice_again(int in, loff_t *off, int out, size_t len, unsigned flags)
+{
+	ssize_t n;
+
+	do
+		n = splice(in, off, out, NULL, len, flags);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : (int64_t)n;
+}
+#endif
+
 int64_t
 ph_splice_in(int fd, uint64_t off, int pw, size_t len)
 {
 #ifdef HAVE_SPLICE
 	loff_t o = (loff_t)off;
-	ssize_t n;
 
-	do
-		n = splice(fd, &o, pw, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : (int64_t)n;
+	return splice_again(fd, &o, pw, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 #else
 	/* The BSDs and macOS move file pages into a pipe with no call:
 	 * callers read and write instead. */
@@ -86,12 +96,7 @@ int64_t
 ph_splice_out(int pr, int out, size_t len)
 {
 #ifdef HAVE_SPLICE
-	ssize_t n;
-
-	do
-		n = splice(pr, NULL, out, NULL, len, SPLICE_F_MOVE);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : (int64_t)n;
+	return splice_again(pr, NULL, out, len, SPLICE_F_MOVE);
 #else
 	(void)pr;
 	(void)out;
