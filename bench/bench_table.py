@@ -53,7 +53,7 @@ journal the small and million rows move the old copy into DATA/trash and delete 
 row instead: there a create right after many deletes costs far more, see fs_note) and `sync`
 runs (and the page cache is dropped with --drop-caches where /proc/sys/vm/drop_caches is
 writable).  The small and million rows read every source file once before each fresh pull
-(untimed, bs.warm_tree): the copies a row makes push the source out of the page cache, and a
+(untimed, bs.warm_tree; not with --drop-caches, where every tool reads from disk): the copies a row makes push the source out of the page cache, and a
 tool reading it from disk while the next reads it from memory measured the order, not the
 tools (a million fresh pull 140 s cold against 116 s warm for rsync).  Each
 run's copy is checked (file count and bytes; archives listed), so a broken run cannot look
@@ -258,8 +258,8 @@ class Table:
         self.extra = ["--no-progress", "--no-default-excludes"]
         # On ext4 without a journal, rows of many files move the last copy aside instead of
         # deleting it before a fresh pull, and delete them all after the row: see fs_note.
-        # Elsewhere the copies are deleted (kept, a journalled image of a million-file row
-        # runs out of inodes at its second repetition).
+        # Elsewhere the copies are deleted (kept aside, three million-file copies and a fourth
+        # being written filled a 16 GB journalled image: docs/PERFORMANCE.md section 7).
         self.defer_ok = fs_note(a.data) is not None
         self.defer_deletes, self.trash, self.ntrash = False, os.path.join(a.data, "trash"), 0
         bs.rm_tree(self.trash)

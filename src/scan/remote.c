@@ -64,12 +64,21 @@ struct rscan {
 	                           only for a folder to list or an entry to stat */
 };
 
+/* Doubles a queue of paths (the folders to list, the entries to stat)
+ * unless that would take it past MAX_QUEUE_PATHS. Returns 0 or
+ * PHSYNC_ENOMEM. */
+static int
+queue_grow(char ***q, size_t *cap)
+{
+	if (*cap * 2 > MAX_QUEUE_PATHS)
+		return PHSYNC_ENOMEM;
+	return ph_grow(q, cap, sizeof(**q), 256);
+}
+
 static int
 enqueue(struct rscan *rs, char *rel)
 {
-	if (rs->qlen == rs->qcap &&
-	    (rs->qcap * 2 > MAX_QUEUE_PATHS ||
-	     ph_grow(&rs->queue, &rs->qcap, sizeof(*rs->queue), 256) != 0))
+	if (rs->qlen == rs->qcap && queue_grow(&rs->queue, &rs->qcap) != 0)
 		return PHSYNC_ENOMEM;
 	rs->queue[rs->qlen++] = rel;
 	return 0;
@@ -359,8 +368,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 			/* Asked later, a bounded number at a time: one NAME reply can
 			 * name hundreds of thousands of such entries. */
 			if (rs->nstatq == rs->capstatq &&
-			    (rs->capstatq * 2 > MAX_QUEUE_PATHS ||
-			     ph_grow(&rs->statq, &rs->capstatq, sizeof(*rs->statq), 256) != 0)) {
+			    queue_grow(&rs->statq, &rs->capstatq) != 0) {
 				rs->fatal = PHSYNC_ENOMEM;
 				break;
 			}
