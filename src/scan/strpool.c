@@ -9,11 +9,16 @@
  *
  * In 16 parts by the path's folder: the walk and the listing each add a
  * folder's names together, so each thread mostly works in a part of its
- * own (its lock not waited for), in a table a sixteenth of the size, over
- * strings laid down folder by folder in that part's blocks (a lookup's
- * string compare then reads what the one before it read next to). One
- * table and one lock were a fifth of a million-file no-change run's client
- * CPU, a third of that in the kernel putting waiters to sleep. */
+ * own (its lock not waited for). One table and one lock were a fifth of a
+ * million-file no-change run's client CPU, a third of that in the kernel
+ * putting waiters to sleep.
+ *
+ * And a table per folder: with one table a part, 83 % of a lookup's time
+ * was the load of its slot, a cache miss each time in 8 MB of tables
+ * (perf annotate, 1M no-change run, session 38). A folder's table is a
+ * few KiB that stays in cache while its names are added, its strings lie
+ * next to each other in the part's blocks, and the caller's cursor
+ * (struct ph_strcur) finds the folder again with one compare of its path. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +30,28 @@
 #define BLOCK ((size_t)1 << BLOCK_SHIFT)
 #define MAX_BLOCKS (((size_t)1 << (32 - BLOCK_SHIFT)) - 1) /* ref + 1 fits */
 #define MAX_LEN 65535
+#define CHUNK 256
+
+/* A folder: its path, and the paths in it (open addressing: 0 empty, else
+ * reference + 1; hashed by the name after the folder's path). A table of
+ * two slots (a folder of one name) lives in the record itself: a tree of
+ * many one-file folders costs a record a folder, not a record and a table
+ * (150,000 such folders: 10 MB more than one table, session 38). */
+struct ph_strfolder {
+	uint64_t hash;     /* of the folder's path */
+	uint32_t dref;     /* its first path: the folder's path is its first */
+	uint32_t dl;       /* dl bytes (with the last '/') */
+	uint32_t mask, n;
+	union {
+		uint32_t *heap; /* mask > 1 */
+		uint32_t inl[2];
+	} s;
+};
+
+struct ph_strfchunk {
+	struct ph_strfchunk *next;
+	struct ph_strfolder v[CHUNK];
+};
 
 /* (The blocks array is made whole once, never moved: a part reads it
  * without the pool's lock, another may be adding a block.) */
@@ -34,40 +61,10 @@ ref_str(const struct ph_strpool *p, uint32_t ref)
 	return p->blocks[ref >> BLOCK_SHIFT] + (ref & (BLOCK - 1));
 }
 
-static size_t
-slot_of(const struct ph_strshard *sh, const char *s, size_t len)
+static uint32_t *
+slots(struct ph_strfolder *f)
 {
-	return (size_t)XXH3_64bits(s, len) & sh->mask;
-}
-
-/* Doubles a part's table (or makes its first one). Returns 0 or -1. */
-static int
-grow(const struct ph_strpool *p, struct ph_strshard *sh)
-{
-	size_t nslots = sh->slot ? (sh->mask + 1) * 2 : 1024, i;
-	uint32_t *old = sh->slot;
-	size_t omask = sh->mask;
-
-	if (nslots > ((size_t)1 << 30) ||
-	    (sh->slot = calloc(nslots, sizeof(*sh->slot))) == NULL) {
-		sh->slot = old;
-		return -1;
-	}
-	sh->mask = nslots - 1;
-	for (i = 0; old != NULL && i <= omask; i++) {
-		const char *s;
-		size_t k;
-
-		if (old[i] == 0)
-			continue;
-		s = ref_str(p, old[i] - 1);
-		k = slot_of(sh, s, strlen(s));
-		while (sh->slot[k] != 0)
-			k = (k + 1) & sh->mask;
-		sh->slot[k] = old[i];
-	}
-	free(old);
-	return 0;
+	return f->mask > 1 ? f->s.heap : f->s.inl;
 }
 
 /* Room for len bytes in the part's block: their reference, or -1. A new
@@ -101,6 +98,147 @@ take(struct ph_strpool *p, struct ph_strshard *sh, size_t len)
 	return (int64_t)(((size_t)sh->block << BLOCK_SHIFT) | (sh->used - len));
 }
 
+/* len bytes of s, and a NUL, kept in the part: their reference, or -1. */
+static int64_t
+keep(struct ph_strpool *p, struct ph_strshard *sh, const char *s, size_t len)
+{
+	int64_t ref = take(p, sh, len + 1);
+	char *c;
+
+	if (ref < 0)
+		return -1;
+	c = (char *)ref_str(p, (uint32_t)ref);
+	memcpy(c, s, len);
+	c[len] = '\0';
+	return ref;
+}
+
+/* Doubles a folder's table (the first one past its record's). Returns 0
+ * or -1. */
+static int
+names_grow(const struct ph_strpool *p, struct ph_strfolder *f)
+{
+	size_t nslots = ((size_t)f->mask + 1) * 2, i;
+	uint32_t *old = slots(f), *nv, omask = f->mask;
+
+	if (nslots > ((size_t)1 << 30) || (nv = calloc(nslots, sizeof(*nv))) == NULL)
+		return -1;
+	for (i = 0; i <= omask; i++) {
+		const char *name;
+		size_t k;
+
+		if (old[i] == 0)
+			continue;
+		name = ref_str(p, old[i] - 1) + f->dl;
+		k = (size_t)XXH3_64bits(name, strlen(name)) & (nslots - 1);
+		while (nv[k] != 0)
+			k = (k + 1) & (nslots - 1);
+		nv[k] = old[i];
+	}
+	if (omask > 1)
+		free(old);
+	f->s.heap = nv;
+	f->mask = (uint32_t)(nslots - 1);
+	return 0;
+}
+
+/* Doubles a part's table of folders (or makes its first one). Returns 0
+ * or -1. */
+static int
+folders_grow(struct ph_strshard *sh)
+{
+	size_t nslots = sh->ftab ? (sh->fmask + 1) * 2 : 64, i;
+	struct ph_strfolder **old = sh->ftab;
+	size_t omask = sh->fmask;
+
+	if (nslots > ((size_t)1 << 30) || (sh->ftab = calloc(nslots, sizeof(*sh->ftab))) == NULL) {
+		sh->ftab = old;
+		return -1;
+	}
+	sh->fmask = nslots - 1;
+	for (i = 0; old != NULL && i <= omask; i++) {
+		size_t k;
+
+		if (old[i] == NULL)
+			continue;
+		for (k = (size_t)(old[i]->hash >> 8) & sh->fmask; sh->ftab[k] != NULL;
+		     k = (k + 1) & sh->fmask)
+			;
+		sh->ftab[k] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* The path s (len bytes) in its folder f: the pool's copy, made now when
+ * it has none; NULL when out of memory. */
+static const char *
+name_get(struct ph_strpool *p, struct ph_strshard *sh, struct ph_strfolder *f, const char *s,
+         size_t len)
+{
+	const char *name = s + f->dl;
+	size_t nl = len - f->dl, k;
+	uint32_t *v;
+	int64_t ref;
+
+	if ((f->n + 1) * 2 > f->mask + 1 && names_grow(p, f) != 0)
+		return NULL;
+	v = slots(f);
+	for (k = (size_t)XXH3_64bits(name, nl) & f->mask; v[k] != 0; k = (k + 1) & f->mask) {
+		const char *c = ref_str(p, v[k] - 1);
+
+		/* (strlen first: a name the caller has with a NUL in it is never
+		 * one of these, and nothing is read past a kept string's end.) */
+		if (strlen(c + f->dl) == nl && memcmp(c + f->dl, name, nl) == 0)
+			return c;
+	}
+	if ((ref = keep(p, sh, s, len)) < 0)
+		return NULL;
+	v[k] = (uint32_t)ref + 1;
+	f->n++;
+	return ref_str(p, (uint32_t)ref);
+}
+
+/* The part's record of the folder s[0..dl) (h its hash), made now when it
+ * has none (its first path s, len bytes, then kept); NULL when out of
+ * memory. */
+static struct ph_strfolder *
+folder_get(struct ph_strpool *p, struct ph_strshard *sh, uint64_t h, const char *s,
+           size_t len, size_t dl)
+{
+	struct ph_strfolder *f;
+	int64_t ref;
+	size_t k;
+
+	if ((sh->nf + 1) * 2 > sh->fmask + 1 && folders_grow(sh) != 0)
+		return NULL;
+	for (k = (size_t)(h >> 8) & sh->fmask; (f = sh->ftab[k]) != NULL; k = (k + 1) & sh->fmask)
+		if (f->hash == h && f->dl == dl && memcmp(ref_str(p, f->dref), s, dl) == 0)
+			return f;
+	if (sh->chunk == NULL || sh->chunk_used == CHUNK) {
+		struct ph_strfchunk *c = malloc(sizeof(*c));
+
+		if (c == NULL)
+			return NULL;
+		c->next = sh->chunk;
+		sh->chunk = c;
+		sh->chunk_used = 0;
+	}
+	if ((ref = keep(p, sh, s, len)) < 0)
+		return NULL;
+	f = &sh->chunk->v[sh->chunk_used++];
+	memset(f, 0, sizeof(*f));
+	f->hash = h;
+	f->dref = (uint32_t)ref;
+	f->dl = (uint32_t)dl;
+	f->mask = 1;
+	f->n = 1;
+	f->s.inl[(size_t)XXH3_64bits(s + dl, len - dl) & 1] = (uint32_t)ref + 1;
+	sh->ftab[k] = f;
+	sh->nf++;
+	return f;
+}
+
 void
 ph_strpool_init(struct ph_strpool *p)
 {
@@ -122,40 +260,66 @@ ph_strpool_init(struct ph_strpool *p)
 }
 
 const char *
-ph_strpool_get(struct ph_strpool *p, const char *s, size_t len)
+ph_strpool_get(struct ph_strpool *p, struct ph_strcur *cur, const char *s, size_t len)
 {
 	struct ph_strshard *sh;
+	struct ph_strfolder *f;
 	const char *out = NULL;
-	size_t k, dl = len;
-	int64_t ref;
+	size_t dl = len;
 
 	if (len > MAX_LEN)
 		return NULL;
-	/* The part: by the folder's path (s up to its last '/'). */
+	/* The folder: s up to its last '/'. The cursor's when it is the same
+	 * (its path lives as long as the pool; its record is looked at only
+	 * once the part is known not sealed: sealing frees it). */
 	while (dl > 0 && s[dl - 1] != '/')
 		dl--;
-	sh = &p->shard[XXH3_64bits(s, dl) % PH_STRPOOL_SHARDS];
-	pthread_mutex_lock(&sh->mu);
-	if (sh->sealed || ((sh->n + 1) * 2 > sh->mask + 1 && grow(p, sh) != 0))
-		goto out;
-	for (k = slot_of(sh, s, len); sh->slot[k] != 0; k = (k + 1) & sh->mask) {
-		const char *c = ref_str(p, sh->slot[k] - 1);
-
-		if (memcmp(c, s, len) == 0 && c[len] == '\0') {
-			out = c;
+	if (cur != NULL && cur->f != NULL && cur->dl == dl && memcmp(cur->dir, s, dl) == 0) {
+		sh = cur->sh;
+		pthread_mutex_lock(&sh->mu);
+		if (sh->sealed)
 			goto out;
+		f = cur->f;
+	} else {
+		uint64_t h = XXH3_64bits(s, dl);
+
+		sh = &p->shard[h % PH_STRPOOL_SHARDS];
+		pthread_mutex_lock(&sh->mu);
+		if (sh->sealed || (f = folder_get(p, sh, h, s, len, dl)) == NULL)
+			goto out;
+		if (cur != NULL) {
+			cur->sh = sh;
+			cur->f = f;
+			cur->dir = ref_str(p, f->dref);
+			cur->dl = dl;
 		}
 	}
-	if ((ref = take(p, sh, len + 1)) < 0)
-		goto out;
-	sh->slot[k] = (uint32_t)ref + 1;
-	sh->n++;
-	out = ref_str(p, (uint32_t)ref);
-	memcpy((char *)out, s, len);
-	((char *)out)[len] = '\0';
+	out = name_get(p, sh, f, s, len);
 out:
 	pthread_mutex_unlock(&sh->mu);
 	return out;
+}
+
+/* The part's folders and their tables freed (its strings kept). */
+static void
+folders_free(struct ph_strshard *sh)
+{
+	struct ph_strfchunk *c, *next;
+	size_t used = sh->chunk_used, i;
+
+	for (c = sh->chunk; c != NULL; c = next, used = CHUNK) {
+		next = c->next;
+		for (i = 0; i < used; i++)
+			if (c->v[i].mask > 1)
+				free(c->v[i].s.heap);
+		free(c);
+	}
+	free(sh->ftab);
+	sh->chunk = NULL;
+	sh->chunk_used = 0;
+	sh->ftab = NULL;
+	sh->fmask = 0;
+	sh->nf = 0;
 }
 
 void
@@ -167,10 +331,7 @@ ph_strpool_seal(struct ph_strpool *p)
 		struct ph_strshard *sh = &p->shard[i];
 
 		pthread_mutex_lock(&sh->mu);
-		free(sh->slot);
-		sh->slot = NULL;
-		sh->mask = 0;
-		sh->n = 0;
+		folders_free(sh);
 		sh->sealed = 1;
 		pthread_mutex_unlock(&sh->mu);
 	}
@@ -185,7 +346,7 @@ ph_strpool_free(struct ph_strpool *p)
 		free(p->blocks[i]);
 	free(p->blocks);
 	for (i = 0; i < PH_STRPOOL_SHARDS; i++) {
-		free(p->shard[i].slot);
+		folders_free(&p->shard[i]);
 		pthread_mutex_destroy(&p->shard[i].mu);
 	}
 	pthread_mutex_destroy(&p->mu);

@@ -8,13 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One of the pool's parts: the paths of the folders whose path hashes to
- * it, their own lookup table and lock, their strings in their own blocks. */
+struct ph_strfolder;
+struct ph_strfchunk;
+
+/* One of the pool's parts: the folders whose path hashes to it, each with
+ * its own table of the paths in it, under the part's lock, their strings in
+ * the part's own blocks. */
 struct ph_strshard {
 	pthread_mutex_t mu;
-	uint32_t *slot;    /* open addressing: 0 empty, else reference + 1 */
-	size_t mask;       /* slots - 1 */
-	size_t n;          /* strings in the table */
+	struct ph_strfolder **ftab; /* open addressing by the folder's path */
+	size_t fmask;      /* ftab's slots - 1 */
+	size_t nf;         /* folders in ftab */
+	struct ph_strfchunk *chunk; /* its folders' records, 256 a chunk */
+	size_t chunk_used; /* records used in the newest chunk */
 	uint32_t block;    /* the block it fills (a global number), */
 	size_t used;       /* ... and the bytes used in it (0 with none yet) */
 	int has_block;
@@ -31,16 +37,24 @@ struct ph_strpool {
 	pthread_mutex_t mu; /* the blocks array */
 	char **blocks;     /* 256 KiB each: a string's reference is its
 	                      block number and offset in 32 bits */
-	size_t nblocks, capblocks;
+	size_t nblocks;
 	struct ph_strshard shard[PH_STRPOOL_SHARDS];
 };
 
+/* One caller's place in the pool (a tree's: one thread fills it): the
+ * folder its last path was in. Zeroed, it has none. */
+struct ph_strcur {
+	struct ph_strshard *sh;
+	struct ph_strfolder *f;
+	const char *dir;   /* that folder's path (the pool's copy) */
+	size_t dl;         /* its length, with the last '/' */
+};
+
 void ph_strpool_init(struct ph_strpool *p);
-/* The pooled copy of s (len bytes, no NUL among them), added when new.
- * NULL when the pool cannot take it (full, out of memory, sealed, too
- * long): the caller then keeps a copy of its own. */
-const char *ph_strpool_get(struct ph_strpool *p, const char *s, size_t len);
-/* Drops the lookup table; the strings stay. */
+/* The pool's copy of s (len bytes), made now when it has none; NULL when
+ * sealed or out of memory. cur, or NULL: the caller's place, kept up. */
+const char *ph_strpool_get(struct ph_strpool *p, struct ph_strcur *cur, const char *s,
+                           size_t len);
 void ph_strpool_seal(struct ph_strpool *p);
 void ph_strpool_free(struct ph_strpool *p);
 

@@ -76,7 +76,7 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 	 * two scans' threads taking turns at its lock) were a fifth of a
 	 * 50,000-file no-change run's CPU. */
 	if (t->pool == NULL || t->n < PH_POOL_FROM ||
-	    (s = (char *)ph_strpool_get(t->pool, path, pathlen)) == NULL) {
+	    (s = (char *)ph_strpool_get(t->pool, &t->pcur, path, pathlen)) == NULL) {
 		if ((s = strings_take(t, pathlen + 1)) == NULL)
 			return PHSYNC_ENOMEM;
 		memcpy(s, path, pathlen);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "escape.h"
+#include "strpool.h"
 
 enum ph_type { PH_T_FILE = 1, PH_T_DIR, PH_T_LINK, PH_T_OTHER };
 
@@ -82,8 +83,6 @@ ph_entry_dpath(const struct ph_entry *e)
 	return p + 1;
 }
 
-struct ph_strpool;
-
 /* Entries a tree holds before its paths go to its pool (tree.c). */
 #define PH_POOL_FROM 65536
 
@@ -97,6 +96,7 @@ struct ph_tree {
 	struct ph_strpool *pool; /* when set, ph_tree_add keeps paths there,
 	                            once for this tree and its twin (strpool.h),
 	                            from its PH_POOL_FROM-th entry on */
+	struct ph_strcur pcur;  /* ... and its place there */
 	/* With count_winnames set (the remote scan sets it), ph_tree_add
 	 * counts in nwinbad the entries whose own (last) name Windows cannot
 	 * hold (winname.h). A listed entry's folders are entries too, so
