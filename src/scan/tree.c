@@ -132,6 +132,8 @@ ph_path_cmp(const char *a, const char *b)
 {
 	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
 
+	if (a == b) /* one string: two trees' entries sharing the pool's copy */
+		return 0;
 	while (*x && *x == *y) {
 		x++;
 		y++;
