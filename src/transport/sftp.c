@@ -468,13 +468,14 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 
 	/* Keep the bytes near the front, so the memory this buffer touches
 	 * stays about two reads' worth unless a packet really is larger. */
-	if (s->inoff > 0 && (s->inoff >= READ_CHUNK || s->incap - s->inoff - s->inlen < READ_CHUNK)) {
+	if (s->inoff > 0 &&
+	    (s->inoff >= READ_CHUNK || s->incap - s->inoff - s->inlen < PH_CHAN_READ_ROOM)) {
 		memmove(s->in, s->in + s->inoff, s->inlen);
 		s->inoff = 0;
 	}
 	room = s->incap - s->inoff - s->inlen;
-	if (room > READ_CHUNK)
-		room = READ_CHUNK;
+	if (room > PH_CHAN_READ_ROOM)
+		room = PH_CHAN_READ_ROOM;
 	*got = 0;
 	rc = s->chan.read(s->chan.arg, s->in + s->inoff + s->inlen, room, timeout_ms, got);
 	if (rc != 0)
@@ -685,7 +686,7 @@ ph_sftp_new_helper(phsync_ctx *ctx, const struct ph_chan *chan, unsigned offer,
 	s->ctx = ctx;
 	s->chan = *chan;
 	s->out.max = 64u << 20;
-	s->incap = PH_SFTP_MAX_PACKET + 4 + READ_CHUNK;
+	s->incap = PH_SFTP_MAX_PACKET + 4 + PH_CHAN_READ_ROOM;
 	s->in = malloc(s->incap);
 	s->slots = calloc(SLOTS, sizeof(*s->slots));
 	s->max_read = s->max_write = DEFAULT_IO;

@@ -19,6 +19,9 @@ struct ph_sftp;
  * 0 or a negative PHSYNC_E* (PHSYNC_ECONNECT when the peer is gone). */
 struct ph_chan {
 	int (*write)(void *arg, const void *p, size_t n);
+	/* (Given room for PH_CHAN_READ_ROOM bytes, as the client gives it
+	 * whenever its buffer has that much free: ssh.c asks for that much
+	 * now and then, which keeps libssh's receive window open.) */
 	int (*read)(void *arg, void *p, size_t n, int timeout_ms, size_t *got);
 	void *arg;
 	int silence_ms;   /* give up on a server silent this long (0: 60 s) */
@@ -40,6 +43,7 @@ enum {
 };
 
 #define PH_SFTP_MAX_PACKET (4u << 20) /* largest packet we accept */
+#define PH_CHAN_READ_ROOM (4u << 20)  /* see struct ph_chan's read */
 
 struct ph_sftp_reply {
 	uint8_t type;          /* PH_FXP_*, or 0 when the request died with the link */

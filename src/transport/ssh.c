@@ -40,6 +40,18 @@
 #define PACE_CHUNK (256u * 1024)
 #define PACE_UNSENT (128 * 1024)
 
+/* The receive window. libssh 0.10 grants the server 1.28 MB and tops it
+ * up only once it is under half that: through a 10 ms round trip a pull
+ * ran at 72 MB/s with the phone idle (the weak row: 0.36 GB in 5.0 s, the
+ * server never throttled by its quota). A blocking read that asks for
+ * more than libssh holds plus the window grows the window to that much
+ * (ssh_channel_read_timeout), so once every RECV_WINDOW / 2 bytes taken a
+ * read asks for RECV_WINDOW: one WINDOW_ADJUST a 2 MiB (asking that much
+ * every read sent one a read, 5 times as many). Other reads ask for at
+ * most READ_ASK. */
+#define RECV_WINDOW PH_CHAN_READ_ROOM
+#define READ_ASK (1u << 20)
+
 struct ph_ssh {
 	phsync_ctx *ctx;
 	ssh_session sess;
@@ -54,6 +66,8 @@ struct ph_ssh {
 	                            its standard error (terminated) */
 	size_t errlen;
 	int started;             /* chan runs a command or subsystem */
+	uint64_t taken;          /* bytes read since a read last asked for
+	                            RECV_WINDOW */
 };
 
 static uint64_t
@@ -654,14 +668,23 @@ static int
 chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 {
 	struct ph_ssh *ssh = arg;
-	uint32_t k = n > (1u << 30) ? (1u << 30) : (uint32_t)n;
+	uint32_t k = n > (1u << 30) ? (1u << 30) : (uint32_t)n, ask = k;
 	int r;
 
 	*got = 0;
-	if (timeout_ms == 0)
+	if (timeout_ms == 0) {
 		r = ssh_channel_read_nonblocking(ssh->chan, p, k, 0);
-	else
-		r = ssh_channel_read_timeout(ssh->chan, p, k, 0, timeout_ms);
+	} else {
+		if (ask > READ_ASK)
+			ask = READ_ASK;
+		if (k >= RECV_WINDOW && ssh->taken >= RECV_WINDOW / 2) {
+			ask = RECV_WINDOW;
+			ssh->taken = 0;
+		}
+		r = ssh_channel_read_timeout(ssh->chan, p, ask, 0, timeout_ms);
+	}
+	if (r > 0)
+		ssh->taken += (uint64_t)r;
 	/* Every negative return is the end of the link: SSH_ERROR, and SSH_EOF
 	 * (-127) when the server closed its side mid-reply. Passing one on as a
 	 * byte count once wrapped the receive buffer's length (issue 6). Only
@@ -761,6 +784,7 @@ new_channel(struct ph_ssh *ssh, struct ph_chan *chan)
 	ssh->errlen = 0;
 	ssh->errtext[0] = '\0';
 	ssh->started = 0;
+	ssh->taken = RECV_WINDOW; /* its first blocking read opens the window */
 	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
 	    ssh_channel_open_session(ssh->chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
