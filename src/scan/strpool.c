@@ -36,7 +36,8 @@
  * reference + 1; hashed by the name after the folder's path). A table of
  * two slots (a folder of one name) lives in the record itself: a tree of
  * many one-file folders costs a record a folder, not a record and a table
- * (150,000 such folders: 10 MB more than one table, session 38). */
+ * (150,000 such folders: 10 MB more than one table a part with a table a
+ * folder, 5 MB with the two slots inside; session 38). */
 struct ph_strfolder {
 	uint64_t hash;     /* of the folder's path */
 	uint32_t dref;     /* its first path: the folder's path is its first */
