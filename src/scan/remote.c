@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: ISC */
 /* Pipelined listing of the remote tree: many folders are read at once so
- * a tree of thousands of folders does not pay one round trip each. */
+ * a tree of thousands of folders does not pay one round trip each; the
+ * entries go to the tree in its order as they come (rorder.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,12 @@
 #include "buf.h"
 #include "ctx.h"
 #include "remote.h"
+#include "rorder.h"
 #include "str.h"
 #include "tempname.h"
 
 #define MAX_LISTERS 32
-#define MAX_QUEUE_PATHS (1u << 22)
+#define MAX_QUEUE_PATHS (1u << 22)   /* entries waiting for their LSTAT */
 /* A server whose tree loops (a folder listing itself, a bind mount of a
  * parent) would be listed forever: these caps end it with a clear error. */
 #define MAX_DEPTH 256
@@ -26,15 +28,16 @@ struct rscan;
 
 struct lister {
 	struct rscan *rs;
-	char *rel;
+	struct ph_rfolder *f; /* held while listed */
 	struct ph_sftp_handle h;
 };
 
 /* An entry whose type, size or time the listing did not give: asked
- * with LSTAT. */
+ * with LSTAT, its folder held meanwhile. */
 struct pending_stat {
 	struct rscan *rs;
 	char *rel;
+	struct ph_rfolder *f;
 };
 
 /* An aside copy of a replaced file a dead run left (see tempname.h):
@@ -48,40 +51,31 @@ struct aside {
 struct rscan {
 	const struct ph_rscan *in;
 	struct ph_tree *t;
+	struct ph_rorder *ord; /* t, in order as the folders come */
+	size_t nentries;
 	int remove_temps;
-	char **queue;      /* folders still to list (relative paths) */
-	size_t qhead, qlen, qcap;
 	size_t active;     /* listers and stats in flight */
 	int fatal;         /* a failure that stops the run */
 	struct ph_temp_owner self;
 	int64_t now;
 	struct aside *asides;
 	size_t nasides, capasides;
-	char **statq;      /* entries to LSTAT (their listing lacked attributes) */
+	struct pending_stat *statq; /* entries to LSTAT (their listing lacked
+	                               attributes) */
 	size_t nstatq, capstatq;
 	uint64_t path_bytes; /* bytes of paths listed (a memory cap) */
 	char rel[MAX_PATH + 1]; /* the entry at hand's path: built here, copied
 	                           only for a folder to list or an entry to stat */
 };
 
-/* Doubles a queue of paths (the folders to list, the entries to stat)
- * unless that would take it past MAX_QUEUE_PATHS. Returns 0 or
- * PHSYNC_ENOMEM. */
+/* Doubles the queue of entries to stat unless that would take it past
+ * MAX_QUEUE_PATHS. Returns 0 or PHSYNC_ENOMEM. */
 static int
-queue_grow(char ***q, size_t *cap)
+statq_grow(struct rscan *rs)
 {
-	if (*cap * 2 > MAX_QUEUE_PATHS)
+	if (rs->capstatq * 2 > MAX_QUEUE_PATHS)
 		return PHSYNC_ENOMEM;
-	return ph_grow(q, cap, sizeof(**q), 256);
-}
-
-static int
-enqueue(struct rscan *rs, char *rel)
-{
-	if (rs->qlen == rs->qcap && queue_grow(&rs->queue, &rs->qcap) != 0)
-		return PHSYNC_ENOMEM;
-	rs->queue[rs->qlen++] = rel;
-	return 0;
+	return ph_grow(&rs->statq, &rs->capstatq, sizeof(*rs->statq), 256);
 }
 
 static void
@@ -141,19 +135,19 @@ depth_of(const char *rel)
 	return d;
 }
 
-/* Adds a listed entry to the tree (and a folder to the queue): rel (len
- * bytes) is borrowed; a folder's is copied for the queue. */
+/* Adds a listed entry of folder f to the tree (a folder to list too): rel
+ * (len bytes) is borrowed. */
 static void
-add_entry(struct rscan *rs, const char *rel, size_t len, const struct ph_sftp_attrs *a)
+add_entry(struct rscan *rs, struct ph_rfolder *f, const char *rel, size_t len,
+          const struct ph_sftp_attrs *a)
 {
 	struct ph_entry e = { 0 };
-	char *q;
 
 	e.type = type_of(a->perm);
 	if (!ph_filter_match(rs->in->filter, rel, e.type == PH_T_DIR))
 		return;
 	rs->path_bytes += len + 1;
-	if (rs->t->n >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
+	if (rs->nentries >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_ENOMEM,
 		                   "the remote tree has more than %u entries or 2 GiB of "
 		                   "names; stopped (does the server's tree loop back on "
@@ -170,18 +164,22 @@ add_entry(struct rscan *rs, const char *rel, size_t len, const struct ph_sftp_at
 	e.size = (a->flags & PH_ATTR_SIZE) && e.type == PH_T_FILE ? a->size : 0;
 	e.mtime = (a->flags & PH_ATTR_ACMODTIME) ? a->mtime : 0;
 	e.mode = a->perm & 07777;
-	if (ph_tree_add(rs->t, rel, len, &e) != 0) {
+	/* A single-file run lists one folder: what has its name is never
+	 * walked (a folder there is the destination's, left alone). */
+	if (ph_rorder_add(rs->ord, f, rel, len, &e,
+	                  e.type == PH_T_DIR && rs->in->filter->only == NULL) != 0) {
 		rs->fatal = PHSYNC_ENOMEM;
 		return;
 	}
-	/* A single-file run lists one folder: what has its name is never
-	 * walked (a folder there is the destination's, left alone). */
-	if (e.type == PH_T_DIR && rs->in->filter->only == NULL) {
-		if ((q = ph_strndup(rel, len)) == NULL || enqueue(rs, q) != 0) {
-			rs->fatal = PHSYNC_ENOMEM;
-			free(q);
-		}
-	}
+	rs->nentries++;
+}
+
+/* Folder f waits for one thing less (see rorder.h). */
+static void
+release(struct rscan *rs, struct ph_rfolder *f)
+{
+	if (ph_rorder_release(rs->ord, f) != 0 && !rs->fatal)
+		rs->fatal = PHSYNC_ENOMEM;
 }
 
 static void
@@ -193,10 +191,11 @@ stat_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	(void)s;
 	rs->active--;
 	if (r->type == PH_FXP_ATTRS && (r->attrs.flags & PH_ATTR_PERMISSIONS))
-		add_entry(rs, ps->rel, strlen(ps->rel), &r->attrs);
+		add_entry(rs, ps->f, ps->rel, strlen(ps->rel), &r->attrs);
 	else if (r->type != 0)
 		fail(rs, ps->rel, r->err ? r->err : PHSYNC_EPROTO,
 		     "the server gave no file type for this entry");
+	release(rs, ps->f);
 	free(ps->rel);
 	free(ps);
 }
@@ -297,6 +296,7 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	uint32_t nl;
 	struct ph_sftp_attrs a;
 	struct ph_temp_info ti;
+	const char *dir;
 	size_t dl;
 	int k;
 
@@ -306,7 +306,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 	}
 	if (r->type == PH_FXP_STATUS) {
 		if (r->status != PH_FX_EOF)
-			fail(rs, l->rel, r->err ? r->err : PHSYNC_EPROTO, "cannot list this folder");
+			fail(rs, ph_rorder_rel(l->f), r->err ? r->err : PHSYNC_EPROTO,
+			     "cannot list this folder");
 		ph_sftp_close(s, &l->h, NULL, NULL);
 		lister_done(l);
 		return;
@@ -317,7 +318,8 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		lister_done(l);
 		return;
 	}
-	dl = strlen(l->rel);
+	dir = ph_rorder_rel(l->f);
+	dl = strlen(dir);
 	ph_sftp_names_init(&it, r);
 	while ((k = ph_sftp_names_next(&it, &name, &nl, &a)) == 1) {
 		char *rel = rs->rel;
@@ -328,16 +330,16 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (!ph_filter_only_name(rs->in->filter, (const char *)name, nl))
 			continue;
 		if (!ph_name_safe(name, nl)) {
-			if (refuse_unsafe(rs, l->rel, name, nl) != 0)
+			if (refuse_unsafe(rs, dir, name, nl) != 0)
 				break;
 			continue;
 		}
 		if (dl + 1 + nl > MAX_PATH) {
-			fail(rs, l->rel, PHSYNC_EUNSAFE, "a name in this folder makes a path "
+			fail(rs, dir, PHSYNC_EUNSAFE, "a name in this folder makes a path "
 			     "longer than 4095 bytes; left out");
 			continue;
 		}
-		memcpy(rel, l->rel, dl);
+		memcpy(rel, dir, dl);
 		len = dl + (dl > 0);
 		if (dl > 0)
 			rel[dl] = '/';
@@ -367,19 +369,19 @@ readdir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		     (PH_ATTR_SIZE | PH_ATTR_ACMODTIME))) {
 			/* Asked later, a bounded number at a time: one NAME reply can
 			 * name hundreds of thousands of such entries. */
-			if (rs->nstatq == rs->capstatq &&
-			    queue_grow(&rs->statq, &rs->capstatq) != 0) {
+			if (rs->nstatq == rs->capstatq && statq_grow(rs) != 0) {
 				rs->fatal = PHSYNC_ENOMEM;
 				break;
 			}
-			if ((rs->statq[rs->nstatq] = ph_strndup(rel, len)) == NULL) {
+			if ((rs->statq[rs->nstatq].rel = ph_strndup(rel, len)) == NULL) {
 				rs->fatal = PHSYNC_ENOMEM;
 				break;
 			}
-			rs->nstatq++;
+			rs->statq[rs->nstatq++].f = l->f;
+			ph_rorder_hold(l->f);
 			continue;
 		}
-		add_entry(rs, rel, len, &a);
+		add_entry(rs, l->f, rel, len, &a);
 	}
 	if (k < 0) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_EPROTO,
@@ -404,12 +406,13 @@ opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 		if (ph_sftp_readdir(s, &l->h, readdir_cb, l) == 0)
 			return;
 	} else if (r->type != 0) {
-		if (l->rel[0] == '\0')
+		if (ph_rorder_rel(l->f)[0] == '\0')
 			rs->fatal = ph_err(rs->in->ctx, r->err ? r->err : PHSYNC_EPROTO,
 			                   "cannot list the remote folder: %s",
 			                   r->msg[0] ? r->msg : phsync_strerror(r->err));
 		else
-			fail(rs, l->rel, r->err ? r->err : PHSYNC_EPROTO, "cannot open this folder");
+			fail(rs, ph_rorder_rel(l->f), r->err ? r->err : PHSYNC_EPROTO,
+			     "cannot open this folder");
 	}
 	lister_done(l);
 }
@@ -417,17 +420,20 @@ opendir_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
 static void
 lister_done(struct lister *l)
 {
-	l->rs->active--;
-	free(l->rel);
+	struct rscan *rs = l->rs;
+
+	rs->active--;
+	release(rs, l->f);
 	free(l);
 }
 
-/* Sends the LSTAT of rel (owned; freed on failure). */
+/* Sends the LSTAT of q->rel (owned; freed on failure, its folder then left
+ * held: the scan ends). */
 static int
-start_stat(struct rscan *rs, char *rel)
+start_stat(struct rscan *rs, const struct pending_stat *q)
 {
 	struct pending_stat *ps = malloc(sizeof(*ps));
-	char *full = rpath(rs, rel);
+	char *full = rpath(rs, q->rel);
 	int rc = PHSYNC_ENOMEM;
 
 	if (ps != NULL && full != NULL)
@@ -435,37 +441,37 @@ start_stat(struct rscan *rs, char *rel)
 	free(full);
 	if (rc != 0) {
 		free(ps);
-		free(rel);
+		free(q->rel);
 		return rc;
 	}
+	*ps = *q;
 	ps->rs = rs;
-	ps->rel = rel;
 	rs->active++;
 	return 0;
 }
 
+/* Opens folder f for listing, held until its listing ends. */
 static int
-start_lister(struct rscan *rs, char *rel)
+start_lister(struct rscan *rs, struct ph_rfolder *f)
 {
 	struct lister *l = calloc(1, sizeof(*l));
-	char *full = rpath(rs, rel);
+	char *full = rpath(rs, ph_rorder_rel(f));
 	int rc;
 
 	if (l == NULL || full == NULL) {
 		free(l);
 		free(full);
-		free(rel);
 		return PHSYNC_ENOMEM;
 	}
 	l->rs = rs;
-	l->rel = rel;
+	l->f = f;
 	rc = ph_sftp_opendir(rs->in->sftp, full, opendir_cb, l);
 	free(full);
 	if (rc != 0) {
-		free(l->rel);
 		free(l);
 		return rc;
 	}
+	ph_rorder_hold(f);
 	rs->active++;
 	return 0;
 }
@@ -533,9 +539,9 @@ int
 ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 {
 	struct rscan rs;
-	char *root = strdup("");
+	struct ph_rfolder *f;
 	size_t i;
-	int rc = 0;
+	int rc = 0, rc2;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
@@ -546,17 +552,14 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	rs.remove_temps = in->remove_temps;
 	ph_temp_owner_self(&rs.self);
 	rs.now = (int64_t)time(NULL);
-	if (root == NULL || enqueue(&rs, root) != 0) {
-		free(root);
+	if ((rs.ord = ph_rorder_new(t)) == NULL)
 		return PHSYNC_ENOMEM;
-	}
-	while (rc == 0 && !rs.fatal && (rs.qhead < rs.qlen || rs.active > 0 || rs.nstatq > 0)) {
-		while (rs.qhead < rs.qlen && rs.active < MAX_LISTERS && rc == 0) {
-			rc = start_lister(&rs, rs.queue[rs.qhead]);
-			rs.queue[rs.qhead++] = NULL;
-		}
+	while (rc == 0 && !rs.fatal &&
+	       (ph_rorder_waiting(rs.ord) > 0 || rs.active > 0 || rs.nstatq > 0)) {
+		while (rc == 0 && rs.active < MAX_LISTERS && (f = ph_rorder_next(rs.ord)) != NULL)
+			rc = start_lister(&rs, f);
 		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(in->sftp) < MAX_STATS)
-			rc = start_stat(&rs, rs.statq[--rs.nstatq]);
+			rc = start_stat(&rs, &rs.statq[--rs.nstatq]);
 		if (rc == 0)
 			rc = ph_sftp_pump(in->sftp, 250);
 		if (rc == 0 && in->ctx->interrupted)
@@ -564,22 +567,21 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	}
 	if (rc == 0)
 		rc = rs.fatal;
-	if (rc == 0 && !in->dry_run)
-		rc = resolve_asides(&rs);
 	/* Leaving early: give up on what is in flight now, while rs lives, so
 	 * no callback outlives it (the run ends; the link is not reused). */
 	if (rs.active > 0)
 		ph_sftp_abort(in->sftp, rc ? rc : PHSYNC_EINTR);
-	while (rs.qhead < rs.qlen)
-		free(rs.queue[rs.qhead++]);
-	free(rs.queue);
+	if ((rc2 = ph_rorder_end(rs.ord)) != 0 && rc == 0)
+		rc = rc2;
+	if (rc == 0 && !in->dry_run)
+		rc = resolve_asides(&rs);
 	for (i = 0; i < rs.nasides; i++) {
 		free(rs.asides[i].rel);
 		free(rs.asides[i].final);
 	}
 	free(rs.asides);
 	while (rs.nstatq > 0)
-		free(rs.statq[--rs.nstatq]);
+		free(rs.statq[--rs.nstatq].rel);
 	free(rs.statq);
 	return rc;
 }

@@ -29,8 +29,9 @@ struct ph_rscan {
 	void *arg;
 };
 
-/* Lists the remote tree under in->rroot into t, pipelined (unsorted but
- * for the aside copies' check). Unsafe names are refused and reported.
+/* Lists the remote tree under in->rroot into t, pipelined, in subtree
+ * order as it comes (rorder.h; an aside copy put back at the end is
+ * appended: ph_tree_sort after it). Unsafe names are refused and reported.
  * Returns 0 (failures of single entries or folders reported and counted)
  * or a PHSYNC_E* that ends the scan, with the message in in->ctx. */
 int ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t);

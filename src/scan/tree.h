@@ -97,6 +97,7 @@ struct ph_tree {
 	                            once for this tree and its twin (strpool.h),
 	                            from its PH_POOL_FROM-th entry on */
 	struct ph_strcur pcur;  /* ... and its place there */
+	size_t nkept;    /* paths kept (ph_tree_keep), placed or not yet */
 	/* With count_winnames set (the remote scan sets it), ph_tree_add
 	 * counts in nwinbad the entries whose own (last) name Windows cannot
 	 * hold (winname.h). A listed entry's folders are entries too, so
@@ -122,6 +123,13 @@ uint64_t ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns);
  * key is then shared and never written to). Returns 0 or PHSYNC_ENOMEM. */
 int ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen,
                 const struct ph_entry *e);
+/* ph_tree_add in two steps, for an entry placed later than it is known
+ * (the remote listing puts its entries in order, rorder.h): the path kept
+ * as ph_tree_add keeps it (*kept, valid while the tree lives; its name
+ * counted in nwinbad), then the entry appended, its path one kept so and
+ * its flags cleared. Each returns 0 or PHSYNC_ENOMEM. */
+int ph_tree_keep(struct ph_tree *t, const char *path, size_t pathlen, char **kept);
+int ph_tree_push(struct ph_tree *t, const struct ph_entry *e);
 /* Gives entry i new names (key, raw and dpath, each NULL when it is the
  * one before it: raw the key, dpath raw), copied into the string block; the
  * old ones are left unused. Returns 0 or PHSYNC_ENOMEM. */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: ISC */
 /* Putting a tree in subtree order (tree.h): ph_tree_sort.
  *
- * A local walk adds its entries in order (local.c), so its tree is only
- * checked. The remote listing adds them as the server's replies come, many
- * folders at once, so every folder's names arrive together but the folders
- * interleave. Sorting that with whole-path comparisons walks the shared
+ * A local walk adds its entries in order (local.c), and so does the remote
+ * listing (rorder.c), so their trees are only checked. A tree out of order
+ * (an aside copy put back after the listing, a server naming one folder
+ * twice) usually has each folder's names together but the folders
+ * interleaved. Sorting that with whole-path comparisons walks the shared
  * folder prefix of every pair, through pointers spread over the string pool:
  * at 100,000 entries 45 ms of the serial steps after the listing
  * (docs/PERFORMANCE.md section 7, "The small and million rows on a quiet
