@@ -13,12 +13,12 @@
  * its entries that is a folder pushes that folder, whose entries come
  * next. A folder not yet whole stops the walk until it is.
  *
- * Listing depth first in name order keeps few folders waiting whole for
- * their turn: a folder's subfolders are queued only when it is whole
- * (sorted), the first on top. The cost is one round trip on a folder
- * whose listing spans several replies (its subfolders wait for its last
- * reply); a folder of a million names waits whole, 32 bytes a name,
- * before it is placed. */
+ * The folders are listed in the tree's order, first the first waiting (a
+ * heap by path): the walk needs them in that order, so few whole folders
+ * wait for their turn, and a subfolder is listed as soon as its name comes
+ * (a folder whose listing takes many replies does not hold its subfolders
+ * back). A folder of a million names waits whole, 32 bytes a name, before
+ * it is placed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +47,7 @@ struct ph_rfolder {
 struct ph_rorder {
 	struct ph_tree *t;
 	struct ph_rfolder *all;
-	struct ph_rfolder **list;   /* to list; the next on top */
+	struct ph_rfolder **list;   /* to list: a heap, the first path at 0 */
 	size_t nlist, caplist;
 	struct ph_rfolder **place;  /* being placed; the innermost on top */
 	size_t nplace, capplace;
@@ -102,14 +102,58 @@ ph_rorder_new(struct ph_tree *t)
 	return o;
 }
 
+static int
+list_before(const struct ph_rorder *o, size_t a, size_t b)
+{
+	return ph_path_cmp(o->list[a]->rel, o->list[b]->rel) < 0;
+}
+
+static void
+list_swap(struct ph_rorder *o, size_t a, size_t b)
+{
+	struct ph_rfolder *x = o->list[a];
+
+	o->list[a] = o->list[b];
+	o->list[b] = x;
+}
+
+/* Queues f to be listed. 0 or PHSYNC_ENOMEM. */
+static int
+list_push(struct ph_rorder *o, struct ph_rfolder *f)
+{
+	size_t i;
+
+	if (o->nlist == o->caplist && ph_grow(&o->list, &o->caplist, sizeof(*o->list), 64) != 0)
+		return PHSYNC_ENOMEM;
+	i = o->nlist++;
+	o->list[i] = f;
+	for (; i > 0 && list_before(o, i, (i - 1) / 2); i = (i - 1) / 2)
+		list_swap(o, i, (i - 1) / 2);
+	return 0;
+}
+
 struct ph_rfolder *
 ph_rorder_next(struct ph_rorder *o)
 {
 	struct ph_rfolder *f;
+	size_t i = 0;
 
 	if (o->nlist == 0)
 		return NULL;
-	f = o->list[--o->nlist];
+	f = o->list[0];
+	o->list[0] = o->list[--o->nlist];
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < o->nlist && list_before(o, l, m))
+			m = l;
+		if (l + 1 < o->nlist && list_before(o, l + 1, m))
+			m = l + 1;
+		if (m == i)
+			break;
+		list_swap(o, i, m);
+		i = m;
+	}
 	f->state = F_LISTING;
 	return f;
 }
@@ -141,7 +185,7 @@ ph_rorder_add(struct ph_rorder *o, struct ph_rfolder *f, const char *path, size_
 	h->e = *e;
 	h->e.path = kept;
 	h->child = NULL;
-	if (list && (h->child = folder_new(o, kept)) == NULL)
+	if (list && ((h->child = folder_new(o, kept)) == NULL || list_push(o, h->child) != 0))
 		return PHSYNC_ENOMEM;
 	f->n++;
 	return 0;
@@ -194,8 +238,6 @@ place(struct ph_rorder *o)
 int
 ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 {
-	size_t i;
-
 	if (f->holds > 0)
 		f->holds--;
 	if (f->holds > 0 || f->state != F_LISTING)
@@ -203,15 +245,6 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 	f->state = F_WHOLE;
 	if (f->n > 1)
 		qsort(f->v, f->n, sizeof(*f->v), held_cmp);
-	/* Its subfolders to list, the first on top. */
-	for (i = f->n; i > 0; i--) {
-		if (f->v[i - 1].child == NULL)
-			continue;
-		if (o->nlist == o->caplist &&
-		    ph_grow(&o->list, &o->caplist, sizeof(*o->list), 64) != 0)
-			return PHSYNC_ENOMEM;
-		o->list[o->nlist++] = f->v[i - 1].child;
-	}
 	return place(o);
 }
 

@@ -3,9 +3,9 @@
  * that no sort of the whole tree waits after it: each folder's entries are
  * held until the folder is whole (its listing and its entries' LSTATs
  * done), then sorted by name and placed in the tree as soon as everything
- * before them is. Folders are listed depth first, each folder's subfolders
- * in name order once the folder is whole, so what the tree needs next is
- * what is being listed and few folders wait. Internal. */
+ * before them is. Folders are listed in the tree's order (the first
+ * waiting first, each as soon as its name comes), so what the tree needs
+ * next is what is being listed and few folders wait. Internal. */
 #ifndef PH_RORDER_H
 #define PH_RORDER_H
 
@@ -19,8 +19,8 @@ struct ph_rfolder;
 /* A listing into t (empty), its root folder ("") waiting to be listed.
  * NULL: no memory. */
 struct ph_rorder *ph_rorder_new(struct ph_tree *t);
-/* The next folder to list (the caller holds it while it lists), or NULL:
- * none waits now. */
+/* The next folder to list, the first in the tree's order of those waiting
+ * (the caller holds it while it lists), or NULL: none waits now. */
 struct ph_rfolder *ph_rorder_next(struct ph_rorder *o);
 /* Folders waiting to be listed. */
 size_t ph_rorder_waiting(const struct ph_rorder *o);

@@ -301,8 +301,8 @@ test_depth_first_listing(void **state)
 			;
 		assert_int_equal(ph_rorder_end(s.o), 0);
 		check_complete(&s);
-		/* One folder at a time (and no LSTAT holding one back): listed in
-		 * the tree's own order. */
+		/* One folder at a time: listed in the tree's own order (when no
+		 * folder is known only from an LSTAT answered later). */
 		assert_string_equal(s.listed[0], "");
 		for (int i = 0; i < m.n; i++)
 			nd += m.v[i].dir;
