@@ -432,6 +432,10 @@ def row_files(t, cfg, name, src, want, fresh_reps, nochange_reps):
                   dst=d(tool), xdg=x(tool), server_pid=t.srv.proc.pid, warm=src)
             if tool in ("phsync-nofsync", "sftp"):  # not re-pulled: no room kept for it
                 bs.rm_tree(d(tool))
+    # The fresh copies on disk before any no-change run is timed: rsync's (never fsynced) is
+    # likely still being written back during the first no-change run after it (phsync's, in
+    # rotation order: 6.40 s against 4.4-5.6 s in the other reps, 2026-11-27)
+    subprocess.run(["sync"])
     for tool in nc_tools:  # all warm
         if os.path.isdir(d(tool)):
             bs.stat_tree_fast(d(tool))
