@@ -52,7 +52,6 @@ struct rscan {
 	const struct ph_rscan *in;
 	struct ph_tree *t;
 	struct ph_rorder *ord; /* t, in order as the folders come */
-	size_t nentries;
 	int remove_temps;
 	size_t active;     /* listers and stats in flight */
 	int fatal;         /* a failure that stops the run */
@@ -147,7 +146,8 @@ add_entry(struct rscan *rs, struct ph_rfolder *f, const char *rel, size_t len,
 	if (!ph_filter_match(rs->in->filter, rel, e.type == PH_T_DIR))
 		return;
 	rs->path_bytes += len + 1;
-	if (rs->nentries >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
+	/* (t->nkept: every entry added, placed in t or still held.) */
+	if (rs->t->nkept >= MAX_ENTRIES || rs->path_bytes > MAX_PATH_BYTES) {
 		rs->fatal = ph_err(rs->in->ctx, PHSYNC_ENOMEM,
 		                   "the remote tree has more than %u entries or 2 GiB of "
 		                   "names; stopped (does the server's tree loop back on "
@@ -167,11 +167,8 @@ add_entry(struct rscan *rs, struct ph_rfolder *f, const char *rel, size_t len,
 	/* A single-file run lists one folder: what has its name is never
 	 * walked (a folder there is the destination's, left alone). */
 	if (ph_rorder_add(rs->ord, f, rel, len, &e,
-	                  e.type == PH_T_DIR && rs->in->filter->only == NULL) != 0) {
+	                  e.type == PH_T_DIR && rs->in->filter->only == NULL) != 0)
 		rs->fatal = PHSYNC_ENOMEM;
-		return;
-	}
-	rs->nentries++;
 }
 
 /* Folder f waits for one thing less (see rorder.h). */
