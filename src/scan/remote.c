@@ -14,7 +14,11 @@
 #include "str.h"
 #include "tempname.h"
 
-#define MAX_LISTERS 32
+#define MAX_LISTERS 32          /* folders listed at once, a channel */
+/* A listing that has come upon this many folders asks for the server's
+ * other channels (ph_rscan.more): a tree of a few folders never pays
+ * their opening. */
+#define MORE_AFTER 64
 #define MAX_QUEUE_PATHS (1u << 22)   /* entries waiting for their LSTAT */
 /* A server whose tree loops (a folder listing itself, a bind mount of a
  * parent) would be listed forever: these caps end it with a clear error. */
@@ -50,6 +54,10 @@ struct aside {
 
 struct rscan {
 	const struct ph_rscan *in;
+	struct ph_sftp *sv[1 + PH_RSCAN_MORE]; /* in->sftp, then any more */
+	size_t nsv;
+	int asked;         /* in->more asked */
+	size_t nlisted;    /* folders whose listing started */
 	struct ph_tree *t;
 	struct ph_rorder *ord; /* t, in order as the folders come */
 	int remove_temps;
@@ -424,6 +432,21 @@ lister_done(struct lister *l)
 	free(l);
 }
 
+/* The channel to send a new folder's OPENDIR or an LSTAT on: the one
+ * that owes the fewest replies (a folder's READDIRs and CLOSE then follow
+ * its handle there, in the callbacks). */
+static struct ph_sftp *
+pick(const struct rscan *rs)
+{
+	struct ph_sftp *best = rs->sv[0];
+	size_t i;
+
+	for (i = 1; i < rs->nsv; i++)
+		if (ph_sftp_inflight(rs->sv[i]) < ph_sftp_inflight(best))
+			best = rs->sv[i];
+	return best;
+}
+
 /* Sends the LSTAT of q->rel (owned; freed on failure, its folder then left
  * held: the scan ends). */
 static int
@@ -434,7 +457,7 @@ start_stat(struct rscan *rs, const struct pending_stat *q)
 	int rc = PHSYNC_ENOMEM;
 
 	if (ps != NULL && full != NULL)
-		rc = ph_sftp_stat(rs->in->sftp, PH_LSTAT, full, stat_cb, ps);
+		rc = ph_sftp_stat(pick(rs), PH_LSTAT, full, stat_cb, ps);
 	free(full);
 	if (rc != 0) {
 		free(ps);
@@ -462,7 +485,7 @@ start_lister(struct rscan *rs, struct ph_rfolder *f)
 	}
 	l->rs = rs;
 	l->f = f;
-	rc = ph_sftp_opendir(rs->in->sftp, full, opendir_cb, l);
+	rc = ph_sftp_opendir(pick(rs), full, opendir_cb, l);
 	free(full);
 	if (rc != 0) {
 		free(l);
@@ -470,6 +493,7 @@ start_lister(struct rscan *rs, struct ph_rfolder *f)
 	}
 	ph_rorder_hold(f);
 	rs->active++;
+	rs->nlisted++;
 	return 0;
 }
 
@@ -543,6 +567,8 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
 	rs.t = t;
+	rs.sv[0] = in->sftp;
+	rs.nsv = 1;
 	/* Each listed name looked at once here, not every path's names on
 	 * every pull (ph_names_any_unholdable). */
 	t->count_winnames = 1;
@@ -553,12 +579,18 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 		return PHSYNC_ENOMEM;
 	while (rc == 0 && !rs.fatal &&
 	       (ph_rorder_waiting(rs.ord) > 0 || rs.active > 0 || rs.nstatq > 0)) {
-		while (rc == 0 && rs.active < MAX_LISTERS && (f = ph_rorder_next(rs.ord)) != NULL)
+		if (!rs.asked && in->more != NULL &&
+		    rs.nlisted + ph_rorder_waiting(rs.ord) >= MORE_AFTER) {
+			rs.asked = 1;
+			rs.nsv += in->more(in->arg, rs.sv + 1, PH_RSCAN_MORE);
+		}
+		while (rc == 0 && rs.active < MAX_LISTERS * rs.nsv &&
+		       (f = ph_rorder_next(rs.ord)) != NULL)
 			rc = start_lister(&rs, f);
-		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(in->sftp) < MAX_STATS)
+		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(pick(&rs)) < MAX_STATS)
 			rc = start_stat(&rs, &rs.statq[--rs.nstatq]);
 		if (rc == 0)
-			rc = ph_sftp_pump(in->sftp, 250);
+			rc = ph_sftp_pump_set(rs.sv, rs.nsv, 250);
 		if (rc == 0 && in->ctx->interrupted)
 			rc = PHSYNC_EINTR;
 	}
@@ -566,8 +598,10 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 		rc = rs.fatal;
 	/* Leaving early: give up on what is in flight now, while rs lives, so
 	 * no callback outlives it (the run ends; the link is not reused). */
-	if (rs.active > 0)
-		ph_sftp_abort(in->sftp, rc ? rc : PHSYNC_EINTR);
+	for (i = 0; i < rs.nsv && rs.active > 0; i++)
+		ph_sftp_abort(rs.sv[i], rc ? rc : PHSYNC_EINTR);
+	if (rs.nsv > 1)
+		in->end_more(in->arg, rs.sv + 1, rs.nsv - 1);
 	if ((rc2 = ph_rorder_end(rs.ord)) != 0 && rc == 0)
 		rc = rc2;
 	if (rc == 0 && !in->dry_run)

@@ -26,8 +26,18 @@ struct ph_rscan {
 	/* Is name (a stale temp file's last component) one to keep, a cut
 	 * transfer to go on from? NULL: none is. */
 	int (*keep_temp)(void *arg, const char *name);
+	/* More SFTP clients of the same server beside sftp, for a listing of
+	 * many folders (each folder listed on one; on the phone each its own
+	 * process, so the listing is not one core's), asked for once when
+	 * the listing proves long: up to max put in out, their count
+	 * returned. end_more gets them back after the listing. NULL: none. */
+	size_t (*more)(void *arg, struct ph_sftp **out, size_t max);
+	void (*end_more)(void *arg, struct ph_sftp **v, size_t n);
 	void *arg;
 };
+
+/* The most clients more may add. */
+#define PH_RSCAN_MORE 1
 
 /* Lists the remote tree under in->rroot into t, pipelined, in subtree
  * order as it comes (rorder.h; an aside copy put back at the end is

@@ -403,3 +403,59 @@ ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char *use
 	}
 	return rc;
 }
+
+size_t
+ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+              struct ph_sftp **out, size_t max, char *why, size_t whylen)
+{
+	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	size_t n = 0;
+	int rc = 0;
+
+	why[0] = '\0';
+	/* Only OpenSSH is known to hold several channels at once in every
+	 * version a phone runs (MaxSessions, 10 by default); Dropbear 2022.83
+	 * asserts with several half-closed ones (issue 22), and the others
+	 * are not tested so. */
+	if (!ph_ssh_server_openssh(ssh)) {
+		snprintf(why, whylen, "one SFTP channel: the server is not OpenSSH");
+		return 0;
+	}
+	while (n < max) {
+		struct ph_chan chan;
+		char err[sizeof(ctx->err)];
+
+		memset(&chan, 0, sizeof(chan));
+		if ((rc = ph_ssh_open_sftp_more(ssh, &chan)) != 0)
+			break;
+		chan.silence_ms = (int)timeout_s * 1000;
+		/* (Its failure is not the run's: the run's message stays.) */
+		memcpy(err, ctx->err, sizeof(err));
+		rc = ph_sftp_new(ctx, &chan, &out[n]);
+		memcpy(ctx->err, err, sizeof(err));
+		if (rc != 0) {
+			/* (The channel opened is ended with the others; with none
+			 * to give back, now.) */
+			if (n == 0)
+				ph_ssh_close_more(ssh);
+			break;
+		}
+		n++;
+	}
+	if (rc != 0 && n == 0)
+		snprintf(why, whylen, "one SFTP channel: the server refused another (%s)",
+		         phsync_strerror(rc));
+	else
+		snprintf(why, whylen, "listing over %zu SFTP channels", n + 1);
+	return n;
+}
+
+void
+ph_login_end_more(struct ph_ssh *ssh, struct ph_sftp **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ph_sftp_free(v[i]);
+	ph_ssh_close_more(ssh);
+}

@@ -34,4 +34,14 @@ int ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char 
 int ph_login_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
                     const char *rroot, struct ph_sftp **sftp);
 
+/* Up to max more plain SFTP clients on ssh beside the run's, each on its
+ * own channel (a listing of many folders spreads over them: on the phone
+ * each is its own sftp-server), only on an OpenSSH server. Returns how
+ * many it put in out; why says what came of it (for -v). A refusal is not
+ * an error: the run goes on with its one channel. */
+size_t ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
+                     struct ph_sftp **out, size_t max, char *why, size_t whylen);
+/* Frees them and ends their channels. */
+void ph_login_end_more(struct ph_ssh *ssh, struct ph_sftp **v, size_t n);
+
 #endif

@@ -9,6 +9,7 @@
 #include "ctx.h"
 #include "ident.h"
 #include "job.h"
+#include "login.h"
 #include "remote.h"
 #include "str.h"
 #include "unreached.h"
@@ -48,6 +49,27 @@ rscan_keep_temp(void *arg, const char *name)
 	return ph_job_partial_tmp(((struct rscan_side *)arg)->j, name);
 }
 
+static size_t
+rscan_more(void *arg, struct ph_sftp **out, size_t max)
+{
+	struct ph_job *j = ((struct rscan_side *)arg)->j;
+	char why[200];
+	size_t n;
+
+	/* Plain SFTP only: the helper lists with its own walk. */
+	if (j->ssh == NULL || ph_sftp_helper(j->sftp) != 0)
+		return 0;
+	n = ph_login_more(j->ctx, j->o, j->ssh, out, max, why, sizeof(why));
+	ph_emit(&j->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, why);
+	return n;
+}
+
+static void
+rscan_end_more(void *arg, struct ph_sftp **v, size_t n)
+{
+	ph_login_end_more(((struct rscan_side *)arg)->j->ssh, v, n);
+}
+
 int
 ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 {
@@ -64,6 +86,8 @@ ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 	in.dry_run = j->o->dry_run;
 	in.failed = rscan_failed;
 	in.keep_temp = rscan_keep_temp;
+	in.more = rscan_more;
+	in.end_more = rscan_end_more;
 	in.arg = &sd;
 	return ph_remote_scan(&in, t);
 }
@@ -76,6 +100,7 @@ ph_job_borrow(struct ph_job *j, const struct ph_job *from, const struct phsync_o
 	j->o = o;
 	j->dir = dir;
 	j->sftp = from->sftp;
+	j->ssh = from->ssh;
 	j->rroot = from->rroot;
 	j->lroot = from->lroot;
 	j->filter = from->filter;

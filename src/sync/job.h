@@ -12,6 +12,8 @@
 #include "state.h"
 #include "tree.h"
 
+struct ph_ssh;    /* transport/ssh.h */
+
 /* The message of a local file another program holds open so that it can be
  * neither replaced nor read (-EBUSY: Windows' share modes). */
 #define PH_HELD_MSG "in use: another program has it open and does not share it; " \
@@ -28,6 +30,8 @@ struct ph_job {
 	const struct phsync_options *o;
 	enum phsync_direction dir;
 	struct ph_sftp *sftp;
+	struct ph_ssh *ssh;        /* its connection (more channels for a
+	                              listing), or NULL */
 	char *rroot;               /* remote root, no trailing '/' ("" = "/") */
 	int lroot;                 /* local root fd, -1 when absent (dry run) */
 	struct ph_filter filter;

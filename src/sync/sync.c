@@ -667,6 +667,7 @@ ph_run_connect(struct run *r, const char *remote)
 		rc = ph_login_run(j->ctx, j->o, r->user, r->host, j->rroot, &j->ev, &r->ssh, &j->sftp);
 	if (rc != 0)
 		return rc;
+	j->ssh = r->ssh;
 	j->st.helper = ph_sftp_helper(j->sftp);
 	if ((rc = run_remote_root(r, remote)) != 0)
 		return rc;

@@ -542,6 +542,83 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
 }
 
+/* Everything s holds or its channel has now, without waiting: queued
+ * requests sent, buffered replies dispatched. *got: bytes read. */
+static int
+pump_now(struct ph_sftp *s, size_t *got)
+{
+	int rc;
+
+	*got = 0;
+	if ((rc = flush_lazy(s)) != 0)
+		return rc;
+	do {
+		size_t n;
+
+		if ((rc = drain(s)) != 0)
+			return kill_link(s, rc);
+		if ((rc = flush_lazy(s)) != 0)
+			return rc;
+		if (s->inflight == 0)
+			return 0;
+		if ((rc = fill(s, 0, &n)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
+		*got += n;
+		if (n == 0)
+			return 0;
+	} while (*got < (16u << 20)); /* (then the others' turn) */
+	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
+}
+
+int
+ph_sftp_pump_set(struct ph_sftp *const *v, size_t n, int timeout_ms)
+{
+	uint64_t start = now_ms();
+	size_t i, got, busy;
+	int rc, any;
+
+	if (n == 1)
+		return ph_sftp_pump(v[0], timeout_ms);
+	for (;;) {
+		struct ph_sftp *wait = NULL;
+
+		any = 0;
+		busy = 0;
+		for (i = 0; i < n; i++) {
+			if ((rc = pump_now(v[i], &got)) != 0)
+				return rc;
+			any |= got > 0;
+			if (v[i]->inflight == 0)
+				continue;
+			busy++;
+			if (wait == NULL)
+				wait = v[i];
+			/* The silence clock of each: a hung server ends the run
+			 * whichever channel it is on. */
+			if (now_ms() - v[i]->last_rx_ms >= (uint64_t)v[i]->timeout_ms)
+				return kill_link(v[i], ph_err(v[i]->ctx, PHSYNC_ECONNECT,
+				                              "the server sent nothing for %d s; "
+				                              "gave up (--timeout)",
+				                              v[i]->timeout_ms / 1000));
+		}
+		if (any || busy == 0)
+			return 0;
+		if (v[0]->ctx != NULL && v[0]->ctx->interrupted)
+			return PHSYNC_EINTR;
+		if (timeout_ms >= 0 && now_ms() - start >= (uint64_t)timeout_ms)
+			return 0;
+		/* Channels of one connection wait on it together; others (no
+		 * wait_any) in turns of a few ms on the first that owes. */
+		if (wait->chan.wait_any == NULL) {
+			if ((rc = ph_sftp_pump(wait, 5)) != 0)
+				return rc;
+		} else if ((rc = wait->chan.wait_any(wait->chan.arg, timeout_ms < 0 ||
+		                                     timeout_ms > 250 ? 250 : timeout_ms)) != 0) {
+			return kill_link(wait, rc);
+		}
+	}
+}
+
 int
 ph_sftp_wait(struct ph_sftp *s, const int *flag)
 {

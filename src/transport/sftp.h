@@ -32,6 +32,9 @@ struct ph_chan {
 	 * server that waits on it. */
 	int (*write_some)(void *arg, const void *p, size_t n, size_t *put);
 	int (*wait)(void *arg, int timeout_ms);
+	/* Optional: as wait, but returns once bytes came for any channel of
+	 * the same connection (ph_sftp_pump_set). */
+	int (*wait_any)(void *arg, int timeout_ms);
 };
 
 /* Extensions the server offered (bits of ph_sftp_exts()). */
@@ -106,6 +109,12 @@ size_t ph_sftp_awaited(const struct ph_sftp *s);
  * their callbacks. Returns 0, or a PHSYNC_E* when the link failed (then every
  * pending callback has run with type 0 and err set). */
 int ph_sftp_pump(struct ph_sftp *s, int timeout_ms);
+/* ph_sftp_pump over n clients: returns once replies came on any, or
+ * timeout_ms passed with none. Clients on channels of one connection
+ * (chan.wait_any set) wait on it together; others in turns of 5 ms. A failed link fails its own
+ * client's callbacks and is returned; the others are left to the caller
+ * (ph_sftp_abort). */
+int ph_sftp_pump_set(struct ph_sftp *const *v, size_t n, int timeout_ms);
 /* Sends what is queued. */
 int ph_sftp_flush(struct ph_sftp *s);
 /* Gives up on the link: every pending callback runs now with type 0 and

@@ -52,10 +52,24 @@
 #define RECV_WINDOW PH_CHAN_READ_ROOM
 #define READ_ASK (1u << 20)
 
+/* One channel's end of its byte pipe (a struct ph_chan's arg): the
+ * session's channel, or one of the SFTP channels beside it. */
+struct ph_sshx {
+	struct ph_ssh *ssh;
+	ssh_channel chan;
+	uint64_t taken;          /* bytes read since a read last asked for
+	                            RECV_WINDOW */
+};
+
+/* SFTP channels a session may hold beside its own (ph_ssh_open_sftp_more). */
+#define MAX_MORE 4
+
 struct ph_ssh {
 	phsync_ctx *ctx;
 	ssh_session sess;
-	ssh_channel chan;
+	struct ph_sshx main;     /* the session's channel (main.chan NULL: none) */
+	struct ph_sshx *more[MAX_MORE];
+	size_t nmore;
 	struct ssh_callbacks_struct cb;
 	phsync_prompt_fn prompt;
 	void *prompt_arg;
@@ -65,9 +79,7 @@ struct ph_ssh {
 	char errtext[256];       /* the start of what an exec'd command wrote on
 	                            its standard error (terminated) */
 	size_t errlen;
-	int started;             /* chan runs a command or subsystem */
-	uint64_t taken;          /* bytes read since a read last asked for
-	                            RECV_WINDOW */
+	int started;             /* main.chan runs a command or subsystem */
 };
 
 static uint64_t
@@ -471,6 +483,7 @@ ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh **o
 	if ((ssh = calloc(1, sizeof(*ssh))) == NULL)
 		return PHSYNC_ENOMEM;
 	ssh->ctx = ctx;
+	ssh->main.ssh = ssh;
 	ssh->p = p;
 	ssh->prompt = p->prompt;
 	ssh->prompt_arg = p->prompt_arg;
@@ -571,12 +584,13 @@ out:
 static int
 chan_write(void *arg, const void *p, size_t n)
 {
-	struct ph_ssh *ssh = arg;
+	struct ph_sshx *x = arg;
+	struct ph_ssh *ssh = x->ssh;
 	const uint8_t *c = p;
 
 	while (n > 0) {
 		uint32_t k = n > (1u << 30) ? (1u << 30) : (uint32_t)n;
-		int w = ssh_channel_write(ssh->chan, c, k);
+		int w = ssh_channel_write(x->chan, c, k);
 
 		if (w <= 0)
 			return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s",
@@ -593,7 +607,8 @@ chan_write(void *arg, const void *p, size_t n)
 static int
 chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 {
-	struct ph_ssh *ssh = arg;
+	struct ph_sshx *x = arg;
+	struct ph_ssh *ssh = x->ssh;
 	uint32_t win, k;
 	int w;
 
@@ -604,12 +619,12 @@ chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 	if (w == SSH_ERROR)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
 		              ssh_get_error(ssh->sess));
-	if ((win = ssh_channel_window_size(ssh->chan)) == 0)
+	if ((win = ssh_channel_window_size(x->chan)) == 0)
 		return 0;
 	k = n < win ? (uint32_t)n : win;
 	if (k > PACE_CHUNK)
 		k = PACE_CHUNK;
-	if ((w = ssh_channel_write(ssh->chan, p, k)) <= 0)
+	if ((w = ssh_channel_write(x->chan, p, k)) <= 0)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
 		              ssh_get_error(ssh->sess));
 	*put = (size_t)w;
@@ -626,15 +641,16 @@ chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 static int
 chan_wait(void *arg, int timeout_ms)
 {
-	struct ph_ssh *ssh = arg;
+	struct ph_sshx *x = arg;
+	struct ph_ssh *ssh = x->ssh;
 	int fd, r, held;
 
-	if (ssh_channel_poll(ssh->chan, 0) != 0)
+	if (ssh_channel_poll(x->chan, 0) != 0)
 		return 0; /* data, end or error: the next read tells */
 	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
 		              ssh_get_error(ssh->sess));
-	if (held == SSH_OK && ssh_channel_window_size(ssh->chan) > 0)
+	if (held == SSH_OK && ssh_channel_window_size(x->chan) > 0)
 		return 0;
 	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
@@ -643,19 +659,24 @@ chan_wait(void *arg, int timeout_ms)
 		return ph_err_from_errno(-r);
 	/* Take in what came (a window adjustment among it). */
 	if (r > 0)
-		(void)ssh_channel_poll(ssh->chan, 0);
+		(void)ssh_channel_poll(x->chan, 0);
 	return 0;
 }
 
+/* Takes what x's standard error holds: the session's channel keeps the
+ * start of it (errtext), an SFTP channel beside it drops it. */
 static void
-drain_stderr(struct ph_ssh *ssh)
+drain_stderr(struct ph_sshx *x)
 {
+	struct ph_ssh *ssh = x->ssh;
 	char buf[512];
 	int r;
 
-	while ((r = ssh_channel_read_nonblocking(ssh->chan, buf, sizeof(buf), 1)) > 0) {
+	while ((r = ssh_channel_read_nonblocking(x->chan, buf, sizeof(buf), 1)) > 0) {
 		size_t k = (size_t)r, room = sizeof(ssh->errtext) - 1 - ssh->errlen;
 
+		if (x != &ssh->main)
+			continue;
 		if (k > room)
 			k = room;
 		memcpy(ssh->errtext + ssh->errlen, buf, k);
@@ -667,24 +688,25 @@ drain_stderr(struct ph_ssh *ssh)
 static int
 chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 {
-	struct ph_ssh *ssh = arg;
+	struct ph_sshx *x = arg;
+	struct ph_ssh *ssh = x->ssh;
 	uint32_t k = n > (1u << 30) ? (1u << 30) : (uint32_t)n, ask = k;
 	int r;
 
 	*got = 0;
 	if (timeout_ms == 0) {
-		r = ssh_channel_read_nonblocking(ssh->chan, p, k, 0);
+		r = ssh_channel_read_nonblocking(x->chan, p, k, 0);
 	} else {
 		if (ask > READ_ASK)
 			ask = READ_ASK;
-		if (k >= RECV_WINDOW && ssh->taken >= RECV_WINDOW / 2) {
+		if (k >= RECV_WINDOW && x->taken >= RECV_WINDOW / 2) {
 			ask = RECV_WINDOW;
-			ssh->taken = 0;
+			x->taken = 0;
 		}
-		r = ssh_channel_read_timeout(ssh->chan, p, ask, 0, timeout_ms);
+		r = ssh_channel_read_timeout(x->chan, p, ask, 0, timeout_ms);
 	}
 	if (r > 0)
-		ssh->taken += (uint64_t)r;
+		x->taken += (uint64_t)r;
 	/* Every negative return is the end of the link: SSH_ERROR, and SSH_EOF
 	 * (-127) when the server closed its side mid-reply. Passing one on as a
 	 * byte count once wrapped the receive buffer's length (issue 6). Only
@@ -694,9 +716,9 @@ chan_read(void *arg, void *p, size_t n, int timeout_ms, size_t *got)
 	/* libssh reports no end of the channel while its standard error holds
 	 * unread bytes: take them (an exec'd command's complaint). */
 	if (r == 0)
-		drain_stderr(ssh);
-	if (r == SSH_EOF || (r == 0 && (ssh_channel_is_eof(ssh->chan) ||
-	                                ssh_channel_is_closed(ssh->chan))))
+		drain_stderr(x);
+	if (r == SSH_EOF || (r == 0 && (ssh_channel_is_eof(x->chan) ||
+	                                ssh_channel_is_closed(x->chan))))
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel",
 		              ssh->host);
 	if (r < 0)
@@ -734,8 +756,8 @@ end_channel(struct ph_ssh *ssh, ssh_channel ch, int started)
 		while (now_ms() - t0 < CLOSE_WAIT_MS) {
 			while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 0) > 0)
 				;
-			if (ch == ssh->chan)
-				drain_stderr(ssh);
+			if (ch == ssh->main.chan)
+				drain_stderr(&ssh->main);
 			else
 				while (ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 1) > 0)
 					;
@@ -774,27 +796,65 @@ end_channel(struct ph_ssh *ssh, ssh_channel ch, int started)
 	return status;
 }
 
+/* Waits until bytes are buffered for any channel of x's session (or its
+ * end came), the socket has more, libssh's held output can go out, or
+ * timeout_ms passed: what a pump over several channels of one session
+ * blocks in (reading one channel takes in the packets of all, so a reply
+ * for another may already wait in libssh). */
+static int
+chan_wait_any(void *arg, int timeout_ms)
+{
+	struct ph_sshx *x = arg;
+	struct ph_ssh *ssh = x->ssh;
+	size_t i;
+	int fd, r, held;
+
+	if (ssh->main.chan != NULL && ssh_channel_poll(ssh->main.chan, 0) != 0)
+		return 0;
+	for (i = 0; i < ssh->nmore; i++)
+		if (ssh_channel_poll(ssh->more[i]->chan, 0) != 0)
+			return 0;
+	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
+	r = ph_poll_sock(fd, PH_POLL_IN | (held == SSH_AGAIN ? PH_POLL_OUT : 0), timeout_ms);
+	if (r < 0)
+		return ph_err_from_errno(-r);
+	if (r > 0)
+		(void)ssh_channel_poll(x->chan, 0);
+	return 0;
+}
+
+static void
+set_chan(struct ph_chan *chan, struct ph_sshx *x)
+{
+	chan->write = chan_write;
+	chan->read = chan_read;
+	chan->write_some = chan_write_some;
+	chan->wait = chan_wait;
+	chan->wait_any = chan_wait_any;
+	chan->arg = x;
+}
+
 /* A new session channel in place of the one open, its end of the pipe in
  * chan (the subsystem or command is requested by the caller). */
 static int
 new_channel(struct ph_ssh *ssh, struct ph_chan *chan)
 {
-	if (ssh->chan != NULL)
+	if (ssh->main.chan != NULL)
 		ph_ssh_close_channel(ssh);
 	ssh->errlen = 0;
 	ssh->errtext[0] = '\0';
 	ssh->started = 0;
-	ssh->taken = RECV_WINDOW; /* its first blocking read opens the window */
-	if ((ssh->chan = ssh_channel_new(ssh->sess)) == NULL ||
-	    ssh_channel_open_session(ssh->chan) != SSH_OK)
+	ssh->main.taken = RECV_WINDOW; /* its first blocking read opens the window */
+	if ((ssh->main.chan = ssh_channel_new(ssh->sess)) == NULL ||
+	    ssh_channel_open_session(ssh->main.chan) != SSH_OK)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: cannot open a channel: %s",
 		              ssh->host, ssh_is_connected(ssh->sess) ?
 		              ssh_get_error(ssh->sess) : "the connection was lost");
-	chan->write = chan_write;
-	chan->read = chan_read;
-	chan->write_some = chan_write_some;
-	chan->wait = chan_wait;
-	chan->arg = ssh;
+	set_chan(chan, &ssh->main);
 	return 0;
 }
 
@@ -805,11 +865,11 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 
 	if (rc != 0)
 		return rc;
-	if (ssh_channel_request_subsystem(ssh->chan, "sftp") == SSH_OK) {
+	if (ssh_channel_request_subsystem(ssh->main.chan, "sftp") == SSH_OK) {
 		ssh->started = 1;
 		return 0;
 	}
-	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
+	if (ssh_channel_is_open(ssh->main.chan) && ssh_is_connected(ssh->sess))
 		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED,
 		              "%s: the server offers no SFTP subsystem: %s", ssh->host,
 		              ssh_get_error(ssh->sess));
@@ -819,19 +879,61 @@ ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan)
 }
 
 int
+ph_ssh_server_openssh(const struct ph_ssh *ssh)
+{
+	return strncmp(ssh->info.banner, "SSH-2.0-OpenSSH_", 16) == 0;
+}
+
+int
+ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan)
+{
+	struct ph_sshx *x;
+
+	if (ssh->main.chan == NULL || ssh->nmore == MAX_MORE ||
+	    (x = calloc(1, sizeof(*x))) == NULL)
+		return PHSYNC_ENOMEM;
+	x->ssh = ssh;
+	x->taken = RECV_WINDOW;
+	/* Refused (MaxSessions, a server that takes one channel at a time),
+	 * the session stays as it was: only the caller hears of it. */
+	if ((x->chan = ssh_channel_new(ssh->sess)) == NULL ||
+	    ssh_channel_open_session(x->chan) != SSH_OK ||
+	    ssh_channel_request_subsystem(x->chan, "sftp") != SSH_OK) {
+		if (x->chan != NULL)
+			(void)end_channel(ssh, x->chan, 0);
+		free(x);
+		return ssh_is_connected(ssh->sess) ? PHSYNC_EUNSUPPORTED : PHSYNC_ECONNECT;
+	}
+	ssh->more[ssh->nmore++] = x;
+	set_chan(chan, x);
+	return 0;
+}
+
+void
+ph_ssh_close_more(struct ph_ssh *ssh)
+{
+	while (ssh->nmore > 0) {
+		struct ph_sshx *x = ssh->more[--ssh->nmore];
+
+		(void)end_channel(ssh, x->chan, 1);
+		free(x);
+	}
+}
+
+int
 ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 {
 	int rc = new_channel(ssh, chan);
 
 	if (rc != 0)
 		return rc;
-	if (ssh_channel_request_exec(ssh->chan, cmd) == SSH_OK) {
+	if (ssh_channel_request_exec(ssh->main.chan, cmd) == SSH_OK) {
 		ssh->started = 1;
 		return 0;
 	}
 	/* A refusal (CHANNEL_FAILURE) is the server's answer; a channel the
 	 * server ended, or a session gone, is not (issue 22). */
-	if (ssh_channel_is_open(ssh->chan) && ssh_is_connected(ssh->sess))
+	if (ssh_channel_is_open(ssh->main.chan) && ssh_is_connected(ssh->sess))
 		return ph_err(ssh->ctx, PHSYNC_EUNSUPPORTED, "%s: the server runs no commands: %s",
 		              ssh->host, ssh_get_error(ssh->sess));
 	return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: the server closed the channel before "
@@ -842,7 +944,7 @@ ph_ssh_open_exec(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 uint32_t
 ph_ssh_window(const struct ph_ssh *ssh)
 {
-	return ssh->chan != NULL ? ssh_channel_window_size(ssh->chan) : 0;
+	return ssh->main.chan != NULL ? ssh_channel_window_size(ssh->main.chan) : 0;
 }
 
 size_t
@@ -850,8 +952,8 @@ ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 {
 	if (outlen == 0)
 		return 0;
-	if (ssh->chan != NULL)
-		drain_stderr(ssh);
+	if (ssh->main.chan != NULL)
+		drain_stderr(&ssh->main);
 	snprintf(out, outlen, "%s", ssh->errtext);
 	return strlen(out);
 }
@@ -859,9 +961,9 @@ ph_ssh_channel_stderr(struct ph_ssh *ssh, char *out, size_t outlen)
 int
 ph_ssh_close_channel(struct ph_ssh *ssh)
 {
-	int st = end_channel(ssh, ssh->chan, ssh->started);
+	int st = end_channel(ssh, ssh->main.chan, ssh->started);
 
-	ssh->chan = NULL;
+	ssh->main.chan = NULL;
 	return st;
 }
 
@@ -906,13 +1008,19 @@ ph_ssh_free(struct ph_ssh *ssh)
 {
 	if (ssh == NULL)
 		return;
-	if (ssh->chan != NULL) {
+	while (ssh->nmore > 0) {
+		struct ph_sshx *x = ssh->more[--ssh->nmore];
+
+		ssh_channel_free(x->chan);
+		free(x);
+	}
+	if (ssh->main.chan != NULL) {
 		/* No wait for the server here: the session ends anyway. */
-		if (ssh_channel_is_open(ssh->chan)) {
-			ssh_channel_send_eof(ssh->chan);
-			ssh_channel_close(ssh->chan);
+		if (ssh_channel_is_open(ssh->main.chan)) {
+			ssh_channel_send_eof(ssh->main.chan);
+			ssh_channel_close(ssh->main.chan);
 		}
-		ssh_channel_free(ssh->chan);
+		ssh_channel_free(ssh->main.chan);
 	}
 	if (ssh->sess != NULL) {
 		ssh_disconnect(ssh->sess);

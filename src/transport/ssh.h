@@ -50,6 +50,22 @@ int ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh
 /* Opens the "sftp" subsystem and fills chan with its byte pipe. */
 int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
 
+/* Is the server OpenSSH (by its version string)? */
+int ph_ssh_server_openssh(const struct ph_ssh *ssh);
+
+/* Opens another "sftp" subsystem beside the session's channel (which stays
+ * open) and fills chan with its pipe: a listing spreads its requests over
+ * several, each its own sftp-server on the phone. Sets no message: 0,
+ * PHSYNC_EUNSUPPORTED when the server refused it (the session is as it
+ * was), PHSYNC_ECONNECT when the connection is gone, PHSYNC_ENOMEM (also
+ * with no session channel, or MAX_MORE open). Only for a server that takes
+ * several channels at once (OpenSSH: MaxSessions, 10 by default); Dropbear
+ * asserts with several half-closed ones (issue 22). */
+int ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan);
+/* Ends every channel ph_ssh_open_sftp_more opened (as
+ * ph_ssh_close_channel ends one), their clients freed first. */
+void ph_ssh_close_more(struct ph_ssh *ssh);
+
 /* Runs cmd on the server (an exec channel) and fills chan with its standard
  * input and output, as the session's channel (it replaces one open).
  * PHSYNC_EUNSUPPORTED when the server refuses commands; PHSYNC_ECONNECT
@@ -88,6 +104,22 @@ const char *ph_ssh_host(const struct ph_ssh *ssh);
 /* Writes the server's host key to known_hosts (after defer_host_key).
  * Returns 0 or PHSYNC_EIO with the message in ctx. */
 int ph_ssh_record_host_key(struct ph_ssh *ssh);
+
+/* Is the server OpenSSH (by its version string)? */
+int ph_ssh_server_openssh(const struct ph_ssh *ssh);
+
+/* Opens another "sftp" subsystem beside the session's channel (which stays
+ * open) and fills chan with its pipe: a listing spreads its requests over
+ * several, each its own sftp-server on the phone. Sets no message: 0,
+ * PHSYNC_EUNSUPPORTED when the server refused it (the session is as it
+ * was), PHSYNC_ECONNECT when the connection is gone, PHSYNC_ENOMEM (also
+ * with no session channel, or MAX_MORE open). Only for a server that takes
+ * several channels at once (OpenSSH: MaxSessions, 10 by default); Dropbear
+ * asserts with several half-closed ones (issue 22). */
+int ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan);
+/* Ends every channel ph_ssh_open_sftp_more opened (as
+ * ph_ssh_close_channel ends one), their clients freed first. */
+void ph_ssh_close_more(struct ph_ssh *ssh);
 
 /* Runs cmd on the server (an exec channel) and collects up to outlen-1
  * bytes of its standard output (terminated; the rest is read and dropped).

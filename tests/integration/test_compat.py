@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: ISC
 """Other server implementations phones run: the same pull, push, no-change re-run and two-way
-sync (first contact, edits, new files, deletes and a move on both sides, a conflict) against
+sync (first contact, edits, new files, deletes and a move on both sides, a conflict), and a
+listing of many folders over plain SFTP (a second SFTP channel on OpenSSH only), against
 
 DropbearTest          Dropbear (SimpleSSHD and many phone apps) with OpenSSH's sftp-server
 GesftpserverTest      OpenSSH sshd with Green End's gesftpserver (a different sftp-server)
@@ -8,6 +9,8 @@ DropbearGesftpTest    Dropbear with gesftpserver
 PlainV3Test           OpenSSH sshd with evil_sftp.py in its faithful mode: a bare SFTP v3
                       server with no extensions (no limits@, posix-rename@, fsync@), and reads
                       capped at 256 KiB, so phsync's fall-backs are used
+OneSessionTest        OpenSSH with MaxSessions 1: a listing of many folders, whose second SFTP
+                      channel is refused, on its one channel
 ProftpdTest           ProFTPD's own SSH and SFTP server (mod_sftp), and on it the check-file
                       deltas of a pull without the helper: edits of every kind come out exact
                       with the unchanged blocks taken from the old copies
@@ -137,8 +140,24 @@ class _Compat:
         self.assertEqual(leftovers(self.local) + leftovers(self.remote), [])
 
 
+    # What a plain-SFTP listing of many folders says of its channels (ph_login_more): a
+    # second SFTP channel on an OpenSSH server, one channel on any other.
+    CHANNELS = "listing over 2 SFTP channels"
+
+    def test_many_folders(self):
+        for i in range(90):
+            write_file(os.path.join(self.remote, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i),
+                       mtime=T0 + i)
+        r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
+        self.assertIn(self.CHANNELS, [e.get("message") for e in r.json() if e["event"] == "info"])
+        self.assertTreesEqual(self.remote, self.local)
+        r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
+        self.assertEqual([e for e in r.json() if e["event"] == "file"], [])
+
+
 class DropbearTest(_Compat, SyncTestCase):
     server_kwargs = {"kind": "dropbear"}
+    CHANNELS = "one SFTP channel: the server is not OpenSSH"
 
 
 class GesftpserverTest(_Compat, SyncTestCase):
@@ -147,6 +166,7 @@ class GesftpserverTest(_Compat, SyncTestCase):
 
 class DropbearGesftpTest(_Compat, SyncTestCase):
     server_kwargs = {"kind": "dropbear", "sftp_server": GESFTPSERVER}
+    CHANNELS = "one SFTP channel: the server is not OpenSSH"
 
 
 class PlainV3Test(_Compat, SyncTestCase):
@@ -171,6 +191,7 @@ def edits(data, seed):
 
 class ProftpdTest(_Compat, SyncTestCase):
     server_kwargs = {"kind": "proftpd"}
+    CHANNELS = "one SFTP channel: the server is not OpenSSH"
 
     def test_pull_moves_edits_as_check_file_deltas(self):
         datas = {"DCIM/IMG_%d.jpg" % i: random_bytes(600_000 + i * 7, 40 + i) for i in range(5)}
@@ -201,6 +222,22 @@ class ProftpdTest(_Compat, SyncTestCase):
         self.assertNoLeftovers()
         s = summary(self.pull("--json", expect=0))
         self.assertEqual((s["files_done"], s["bytes_done"]), (0, 0), s)
+
+
+class OneSessionTest(SyncTestCase):
+    """OpenSSH with MaxSessions 1: the listing's second SFTP channel is refused, the run goes on
+    with its one and comes out exact."""
+    server_kwargs = {"extra_sshd_config": ["MaxSessions 1"]}
+
+    def test_many_folders_one_channel(self):
+        for i in range(90):
+            write_file(os.path.join(self.remote, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i),
+                       mtime=T0 + i)
+        r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
+        info = [e.get("message") for e in r.json() if e["event"] == "info"]
+        self.assertTrue(any(m.startswith("one SFTP channel: the server refused another")
+                            for m in info), info)
+        self.assertTreesEqual(self.remote, self.local)
 
 
 class CheckFileShapesTest(SyncTestCase):

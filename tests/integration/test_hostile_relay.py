@@ -22,6 +22,10 @@ ShrinkTest           the local file shrinks to 0 bytes while it is pushed: the r
                      no temp on the server, the remote file unchanged.
 SetstatTest          a server that refuses SETSTAT/FSETSTAT: files still land (exit 0), one
                      warning per file.
+ChannelsTest         a listing of many folders over plain SFTP spreads over a second SFTP
+                     channel (its own sftp-server): every folder listed once, the copy exact;
+                     that second server dying mid-listing ends the run (exit 1 or 3) with
+                     nothing copied or deleted, and a re-run completes.
 UnreachedTest        a run cut by --timeout, SIGINT or a dead link names each file it never got
                      to (JSON `not-reached`, stderr) and counts them: done + failed + not
                      reached = files_todo, the exit never 0 (issue 22, item 12).
@@ -115,6 +119,65 @@ class RelayTestCase(SyncTestCase):
 
     def ok_paths(self, r):
         return sorted(e["path"] for e in r.json() if e["event"] == "file" and e.get("status") == "ok")
+
+
+class ChannelsTest(RelayTestCase):
+    """The listing's second channel (src/scan/remote.c, ph_login_more): more folders than
+    remote.c's MORE_AFTER (64) are waiting once the top folder is listed."""
+
+    FOLDERS = 90
+
+    def make_tree(self):
+        for i in range(self.FOLDERS):
+            for k in range(3):
+                write_file(os.path.join(self.remote, "d%03d" % i, "f%d.jpg" % k),
+                           random_bytes(100 + 7 * k + i, 3 * i + k), mtime=T0 + i)
+
+    def opendirs(self):
+        """(path, relay pid) of every OPENDIR the relays traced."""
+        out = []
+        for f in self.srv.relay_fired():
+            w = f.split()
+            if w[0] == "trace" and w[1] == "OPENDIR":
+                out.append((w[2], w[3]))
+        return out
+
+    def test_every_folder_listed_once_over_two_channels(self):
+        self.make_tree()
+        self.srv.relay_set(trace=True, trace_pid=True)
+        r = self.pull("--json", expect=EXIT_OK)
+        self.assertIn("listing over 2 SFTP channels",
+                      [e.get("message") for e in r.json() if e["event"] == "info"])
+        self.assertTreesEqual(self.remote, self.local)
+        seen = self.opendirs()
+        paths = [os.path.basename(p) for p, _ in seen]
+        self.assertEqual(sorted(paths), sorted(["d%03d" % i for i in range(self.FOLDERS)]
+                                               + [os.path.basename(self.remote)]),
+                         "every folder listed exactly once")
+        self.assertEqual(len({pid for _, pid in seen}), 2, "the folders were listed on two channels")
+        # Both servers went away with the run; a re-run changes nothing.
+        self.assertNoSessionLeft()
+        r = self.pull("--json", expect=EXIT_OK)
+        self.assertEqual(self.ok_paths(r), [])
+
+    def test_second_channel_dies_mid_listing(self):
+        self.make_tree()
+        keep = write_file(os.path.join(self.local, "only_here.txt"), b"local\n", mtime=T_OLD)
+        # The second session (the listing's second channel) dies once it is asked to open a
+        # folder late in the tree; the run's own channel is untouched.
+        self.srv.relay_set(die_on={"type": "OPENDIR", "name": ["d%03d" % i for i in range(60, 90)],
+                                   "session": 2})
+        r = self.run_bounded(self.pull_args("--json", "--delete"), 120)
+        self.assertFired("die_on")
+        self.assertIn(r.code, LINK_LOST, "a listing cut by a dead channel must fail the run: %r" % (r,))
+        self.assertEqual(self.ok_paths(r), [], "files were copied after a listing that failed")
+        self.assertEqual(read(keep), b"local\n", "a file was deleted on a listing cut short")
+        self.assertEqual(sorted(os.listdir(self.local)), ["only_here.txt"])
+        self.assertNoSessionLeft()
+        self.srv.relay_set()
+        self.pull("--json", expect=EXIT_OK)
+        os.unlink(keep)
+        self.assertTreesEqual(self.remote, self.local, dir_mtimes=False)
 
 
 class DiesMidReplyTest(RelayTestCase):

@@ -52,6 +52,13 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         Every READ of these files is answered by the relay with data (0x5a bytes, at most
         256 KiB a reply) whatever its offset, never EOF: a file that never ends. With
         "no_size" a hostile phone streaming bytes forever.
+    "die_on": {"type": "OPENDIR", "name": N, "session": K}
+        Once a request of this type about basename N arrives (names as for "hang") in the
+        K-th session started since the control file was written (default: any), the relay
+        kills sftp-server and exits without answering it: a server process that dies in the
+        middle of a listing. With K = 2, the second SFTP channel of a run that opens more than
+        one (a long listing spreads over several), the run's first channel untouched. Every
+        session then logs "session <pid>" when it starts.
     "hang": {"type": "READ", "name": N}
         Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
         CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
@@ -77,7 +84,8 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
 
     "trace": true
         Every OPENDIR, STAT and LSTAT request appends "trace OPENDIR <path>" (or STAT, LSTAT)
-        to the log: which folders a watcher's poll stats and which it lists.
+        to the log: which folders a watcher's poll stats and which it lists. With
+        "trace_pid": true each line ends " pid=<relay's pid>": which channel asked.
 
 Phone-like modes (a storage or a server that behaves as phones do, rather than faults):
 
@@ -223,6 +231,16 @@ class Relay:
         self.write_died = False
         self.readdirs = {}    # handle bytes -> READDIRs seen (fail_readdir)
         self.fired_keys = set()
+        self.session = 0
+        if self.cfg.get("die_on"):
+            # Which session this is: the ones logged before it, plus one.
+            try:
+                with open(control_path + ".log") as f:
+                    self.session = sum(1 for l in f if l.startswith("FIRED session "))
+            except OSError:
+                pass
+            self.session += 1
+            self.fired("session", str(os.getpid()))
         for fd in (0, 1, self.cin, self.cout):
             set_nonblock(fd)
 
@@ -320,8 +338,17 @@ class Relay:
                 self.fired("count", "copy-data %d" % info.get("len", 0))
 
         if self.cfg.get("trace") and t in (OPENDIR, STAT, LSTAT):
-            self.fired("trace", "%s %s" % ({OPENDIR: "OPENDIR", STAT: "STAT", LSTAT: "LSTAT"}[t],
-                                           info.get("path", b"").decode("utf-8", "replace")))
+            self.fired("trace", "%s %s%s" % ({OPENDIR: "OPENDIR", STAT: "STAT", LSTAT: "LSTAT"}[t],
+                                             info.get("path", b"").decode("utf-8", "replace"),
+                                             " pid=%d" % os.getpid() if self.cfg.get("trace_pid")
+                                             else ""))
+
+        die = self.cfg.get("die_on")
+        if die and TYPES.get(die.get("type", "").upper()) == t and name is not None \
+                and matches(die.get("name", "*"), name) \
+                and die.get("session", self.session) == self.session:
+            self.fired("die_on", "%s %s session %d" % (die.get("type"), name, self.session))
+            self.finish()
 
         hang = self.cfg.get("hang")
         if hang and TYPES.get(hang.get("type", "").upper()) == t and name is not None \

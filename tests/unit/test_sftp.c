@@ -104,11 +104,119 @@ wait_n(struct ph_sftp *s, struct cb_state *st, int n)
 		assert_int_equal(ph_sftp_pump(s, 1000), 0);
 }
 
+/* One LSTAT of pump_set's test: the size it should get back. */
+struct want_size {
+	uint64_t size;
+	int done, err;
+	struct ph_sftp *on;
+};
+
+static void
+size_cb(struct ph_sftp *s, const struct ph_sftp_reply *r, void *arg)
+{
+	struct want_size *w = arg;
+
+	assert_ptr_equal(s, w->on); /* the reply came back on the client asked */
+	w->done++;
+	w->err = r->err;
+	if (r->type == PH_FXP_ATTRS && r->attrs.size == w->size)
+		w->done += 10;
+}
+
+/* Two clients, each on its own sftp-server (no wait_any: pipes), pumped
+ * together: every request answered once on its own client, and nothing
+ * left owed; one server killed: its client's requests fail, the pump says
+ * so, and the other client's are still answered. */
+static void
+test_pump_set_two_servers(void **state)
+{
+	enum { N = 400 };
+	struct pipes pp[2] = { spawn_server(), spawn_server() };
+	struct ph_chan ch[2] = {
+		{ ut_fd_write, ut_fd_read, &pp[0].io, 0, NULL, NULL, NULL },
+		{ ut_fd_write, ut_fd_read, &pp[1].io, 0, NULL, NULL, NULL },
+	};
+	char dir[] = "/tmp/phsync-pumpset-XXXXXX", path[128];
+	struct want_size *w = calloc(N, sizeof(*w));
+	struct ph_sftp *s[2];
+	phsync_ctx *ctx;
+	int i, left, rc = 0;
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	assert_non_null(w);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(phsync_ctx_new(&ctx), 0);
+	assert_int_equal(ph_sftp_new(ctx, &ch[0], &s[0]), 0);
+	assert_int_equal(ph_sftp_new(ctx, &ch[1], &s[1]), 0);
+	for (i = 0; i < N; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		assert_non_null(f = fopen(path, "w"));
+		assert_int_equal(fseek(f, 1000 + 3 * i, SEEK_SET), 0);
+		assert_int_equal(fputc('x', f), 'x');
+		fclose(f);
+		w[i].size = 1001 + 3 * (uint64_t)i;
+		w[i].on = s[i % 3 == 0];  /* a third on one, the rest on the other */
+		assert_int_equal(ph_sftp_stat(w[i].on, PH_LSTAT, path, size_cb, &w[i]), 0);
+	}
+	do {
+		assert_int_equal(ph_sftp_pump_set(s, 2, 1000), 0);
+		for (left = 0, i = 0; i < N; i++)
+			left += w[i].done == 0;
+	} while (left > 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(w[i].done, 11);
+	assert_int_equal(ph_sftp_inflight(s[0]) + ph_sftp_inflight(s[1]), 0);
+	/* Nothing owed: the pump returns at once. */
+	assert_int_equal(ph_sftp_pump_set(s, 2, -1), 0);
+
+	/* The second server killed, then a round on both. */
+	kill(pp[1].pid, SIGKILL);
+	waitpid(pp[1].pid, NULL, 0);
+	pp[1].pid = 0;
+	for (i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		w[i].done = 0;
+		assert_int_equal(ph_sftp_stat(w[i].on, PH_LSTAT, path, size_cb, &w[i]), 0);
+	}
+	for (left = N; left > 0 && rc == 0;) {
+		rc = ph_sftp_pump_set(s, 2, 1000);
+		for (left = 0, i = 0; i < N; i++)
+			left += w[i].done == 0;
+	}
+	assert_int_equal(rc, PHSYNC_ECONNECT);
+	assert_int_equal(ph_sftp_dead(s[1]), PHSYNC_ECONNECT);
+	for (i = 0; i < N; i++)
+		if (w[i].on == s[1])
+			assert_true(w[i].done == 1 && w[i].err != 0);
+	assert_int_equal(ph_sftp_dead(s[0]), 0);
+	while (ph_sftp_inflight(s[0]) > 0)
+		assert_int_equal(ph_sftp_pump(s[0], 1000), 0);
+	for (i = 0; i < N; i++)
+		if (w[i].on == s[0])
+			assert_int_equal(w[i].done, 11);
+
+	ph_sftp_free(s[0]);
+	ph_sftp_free(s[1]);
+	stop(&pp[0]);
+	close(pp[1].io.wfd);
+	close(pp[1].io.rfd);
+	for (i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(w);
+	phsync_ctx_free(ctx);
+}
+
 static void
 test_real_server_roundtrip(void **state)
 {
 	struct pipes pp = spawn_server();
-	struct ph_chan ch = { ut_fd_write, ut_fd_read, &pp.io, 0, NULL, NULL };
+	struct ph_chan ch = { ut_fd_write, ut_fd_read, &pp.io, 0, NULL, NULL, NULL };
 	phsync_ctx *ctx;
 	struct ph_sftp *s;
 	struct cb_state st;
@@ -398,7 +506,7 @@ test_requests_go_in_batches(void **state)
 {
 	struct pipes pp = spawn_server();
 	struct counted c = { pp.io, 0 };
-	struct ph_chan ch = { counted_write, counted_read, &c, 0, NULL, NULL };
+	struct ph_chan ch = { counted_write, counted_read, &c, 0, NULL, NULL, NULL };
 	char dir[] = "/tmp/phsync-sftp-XXXXXX", path[128];
 	phsync_ctx *ctx;
 	struct ph_sftp *s;
@@ -444,6 +552,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_server_roundtrip),
+		cmocka_unit_test(test_pump_set_two_servers),
 		cmocka_unit_test(test_hostile_replies),
 		cmocka_unit_test(test_names_reply_bounds),
 		cmocka_unit_test(test_stop_takes_back_unsent_writes),

@@ -56,7 +56,7 @@ void
 ut_link_open(struct ut_link *l)
 {
 	int sv[2];
-	struct ph_chan ch = { ut_fd_write, ut_fd_read, &l->fds, 0, NULL, NULL };
+	struct ph_chan ch = { ut_fd_write, ut_fd_read, &l->fds, 0, NULL, NULL, NULL };
 
 	signal(SIGPIPE, SIG_IGN);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -139,7 +139,7 @@ m_wait(void *arg, int timeout_ms)
 struct ph_chan
 ut_mem_chan(struct ut_mem *m)
 {
-	struct ph_chan ch = { m_write, m_read, m, 0, m_write_some, m_wait };
+	struct ph_chan ch = { m_write, m_read, m, 0, m_write_some, m_wait, NULL };
 
 	return ch;
 }
