@@ -14,7 +14,7 @@
 #include "str.h"
 #include "tempname.h"
 
-#define MAX_LISTERS 32          /* folders listed at once, a channel */
+#define MAX_LISTERS 32          /* folders open at once, a channel */
 /* A listing that has come upon this many folders asks for the server's
  * other channels (ph_rscan.more): a tree of a few folders never pays
  * their opening. */
@@ -33,6 +33,7 @@ struct rscan;
 struct lister {
 	struct rscan *rs;
 	struct ph_rfolder *f; /* held while listed */
+	size_t ch;            /* its channel: rs->sv[ch] */
 	struct ph_sftp_handle h;
 };
 
@@ -56,6 +57,8 @@ struct rscan {
 	const struct ph_rscan *in;
 	struct ph_sftp *sv[1 + PH_RSCAN_MORE]; /* in->sftp, then any more */
 	size_t nsv;
+	size_t nlist[1 + PH_RSCAN_MORE]; /* folders open on each (a server's
+	                                    handles: MAX_LISTERS at most) */
 	int asked;         /* in->more asked */
 	size_t nlisted;    /* folders whose listing started */
 	struct ph_tree *t;
@@ -428,13 +431,26 @@ lister_done(struct lister *l)
 	struct rscan *rs = l->rs;
 
 	rs->active--;
+	rs->nlist[l->ch]--;
 	release(rs, l->f);
 	free(l);
 }
 
-/* The channel to send a new folder's OPENDIR or an LSTAT on: the one
- * that owes the fewest replies (a folder's READDIRs and CLOSE then follow
- * its handle there, in the callbacks). */
+/* The channel to open the next folder on: the one with the fewest open,
+ * or -1 when each has MAX_LISTERS (the folder's READDIRs and CLOSE then
+ * follow its handle there, in the callbacks). */
+static int
+lister_channel(const struct rscan *rs)
+{
+	size_t i, best = 0;
+
+	for (i = 1; i < rs->nsv; i++)
+		if (rs->nlist[i] < rs->nlist[best])
+			best = i;
+	return rs->nlist[best] < MAX_LISTERS ? (int)best : -1;
+}
+
+/* The channel to send an LSTAT on: the one that owes the fewest replies. */
 static struct ph_sftp *
 pick(const struct rscan *rs)
 {
@@ -472,7 +488,7 @@ start_stat(struct rscan *rs, const struct pending_stat *q)
 
 /* Opens folder f for listing, held until its listing ends. */
 static int
-start_lister(struct rscan *rs, struct ph_rfolder *f)
+start_lister(struct rscan *rs, struct ph_rfolder *f, size_t ch)
 {
 	struct lister *l = calloc(1, sizeof(*l));
 	char *full = rpath(rs, ph_rorder_rel(f));
@@ -485,7 +501,8 @@ start_lister(struct rscan *rs, struct ph_rfolder *f)
 	}
 	l->rs = rs;
 	l->f = f;
-	rc = ph_sftp_opendir(pick(rs), full, opendir_cb, l);
+	l->ch = ch;
+	rc = ph_sftp_opendir(rs->sv[ch], full, opendir_cb, l);
 	free(full);
 	if (rc != 0) {
 		free(l);
@@ -493,6 +510,7 @@ start_lister(struct rscan *rs, struct ph_rfolder *f)
 	}
 	ph_rorder_hold(f);
 	rs->active++;
+	rs->nlist[ch]++;
 	rs->nlisted++;
 	return 0;
 }
@@ -562,7 +580,7 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	struct rscan rs;
 	struct ph_rfolder *f;
 	size_t i;
-	int rc = 0, rc2;
+	int rc = 0, rc2, ch;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
@@ -584,9 +602,9 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 			rs.asked = 1;
 			rs.nsv += in->more(in->arg, rs.sv + 1, PH_RSCAN_MORE);
 		}
-		while (rc == 0 && rs.active < MAX_LISTERS * rs.nsv &&
+		while (rc == 0 && (ch = lister_channel(&rs)) >= 0 &&
 		       (f = ph_rorder_next(rs.ord)) != NULL)
-			rc = start_lister(&rs, f);
+			rc = start_lister(&rs, f, (size_t)ch);
 		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(pick(&rs)) < MAX_STATS)
 			rc = start_stat(&rs, &rs.statq[--rs.nstatq]);
 		if (rc == 0)
