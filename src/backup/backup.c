@@ -481,8 +481,9 @@ lscan_event(const struct phsync_event *ev, void *arg)
 /* Lists a remote source's tree into run->src (its temp files, a sync's,
  * are neither listed nor touched). */
 static int
-remote_scan(struct ph_brun *run)
+remote_scan(struct ph_brun *run, struct ph_ssh *ssh)
 {
+	struct ph_login_more m = { run->ctx, run->o, ssh, run->sftp, &run->ev };
 	struct ph_rscan in;
 
 	memset(&in, 0, sizeof(in));
@@ -492,6 +493,9 @@ remote_scan(struct ph_brun *run)
 	in.filter = &run->filter;
 	in.ev = &run->ev;
 	in.dry_run = run->o->dry_run;
+	in.more = ph_login_more;
+	in.end_more = ph_login_end_more;
+	in.more_arg = &m;
 	return ph_remote_scan(&in, &run->src);
 }
 
@@ -538,7 +542,7 @@ scan_remote_source(struct ph_brun *run, const char *src, struct ph_ssh **ssh, ch
 		goto out;
 	}
 	snprintf(srcabs, slen, "%s", run->rroot);
-	rc = remote_scan(run);
+	rc = remote_scan(run, *ssh);
 out:
 	free(user);
 	free(host);

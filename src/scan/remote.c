@@ -600,7 +600,7 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 		if (!rs.asked && in->more != NULL &&
 		    rs.nlisted + ph_rorder_waiting(rs.ord) >= MORE_AFTER) {
 			rs.asked = 1;
-			rs.nsv += in->more(in->arg, rs.sv + 1, PH_RSCAN_MORE);
+			rs.nsv += in->more(in->more_arg, rs.sv + 1, PH_RSCAN_MORE);
 		}
 		while (rc == 0 && (ch = lister_channel(&rs)) >= 0 &&
 		       (f = ph_rorder_next(rs.ord)) != NULL)
@@ -619,7 +619,7 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	for (i = 0; i < rs.nsv && rs.active > 0; i++)
 		ph_sftp_abort(rs.sv[i], rc ? rc : PHSYNC_EINTR);
 	if (rs.nsv > 1)
-		in->end_more(in->arg, rs.sv + 1, rs.nsv - 1);
+		in->end_more(in->more_arg, rs.sv + 1, rs.nsv - 1);
 	if ((rc2 = ph_rorder_end(rs.ord)) != 0 && rc == 0)
 		rc = rc2;
 	if (rc == 0 && !in->dry_run)

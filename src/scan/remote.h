@@ -31,9 +31,10 @@ struct ph_rscan {
 	 * process, so the listing is not one core's), asked for once when
 	 * the listing proves long: up to max put in out, their count
 	 * returned. end_more gets them back after the listing. NULL: none. */
-	size_t (*more)(void *arg, struct ph_sftp **out, size_t max);
-	void (*end_more)(void *arg, struct ph_sftp **v, size_t n);
-	void *arg;
+	size_t (*more)(void *more_arg, struct ph_sftp **out, size_t max);
+	void (*end_more)(void *more_arg, struct ph_sftp **v, size_t n);
+	void *more_arg;
+	void *arg;                      /* failed's and keep_temp's */
 };
 
 /* The most clients more may add. */

@@ -405,20 +405,25 @@ ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char *use
 }
 
 size_t
-ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-              struct ph_sftp **out, size_t max, char *why, size_t whylen)
+ph_login_more(void *arg, struct ph_sftp **out, size_t max)
 {
-	unsigned timeout_s = opts->timeout_s ? opts->timeout_s : 60;
+	const struct ph_login_more *m = arg;
+	phsync_ctx *ctx = m->ctx;
+	unsigned timeout_s = m->opts->timeout_s ? m->opts->timeout_s : 60;
+	char why[200];
 	size_t n = 0;
 	int rc = 0;
 
-	why[0] = '\0';
+	/* The helper lists with its own walk. */
+	if (m->ssh == NULL || ph_sftp_helper(m->sftp) != 0)
+		return 0;
 	/* Only OpenSSH is known to hold several channels at once in every
 	 * version a phone runs (MaxSessions, 10 by default); Dropbear 2022.83
 	 * asserts with several half-closed ones (issue 22), and the others
 	 * are not tested so. */
-	if (!ph_ssh_server_openssh(ssh)) {
-		snprintf(why, whylen, "one SFTP channel: the server is not OpenSSH");
+	if (!ph_ssh_server_openssh(m->ssh)) {
+		ph_emit(m->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0,
+		        "one SFTP channel: the server is not OpenSSH");
 		return 0;
 	}
 	while (n < max) {
@@ -426,7 +431,7 @@ ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh 
 		char err[sizeof(ctx->err)];
 
 		memset(&chan, 0, sizeof(chan));
-		if ((rc = ph_ssh_open_sftp_more(ssh, &chan)) != 0)
+		if ((rc = ph_ssh_open_sftp_more(m->ssh, &chan)) != 0)
 			break;
 		chan.silence_ms = (int)timeout_s * 1000;
 		/* (Its failure is not the run's: the run's message stays.) */
@@ -437,25 +442,27 @@ ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh 
 			/* (The channel opened is ended with the others; with none
 			 * to give back, now.) */
 			if (n == 0)
-				ph_ssh_close_more(ssh);
+				ph_ssh_close_more(m->ssh);
 			break;
 		}
 		n++;
 	}
 	if (rc != 0 && n == 0)
-		snprintf(why, whylen, "one SFTP channel: the server refused another (%s)",
+		snprintf(why, sizeof(why), "one SFTP channel: the server refused another (%s)",
 		         phsync_strerror(rc));
 	else
-		snprintf(why, whylen, "listing over %zu SFTP channels", n + 1);
+		snprintf(why, sizeof(why), "listing over %zu SFTP channels", n + 1);
+	ph_emit(m->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, why);
 	return n;
 }
 
 void
-ph_login_end_more(struct ph_ssh *ssh, struct ph_sftp **v, size_t n)
+ph_login_end_more(void *arg, struct ph_sftp **v, size_t n)
 {
+	const struct ph_login_more *m = arg;
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		ph_sftp_free(v[i]);
-	ph_ssh_close_more(ssh);
+	ph_ssh_close_more(m->ssh);
 }

@@ -34,14 +34,22 @@ int ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char 
 int ph_login_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
                     const char *rroot, struct ph_sftp **sftp);
 
-/* Up to max more plain SFTP clients on ssh beside the run's, each on its
- * own channel (a listing of many folders spreads over them: on the phone
- * each is its own sftp-server), only on an OpenSSH server. Returns how
- * many it put in out; why says what came of it (for -v). A refusal is not
- * an error: the run goes on with its one channel. */
-size_t ph_login_more(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *ssh,
-                     struct ph_sftp **out, size_t max, char *why, size_t whylen);
-/* Frees them and ends their channels. */
-void ph_login_end_more(struct ph_ssh *ssh, struct ph_sftp **v, size_t n);
+/* A run's listing's more SFTP clients (struct ph_rscan's more and
+ * end_more, their arg a struct ph_login_more): up to max more plain SFTP
+ * clients on ssh beside the run's, each on its own channel (a listing of
+ * many folders spreads over them: on the phone each is its own
+ * sftp-server), only when the run's sftp is plain SFTP and the server is
+ * OpenSSH. Returns how many it put in out, and says to ev (for -v) what
+ * came of it. A refusal is not an error: the run goes on with its one
+ * channel. ph_login_end_more frees them and ends their channels. */
+struct ph_login_more {
+	phsync_ctx *ctx;
+	const struct phsync_options *opts;
+	struct ph_ssh *ssh;        /* NULL: none */
+	struct ph_sftp *sftp;      /* the run's */
+	struct ph_emit *ev;
+};
+size_t ph_login_more(void *arg, struct ph_sftp **out, size_t max);
+void ph_login_end_more(void *arg, struct ph_sftp **v, size_t n);
 
 #endif

@@ -49,31 +49,11 @@ rscan_keep_temp(void *arg, const char *name)
 	return ph_job_partial_tmp(((struct rscan_side *)arg)->j, name);
 }
 
-static size_t
-rscan_more(void *arg, struct ph_sftp **out, size_t max)
-{
-	struct ph_job *j = ((struct rscan_side *)arg)->j;
-	char why[200];
-	size_t n;
-
-	/* Plain SFTP only: the helper lists with its own walk. */
-	if (j->ssh == NULL || ph_sftp_helper(j->sftp) != 0)
-		return 0;
-	n = ph_login_more(j->ctx, j->o, j->ssh, out, max, why, sizeof(why));
-	ph_emit(&j->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, why);
-	return n;
-}
-
-static void
-rscan_end_more(void *arg, struct ph_sftp **v, size_t n)
-{
-	ph_login_end_more(((struct rscan_side *)arg)->j->ssh, v, n);
-}
-
 int
 ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 {
 	struct rscan_side sd = { j, t };
+	struct ph_login_more m = { j->ctx, j->o, j->ssh, j->sftp, &j->ev };
 	struct ph_rscan in;
 
 	memset(&in, 0, sizeof(in));
@@ -86,8 +66,9 @@ ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps)
 	in.dry_run = j->o->dry_run;
 	in.failed = rscan_failed;
 	in.keep_temp = rscan_keep_temp;
-	in.more = rscan_more;
-	in.end_more = rscan_end_more;
+	in.more = ph_login_more;
+	in.end_more = ph_login_end_more;
+	in.more_arg = &m;
 	in.arg = &sd;
 	return ph_remote_scan(&in, t);
 }

@@ -253,11 +253,13 @@ end_channel(struct ph_ssh *ssh, ssh_channel ch, int started)
 	return status;
 }
 
-/* Waits until bytes are buffered for any channel of x's session (or its
- * end came), the socket has more, libssh's held output can go out, or
- * timeout_ms passed: what a pump over several channels of one session
- * blocks in (reading one channel takes in the packets of all, so a reply
- * for another may already wait in libssh). */
+/* Waits until bytes are buffered for any channel of x's session, the
+ * socket has more, libssh's held output can go out, or timeout_ms passed:
+ * what a pump over several channels of one session blocks in (reading one
+ * channel takes in the packets of all, so a reply for another may already
+ * wait in libssh). A channel's end is not waited for here: the pump's
+ * read of each channel that owes replies, before it waits, meets it (one
+ * that ended owing nothing would otherwise wake every wait at once). */
 static int
 chan_wait_any(void *arg, int timeout_ms)
 {
@@ -266,10 +268,10 @@ chan_wait_any(void *arg, int timeout_ms)
 	size_t i;
 	int fd, r, held;
 
-	if (ssh->main.chan != NULL && ssh_channel_poll(ssh->main.chan, 0) != 0)
+	if (ssh->main.chan != NULL && ssh_channel_poll(ssh->main.chan, 0) > 0)
 		return 0;
 	for (i = 0; i < ssh->nmore; i++)
-		if (ssh_channel_poll(ssh->more[i]->chan, 0) != 0)
+		if (ssh_channel_poll(ssh->more[i]->chan, 0) > 0)
 			return 0;
 	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
 		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,

@@ -11,7 +11,8 @@ series; verify finds a flipped byte and a cut archive; restore refuses hostile a
 absolute paths, symlinks out, a file through a symlink, hard links, a huge size) and writes
 nothing outside DIR; a server that lies about a size: the file is left out (exit 5), the archive
 holds no wrong content; a photo whose read fails after its first MBs went into a .tar.zst is cut
-back out; --keep prunes old chains, never the newest.
+back out; --keep prunes old chains, never the newest; a listing of many folders over plain SFTP
+spreads over two channels as a sync's does.
 """
 
 import io
@@ -95,6 +96,22 @@ class BackupTest(SyncTestCase):
                 self.assertTreesEqual(self.remote, dst)
         self.assertNoTemps()
         self.assertOutsideUntouched()
+
+    def test_many_folders_listed_over_two_channels(self):
+        # A backup lists as a sync does: past 64 folders over plain SFTP, on a second channel.
+        for i in range(90):
+            write_file(os.path.join(self.remote, "d%02d" % i, "p%d.jpg" % i), random_bytes(300 + i, i),
+                       mtime=T0 + i)
+        self.srv.relay_set(trace=True, trace_pid=True)
+        r = self.backup(name="many.tar.zst")
+        self.assertIn("listing over 2 SFTP channels",
+                      [e.get("message") for e in r.json() if e["event"] == "info"])
+        pids = {f.split()[3] for f in self.srv.relay_fired() if f.startswith("trace OPENDIR")}
+        self.assertEqual(len(pids), 2, self.srv.relay_fired())
+        self.srv.relay_set()
+        out = self.extract_with("gnutar", self.published(r))
+        self.assertTreesEqual(self.remote, out, modes=False)
+        self.assertNoTemps()
 
     def test_photos_stored_not_recompressed(self):
         write_file(os.path.join(self.remote, "DCIM/IMG_1.jpg"),
