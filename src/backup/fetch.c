@@ -433,7 +433,10 @@ fetch_remote(struct fetch *fe)
 			rc = fe->fatal;
 		if (rc != 0)
 			break;
-		while (fe->head < fe->n && (rc = consume(fe)) == 1)
+		/* Only files started: all of the window can be handed over in
+		 * one pass (small files come whole in a reply), and the next
+		 * one is not open yet. */
+		while (fe->head < fe->tail && (rc = consume(fe)) == 1)
 			;
 		if (rc < 0)
 			break;

@@ -489,6 +489,35 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 	return 0;
 }
 
+/* Everything s holds or its channel has now, without waiting: queued
+ * requests sent, buffered replies dispatched. *got: bytes read. */
+static int
+pump_now(struct ph_sftp *s, size_t *got)
+{
+	int rc;
+
+	*got = 0;
+	if ((rc = flush_lazy(s)) != 0)
+		return rc;
+	do {
+		size_t n;
+
+		if ((rc = drain(s)) != 0)
+			return kill_link(s, rc);
+		if ((rc = flush_lazy(s)) != 0)
+			return rc;
+		if (s->inflight == 0)
+			return 0;
+		if ((rc = fill(s, 0, &n)) != 0)
+			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
+		*got += n;
+		if (n == 0)
+			return 0;
+	} while (*got < (16u << 20)); /* (then the caller's turn: other
+	                                   clients, a stop) */
+	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
+}
+
 int
 ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 {
@@ -529,45 +558,7 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 	 * callbacks queue goes out between reads (in batches: flush_lazy), so
 	 * the server is never left idle while replies stream in (a delta's
 	 * next read, the next file). */
-	do {
-		if ((rc = drain(s)) != 0)
-			return kill_link(s, rc);
-		if ((rc = flush_lazy(s)) != 0)
-			return rc;
-		if (s->inflight == 0)
-			break;
-		if ((rc = fill(s, 0, &got)) != 0)
-			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
-	} while (got > 0);
-	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
-}
-
-/* Everything s holds or its channel has now, without waiting: queued
- * requests sent, buffered replies dispatched. *got: bytes read. */
-static int
-pump_now(struct ph_sftp *s, size_t *got)
-{
-	int rc;
-
-	*got = 0;
-	if ((rc = flush_lazy(s)) != 0)
-		return rc;
-	do {
-		size_t n;
-
-		if ((rc = drain(s)) != 0)
-			return kill_link(s, rc);
-		if ((rc = flush_lazy(s)) != 0)
-			return rc;
-		if (s->inflight == 0)
-			return 0;
-		if ((rc = fill(s, 0, &n)) != 0)
-			return kill_link(s, ph_err(s->ctx, rc, "the server closed the connection"));
-		*got += n;
-		if (n == 0)
-			return 0;
-	} while (*got < (16u << 20)); /* (then the others' turn) */
-	return drain(s) != 0 ? kill_link(s, PHSYNC_EPROTO) : 0;
+	return pump_now(s, &got);
 }
 
 int

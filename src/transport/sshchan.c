@@ -88,6 +88,31 @@ chan_write_some(void *arg, const void *p, size_t n, size_t *put)
 	return 0;
 }
 
+/* Waits on the session's socket until it has more or libssh's held
+ * output can go out, or timeout_ms passed; with own_window, not when
+ * nothing is held and x's window is open (x can take more now). */
+static int
+sock_wait(struct ph_sshx *x, int own_window, int timeout_ms)
+{
+	struct ph_ssh *ssh = x->ssh;
+	int fd, r, held;
+
+	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
+		              ssh_get_error(ssh->sess));
+	if (own_window && held == SSH_OK && ssh_channel_window_size(x->chan) > 0)
+		return 0;
+	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
+		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
+	r = ph_poll_sock(fd, PH_POLL_IN | (held == SSH_AGAIN ? PH_POLL_OUT : 0), timeout_ms);
+	if (r < 0)
+		return ph_err_from_errno(-r);
+	/* Take in what came (a window adjustment among it). */
+	if (r > 0)
+		(void)ssh_channel_poll(x->chan, 0);
+	return 0;
+}
+
 /* Waits until the channel can take more (the server's window open, and
  * libssh's output written: chan_write_some), or bytes for the channel are
  * buffered (or its end came), or timeout_ms passed. What libssh already
@@ -99,25 +124,10 @@ static int
 chan_wait(void *arg, int timeout_ms)
 {
 	struct ph_sshx *x = arg;
-	struct ph_ssh *ssh = x->ssh;
-	int fd, r, held;
 
 	if (ssh_channel_poll(x->chan, 0) != 0)
 		return 0; /* data, end or error: the next read tells */
-	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
-		              ssh_get_error(ssh->sess));
-	if (held == SSH_OK && ssh_channel_window_size(x->chan) > 0)
-		return 0;
-	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
-	r = ph_poll_sock(fd, PH_POLL_IN | (held == SSH_AGAIN ? PH_POLL_OUT : 0), timeout_ms);
-	if (r < 0)
-		return ph_err_from_errno(-r);
-	/* Take in what came (a window adjustment among it). */
-	if (r > 0)
-		(void)ssh_channel_poll(x->chan, 0);
-	return 0;
+	return sock_wait(x, 1, timeout_ms);
 }
 
 /* Takes what x's standard error holds: the session's channel keeps the
@@ -266,24 +276,13 @@ chan_wait_any(void *arg, int timeout_ms)
 	struct ph_sshx *x = arg;
 	struct ph_ssh *ssh = x->ssh;
 	size_t i;
-	int fd, r, held;
 
 	if (ssh->main.chan != NULL && ssh_channel_poll(ssh->main.chan, 0) > 0)
 		return 0;
 	for (i = 0; i < ssh->nmore; i++)
 		if (ssh_channel_poll(ssh->more[i]->chan, 0) > 0)
 			return 0;
-	if ((held = ssh_blocking_flush(ssh->sess, 0)) == SSH_ERROR)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost: %s", ssh->host,
-		              ssh_get_error(ssh->sess));
-	if ((fd = (int)ssh_get_fd(ssh->sess)) < 0)
-		return ph_err(ssh->ctx, PHSYNC_ECONNECT, "%s: connection lost", ssh->host);
-	r = ph_poll_sock(fd, PH_POLL_IN | (held == SSH_AGAIN ? PH_POLL_OUT : 0), timeout_ms);
-	if (r < 0)
-		return ph_err_from_errno(-r);
-	if (r > 0)
-		(void)ssh_channel_poll(x->chan, 0);
-	return 0;
+	return sock_wait(x, 0, timeout_ms);
 }
 
 static void

@@ -113,6 +113,16 @@ class BackupTest(SyncTestCase):
         self.assertTreesEqual(self.remote, out, modes=False)
         self.assertNoTemps()
 
+    def test_many_tiny_files(self):
+        # Files that each come whole in one reply: every open file of the fetch's window can be
+        # done and handed over in one pass, and the next one is then not open yet.
+        for i in range(600):
+            write_file(os.path.join(self.remote, "n%d" % (i % 3), "t%03d.txt" % i),
+                       b"x" * (i % 5), mtime=T0 + i)
+        r = self.backup(name="tiny.tar.zst")
+        out = self.extract_with("gnutar", self.published(r))
+        self.assertTreesEqual(self.remote, out, modes=False)
+
     def test_photos_stored_not_recompressed(self):
         write_file(os.path.join(self.remote, "DCIM/IMG_1.jpg"),
                    b"\xff\xd8\xff\xe0" + random_bytes(2_000_000, 5), mtime=T0)

@@ -25,7 +25,8 @@ SetstatTest          a server that refuses SETSTAT/FSETSTAT: files still land (e
 ChannelsTest         a listing of many folders over plain SFTP spreads over a second SFTP
                      channel (its own sftp-server): every folder listed once, the copy exact;
                      that second server dying mid-listing ends the run (exit 1 or 3) with
-                     nothing copied or deleted, and a re-run completes.
+                     nothing copied or deleted, and a re-run completes; hanging, the run ends
+                     at --timeout (exit 3).
 UnreachedTest        a run cut by --timeout, SIGINT or a dead link names each file it never got
                      to (JSON `not-reached`, stderr) and counts them: done + failed + not
                      reached = files_todo, the exit never 0 (issue 22, item 12).
@@ -178,6 +179,22 @@ class ChannelsTest(RelayTestCase):
         self.pull("--json", expect=EXIT_OK)
         os.unlink(keep)
         self.assertTreesEqual(self.remote, self.local, dir_mtimes=False)
+
+
+    def test_second_channel_hangs_mid_listing(self):
+        # The second channel's server stops answering: its own silence clock ends the run at
+        # --timeout, though the first channel keeps answering.
+        self.make_tree()
+        self.srv.relay_set(hang={"type": "OPENDIR", "name": ["d%03d" % i for i in range(60, 90)],
+                                 "session": 2})
+        r = self.run_bounded(self.pull_args("--json", "--timeout", "3"), 45)
+        self.assertFired("hang")
+        self.assertEqual(r.code, EXIT_CONNECT, r)
+        summary = [e for e in r.json() if e["event"] == "summary"][-1]
+        self.assertIn("sent nothing", summary.get("error", ""), r)
+        self.assertEqual(self.ok_paths(r), [])
+        self.assertFalse(os.path.exists(self.local) and os.listdir(self.local))
+        self.assertNoSessionLeft()
 
 
 class DiesMidReplyTest(RelayTestCase):

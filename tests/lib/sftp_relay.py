@@ -59,13 +59,14 @@ Every mode matches files by basename; a list of names may hold "*" (any name).  
         middle of a listing. With K = 2, the second SFTP channel of a run that opens more than
         one (a long listing spreads over several), the run's first channel untouched. Every
         session then logs "session <pid>" when it starts.
-    "hang": {"type": "READ", "name": N}
+    "hang": {"type": "READ", "name": N, "session": K}
         Once a request of this type (READ, WRITE, OPEN, OPENDIR, READDIR, STAT, LSTAT, FSTAT,
         CLOSE, RENAME, ...) about basename N arrives (for READ/WRITE/FSTAT/CLOSE/READDIR, the
         name the handle was opened with), nothing more is forwarded either way: requests and
         replies are read and dropped, the connection stays open.  The relay never exits on its
         own; it ends when its stdin closes (client gone, sshd closing the session), killing
-        sftp-server, so nothing is left behind.
+        sftp-server, so nothing is left behind.  With "session" only in the K-th session, as
+        for "die_on".
     "truncate_on_open": {"name": N, "path": LOCAL[, "append": K]}
         When the reply to an OPEN for writing of a file whose basename starts with
         ".N.phsync-" (a push temp file) comes back, LOCAL (a path on this machine: the
@@ -232,7 +233,7 @@ class Relay:
         self.readdirs = {}    # handle bytes -> READDIRs seen (fail_readdir)
         self.fired_keys = set()
         self.session = 0
-        if self.cfg.get("die_on"):
+        if self.cfg.get("die_on") or "session" in (self.cfg.get("hang") or {}):
             # Which session this is: the ones logged before it, plus one.
             try:
                 with open(control_path + ".log") as f:
@@ -352,7 +353,8 @@ class Relay:
 
         hang = self.cfg.get("hang")
         if hang and TYPES.get(hang.get("type", "").upper()) == t and name is not None \
-                and matches(hang.get("name", "*"), name):
+                and matches(hang.get("name", "*"), name) \
+                and hang.get("session", self.session) == self.session:
             self.fired("hang", "%s %s" % (hang.get("type"), name))
             self.hanging = True
             self.to_server.clear()
