@@ -489,6 +489,20 @@ fill(struct ph_sftp *s, int timeout_ms, size_t *got)
 	return 0;
 }
 
+/* What is queued sent (lazily) and the replies already in the buffer
+ * dispatched, before and after (their callbacks queue more). */
+static int
+take_buffered(struct ph_sftp *s)
+{
+	int rc;
+
+	if ((rc = flush_lazy(s)) != 0)
+		return rc;
+	if ((rc = drain(s)) != 0)
+		return kill_link(s, rc);
+	return flush_lazy(s);
+}
+
 /* Everything s holds or its channel has now, without waiting: queued
  * requests sent, buffered replies dispatched. *got: bytes read. */
 static int
@@ -497,14 +511,10 @@ pump_now(struct ph_sftp *s, size_t *got)
 	int rc;
 
 	*got = 0;
-	if ((rc = flush_lazy(s)) != 0)
-		return rc;
 	do {
 		size_t n;
 
-		if ((rc = drain(s)) != 0)
-			return kill_link(s, rc);
-		if ((rc = flush_lazy(s)) != 0)
+		if ((rc = take_buffered(s)) != 0)
 			return rc;
 		if (s->inflight == 0)
 			return 0;
@@ -525,12 +535,8 @@ ph_sftp_pump(struct ph_sftp *s, int timeout_ms)
 	size_t got;
 	int rc;
 
-	if ((rc = flush_lazy(s)) != 0)
-		return rc;
 	/* Replies may already sit in the buffer (read with an earlier packet). */
-	if ((rc = drain(s)) != 0)
-		return kill_link(s, rc);
-	if ((rc = flush_lazy(s)) != 0)
+	if ((rc = take_buffered(s)) != 0)
 		return rc;
 	if (s->inflight == 0)
 		return 0;
