@@ -35,6 +35,26 @@ class PullTest(SyncTestCase):
         self.assertOutsideUntouched()
         self.assertEqual(r.err.strip(), "", "stderr on a clean, non-terminal run")
 
+    def test_many_folders_keep_their_times(self):
+        # More folders than one durable batch of folders holds (pull_dirs.c:
+        # 64), nested, each with its own time: every one, the root's too,
+        # arrives with the source's time, set after its files came.
+        for a in range(9):
+            for b in range(17):
+                write_file(os.path.join(self.remote, "A%d" % a, "B%02d" % b, "f"), b"x%d.%d" % (a, b),
+                           mtime=T0 + a * 100 + b)
+        for a in range(9):
+            for b in range(17):
+                d = os.path.join(self.remote, "A%d" % a, "B%02d" % b)
+                os.utime(d, (T0 - 1000 - a * 100 - b, T0 - 1000 - a * 100 - b))
+            os.utime(os.path.join(self.remote, "A%d" % a), (T0 - 5000 - a, T0 - 5000 - a))
+        os.utime(self.remote, (T0 - 9000, T0 - 9000))
+        self.pull(expect=0)
+        self.assertTreesEqual(self.remote, self.local)
+        self.assertEqual(int(os.stat(os.path.join(self.local, "A8", "B16")).st_mtime), T0 - 1816)
+        self.assertEqual(int(os.stat(os.path.join(self.local, "A0")).st_mtime), T0 - 5000)
+        self.assertEqual(int(os.stat(self.local).st_mtime), T0 - 9000)
+
     def test_trailing_slash_means_the_same(self):
         sample_tree(self.remote)
         self.pull(src=self.remote + "/", dst=self.local + "/", expect=0)
