@@ -11,6 +11,7 @@
 #include "pfs.h"
 #include "platform.h"
 #include "str.h"
+#include "strsort.h"
 #include "tempname.h"
 
 int
@@ -343,12 +344,6 @@ names_add(struct names *nm, const char *name)
 	return 0;
 }
 
-static int
-name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Reads the folder's names into nm (the caller frees nm->buf). */
 static int
 read_names(struct scan *s, int dfd, size_t plen, struct names *nm)
@@ -404,7 +399,7 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		off += strlen(v[i]) + 1;
 	}
 	if (rc == 0 && nm.n > 1)
-		qsort(v, nm.n, sizeof(*v), name_cmp);
+		ph_strsort(v, nm.n, sizeof(*v), 0);
 	for (i = 0; rc == 0 && i < nm.n; i++) {
 		rc = scan_entry(s, dfd, v[i], plen, depth);
 		s->path[plen] = '\0';

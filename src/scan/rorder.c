@@ -19,12 +19,14 @@
  * (a folder whose listing takes many replies does not hold its subfolders
  * back). A folder of a million names waits whole, 32 bytes a name, before
  * it is placed. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "phsync/phsync.h"
 #include "rorder.h"
+#include "strsort.h"
 
 enum { F_WAITING, F_LISTING, F_WHOLE };
 
@@ -197,15 +199,7 @@ ph_rorder_hold(struct ph_rfolder *f)
 	f->holds++;
 }
 
-/* One folder's entries share its path and a '/' before their names,
- * which hold no '/': their order by the whole path is the tree's. */
-static int
-held_cmp(const void *a, const void *b)
-{
-	const struct held *x = a, *y = b;
-
-	return strcmp(x->e.path, y->e.path);
-}
+_Static_assert(sizeof(struct held) <= PH_STRSORT_MAX_SIZE, "a held entry is too large for ph_strsort");
 
 /* Places in the tree what is in turn (see the top). */
 static int
@@ -243,8 +237,10 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 	if (f->holds > 0 || f->state != F_LISTING)
 		return 0;
 	f->state = F_WHOLE;
+	/* One folder's entries share its path and a '/' before their names,
+	 * which hold no '/': their byte order by the whole path is the tree's. */
 	if (f->n > 1)
-		qsort(f->v, f->n, sizeof(*f->v), held_cmp);
+		ph_strsort(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path));
 	return place(o);
 }
 
