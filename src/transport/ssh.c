@@ -13,6 +13,7 @@
 #include <libssh/libssh.h>
 
 #include "ctx.h"
+#include "knownhost.h"
 #include "platform.h"
 #include "psys.h"
 #include "ssh.h"
@@ -71,6 +72,29 @@ fingerprint(ssh_session sess, char *out, size_t outlen, const char **ktype)
 	return 0;
 }
 
+/* The server's key into the user's known_hosts: under the HostKeyAlias
+ * when there is one, else as libssh names it (by the address). */
+static int
+record_key(struct ph_ssh *ssh, int code)
+{
+	char why[256], *kh = NULL;
+	int rc;
+
+	if (ssh->keyalias[0] != '\0') {
+		if (ph_knownhost_add(ssh->sess, ssh->keyalias, why, sizeof(why)) == 0)
+			return 0;
+	} else {
+		if (ssh_session_update_known_hosts(ssh->sess) == SSH_OK)
+			return 0;
+		snprintf(why, sizeof(why), "%s", ssh_get_error(ssh->sess));
+	}
+	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
+	rc = ph_err(ssh->ctx, code, "%s: cannot record the host key in %s: %s", ssh->host,
+	            kh ? kh : "known_hosts", why);
+	ssh_string_free_char(kh);
+	return rc;
+}
+
 static int
 check_host_key(struct ph_ssh *ssh, const char *config)
 {
@@ -86,7 +110,18 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 	snprintf(ssh->info.fp, sizeof(ssh->info.fp), "%s", fp);
 	snprintf(ssh->info.key_type, sizeof(ssh->info.key_type), "%s", ktype ? ktype : "?");
 	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
-	st = ssh_session_is_known_server(ssh->sess);
+	if (ph_sshconf_get(config, ssh->host, "HostKeyAlias", ssh->keyalias,
+	                   sizeof(ssh->keyalias)) != 1)
+		ssh->keyalias[0] = '\0';
+	if (ssh->keyalias[0] != '\0' && !ph_knownhost_name_ok(ssh->keyalias)) {
+		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY,
+		            "%s: cannot check the host key: HostKeyAlias '%s' in the ssh config "
+		            "cannot name a known_hosts entry; nothing was transferred",
+		            ssh->host, ssh->keyalias);
+		goto out;
+	}
+	st = ssh->keyalias[0] != '\0' ? ph_knownhost_check(ssh->sess, ssh->keyalias) :
+	     ssh_session_is_known_server(ssh->sess);
 	switch (st) {
 	case SSH_KNOWN_HOSTS_OK:
 		rc = 0;
@@ -98,8 +133,9 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		            "which differs from the key recorded in %s. Someone may be "
 		            "intercepting the connection, or the server was reinstalled. "
 		            "Nothing was transferred. If the change is expected, remove "
-		            "the old entry (ssh-keygen -R HOST -f %s) and run again.",
-		            ssh->host, ktype, fp, kh ? kh : "known_hosts", kh ? kh : "FILE");
+		            "the old entry (ssh-keygen -R %s -f %s) and run again.",
+		            ssh->host, ktype, fp, kh ? kh : "known_hosts",
+		            ssh->keyalias[0] != '\0' ? ssh->keyalias : "HOST", kh ? kh : "FILE");
 		goto out;
 	case SSH_KNOWN_HOSTS_ERROR:
 		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY, "%s: cannot check the host key: %s",
@@ -145,11 +181,8 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		goto out;
 	}
 accepted:
-	if (!ssh->p->defer_host_key && ssh_session_update_known_hosts(ssh->sess) != SSH_OK) {
-		rc = ph_err(ssh->ctx, PHSYNC_EHOSTUNKNOWN, "%s: cannot record the host key in %s: %s",
-		            ssh->host, kh ? kh : "known_hosts", ssh_get_error(ssh->sess));
+	if (!ssh->p->defer_host_key && (rc = record_key(ssh, PHSYNC_EHOSTUNKNOWN)) != 0)
 		goto out;
-	}
 	rc = 0;
 out:
 	ssh_string_free_char(kh);
@@ -569,8 +602,5 @@ ph_ssh_free(struct ph_ssh *ssh)
 int
 ph_ssh_record_host_key(struct ph_ssh *ssh)
 {
-	if (ssh_session_update_known_hosts(ssh->sess) != SSH_OK)
-		return ph_err(ssh->ctx, PHSYNC_EIO, "%s: cannot record the host key: %s", ssh->host,
-		              ssh_get_error(ssh->sess));
-	return 0;
+	return record_key(ssh, PHSYNC_EIO);
 }

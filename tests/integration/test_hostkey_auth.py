@@ -7,6 +7,12 @@ HostKeyTest  a changed host key is refused with exit 4, a message naming the hos
              a terminal (exit 4; with `StrictHostKeyChecking yes`, with the default "ask", and
              with no known_hosts file at all); `accept-new` accepts it, adds exactly one line
              (creating the file if needed) and the next run recognises it.
+HostKeyAliasTest  HostKeyAlias as ssh reads it (and checked against ssh on the same files): a
+             key under the alias is accepted at an address known_hosts does not name (also
+             hashed); another key under the alias is refused (exit 4) though the address's entry
+             holds the right one; an address entry alone is unknown; accept-new records the alias,
+             never the address, after a last line without its newline; an alias that cannot name
+             an entry (a comma) is refused.
 TerminalPromptTest  on a terminal an unknown key is asked about, showing its SHA256
              fingerprint: "yes" accepts it (known_hosts gains it, the pull runs), "no" refuses
              it (exit 4, nothing written); a changed key is refused without asking.
@@ -113,6 +119,98 @@ class HostKeyTest(SyncTestCase):
         r = self.pull(config=cfg, timeout=60)
         self.assertEqual(r.code, 0, r)
         self.assertIn(self.srv.host_pub.split()[1], read(kh) or "")
+
+
+class HostKeyAliasTest(SyncTestCase):
+    """HostKeyAlias as ssh reads it: the key is looked up and recorded under the alias, never
+    under the address; each case is checked against OpenSSH's own client on the same files."""
+
+    ALIAS = "myphone"
+
+    def setUp(self):
+        super().setUp()
+        sample_tree(self.remote)
+
+    def config(self, lines, strict="yes", alias=ALIAS):
+        cfg = self.srv.write_config(known_hosts="none", strict=strict,
+                                    extra=["HostKeyAlias %s" % alias])
+        kh = self.srv.known_hosts_of(cfg)
+        with open(kh, "w") as f:
+            f.write("".join(l + "\n" for l in lines))
+        return cfg, kh
+
+    def ssh_ok(self, cfg):
+        p = subprocess.run(["ssh", "-F", cfg, "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "phone", "true"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        return p.returncode == 0
+
+    def addr(self):
+        return "[127.0.0.1]:%d" % self.srv.port
+
+    def test_key_under_alias_accepted(self):
+        # Only the alias names the key: the address has no entry (a phone at a new address).
+        cfg, kh = self.config(["# a comment", "@revoked * " + self.srv.wrong_host_pub,
+                               "other " + self.srv.wrong_host_pub, self.ALIAS + " " + self.srv.host_pub])
+        self.assertTrue(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertTreesEqual(self.remote, self.local)
+        self.assertEqual(len(read(kh).splitlines()), 4, "known_hosts changed")
+
+    def test_hashed_alias_entry_accepted(self):
+        cfg, kh = self.config([self.ALIAS + " " + self.srv.host_pub])
+        subprocess.run(["ssh-keygen", "-H", "-f", kh], check=True, capture_output=True)
+        self.assertNotIn(self.ALIAS, read(kh))
+        self.assertTrue(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+
+    def test_other_key_under_alias_refused(self):
+        # The address's entry holds the right key, the alias's another: ssh goes by the alias.
+        cfg, kh = self.config([self.addr() + " " + self.srv.host_pub,
+                               self.ALIAS + " " + self.srv.wrong_host_pub])
+        before = read(kh)
+        self.assertFalse(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertIn("MISMATCH", r.err)
+        self.assertIn("ssh-keygen -R %s" % self.ALIAS, r.err)
+        self.assertFalse(os.path.lexists(self.local))
+        self.assertEqual(read(kh), before)
+
+    def test_address_entry_alone_is_unknown(self):
+        cfg, kh = self.config([self.addr() + " " + self.srv.host_pub])
+        self.assertFalse(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertIn("unknown host key", r.err)
+        self.assertFalse(os.path.lexists(self.local))
+
+    def test_accept_new_records_the_alias(self):
+        cfg, kh = self.config(["other " + self.srv.wrong_host_pub.strip()], strict="accept-new")
+        # A last line without its newline is not run into.
+        with open(kh, "w") as f:
+            f.write("other " + self.srv.wrong_host_pub.strip())
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        lines = read(kh).splitlines()
+        self.assertEqual(len(lines), 2, lines)
+        self.assertEqual(lines[1].split()[:2], [self.ALIAS, self.srv.host_pub.split()[0]])
+        self.assertEqual(lines[1].split()[2], self.srv.host_pub.split()[1])
+        self.assertNotIn("127.0.0.1", read(kh))
+        self.assertTrue(self.ssh_ok(cfg))
+        cfg2, _ = self.config(lines, strict="yes")
+        r = self.pull(config=cfg2, timeout=60)
+        self.assertEqual(r.code, 0, r)
+
+    def test_alias_that_cannot_name_an_entry(self):
+        cfg, kh = self.config([self.ALIAS + " " + self.srv.host_pub], strict="accept-new",
+                              alias="a,b")
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertIn("HostKeyAlias 'a,b'", r.err)
+        self.assertFalse(os.path.lexists(self.local))
+        self.assertEqual(len(read(kh).splitlines()), 1)
 
 
 class TerminalPromptTest(SyncTestCase):
