@@ -512,9 +512,10 @@ add_host_block(struct pairing *pg)
 	         "  HostName %s\n"
 	         "  Port %u\n"
 	         "%s%s%s"
+	         "  HostKeyAlias %s\n"
 	         "%s",
 	         when, o->name, o->address, pg->res->port, o->user ? "  User " : "",
-	         o->user ? o->user : "", o->user ? "\n" : "", idv);
+	         o->user ? o->user : "", o->user ? "\n" : "", o->name, idv);
 	rc = slurp(pg->config, &text, &len, 4u << 20);
 	if (rc == PHSYNC_ENOENT) {
 		if ((rc = make_parent(pg->ctx, pg->config)) != 0)
@@ -683,6 +684,10 @@ first_login(struct pairing *pg, struct ph_ssh **ssh, struct ph_ssh_info *info, c
 	snprintf(fp, fplen, "%s", info->fp);
 	if (rc != 0)
 		return rc;
+	/* The block to come names the key by the Host name: before anything
+	 * is put on the phone, known_hosts must not hold another key under it. */
+	if (!pg->config_has_host && (rc = ph_ssh_record_host_key_as(*ssh, pg->o->name, 0)) != 0)
+		return rc;
 	if (info->auth_method != SSH_AUTH_METHOD_PUBLICKEY)
 		note(pg, "logged in with the password");
 	return 0;
@@ -751,7 +756,12 @@ key_login(struct pairing *pg, const char *fp, struct ph_ssh **ssh)
 }
 
 /* Step 5: what is local, once everything worked: the host key a new one
- * (info, from step 1) into known_hosts, the Host block into the config. */
+ * (info, from step 1) into known_hosts, as the connection named the
+ * server (its address, which pairing again goes by), the Host block into
+ * the config. A new block gets `HostKeyAlias NAME` and the key is recorded
+ * under NAME too (when no entry there holds it yet), so the phone is
+ * known at any address by ssh and phsync alike: DHCP moves a phone on
+ * Wi-Fi, and editing HostName is then all it takes. */
 static int
 record_local(struct pairing *pg, struct ph_ssh *ssh, const struct ph_ssh_info *info)
 {
@@ -762,6 +772,12 @@ record_local(struct pairing *pg, struct ph_ssh *ssh, const struct ph_ssh_info *i
 			return rc;
 		pg->res->host_key_added = 1;
 		note(pg, "recorded the host key %s %s in known_hosts", info->key_type, info->fp);
+	}
+	if (!pg->config_has_host) {
+		if ((rc = ph_ssh_record_host_key_as(ssh, pg->o->name, 1)) != 0)
+			return rc;
+		note(pg, "the host key is in known_hosts as '%s' too (the block's HostKeyAlias)",
+		     pg->o->name);
 	}
 	if (!pg->config_has_host)
 		return add_host_block(pg);

@@ -604,3 +604,35 @@ ph_ssh_record_host_key(struct ph_ssh *ssh)
 {
 	return record_key(ssh, PHSYNC_EIO);
 }
+
+int
+ph_ssh_record_host_key_as(struct ph_ssh *ssh, const char *name, int add)
+{
+	char why[256], *kh = NULL;
+	int rc = 0;
+
+	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
+	switch (ph_knownhost_check(ssh->sess, name)) {
+	case SSH_KNOWN_HOSTS_OK:
+		break;
+	case SSH_KNOWN_HOSTS_CHANGED:
+	case SSH_KNOWN_HOSTS_OTHER:
+		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY,
+		            "%s already has another host key under the name '%s' (another machine, "
+		            "or this one before it was reinstalled): remove it (ssh-keygen -R %s -f "
+		            "%s) or choose another name", kh ? kh : "known_hosts", name, name,
+		            kh ? kh : "FILE");
+		break;
+	case SSH_KNOWN_HOSTS_NOT_FOUND:
+	case SSH_KNOWN_HOSTS_UNKNOWN:
+		if (add && ph_knownhost_add(ssh->sess, name, why, sizeof(why)) != 0)
+			rc = ph_err(ssh->ctx, PHSYNC_EIO, "cannot record the host key in %s: %s",
+			            kh ? kh : "known_hosts", why);
+		break;
+	default:
+		rc = ph_err(ssh->ctx, PHSYNC_EIO, "cannot read %s", kh ? kh : "known_hosts");
+		break;
+	}
+	ssh_string_free_char(kh);
+	return rc;
+}

@@ -105,6 +105,14 @@ const char *ph_ssh_host(const struct ph_ssh *ssh);
  * Returns 0 or PHSYNC_EIO with the message in ctx. */
 int ph_ssh_record_host_key(struct ph_ssh *ssh);
 
+/* Makes known_hosts name the server's key under name, the HostKeyAlias a
+ * Host block is about to get (with add 0, only checks that it can): 0
+ * when an entry there already holds it or one was added (or, add 0, none
+ * is there); PHSYNC_EHOSTKEY when one under name holds another key
+ * (nothing added); PHSYNC_EIO when it cannot be read or written. The
+ * message is in ctx. */
+int ph_ssh_record_host_key_as(struct ph_ssh *ssh, const char *name, int add);
+
 /* Is the server OpenSSH (by its version string)? */
 int ph_ssh_server_openssh(const struct ph_ssh *ssh);
 

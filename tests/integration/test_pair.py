@@ -127,7 +127,12 @@ class PairTest(unittest.TestCase):
         self.assertIn("  HostName 127.0.0.1\n", block)
         self.assertIn("  Port %d\n" % self.srv.port, block)
         self.assertIn("  IdentityFile %s\n" % self.key, block)
+        self.assertIn("  HostKeyAlias phone2\n", block)
         self.assertEqual(cfg.count("Host phone2"), 1)
+        # The key under the address (pairing again goes by it) and under the name.
+        kh = sorted(l.split()[:3] for l in read(self.kh).decode().splitlines())
+        self.assertEqual(kh, sorted([["[127.0.0.1]:%d" % self.srv.port] + self.srv.host_pub.split()[:2],
+                                     ["phone2"] + self.srv.host_pub.split()[:2]]))
         # Now a pull by name just works (no terminal, no password)...
         remote = os.path.join(self.srv.dir, "photos-%s" % self._testMethodName)
         write_file(os.path.join(remote, "DCIM/Camera/IMG_1.jpg"), b"photo", mtime=1700000000)
@@ -156,6 +161,18 @@ class PairTest(unittest.TestCase):
                                stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(read(os.path.join(dst, "DCIM/Camera/IMG_1.jpg")), b"photo")
+        # The phone at an address known_hosts does not name (DHCP moved it): without the
+        # address's entry, the name alone is enough, for phsync and ssh, and nothing is asked.
+        with open(self.kh, "w") as f:
+            f.write("phone2 %s\n" % self.srv.host_pub)
+        write_file(os.path.join(remote, "DCIM/Camera/IMG_2.jpg"), b"photo 2", mtime=1700000000)
+        r = self.srv.run(["pull", "-F", self.cfg, "phone2:" + remote, local], env=env)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(read(os.path.join(local, "DCIM/Camera/IMG_2.jpg")), b"photo 2")
+        self.assertEqual(read(self.kh).decode(), "phone2 %s\n" % self.srv.host_pub)
+        p = subprocess.run(["ssh", "-F", self.cfg, "-o", "BatchMode=yes", "phone2", "echo", "ok"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=sshenv)
+        self.assertEqual((p.returncode, p.stdout), (0, b"ok\n"), p.stderr)
 
     def start_agent(self, *keys):
         """A real ssh-agent of this test's own, holding new keys of the given types; returns
@@ -330,6 +347,19 @@ class PairTest(unittest.TestCase):
         self.assertEqual(code, 4, out)
         self.assertIn(self.srv.host_fingerprint, out)
         self.assertNotIn("password:", out)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_name_known_with_another_key_is_refused(self):
+        # known_hosts already names another machine's key 'phone2': the block's HostKeyAlias
+        # would make ssh and phsync refuse this phone (or take the other); nothing is written,
+        # not even on the phone, and the message says how to go on.
+        with open(self.kh, "a") as f:
+            f.write("phone2 %s\n" % self.srv.wrong_host_pub)
+        before = self.snapshot()
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)])
+        self.assertEqual(code, 4, out)
+        self.assertIn("another host key under the name 'phone2'", out)
+        self.assertIn("ssh-keygen -R phone2", out)
         self.assertEqual(self.snapshot(), before)
 
     def test_name_taken_by_another_host_is_refused(self):

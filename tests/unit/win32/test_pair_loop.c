@@ -119,11 +119,13 @@ test_pair(void **state)
 	text = slurp(kh);
 	snprintf(line, sizeof(line), "[127.0.0.1]:%u ", o.port);
 	assert_non_null(strstr(text, line));
+	/* ... and under the block's HostKeyAlias, the Host name. */
+	assert_non_null(strstr(text, "\nphone2 ssh-ed25519 "));
 	free(text);
 	text = slurp(config);
 	assert_memory_equal(text, "UserKnownHostsFile ", 19);
 	assert_non_null(strstr(text, "\nHost phone2\n  HostName 127.0.0.1\n"));
-	snprintf(line, sizeof(line), "  Port %u\n  User %s\n", o.port, o.user);
+	snprintf(line, sizeof(line), "  Port %u\n  User %s\n  HostKeyAlias phone2\n", o.port, o.user);
 	assert_non_null(strstr(text, line));
 	assert_non_null(strstr(text, "  IdentityFile "));
 	assert_non_null(strstr(text, "phsync_ed25519\n"));
