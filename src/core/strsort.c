@@ -144,8 +144,8 @@ mkqs(const struct srt *s, unsigned char *a, size_t n, size_t d, unsigned budget)
 	}
 }
 
-void
-ph_strsort_budget(void *base, size_t n, size_t size, size_t off, unsigned budget)
+static void
+sort_from(void *base, size_t n, size_t size, size_t off, size_t skip, unsigned budget)
 {
 	struct srt s;
 
@@ -154,15 +154,33 @@ ph_strsort_budget(void *base, size_t n, size_t size, size_t off, unsigned budget
 		return;
 	s.size = size;
 	s.off = off;
-	mkqs(&s, base, n, 0, budget);
+	mkqs(&s, base, n, skip, budget);
 }
 
-void
-ph_strsort(void *base, size_t n, size_t size, size_t off)
+static unsigned
+budget_of(size_t n)
 {
 	unsigned lg = 0;
 
 	while ((n >> lg) > 1)
 		lg++;
-	ph_strsort_budget(base, n, size, off, 2 * lg + 2);
+	return 2 * lg + 2;
+}
+
+void
+ph_strsort_budget(void *base, size_t n, size_t size, size_t off, unsigned budget)
+{
+	sort_from(base, n, size, off, 0, budget);
+}
+
+void
+ph_strsort_from(void *base, size_t n, size_t size, size_t off, size_t skip)
+{
+	sort_from(base, n, size, off, skip, budget_of(n));
+}
+
+void
+ph_strsort(void *base, size_t n, size_t size, size_t off)
+{
+	sort_from(base, n, size, off, 0, budget_of(n));
 }

@@ -24,6 +24,9 @@
  * 2 log2(n) uneven splits a part is heap-sorted instead. Stack: that many
  * frames at most. */
 void ph_strsort(void *base, size_t n, size_t size, size_t off);
+/* The same for strings that all begin with the same skip bytes (the
+ * caller has checked: none is shorter), which are not read again. */
+void ph_strsort_from(void *base, size_t n, size_t size, size_t off, size_t skip);
 /* The same with the number of uneven splits allowed before a part is
  * heap-sorted given (ph_strsort's is 2 log2(n) + 2): for the tests. */
 void ph_strsort_budget(void *base, size_t n, size_t size, size_t off, unsigned budget);

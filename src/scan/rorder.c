@@ -199,6 +199,21 @@ ph_rorder_hold(struct ph_rfolder *f)
 	f->holds++;
 }
 
+/* The bytes every entry of f begins with: its folder's path and a '/'
+ * (none for the root's), checked, since the sort will not read them. */
+static size_t
+shared_prefix(const struct ph_rfolder *f)
+{
+	size_t rl = strlen(f->rel), i;
+
+	if (rl == 0)
+		return 0;
+	for (i = 0; i < f->n; i++)
+		if (strncmp(f->v[i].e.path, f->rel, rl) != 0 || f->v[i].e.path[rl] != '/')
+			return 0;
+	return rl + 1;
+}
+
 _Static_assert(sizeof(struct held) <= PH_STRSORT_MAX_SIZE, "a held entry is too large for ph_strsort");
 
 /* Places in the tree what is in turn (see the top). */
@@ -238,9 +253,11 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 		return 0;
 	f->state = F_WHOLE;
 	/* One folder's entries share its path and a '/' before their names,
-	 * which hold no '/': their byte order by the whole path is the tree's. */
+	 * which hold no '/': their byte order by the whole path is the tree's,
+	 * and the sort need not read what they share. */
 	if (f->n > 1)
-		ph_strsort(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path));
+		ph_strsort_from(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path),
+		                shared_prefix(f));
 	return place(o);
 }
 

@@ -4,7 +4,7 @@
  * names with shared prefixes, high bytes (unsigned order), empty names,
  * one name the prefix of another, many equal; the heap sort it falls back
  * on past its budget (every budget from 0) the same; sorted, reversed and
- * organ-pipe inputs of 200,000 names sorted. */
+ * organ-pipe inputs of 200,000 names sorted; a shared prefix skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +193,33 @@ test_records_carry_their_bytes(void **state)
 	}
 }
 
+/* ph_strsort_from: strings sharing their first bytes (a folder's path and
+ * '/'), sorted from there as qsort sorts them whole. */
+static void
+test_shared_prefix_skipped(void **state)
+{
+	size_t n = 3000, i;
+	char **s = names(n), **v = malloc(n * sizeof(*v)), **ref = malloc(n * sizeof(*ref));
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(ref);
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(s[i]);
+
+		v[i] = malloc(l + 10);
+		assert_non_null(v[i]);
+		memcpy(v[i], "DCIM/Cam/", 9);
+		memcpy(v[i] + 9, s[i], l + 1);
+	}
+	memcpy(ref, v, n * sizeof(*v));
+	ph_strsort_from(v, n, sizeof(*v), 0, 9);
+	check_as_qsort(v, ref, n);
+	free(ref);
+	free_names(v, n);
+	free_names(s, n);
+}
+
 /* Orders a careless pivot choice handles badly: all end sorted. */
 static void
 test_sorted_reversed_organ_pipe(void **state)
@@ -233,6 +260,7 @@ main(void)
 		cmocka_unit_test(test_many_equal),
 		cmocka_unit_test(test_records_carry_their_bytes),
 		cmocka_unit_test(test_sorted_reversed_organ_pipe),
+		cmocka_unit_test(test_shared_prefix_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
