@@ -12,8 +12,13 @@
  * ssh_known_hosts_parse_line, which matches the name against plain,
  * wildcard and hashed (HashKnownHosts) host fields; only the name looked
  * up is ours. As in ssh, the alias is looked up as it is, without the port.
- * Lines libssh skips are skipped here too: comments, markers
- * (@cert-authority, @revoked), lines it cannot parse. */
+ * Lines libssh skips are skipped here too: comments, @cert-authority,
+ * lines it cannot parse.
+ *
+ * @revoked lines, which libssh skips, are read here for every run, alias
+ * or not (ph_knownhost_revoked): as in ssh, a key a line marks revoked for
+ * a name the server goes by is never accepted, whatever other lines say
+ * and whatever StrictHostKeyChecking is. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +28,15 @@
 
 #define LINE_MAX_BYTES 8192
 
-/* Reads the file's lines for name into *st (which only gets worse:
- * NOT_FOUND, then OTHER or CHANGED; OK ends the search). 0, or -1 when
- * the file exists but cannot be read. */
+#define REVOKED "@revoked"
+
+/* Reads the file's lines for name: into *st the plain ones (which only
+ * gets worse: NOT_FOUND, then OTHER or CHANGED; OK ends that search), or
+ * with st NULL the @revoked ones, *revoked set when one holds key. 0, or
+ * -1 when the file exists but cannot be read. */
 static int
-check_file(const char *file, const char *name, ssh_key key, enum ssh_known_hosts_e *st)
+check_file(const char *file, const char *name, ssh_key key, enum ssh_known_hosts_e *st,
+           int *revoked)
 {
 	char line[LINE_MAX_BYTES];
 	FILE *f;
@@ -35,7 +44,8 @@ check_file(const char *file, const char *name, ssh_key key, enum ssh_known_hosts
 
 	if (file == NULL || (f = fopen(file, "r")) == NULL)
 		return file != NULL && errno != ENOENT && errno != ENOTDIR ? -1 : 0;
-	while (*st != SSH_KNOWN_HOSTS_OK && fgets(line, sizeof(line), f) != NULL) {
+	while ((st == NULL ? !*revoked : *st != SSH_KNOWN_HOSTS_OK) &&
+	       fgets(line, sizeof(line), f) != NULL) {
 		struct ssh_knownhosts_entry *e = NULL;
 		size_t len = strcspn(line, "\r\n");
 		char *p = line;
@@ -51,6 +61,20 @@ check_file(const char *file, const char *name, ssh_key key, enum ssh_known_hosts
 		line[len] = '\0';
 		while (*p == ' ' || *p == '\t')
 			p++;
+		if (st == NULL) {
+			/* "@revoked", a space, then a line as any other (ssh ends
+			 * a marker at the line's first space: after a tab it reads
+			 * no marker, and no line). */
+			if (strncmp(p, REVOKED " ", strlen(REVOKED) + 1) != 0)
+				continue;
+			for (p += strlen(REVOKED); *p == ' ' || *p == '\t'; p++)
+				;
+			if (ssh_known_hosts_parse_line(name, p, &e) == SSH_OK && e != NULL &&
+			    ssh_key_cmp(e->publickey, key, SSH_KEY_CMP_PUBLIC) == 0)
+				*revoked = 1;
+			ssh_knownhosts_entry_free(e);
+			continue;
+		}
 		if (*p == '\0' || *p == '#' || *p == '@')
 			continue;
 		if (ssh_known_hosts_parse_line(name, p, &e) != SSH_OK || e == NULL)
@@ -94,9 +118,9 @@ ph_knownhost_check(ssh_session sess, const char *name)
 		return SSH_KNOWN_HOSTS_ERROR;
 	ssh_options_get(sess, SSH_OPTIONS_KNOWNHOSTS, &user);
 	ssh_options_get(sess, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, &global);
-	bad = check_file(user, name, key, &st) != 0;
+	bad = check_file(user, name, key, &st, NULL) != 0;
 	if (st != SSH_KNOWN_HOSTS_OK)
-		bad |= check_file(global, name, key, &st) != 0;
+		bad |= check_file(global, name, key, &st, NULL) != 0;
 	ssh_string_free_char(user);
 	ssh_string_free_char(global);
 	ssh_key_free(key);
@@ -104,6 +128,26 @@ ph_knownhost_check(ssh_session sess, const char *name)
 	if (bad && st != SSH_KNOWN_HOSTS_OK && st != SSH_KNOWN_HOSTS_CHANGED)
 		return SSH_KNOWN_HOSTS_ERROR;
 	return st;
+}
+
+int
+ph_knownhost_revoked(ssh_session sess, const char *name)
+{
+	char *user = NULL, *global = NULL;
+	ssh_key key = NULL;
+	int revoked = 0, rc;
+
+	if (ssh_get_server_publickey(sess, &key) != SSH_OK)
+		return -1;
+	ssh_options_get(sess, SSH_OPTIONS_KNOWNHOSTS, &user);
+	ssh_options_get(sess, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, &global);
+	rc = check_file(user, name, key, NULL, &revoked);
+	if (rc == 0 && !revoked)
+		rc = check_file(global, name, key, NULL, &revoked);
+	ssh_string_free_char(user);
+	ssh_string_free_char(global);
+	ssh_key_free(key);
+	return revoked ? 1 : rc;
 }
 
 int

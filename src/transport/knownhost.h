@@ -21,6 +21,11 @@ int ph_knownhost_name_ok(const char *name);
  * nothing else decided it). */
 enum ssh_known_hosts_e ph_knownhost_check(ssh_session sess, const char *name);
 
+/* Does a line "@revoked PATTERNS TYPE KEY" of the known_hosts files of
+ * sess, whose patterns match name, hold the connected server's key? 1, 0,
+ * or -1 (no server key, or a file that exists could not be read). */
+int ph_knownhost_revoked(ssh_session sess, const char *name);
+
 /* Appends "name type key" for the connected server to the user's
  * known_hosts file. 0, or -1 with why (a sentence) filled in. */
 int ph_knownhost_add(ssh_session sess, const char *name, char *why, size_t whylen);

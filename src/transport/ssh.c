@@ -95,6 +95,38 @@ record_key(struct ph_ssh *ssh, int code)
 	return rc;
 }
 
+/* Does known_hosts mark the server's key @revoked for the name it goes by
+ * (the HostKeyAlias, else as libssh names it: "[host]:port", or host on
+ * port 22)? 0, or PHSYNC_EHOSTKEY with the message in ctx. */
+static int
+revoked(struct ph_ssh *ssh, const char *fp, const char *ktype, const char *kh)
+{
+	char name[300], *h = NULL;
+	unsigned int port = 22;
+	int r;
+
+	if (ssh->keyalias[0] != '\0') {
+		snprintf(name, sizeof(name), "%s", ssh->keyalias);
+	} else {
+		ssh_options_get(ssh->sess, SSH_OPTIONS_HOST, &h);
+		ssh_options_get_port(ssh->sess, &port);
+		if (port == 22)
+			snprintf(name, sizeof(name), "%s", h ? h : ssh->host);
+		else
+			snprintf(name, sizeof(name), "[%s]:%u", h ? h : ssh->host, port);
+		ssh_string_free_char(h);
+	}
+	if ((r = ph_knownhost_revoked(ssh->sess, name)) == 0)
+		return 0;
+	if (r < 0)
+		return ph_err(ssh->ctx, PHSYNC_EHOSTKEY, "%s: cannot check the host key: %s cannot "
+		              "be read", ssh->host, kh ? kh : "known_hosts");
+	return ph_err(ssh->ctx, PHSYNC_EHOSTKEY,
+	              "HOST KEY REVOKED for %s: the server shows %s key %s, which %s marks "
+	              "@revoked. Nothing was transferred.", ssh->host, ktype, fp,
+	              kh ? kh : "known_hosts");
+}
+
 static int
 check_host_key(struct ph_ssh *ssh, const char *config)
 {
@@ -120,6 +152,9 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		            ssh->host, ssh->keyalias);
 		goto out;
 	}
+	/* @revoked first: such a key is never accepted, whatever else. */
+	if ((rc = revoked(ssh, fp, ktype, kh)) != 0)
+		goto out;
 	st = ssh->keyalias[0] != '\0' ? ph_knownhost_check(ssh->sess, ssh->keyalias) :
 	     ssh_session_is_known_server(ssh->sess);
 	switch (st) {

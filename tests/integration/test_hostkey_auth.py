@@ -13,6 +13,10 @@ HostKeyAliasTest  HostKeyAlias as ssh reads it (and checked against ssh on the s
              holds the right one; an address entry alone is unknown; accept-new records the alias,
              never the address, after a last line without its newline; an alias that cannot name
              an entry (a comma) is refused.
+RevokedKeyTest  @revoked as ssh reads it (checked against ssh): a key revoked for a pattern the
+             server's name matches is refused (exit 4, "REVOKED", nothing written) beside an
+             accepting line, with accept-new, and under a HostKeyAlias; one revoked for another
+             name, or another key revoked, is no matter.
 TerminalPromptTest  on a terminal an unknown key is asked about, showing its SHA256
              fingerprint: "yes" accepts it (known_hosts gains it, the pull runs), "no" refuses
              it (exit 4, nothing written); a changed key is refused without asking.
@@ -211,6 +215,63 @@ class HostKeyAliasTest(SyncTestCase):
         self.assertIn("HostKeyAlias 'a,b'", r.err)
         self.assertFalse(os.path.lexists(self.local))
         self.assertEqual(len(read(kh).splitlines()), 1)
+
+
+class RevokedKeyTest(SyncTestCase):
+    """known_hosts' @revoked lines, which libssh skips, as ssh reads them: a key revoked for a
+    pattern the server's name matches is refused (exit 4) beside a line that accepts it, with
+    accept-new, and under a HostKeyAlias; one revoked for another name is no matter. Each case
+    is checked against ssh on the same files."""
+
+    def setUp(self):
+        super().setUp()
+        sample_tree(self.remote)
+
+    def config(self, lines, strict="yes", extra=()):
+        cfg = self.srv.write_config(known_hosts="none", strict=strict, extra=list(extra))
+        kh = self.srv.known_hosts_of(cfg)
+        with open(kh, "w") as f:
+            f.write("".join(l + "\n" for l in lines))
+        return cfg, kh
+
+    def ssh_ok(self, cfg):
+        p = subprocess.run(["ssh", "-F", cfg, "-o", "BatchMode=yes", "phone", "true"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        return p.returncode == 0
+
+    def refused(self, cfg, kh):
+        before = read(kh)
+        self.assertFalse(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 4, r)
+        self.assertIn("REVOKED", r.err)
+        self.assertIn(self.srv.host_fingerprint, r.err)
+        self.assertFalse(os.path.lexists(self.local))
+        self.assertEqual(read(kh), before)
+
+    def addr(self):
+        return "[127.0.0.1]:%d" % self.srv.port
+
+    def test_revoked_beside_an_accepting_line(self):
+        self.refused(*self.config([self.addr() + " " + self.srv.host_pub,
+                                   "@revoked * " + self.srv.host_pub]))
+
+    def test_revoked_is_never_accepted_new(self):
+        self.refused(*self.config(["@revoked 127.0.0.1,%s %s" % (self.addr(), self.srv.host_pub)],
+                                  strict="accept-new"))
+
+    def test_revoked_under_the_alias(self):
+        self.refused(*self.config(["myphone " + self.srv.host_pub, "@revoked myphone " + self.srv.host_pub],
+                                  extra=["HostKeyAlias myphone"]))
+
+    def test_revoked_for_another_name_or_key_is_no_matter(self):
+        cfg, kh = self.config(["@revoked other.host " + self.srv.host_pub,
+                               "@revoked * " + self.srv.wrong_host_pub,
+                               self.addr() + " " + self.srv.host_pub])
+        self.assertTrue(self.ssh_ok(cfg))
+        r = self.pull(config=cfg, timeout=60)
+        self.assertEqual(r.code, 0, r)
+        self.assertTreesEqual(self.remote, self.local)
 
 
 class TerminalPromptTest(SyncTestCase):
