@@ -778,9 +778,8 @@ record_local(struct pairing *pg, struct ph_ssh *ssh, const struct ph_ssh_info *i
 			return rc;
 		note(pg, "the host key is in known_hosts as '%s' too (the block's HostKeyAlias)",
 		     pg->o->name);
-	}
-	if (!pg->config_has_host)
 		return add_host_block(pg);
+	}
 	note(pg, "'Host %s' is already in %s", pg->o->name, pg->config);
 	return 0;
 }

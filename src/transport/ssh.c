@@ -647,6 +647,13 @@ ph_ssh_record_host_key_as(struct ph_ssh *ssh, const char *name, int add)
 	int rc = 0;
 
 	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
+	if (ph_knownhost_revoked(ssh->sess, name) != 0) {
+		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY, "%s marks this host key @revoked for the "
+		            "name '%s' (or cannot be read): not recorded", kh ? kh : "known_hosts",
+		            name);
+		ssh_string_free_char(kh);
+		return rc;
+	}
 	switch (ph_knownhost_check(ssh->sess, name)) {
 	case SSH_KNOWN_HOSTS_OK:
 		break;

@@ -108,8 +108,8 @@ int ph_ssh_record_host_key(struct ph_ssh *ssh);
 /* Makes known_hosts name the server's key under name, the HostKeyAlias a
  * Host block is about to get (with add 0, only checks that it can): 0
  * when an entry there already holds it or one was added (or, add 0, none
- * is there); PHSYNC_EHOSTKEY when one under name holds another key
- * (nothing added); PHSYNC_EIO when it cannot be read or written. The
+ * is there); PHSYNC_EHOSTKEY when one under name holds another key, or
+ * marks this one @revoked (nothing added); PHSYNC_EIO when it cannot be read or written. The
  * message is in ctx. */
 int ph_ssh_record_host_key_as(struct ph_ssh *ssh, const char *name, int add);
 

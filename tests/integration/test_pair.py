@@ -362,6 +362,16 @@ class PairTest(unittest.TestCase):
         self.assertIn("ssh-keygen -R phone2", out)
         self.assertEqual(self.snapshot(), before)
 
+    def test_key_revoked_for_the_name_is_refused(self):
+        # The same with this phone's own key marked @revoked for the name.
+        with open(self.kh, "a") as f:
+            f.write("@revoked phone2 %s\n" % self.srv.host_pub)
+        before = self.snapshot()
+        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)])
+        self.assertEqual(code, 4, out)
+        self.assertIn("@revoked for the name 'phone2'", out)
+        self.assertEqual(self.snapshot(), before)
+
     def test_name_taken_by_another_host_is_refused(self):
         before = self.snapshot()
         code, out = self.pair([], name="laptop-nas")
