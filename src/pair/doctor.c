@@ -479,9 +479,15 @@ check_login(struct doctor *d, phsync_ctx *ctx, const char *user, const char *hos
 		report(d, "reachable", PHSYNC_CHECK_OK, hostport, "%s answers: %s", host, info.banner);
 		if (rc == PHSYNC_EHOSTKEY || rc == PHSYNC_EHOSTUNKNOWN)
 			report(d, "host_key", PHSYNC_CHECK_FAIL, info.fp, "%s", phsync_ctx_error(ctx));
+		else if (info.key_alias[0] != '\0')
+			report(d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts as "
+			       "'%s' (HostKeyAlias: known at any address)", info.key_type, info.fp,
+			       info.key_alias);
 		else
-			report(d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts",
-			       info.key_type, info.fp);
+			report(d, "host_key", PHSYNC_CHECK_OK, info.fp, "%s %s is in known_hosts, by "
+			       "the phone's address (at a new one it is asked about again; "
+			       "'HostKeyAlias NAME' in its Host block keeps it known, as phsync pair "
+			       "writes it)", info.key_type, info.fp);
 	}
 	if (d->skipping && strcmp(d->why, "reachable") == 0)
 		skip(d, "host_key");

@@ -145,6 +145,7 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 	if (ph_sshconf_get(config, ssh->host, "HostKeyAlias", ssh->keyalias,
 	                   sizeof(ssh->keyalias)) != 1)
 		ssh->keyalias[0] = '\0';
+	snprintf(ssh->info.key_alias, sizeof(ssh->info.key_alias), "%s", ssh->keyalias);
 	if (ssh->keyalias[0] != '\0' && !ph_knownhost_name_ok(ssh->keyalias)) {
 		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY,
 		            "%s: cannot check the host key: HostKeyAlias '%s' in the ssh config "

@@ -38,6 +38,8 @@ struct ph_ssh_info {
 	char key_type[32];       /* host key type, e.g. "ssh-ed25519" */
 	char fp[128];            /* host key SHA256 fingerprint */
 	int host_key_new;        /* the key was not in known_hosts */
+	char key_alias[256];     /* the HostKeyAlias known_hosts names it by
+	                            ("": by its address) */
 	int methods;             /* SSH_AUTH_METHOD_* bits the server offered */
 	int auth_method;         /* the bit that logged in (0: none / not yet) */
 };

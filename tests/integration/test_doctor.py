@@ -111,6 +111,8 @@ class DoctorOpenSSHTest(DoctorMixin, SyncTestCase):
             self.assertEqual(c[name]["status"], "ok", c[name])
         self.assertIn("OpenSSH", c["reachable"]["detail"])
         self.assertEqual(c["host_key"]["value"], self.srv.host_fingerprint)
+        self.assertIn("by the phone's address", c["host_key"]["detail"])
+        self.assertIn("HostKeyAlias NAME", c["host_key"]["detail"])
         self.assertEqual(c["key_login"]["value"], self.srv.user)
         self.assertEqual(int(c["window"]["value"]), 2 << 20)   # sshd's session window
         self.assertEqual(c["exec"]["status"], "ok")
@@ -191,6 +193,14 @@ class DoctorOpenSSHTest(DoctorMixin, SyncTestCase):
         self.assertEqual({c[n]["status"] for n in CHECKS[2:]}, {"skip"})
         with open(kh) as f:
             self.assertEqual(f.read(), "")
+
+    def test_host_key_under_its_alias(self):
+        cfg = self.srv.write_config(known_hosts="none", extra=["HostKeyAlias myphone"])
+        with open(self.srv.known_hosts_of(cfg), "w") as f:
+            f.write("myphone %s\n" % self.srv.host_pub)
+        c = self.doctor(config=cfg)
+        self.assertEqual(c["host_key"]["status"], "ok", c["host_key"])
+        self.assertIn("as 'myphone' (HostKeyAlias", c["host_key"]["detail"])
 
     def test_changed_host_key(self):
         c = self.doctor(config=self.srv.write_config(known_hosts="wrong"), expect=4)
