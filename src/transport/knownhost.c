@@ -106,25 +106,37 @@ ph_knownhost_name_ok(const char *name)
 	return 1;
 }
 
+/* check_file over the files libssh reads, the user's then the global one
+ * (st and revoked as there): 0, or -1 without the server's key or when a
+ * file that exists could not be read. */
+static int
+check_files(ssh_session sess, const char *name, enum ssh_known_hosts_e *st, int *revoked)
+{
+	char *user = NULL, *global = NULL;
+	ssh_key key = NULL;
+	int rc;
+
+	if (ssh_get_server_publickey(sess, &key) != SSH_OK)
+		return -1;
+	ssh_options_get(sess, SSH_OPTIONS_KNOWNHOSTS, &user);
+	ssh_options_get(sess, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, &global);
+	rc = check_file(user, name, key, st, revoked);
+	if (st != NULL ? *st != SSH_KNOWN_HOSTS_OK : !*revoked)
+		rc |= check_file(global, name, key, st, revoked);
+	ssh_string_free_char(user);
+	ssh_string_free_char(global);
+	ssh_key_free(key);
+	return rc;
+}
+
 enum ssh_known_hosts_e
 ph_knownhost_check(ssh_session sess, const char *name)
 {
 	enum ssh_known_hosts_e st = SSH_KNOWN_HOSTS_NOT_FOUND;
-	char *user = NULL, *global = NULL;
-	ssh_key key = NULL;
-	int bad;
+	int bad = check_files(sess, name, &st, NULL) != 0;
 
-	if (ssh_get_server_publickey(sess, &key) != SSH_OK)
-		return SSH_KNOWN_HOSTS_ERROR;
-	ssh_options_get(sess, SSH_OPTIONS_KNOWNHOSTS, &user);
-	ssh_options_get(sess, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, &global);
-	bad = check_file(user, name, key, &st, NULL) != 0;
-	if (st != SSH_KNOWN_HOSTS_OK)
-		bad |= check_file(global, name, key, &st, NULL) != 0;
-	ssh_string_free_char(user);
-	ssh_string_free_char(global);
-	ssh_key_free(key);
-	/* An unreadable file could hold the entry that says otherwise. */
+	/* No key, or an unreadable file that could hold the entry that says
+	 * otherwise. */
 	if (bad && st != SSH_KNOWN_HOSTS_OK && st != SSH_KNOWN_HOSTS_CHANGED)
 		return SSH_KNOWN_HOSTS_ERROR;
 	return st;
@@ -133,20 +145,8 @@ ph_knownhost_check(ssh_session sess, const char *name)
 int
 ph_knownhost_revoked(ssh_session sess, const char *name)
 {
-	char *user = NULL, *global = NULL;
-	ssh_key key = NULL;
-	int revoked = 0, rc;
+	int revoked = 0, rc = check_files(sess, name, NULL, &revoked);
 
-	if (ssh_get_server_publickey(sess, &key) != SSH_OK)
-		return -1;
-	ssh_options_get(sess, SSH_OPTIONS_KNOWNHOSTS, &user);
-	ssh_options_get(sess, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, &global);
-	rc = check_file(user, name, key, NULL, &revoked);
-	if (rc == 0 && !revoked)
-		rc = check_file(global, name, key, NULL, &revoked);
-	ssh_string_free_char(user);
-	ssh_string_free_char(global);
-	ssh_key_free(key);
 	return revoked ? 1 : rc;
 }
 

@@ -80,8 +80,8 @@ record_key(struct ph_ssh *ssh, int code)
 	char why[256], *kh = NULL;
 	int rc;
 
-	if (ssh->keyalias[0] != '\0') {
-		if (ph_knownhost_add(ssh->sess, ssh->keyalias, why, sizeof(why)) == 0)
+	if (ssh->info.key_alias[0] != '\0') {
+		if (ph_knownhost_add(ssh->sess, ssh->info.key_alias, why, sizeof(why)) == 0)
 			return 0;
 	} else {
 		if (ssh_session_update_known_hosts(ssh->sess) == SSH_OK)
@@ -101,20 +101,18 @@ record_key(struct ph_ssh *ssh, int code)
 static int
 revoked(struct ph_ssh *ssh, const char *fp, const char *ktype, const char *kh)
 {
-	char name[300], *h = NULL;
-	unsigned int port = 22;
+	char name[300], user[128], host[256];
+	unsigned port;
 	int r;
 
-	if (ssh->keyalias[0] != '\0') {
-		snprintf(name, sizeof(name), "%s", ssh->keyalias);
+	if (ssh->info.key_alias[0] != '\0') {
+		snprintf(name, sizeof(name), "%s", ssh->info.key_alias);
 	} else {
-		ssh_options_get(ssh->sess, SSH_OPTIONS_HOST, &h);
-		ssh_options_get_port(ssh->sess, &port);
+		ph_ssh_identity(ssh, user, sizeof(user), host, sizeof(host), &port);
 		if (port == 22)
-			snprintf(name, sizeof(name), "%s", h ? h : ssh->host);
+			snprintf(name, sizeof(name), "%s", host);
 		else
-			snprintf(name, sizeof(name), "[%s]:%u", h ? h : ssh->host, port);
-		ssh_string_free_char(h);
+			snprintf(name, sizeof(name), "[%s]:%u", host, port);
 	}
 	if ((r = ph_knownhost_revoked(ssh->sess, name)) == 0)
 		return 0;
@@ -142,21 +140,20 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 	snprintf(ssh->info.fp, sizeof(ssh->info.fp), "%s", fp);
 	snprintf(ssh->info.key_type, sizeof(ssh->info.key_type), "%s", ktype ? ktype : "?");
 	ssh_options_get(ssh->sess, SSH_OPTIONS_KNOWNHOSTS, &kh);
-	if (ph_sshconf_get(config, ssh->host, "HostKeyAlias", ssh->keyalias,
-	                   sizeof(ssh->keyalias)) != 1)
-		ssh->keyalias[0] = '\0';
-	snprintf(ssh->info.key_alias, sizeof(ssh->info.key_alias), "%s", ssh->keyalias);
-	if (ssh->keyalias[0] != '\0' && !ph_knownhost_name_ok(ssh->keyalias)) {
+	if (ph_sshconf_get(config, ssh->host, "HostKeyAlias", ssh->info.key_alias,
+	                   sizeof(ssh->info.key_alias)) != 1)
+		ssh->info.key_alias[0] = '\0';
+	if (ssh->info.key_alias[0] != '\0' && !ph_knownhost_name_ok(ssh->info.key_alias)) {
 		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY,
 		            "%s: cannot check the host key: HostKeyAlias '%s' in the ssh config "
 		            "cannot name a known_hosts entry; nothing was transferred",
-		            ssh->host, ssh->keyalias);
+		            ssh->host, ssh->info.key_alias);
 		goto out;
 	}
 	/* @revoked first: such a key is never accepted, whatever else. */
 	if ((rc = revoked(ssh, fp, ktype, kh)) != 0)
 		goto out;
-	st = ssh->keyalias[0] != '\0' ? ph_knownhost_check(ssh->sess, ssh->keyalias) :
+	st = ssh->info.key_alias[0] != '\0' ? ph_knownhost_check(ssh->sess, ssh->info.key_alias) :
 	     ssh_session_is_known_server(ssh->sess);
 	switch (st) {
 	case SSH_KNOWN_HOSTS_OK:
@@ -171,7 +168,7 @@ check_host_key(struct ph_ssh *ssh, const char *config)
 		            "Nothing was transferred. If the change is expected, remove "
 		            "the old entry (ssh-keygen -R %s -f %s) and run again.",
 		            ssh->host, ktype, fp, kh ? kh : "known_hosts",
-		            ssh->keyalias[0] != '\0' ? ssh->keyalias : "HOST", kh ? kh : "FILE");
+		            ssh->info.key_alias[0] != '\0' ? ssh->info.key_alias : "HOST", kh ? kh : "FILE");
 		goto out;
 	case SSH_KNOWN_HOSTS_ERROR:
 		rc = ph_err(ssh->ctx, PHSYNC_EHOSTKEY, "%s: cannot check the host key: %s",

@@ -47,8 +47,6 @@ struct ph_ssh {
 	const struct ph_ssh_params *p; /* during ph_ssh_connect only */
 	struct ph_ssh_info info;
 	char host[256];
-	char keyalias[256];      /* the config's HostKeyAlias: known_hosts names
-	                            the server so ("" none: by its address) */
 	char errtext[256];       /* the start of what an exec'd command wrote on
 	                            its standard error (terminated) */
 	size_t errlen;

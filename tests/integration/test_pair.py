@@ -349,28 +349,29 @@ class PairTest(unittest.TestCase):
         self.assertNotIn("password:", out)
         self.assertEqual(self.snapshot(), before)
 
-    def test_name_known_with_another_key_is_refused(self):
-        # known_hosts already names another machine's key 'phone2': the block's HostKeyAlias
-        # would make ssh and phsync refuse this phone (or take the other); nothing is written,
-        # not even on the phone, and the message says how to go on.
+    def refused_by_known_hosts(self, line, *said):
+        """known_hosts gains line; pairing exits 4 after the login saying each of said, with
+        nothing written, not even on the phone."""
         with open(self.kh, "a") as f:
-            f.write("phone2 %s\n" % self.srv.wrong_host_pub)
+            f.write(line + "\n")
         before = self.snapshot()
         code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)])
         self.assertEqual(code, 4, out)
-        self.assertIn("another host key under the name 'phone2'", out)
-        self.assertIn("ssh-keygen -R phone2", out)
+        for text in said:
+            self.assertIn(text, out)
         self.assertEqual(self.snapshot(), before)
+
+    def test_name_known_with_another_key_is_refused(self):
+        # known_hosts already names another machine's key 'phone2': the block's HostKeyAlias
+        # would make ssh and phsync refuse this phone (or take the other); the message says
+        # how to go on.
+        self.refused_by_known_hosts("phone2 %s" % self.srv.wrong_host_pub,
+                                    "another host key under the name 'phone2'", "ssh-keygen -R phone2")
 
     def test_key_revoked_for_the_name_is_refused(self):
         # The same with this phone's own key marked @revoked for the name.
-        with open(self.kh, "a") as f:
-            f.write("@revoked phone2 %s\n" % self.srv.host_pub)
-        before = self.snapshot()
-        code, out = self.pair([("(yes/no)", "yes"), ("password:", PASSWORD)])
-        self.assertEqual(code, 4, out)
-        self.assertIn("@revoked for the name 'phone2'", out)
-        self.assertEqual(self.snapshot(), before)
+        self.refused_by_known_hosts("@revoked phone2 %s" % self.srv.host_pub,
+                                    "@revoked for the name 'phone2'")
 
     def test_name_taken_by_another_host_is_refused(self):
         before = self.snapshot()
