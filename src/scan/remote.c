@@ -599,8 +599,12 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	       (ph_rorder_waiting(rs.ord) > 0 || rs.active > 0 || rs.nstatq > 0)) {
 		if (!rs.asked && in->more != NULL &&
 		    rs.nlisted + ph_rorder_waiting(rs.ord) >= MORE_AFTER) {
-			rs.asked = 1;
-			rs.nsv += in->more(in->more_arg, rs.sv + 1, PH_RSCAN_MORE);
+			size_t got = in->more(in->more_arg, rs.sv + 1, PH_RSCAN_MORE);
+
+			if (got != PH_RSCAN_MORE_LATER) {
+				rs.asked = 1;
+				rs.nsv += got;
+			}
 		}
 		while (rc == 0 && (ch = lister_channel(&rs)) >= 0 &&
 		       (f = ph_rorder_next(rs.ord)) != NULL)

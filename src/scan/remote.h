@@ -30,7 +30,9 @@ struct ph_rscan {
 	 * many folders (each folder listed on one; on the phone each its own
 	 * process, so the listing is not one core's), asked for once when
 	 * the listing proves long: up to max put in out, their count
-	 * returned. end_more gets them back after the listing. NULL: none. */
+	 * returned, or PH_RSCAN_MORE_LATER: not yet, asked again at the
+	 * listing's next turn. end_more gets them back after the listing.
+	 * NULL: none. */
 	size_t (*more)(void *more_arg, struct ph_sftp **out, size_t max);
 	void (*end_more)(void *more_arg, struct ph_sftp **v, size_t n);
 	void *more_arg;
@@ -39,6 +41,7 @@ struct ph_rscan {
 
 /* The most clients more may add. */
 #define PH_RSCAN_MORE 1
+#define PH_RSCAN_MORE_LATER ((size_t)-1)
 
 /* Lists the remote tree under in->rroot into t, pipelined, in subtree
  * order as it comes (rorder.h; an aside copy put back at the end is

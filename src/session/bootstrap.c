@@ -336,6 +336,7 @@ struct brun {
 	struct ph_chan *chan;
 	unsigned offer;  /* first contact: the helpers offered (bit i: ph_boot_arches[i]) */
 	int own;         /* first contact: the phone's own phsync may answer */
+	int more;        /* on a channel beside the session's (a second helper) */
 	unsigned long long uid;
 	unsigned missing; /* bit i: folder i of ph_boot_dir_names is missing */
 	char line[4608];  /* ls of a symlink: up to PATH_MAX of target */
@@ -491,7 +492,8 @@ run_script(struct brun *x, struct ph_ssh *ssh, const char *cmd)
 	x->r.ch = x->chan;
 	x->r.silence_ms = x->b->silence_ms;
 	x->r.pos = x->r.end = 0;
-	if ((rc = ph_ssh_open_exec(ssh, cmd, x->chan)) != 0)
+	if ((rc = x->more ? ph_ssh_open_exec_more(ssh, cmd, x->chan) :
+	     ph_ssh_open_exec(ssh, cmd, x->chan)) != 0)
 		return rc;
 	while (bst_step[st] != NULL) {
 		if ((next = bst_step[st](x)) < 0)
@@ -593,10 +595,11 @@ ph_helper_boot_offer(phsync_ctx *ctx, unsigned *offer)
 }
 
 /* The known-copy start of b's helper (the script of ph_boot_command) on
- * chan: BS_CACHED, BS_STALE or an error. */
+ * chan (more: a channel beside the session's): BS_CACHED, BS_STALE or an
+ * error. */
 static int
 run_known(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rroot,
-          struct ph_chan *chan, unsigned *missing)
+          struct ph_chan *chan, unsigned *missing, int more)
 {
 	struct brun *x = calloc(1, sizeof(*x));
 	char *cmd = ph_boot_command(b->path, rroot, b->known);
@@ -609,6 +612,7 @@ run_known(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const char *rr
 	x->ctx = ctx;
 	x->b = b;
 	x->chan = chan;
+	x->more = more;
 	rc = run_script(x, ssh, cmd);
 	*missing = x->missing;
 out:
@@ -630,7 +634,7 @@ replace_and_run(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, const ch
 	ph_ssh_close_channel(ssh);
 	if ((rc = put_helper(ctx, ssh, b, missing)) != 0)
 		return rc;
-	rc = run_known(ctx, ssh, b, rroot, chan, &missing);
+	rc = run_known(ctx, ssh, b, rroot, chan, &missing, 0);
 	if (rc == BS_STALE) {
 		ph_ssh_close_channel(ssh);
 		return ph_err(ctx, PHSYNC_EREMOTE, "the helper uploaded to ~/%s does not read back "
@@ -649,9 +653,28 @@ ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b, cons
 	b->seen[0] = '\0';
 	/* A copy that is missing or not exactly ours is replaced once, and the
 	 * new one checked the same way (in full: a new file) before it runs. */
-	rc = run_known(ctx, ssh, b, rroot, chan, &missing);
+	rc = run_known(ctx, ssh, b, rroot, chan, &missing, 0);
 	if (rc == BS_STALE)
 		rc = replace_and_run(ctx, ssh, b, rroot, chan, missing);
+	else if (rc == BS_CACHED)
+		rc = 0;
+	if (rc != 0)
+		b->seen[0] = '\0';
+	return rc;
+}
+
+int
+ph_helper_boot_exec_more(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b,
+                         const char *rroot, struct ph_chan *chan)
+{
+	unsigned missing = 0;
+	int rc;
+
+	b->seen[0] = '\0';
+	rc = run_known(ctx, ssh, b, rroot, chan, &missing, 1);
+	if (rc == BS_STALE)
+		rc = ph_err(ctx, PHSYNC_EUNSUPPORTED, "the helper's copy on the phone is no longer "
+		            "the one this run started");
 	else if (rc == BS_CACHED)
 		rc = 0;
 	if (rc != 0)

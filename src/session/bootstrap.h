@@ -81,6 +81,13 @@ int ph_helper_boot_first(phsync_ctx *ctx, struct ph_ssh *ssh, const struct phsyn
 int ph_helper_boot_exec(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b,
                         const char *rroot, struct ph_chan *chan);
 
+/* One more start of b's helper beside the one the session's channel runs
+ * (another process for a long listing), on a channel of its own
+ * (ph_ssh_open_exec_more), checked as ph_helper_boot_exec checks it; a
+ * copy now missing or not exactly ours is refused (PHSYNC_EUNSUPPORTED),
+ * never replaced: that is the first start's to do. Errors as there. */
+int ph_helper_boot_exec_more(phsync_ctx *ctx, struct ph_ssh *ssh, struct ph_boot *b,
+                             const char *rroot, struct ph_chan *chan);
 void ph_helper_boot_free(struct ph_boot *b);
 
 #endif

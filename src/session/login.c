@@ -35,6 +35,47 @@ helper_cmd(const char *prog, const char *root)
 	return c;
 }
 
+/* How the helper on the session's channel was started (the session's
+ * note, ph_ssh_set_note), for a listing's second one (ph_login_more). */
+struct helper_how {
+	char *prog;         /* `prog serve ROOT`; NULL: the copy phsync brought */
+	char *rroot;        /* the ROOT it serves */
+	char arch[16];      /* the brought copy's machine, */
+	char seen[PH_BOOT_IDENT_MAX]; /* and the identity its start relied on */
+};
+
+static void
+how_free(void *p)
+{
+	struct helper_how *h = p;
+
+	if (h != NULL) {
+		free(h->prog);
+		free(h->rroot);
+		free(h);
+	}
+}
+
+/* Notes on ssh that its helper serving rroot was started as `prog serve`
+ * (prog non-NULL) or is boot's brought copy. Without memory, no note: a
+ * listing then keeps to its one helper. */
+static void
+note_helper(struct ph_ssh *ssh, const char *prog, const struct ph_boot *boot, const char *rroot)
+{
+	struct helper_how *h = calloc(1, sizeof(*h));
+
+	if (h == NULL || (h->rroot = strdup(rroot)) == NULL ||
+	    (prog != NULL && (h->prog = strdup(prog)) == NULL)) {
+		how_free(h);
+		return;
+	}
+	if (prog == NULL) {
+		snprintf(h->arch, sizeof(h->arch), "%s", boot->arch);
+		snprintf(h->seen, sizeof(h->seen), "%s", boot->seen);
+	}
+	ph_ssh_set_note(ssh, h, how_free);
+}
+
 /* Speaks SFTP with the helper that cmd (as the error names it) started on
  * chan, when rc (its start) is 0. Returns 0 with *sftp set, or an error
  * with the message in ctx (the channel is then closed: its exit status and
@@ -124,6 +165,8 @@ start_helper(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *
 	else
 		rc = ph_ssh_open_exec(ssh, cmd, &chan);
 	rc = helper_on(ctx, opts, ssh, cmd, &chan, rc, sftp);
+	if (rc == 0)
+		note_helper(ssh, boot != NULL ? NULL : prog, boot, rroot);
 	free(cmd);
 	return rc;
 }
@@ -239,8 +282,9 @@ start_first(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *s
 		rc = ph_helper_boot_first(ctx, ssh, opts, rroot, own, &boot, &chan);
 		if (rc != PH_BOOT_OWN)
 			break;
-		if ((rc = helper_on(ctx, opts, ssh, own_cmd, &chan, 0, sftp)) == 0 ||
-		    rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
+		if ((rc = helper_on(ctx, opts, ssh, own_cmd, &chan, 0, sftp)) == 0)
+			note_helper(ssh, "phsync", NULL, rroot);
+		if (rc == 0 || rc == PHSYNC_EINTR || rc == PHSYNC_ENOMEM)
 			goto out;
 		/* Another version's phsync (or one that does not run): ours. */
 		snprintf(first, sizeof(first), "%s", ctx->err);
@@ -254,6 +298,8 @@ start_first(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh *s
 		goto out;
 	}
 	rc = helper_on(ctx, opts, ssh, cmd, &chan, rc, sftp);
+	if (rc == 0)
+		note_helper(ssh, NULL, &boot, rroot);
 	if (rc == 0 && mu != NULL)
 		ph_state_brought_put(opts->state_dir, mu, mk, boot.arch, boot.build, boot.seen);
 	if (rc != 0 && rc != PHSYNC_EINTR) {
@@ -287,6 +333,7 @@ session(phsync_ctx *ctx, const struct phsync_options *opts, struct ph_ssh **ssh,
 	int rc = 0, memo = 0, definite = 0;
 
 	*sftp = NULL;
+	ph_ssh_set_note(*ssh, NULL, NULL); /* no helper on the channel yet */
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
 	/* auto, on a host that ran no helper a moment ago: straight to SFTP
@@ -404,40 +451,105 @@ ph_login_run(phsync_ctx *ctx, const struct phsync_options *opts, const char *use
 	return rc;
 }
 
+/* One more helper beside the session's, started as that one was (h),
+ * on a channel of its own: the phone's phsync or --helper-path as a
+ * command, the brought copy checked as at its first start (never
+ * replaced). It must speak the first one's protocol version. 0 with *out
+ * set, or an error with the message in ctx. */
+static int
+more_helper(const struct ph_login_more *m, const struct helper_how *h, struct ph_sftp **out)
+{
+	phsync_ctx *ctx = m->ctx;
+	unsigned timeout_s = m->opts->timeout_s ? m->opts->timeout_s : 60;
+	struct ph_chan chan;
+	struct ph_boot boot;
+	char *cmd = NULL;
+	int rc;
+
+	*out = NULL;
+	memset(&chan, 0, sizeof(chan));
+	memset(&boot, 0, sizeof(boot));
+	if (h->prog != NULL) {
+		if ((cmd = helper_cmd(h->prog, h->rroot)) == NULL)
+			return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
+		if ((rc = ph_ssh_open_exec_more(m->ssh, cmd, &chan)) != 0)
+			rc = ph_err(ctx, rc, "the server refused another command channel");
+		free(cmd);
+	} else if ((rc = ph_helper_boot_arch(ctx, m->opts, h->arch, &boot)) == 0) {
+		snprintf(boot.known, sizeof(boot.known), "%s", h->seen);
+		rc = ph_helper_boot_exec_more(ctx, m->ssh, &boot, h->rroot, &chan);
+	}
+	ph_helper_boot_free(&boot);
+	if (rc != 0)
+		return rc;
+	/* As the first: one that hangs must not cost the whole --timeout. */
+	chan.silence_ms = (int)(timeout_s < 15 ? timeout_s : 15) * 1000;
+	if ((rc = ph_sftp_new_helper(ctx, &chan, PH_HELPER_PROTO_MAX, out)) != 0)
+		return rc;
+	if (ph_sftp_helper(*out) != ph_sftp_helper(m->sftp)) {
+		unsigned seen = ph_sftp_helper_seen(*out);
+
+		ph_sftp_free(*out);
+		*out = NULL;
+		if (seen == 0)
+			return ph_err(ctx, PHSYNC_EUNSUPPORTED, "it answers plain SFTP, not the phsync "
+			              "helper protocol");
+		return ph_err(ctx, PHSYNC_EUNSUPPORTED, "it speaks another protocol version (%s%u) "
+		              "than the first (%u)", seen == UINT_MAX ? "unreadable, " : "",
+		              seen == UINT_MAX ? 0 : seen, ph_sftp_helper(m->sftp));
+	}
+	ph_sftp_set_timeout(*out, (int)timeout_s * 1000);
+	return 0;
+}
+
 size_t
 ph_login_more(void *arg, struct ph_sftp **out, size_t max)
 {
 	const struct ph_login_more *m = arg;
 	phsync_ctx *ctx = m->ctx;
+	const struct helper_how *h = NULL;
+	const char *what = "SFTP channels";
 	unsigned timeout_s = m->opts->timeout_s ? m->opts->timeout_s : 60;
-	char why[200];
+	char why[sizeof(ctx->err) + 100], err[sizeof(ctx->err)];
 	size_t n = 0;
 	int rc = 0;
 
-	/* The helper lists with its own walk. */
-	if (m->ssh == NULL || ph_sftp_helper(m->sftp) != 0)
+	if (m->ssh == NULL)
 		return 0;
+	/* A helper: more of the same helper, each walking its folders with
+	 * its own process (a phone's other cores). */
+	if (ph_sftp_helper(m->sftp) != 0) {
+		if ((h = ph_ssh_note(m->ssh)) == NULL)
+			return 0;
+		what = "helpers";
+	}
 	/* Only OpenSSH is known to hold several channels at once in every
 	 * version a phone runs (MaxSessions, 10 by default); Dropbear 2022.83
 	 * asserts with several half-closed ones (issue 22), and the others
 	 * are not tested so. */
 	if (!ph_ssh_server_openssh(m->ssh)) {
-		ph_emit(m->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0,
-		        "one SFTP channel: the server is not OpenSSH");
+		snprintf(why, sizeof(why), "one %s: the server is not OpenSSH",
+		         h != NULL ? "helper" : "SFTP channel");
+		ph_emit(m->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, why);
 		return 0;
 	}
+	/* (A failure here is not the run's: the run's message stays.) */
+	memcpy(err, ctx->err, sizeof(err));
 	while (n < max) {
 		struct ph_chan chan;
-		char err[sizeof(ctx->err)];
 
-		memset(&chan, 0, sizeof(chan));
-		if ((rc = ph_ssh_open_sftp_more(m->ssh, &chan)) != 0)
-			break;
-		chan.silence_ms = (int)timeout_s * 1000;
-		/* (Its failure is not the run's: the run's message stays.) */
-		memcpy(err, ctx->err, sizeof(err));
-		rc = ph_sftp_new(ctx, &chan, &out[n]);
-		memcpy(ctx->err, err, sizeof(err));
+		if (h != NULL) {
+			rc = more_helper(m, h, &out[n]);
+		} else {
+			memset(&chan, 0, sizeof(chan));
+			if ((rc = ph_ssh_open_sftp_more(m->ssh, &chan)) != 0) {
+				rc = ph_err(ctx, rc, "the server refused another (%s)",
+				            phsync_strerror(rc));
+				break;
+			}
+			chan.silence_ms = (int)timeout_s * 1000;
+			rc = ph_sftp_new(ctx, &chan, &out[n]);
+		}
 		if (rc != 0) {
 			/* (The channel opened is ended with the others; with none
 			 * to give back, now.) */
@@ -448,10 +560,11 @@ ph_login_more(void *arg, struct ph_sftp **out, size_t max)
 		n++;
 	}
 	if (rc != 0 && n == 0)
-		snprintf(why, sizeof(why), "one SFTP channel: the server refused another (%s)",
-		         phsync_strerror(rc));
+		snprintf(why, sizeof(why), "one %s: %s", h != NULL ?
+		         "helper: another could not start" : "SFTP channel", ctx->err);
 	else
-		snprintf(why, sizeof(why), "listing over %zu SFTP channels", n + 1);
+		snprintf(why, sizeof(why), "listing over %zu %s", n + 1, what);
+	memcpy(ctx->err, err, sizeof(err));
 	ph_emit(m->ev, PHSYNC_EV_INFO, NULL, NULL, 0, 0, why);
 	return n;
 }

@@ -35,10 +35,13 @@ int ph_login_reroot(phsync_ctx *ctx, const struct phsync_options *opts, struct p
                     const char *rroot, struct ph_sftp **sftp);
 
 /* A run's listing's more SFTP clients (struct ph_rscan's more and
- * end_more, their arg a struct ph_login_more): up to max more plain SFTP
- * clients on ssh beside the run's, each on its own channel (a listing of
- * many folders spreads over them: on the phone each is its own
- * sftp-server), only when the run's sftp is plain SFTP and the server is
+ * end_more, their arg a struct ph_login_more): up to max more clients on
+ * ssh beside the run's, each on its own channel (a listing of many
+ * folders spreads over them: on the phone each is its own process). With
+ * the helper, more of the same helper, started as the session's was (the
+ * phone's phsync or --helper-path as a command, the brought copy by the
+ * same checked start, never uploaded again), speaking its protocol
+ * version; with plain SFTP, more sftp-servers. Only when the server is
  * OpenSSH. Returns how many it put in out, and says to ev (for -v) what
  * came of it. A refusal is not an error: the run goes on with its one
  * channel. ph_login_end_more frees them and ends their channels. */

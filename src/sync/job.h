@@ -3,6 +3,7 @@
 #ifndef PH_JOB_H
 #define PH_JOB_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "phsync/phsync.h"
@@ -148,7 +149,8 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
  * pipelined (remote.h); a folder it cannot list is noted on t's side
  * (ph_job_scan_failed), the state's kept uploads are left. Our temp files
  * are removed when remove_temps. */
-int ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps);
+int ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps,
+                       const atomic_int *walking);
 
 /* Executors: carry out j->plan. They return 0 or a fatal PHSYNC_E*; per
  * file failures are counted in j->st.files_failed. */

@@ -45,6 +45,7 @@ lscan_run(void *arg)
 	                       lscan_event, ls, &ls->failed);
 	if (ls->rc == 0)
 		ph_tree_sort(ls->t);
+	atomic_store(&ls->walking, 0);
 	return NULL;
 }
 
@@ -55,6 +56,7 @@ ph_lscan_start(struct ph_lscan *ls)
 	 * everywhere (musl's default is 128 KiB). */
 	pthread_attr_t attr;
 
+	atomic_store(&ls->walking, 1);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 2u << 20);
 	ls->started = pthread_create(&ls->th, &attr, lscan_run, ls) == 0;

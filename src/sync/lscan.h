@@ -5,6 +5,7 @@
 #define PH_LSCAN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "ctx.h"
@@ -26,6 +27,8 @@ struct ph_lscan {
 	phsync_ctx ctx;
 	int root, remove_temps, check_names, rc;
 	int started;               /* on its own thread (else it ran inline) */
+	atomic_int walking;        /* from its start until the walk and its sort
+	                              end (what the listing may wait for) */
 	const struct ph_filter *filter;
 	struct ph_tree *t;
 	struct ph_tree *partials;  /* pull: the partial downloads found */

@@ -720,9 +720,10 @@ ph_run_scan(struct run *r)
 	if (r->pull && !j->twoway && j->state != NULL && r->ls_on)
 		ph_known_early_start(&r->ke, j, &r->ls);
 	if (r->pull)
-		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run);
+		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run,
+		                        r->ls_on ? &ls->walking : NULL);
 	else if (!r->remote_missing)
-		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run);
+		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run, r->ls_on ? &ls->walking : NULL);
 	/* (A two-way run lists as a pull; the phone holds its push's temps,
 	 * so our stale ones go there too, the kept uploads left as a push
 	 * leaves them.) The listing sorted while the walk or the records'

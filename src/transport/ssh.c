@@ -629,7 +629,23 @@ ph_ssh_free(struct ph_ssh *ssh)
 		ssh_disconnect(ssh->sess);
 		ssh_free(ssh->sess);
 	}
+	ph_ssh_set_note(ssh, NULL, NULL);
 	free(ssh);
+}
+
+void
+ph_ssh_set_note(struct ph_ssh *ssh, void *note, void (*free_fn)(void *))
+{
+	if (ssh->note_free != NULL)
+		ssh->note_free(ssh->note);
+	ssh->note = note;
+	ssh->note_free = free_fn;
+}
+
+void *
+ph_ssh_note(const struct ph_ssh *ssh)
+{
+	return ssh->note;
 }
 
 int

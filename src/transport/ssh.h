@@ -52,6 +52,12 @@ int ph_ssh_connect(phsync_ctx *ctx, const struct ph_ssh_params *p, struct ph_ssh
 /* Opens the "sftp" subsystem and fills chan with its byte pipe. */
 int ph_ssh_open_sftp(struct ph_ssh *ssh, struct ph_chan *chan);
 
+/* The caller's note on the session (what started the helper on its
+ * channel: session/login.c), freed with free_fn by the next note or by
+ * ph_ssh_free; NULL when none. */
+void ph_ssh_set_note(struct ph_ssh *ssh, void *note, void (*free_fn)(void *));
+void *ph_ssh_note(const struct ph_ssh *ssh);
+
 /* Is the server OpenSSH (by its version string)? */
 int ph_ssh_server_openssh(const struct ph_ssh *ssh);
 
@@ -64,8 +70,11 @@ int ph_ssh_server_openssh(const struct ph_ssh *ssh);
  * several channels at once (OpenSSH: MaxSessions, 10 by default); Dropbear
  * asserts with several half-closed ones (issue 22). */
 int ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan);
-/* Ends every channel ph_ssh_open_sftp_more opened (as
- * ph_ssh_close_channel ends one), their clients freed first. */
+/* The same for a command (an exec channel) beside the session's channel:
+ * another helper serving the same folder. As ph_ssh_open_sftp_more. */
+int ph_ssh_open_exec_more(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan);
+/* Ends every channel ph_ssh_open_sftp_more or ph_ssh_open_exec_more opened
+ * (as ph_ssh_close_channel ends one), their clients freed first. */
 void ph_ssh_close_more(struct ph_ssh *ssh);
 
 /* Runs cmd on the server (an exec channel) and fills chan with its standard
@@ -114,22 +123,6 @@ int ph_ssh_record_host_key(struct ph_ssh *ssh);
  * marks this one @revoked (nothing added); PHSYNC_EIO when it cannot be read or written. The
  * message is in ctx. */
 int ph_ssh_record_host_key_as(struct ph_ssh *ssh, const char *name, int add);
-
-/* Is the server OpenSSH (by its version string)? */
-int ph_ssh_server_openssh(const struct ph_ssh *ssh);
-
-/* Opens another "sftp" subsystem beside the session's channel (which stays
- * open) and fills chan with its pipe: a listing spreads its requests over
- * several, each its own sftp-server on the phone. Sets no message: 0,
- * PHSYNC_EUNSUPPORTED when the server refused it (the session is as it
- * was), PHSYNC_ECONNECT when the connection is gone, PHSYNC_ENOMEM (also
- * with no session channel, or MAX_MORE open). Only for a server that takes
- * several channels at once (OpenSSH: MaxSessions, 10 by default); Dropbear
- * asserts with several half-closed ones (issue 22). */
-int ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan);
-/* Ends every channel ph_ssh_open_sftp_more opened (as
- * ph_ssh_close_channel ends one), their clients freed first. */
-void ph_ssh_close_more(struct ph_ssh *ssh);
 
 /* Runs cmd on the server (an exec channel) and collects up to outlen-1
  * bytes of its standard output (terminated; the rest is read and dropped).

@@ -51,6 +51,8 @@ struct ph_ssh {
 	                            its standard error (terminated) */
 	size_t errlen;
 	int started;             /* main.chan runs a command or subsystem */
+	void *note;              /* the caller's (ph_ssh_set_note) */
+	void (*note_free)(void *);
 };
 
 /* Frees every channel of ssh without waiting for the server (the session

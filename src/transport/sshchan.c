@@ -342,8 +342,10 @@ ph_ssh_server_openssh(const struct ph_ssh *ssh)
 	return strncmp(ssh->info.banner, "SSH-2.0-OpenSSH_", 16) == 0;
 }
 
-int
-ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan)
+/* Another session channel beside the main one: the "sftp" subsystem, or
+ * cmd run (ph_ssh_open_sftp_more, ph_ssh_open_exec_more). */
+static int
+open_more(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
 {
 	struct ph_sshx *x;
 
@@ -356,7 +358,8 @@ ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan)
 	 * the session stays as it was: only the caller hears of it. */
 	if ((x->chan = ssh_channel_new(ssh->sess)) == NULL ||
 	    ssh_channel_open_session(x->chan) != SSH_OK ||
-	    ssh_channel_request_subsystem(x->chan, "sftp") != SSH_OK) {
+	    (cmd != NULL ? ssh_channel_request_exec(x->chan, cmd) :
+	     ssh_channel_request_subsystem(x->chan, "sftp")) != SSH_OK) {
 		if (x->chan != NULL)
 			(void)end_channel(ssh, x->chan, 0);
 		free(x);
@@ -365,6 +368,18 @@ ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan)
 	ssh->more[ssh->nmore++] = x;
 	set_chan(chan, x);
 	return 0;
+}
+
+int
+ph_ssh_open_sftp_more(struct ph_ssh *ssh, struct ph_chan *chan)
+{
+	return open_more(ssh, NULL, chan);
+}
+
+int
+ph_ssh_open_exec_more(struct ph_ssh *ssh, const char *cmd, struct ph_chan *chan)
+{
+	return open_more(ssh, cmd, chan);
 }
 
 void

@@ -27,8 +27,8 @@ import sys
 import tempfile
 import unittest
 
-from harness import (EVIL_SFTP, GESFTPSERVER, SyncTestCase, leftovers, sample_tree, tree, write_file,
-                     random_bytes)
+from harness import (EVIL_SFTP, GESFTPSERVER, SyncTestCase, leftovers, phsync_bin, sample_tree, tree,
+                     write_file, random_bytes)
 
 T0 = 1700000000
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -155,9 +155,28 @@ class _Compat:
         self.assertEqual([e for e in r.json() if e["event"] == "file"], [])
 
 
+def many_folders(root):
+    for i in range(90):
+        write_file(os.path.join(root, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i), mtime=T0 + i)
+
+
+def infos(r):
+    return [e.get("message") for e in r.json() if e["event"] == "info"]
+
+
 class DropbearTest(_Compat, SyncTestCase):
     server_kwargs = {"kind": "dropbear"}
     CHANNELS = "one SFTP channel: the server is not OpenSSH"
+
+    def test_many_folders_one_helper(self):
+        """A long listing through the helper keeps to its one helper on Dropbear (several
+        channels at once are OpenSSH's only: issue 22), and comes out exact."""
+        many_folders(self.remote)
+        r = self.pull("--helper", "always", "--helper-path", phsync_bin(), "--json", expect=0,
+                      timeout=120)
+        self.assertIn("one helper: the server is not OpenSSH", infos(r), r)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTreesEqual(self.remote, self.local)
 
 
 class GesftpserverTest(_Compat, SyncTestCase):
@@ -237,6 +256,17 @@ class OneSessionTest(SyncTestCase):
         info = [e.get("message") for e in r.json() if e["event"] == "info"]
         self.assertTrue(any(m.startswith("one SFTP channel: the server refused another")
                             for m in info), info)
+        self.assertTreesEqual(self.remote, self.local)
+
+    def test_many_folders_one_helper(self):
+        """... and through the helper: a second helper's command channel is refused, the
+        listing goes on with its one helper, exact."""
+        many_folders(self.remote)
+        r = self.pull("--helper", "always", "--helper-path", phsync_bin(), "--json", expect=0,
+                      timeout=120)
+        self.assertIn("one helper: another could not start: the server refused another "
+                      "command channel", infos(r), r)
+        self.assertEqual(summary(r)["helper"], 1, r)
         self.assertTreesEqual(self.remote, self.local)
 
 

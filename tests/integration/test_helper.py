@@ -377,6 +377,88 @@ class HelperSyncTest(SyncTestCase):
         self.assertTreesEqual(self.local, self.remote)
 
 
+# -- a long listing over two helpers --------------------------------------------------------------
+
+class ListingHelpersTest(SyncTestCase):
+    """Issue 24: a listing of more folders than remote.c's MORE_AFTER (64) asks, once the local
+    walk is done, for a second helper started as the first was (here `--helper-path`; the
+    brought copy in test_helper_bootstrap.py): each folder is listed once, on one of the two
+    processes. A second one that cannot start, or answers another protocol, leaves the run on
+    its one helper, exact; one that dies mid-listing fails the run and nothing is copied or
+    deleted."""
+
+    FOLDERS = 90
+
+    def make_tree(self):
+        for i in range(self.FOLDERS):
+            for k in range(2):
+                write_file(os.path.join(self.remote, "d%03d" % i, "f%d.jpg" % k),
+                           random_bytes(100 + 7 * k + i, 3 * i + k), mtime=T0 + i)
+
+    def fake(self, mode):
+        return ["--json", "--helper", "always", "--helper-path",
+                "python3 %s %s %s" % (FAKE, mode, phsync_bin())]
+
+    def infos(self, r):
+        return [e.get("message") for e in events(r, "info")]
+
+    def test_every_folder_listed_once_over_two_helpers(self):
+        self.make_tree()
+        log = os.path.join(self.tmp, "list.log")
+        r = self.pull(*self.fake("list_log=" + log), expect=0, timeout=120)
+        self.assertIn("listing over 2 helpers", self.infos(r), r)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTreesEqual(self.remote, self.local)
+        with open(log) as f:
+            seen = [line.split(None, 2) for line in f]
+        paths = [os.path.basename(p.rstrip("\n").rstrip("/")) or p for _, _, p in seen]
+        want = ["d%03d" % i for i in range(self.FOLDERS)] + [os.path.basename(self.remote)]
+        self.assertEqual(sorted(paths), sorted(want), "every folder listed exactly once")
+        self.assertEqual(len({pid for pid, _, _ in seen}), 2, "listed by two helper processes")
+        r = self.pull(*self.fake("relay"), expect=0, timeout=120)
+        self.assertEqual(events(r, "file"), [])
+        self.assertEqual(summary(r)["files_done"], 0, r)
+
+    def test_second_helper_refused_run_goes_on_with_one(self):
+        self.make_tree()
+        for mode, says in (("plain", "answers plain SFTP"),
+                           ("version=7", "another protocol version")):
+            with self.subTest(mode):
+                starts = os.path.join(self.tmp, "starts-" + mode)
+                dst = os.path.join(self.tmp, "dst-" + mode)
+                r = self.pull(*self.fake("starts=%s,%s" % (starts, mode)), dst=dst, expect=0,
+                              timeout=120)
+                with open(starts) as f:
+                    self.assertEqual(len(f.read().split()), 2, "a second helper was started")
+                info = [m for m in self.infos(r) if m.startswith("one helper: another could "
+                                                                 "not start: ")]
+                self.assertEqual(len(info), 1, self.infos(r))
+                self.assertIn(says, info[0])
+                self.assertNotIn("listing over 2 helpers", self.infos(r))
+                self.assertEqual(summary(r)["helper"], 1, r)
+                self.assertEqual(r.err, "", r)
+                self.assertTreesEqual(self.remote, dst)
+
+    def test_second_helper_dies_mid_listing(self):
+        self.make_tree()
+        self.pull(*self.fake("relay"), expect=0, timeout=120)
+        self.assertTreesEqual(self.remote, self.local)
+        # Gone from the phone (a --delete would remove it here) and a new file there.
+        os.unlink(os.path.join(self.remote, "d080", "f0.jpg"))
+        write_file(os.path.join(self.remote, "d000", "new.jpg"), b"new\n", mtime=T0)
+        before = tree(self.local)
+        starts = os.path.join(self.tmp, "starts")
+        r = self.pull(*self.fake("starts=%s,die_list=5" % starts), "--delete", timeout=120)
+        with open(starts) as f:
+            self.assertEqual(len(f.read().split()), 2, "a second helper was started")
+        self.assertIn(r.code, (1, 3), "a listing cut by a dead helper must fail the run: %r" % (r,))
+        self.assertEqual([e for e in events(r, "file") if e.get("status") == "ok"], [],
+                         "files were copied or deleted after a listing that failed")
+        def shape(t):
+            return {k: (e.type, e.size, e.mtime_ns, e.ino, e.ctime_ns, e.digest) for k, e in t.items()}
+        self.assertEqual(shape(tree(self.local)), shape(before), "the run changed the laptop's copy")
+
+
 # -- bootstrap: no phsync on the phone -------------------------------------------------------------
 
 def helpers_dir():

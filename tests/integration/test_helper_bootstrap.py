@@ -52,6 +52,11 @@ def summary(r):
     raise AssertionError("no summary in %r" % (r,))
 
 
+def infos(r):
+    return [json.loads(l).get("message") for l in r.out.splitlines()
+            if json.loads(l).get("event") == "info"]
+
+
 def helpers_dir():
     return os.path.join(os.path.dirname(phsync_bin()), "helpers")
 
@@ -192,6 +197,39 @@ class BootstrapTrustTest(SyncTestCase):
                 self.assertEqual(sorted(os.listdir(self.cache_dir())), [os.path.basename(self.cached())])
                 self.assertTreesEqual(self.remote, self.local)
                 os.unlink(os.path.join(self.remote, "new.txt"))
+
+    def test_second_helper_of_a_long_listing_checked_as_the_first(self):
+        """Issue 24: a listing of more than 64 folders starts a second copy of the brought
+        helper (the phone's other cores) by the same checked start-up, never an upload; a copy
+        replaced after the first start's check is refused for the second: the planted bytes
+        never run and the run goes on, exact, with its one helper."""
+        for i in range(90):
+            write_file(os.path.join(self.remote, "d%03d" % i, "p.jpg"), random_bytes(100 + i, i),
+                       mtime=T0 + i)
+        self.seed()
+        r = self.pull("--json", "--helper", "always", env=self.env, expect=0, timeout=120)
+        self.assertIn("listing over 2 helpers", infos(r), r)
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTreesEqual(self.remote, self.local)
+        ran = self.ran()
+        self.assertEqual(len(ran), 2, ran)
+        self.assertIn("command -v phsync", ran[0])  # first contact
+        # ... then the known copy's checked start (its folders and open file listed)
+        self.assertTrue(ran[1].startswith("sh -c ") and "ls -lnd . .cache .cache/phsync" in ran[1]
+                        and "uname -m" not in ran[1], ran)
+        self.assertNothingPlantedRan()
+        # Swapped after the first start's check: the second start finds other bytes.
+        shutil.rmtree(self.local)
+        self.arm_swap()
+        r = self.pull("--json", "--helper", "always", env=self.env, expect=0, timeout=120)
+        self.assertEqual(self.fired(), ["swap " + self.cached()], r)
+        self.assertIn("one helper: another could not start: the helper's copy on the phone is "
+                      "no longer the one this run started", infos(r), r)
+        self.assertNotIn("listing over 2 helpers", infos(r), r)
+        self.assertEqual(len(self.ran()), 2, self.ran())
+        self.assertNothingPlantedRan()
+        self.assertEqual(summary(r)["helper"], 1, r)
+        self.assertTreesEqual(self.remote, self.local)
 
     # -- folders another user can write ------------------------------------------------------
 

@@ -37,6 +37,13 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
                 to exactly the length asked (a DATA reply, also in place of an EOF): the file
                 seems to have grown past its listed size
   long_read     the DATA reply to each READ carries 16 bytes more than were asked for
+  list_log=FILE every OPENDIR asked is logged to FILE, a line "PID OPENDIR PATH" (which of a
+                listing's helpers listed which folder); replies are untouched
+  die_list=N    the helper (and its relay) ends at once when asked its Nth OPENDIR, no reply
+  starts=FILE,MODE
+                each start appends a line to FILE; the first start relays untouched, every
+                later one (a listing's second helper) behaves as MODE, which may be any of
+                the above (list_log combined as starts=FILE,list_log=LOG,MODE)
 """
 
 import os
@@ -120,6 +127,21 @@ def spoil_read(mode, p, kinds, lock):
 def main():
     mode, phsync = sys.argv[1], sys.argv[2]
     root = sys.argv[4]
+    list_log = None
+    if mode.startswith("starts="):
+        starts, mode = mode[len("starts="):].split(",", 1)
+        with open(starts, "a+") as f:
+            f.write("%d\n" % os.getpid())
+            f.flush()
+            f.seek(0)
+            first = len(f.read().split()) == 1
+        if mode.startswith("list_log="):
+            list_log, mode = mode[len("list_log="):].split(",", 1)
+        if first:
+            mode = "relay"
+    if mode.startswith("list_log="):
+        list_log, mode = mode.split("=", 1)[1], "relay"
+    opendirs = [0]
     if mode == "plain":
         os.execv(SFTP_SERVER, [SFTP_SERVER])
     child = subprocess.Popen([phsync, "serve", root], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -137,6 +159,14 @@ def main():
             p = read_packet(inp)
             if p is None:
                 break
+            if p[0] == 11:  # OPENDIR
+                opendirs[0] += 1
+                if list_log is not None:
+                    with lock, open(list_log, "a") as log:
+                        log.write("%d OPENDIR %s\n" % (os.getpid(), sstr(p, 5)[0].decode()))
+                if mode.startswith("die_list=") and opendirs[0] >= int(mode.split("=", 1)[1]):
+                    child.kill()
+                    os._exit(1)
             if p[0] == 3:  # OPEN: remember the path, for long_sig
                 (rid,) = struct.unpack(">I", p[1:5])
                 name, _ = sstr(p, 5)
