@@ -3,7 +3,7 @@
 """No-change re-pulls of one tree by several phsync builds and rsync, alternated on one loopback
 sshd: the A/B loop behind the no-change figures of docs/PERFORMANCE.md section 7.  Not a test.
 
-    bench/nochange_ab.py --src DIR [--reps 9] [--data /var/tmp/phsync-bench/ab] PHSYNC...
+    bench/nochange_ab.py --src DIR [--reps 9] [--data /var/tmp/phsync-bench/ab] [--listing] PHSYNC...
 
 Each PHSYNC is a phsync binary; its helpers are looked for in a "helpers" folder beside it (a
 build folder's), else set PHSYNC_HELPER_DIR.  Starts a loopback sshd (tests/lib/harness.py),
@@ -14,6 +14,11 @@ binary's `pull` (its defaults: --helper auto, durable writes) into its copy, the
 the same cipher (aes128-gcm) into its copy.  Prints per tool the median wall, each wall sorted,
 the median CPU (user + system, GNU time's) and the largest peak RSS, and each binary's ratio to
 rsync's median.
+
+With --listing, the listing alone: each binary's `pull --dry-run` and `rsync -an` into an empty
+folder (nothing written, every file found new), so the phone's walk and what crosses the link
+are all there is to it (the local walk finds nothing): where a second helper shows on a loopback
+whose two cores the "phone" shares.
 
 Make a tree with bench/mkcorpus.py (e.g. `mkcorpus.py /var/tmp/small --small-tree 500 100`, or
 the million set of bench_table.py in /var/tmp/phsync-bench/million-1000000).
@@ -50,6 +55,7 @@ def main(argv):
     ap.add_argument("--src", required=True, help="the tree to pull (the phone's folder)")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--data", default="/var/tmp/phsync-bench/ab")
+    ap.add_argument("--listing", action="store_true", help="dry runs into an empty folder")
     ap.add_argument("phsync", nargs="+")
     a = ap.parse_args(argv)
     bins = [os.path.abspath(b) for b in a.phsync]
@@ -67,9 +73,14 @@ def main(argv):
             env = srv.env({"ASAN_OPTIONS": "", "UBSAN_OPTIONS": "", "PHSYNC_HELPER_DIR": helpers,
                            "XDG_STATE_HOME": os.path.join(a.data, "copies", "xdg-" + n[0])})
             dst = os.path.join(a.data, "copies", "p" + n[0])
-            cmds[n] = ([b, "pull", "-F", srv.config, "--no-progress", "phone:" + src, dst], env)
+            if a.listing:
+                os.makedirs(dst)
+            cmds[n] = ([b, "pull", "-F", srv.config, "--no-progress"] + (["-q", "-n"] if a.listing else [])
+                       + ["phone:" + src, dst], env)
         rsh = "ssh -F %s -c aes128-gcm@openssh.com" % srv.config
-        cmds["rsync"] = (["rsync", "-a", "-e", rsh, "phone:" + src + "/",
+        if a.listing:
+            os.makedirs(os.path.join(a.data, "copies", "r"))
+        cmds["rsync"] = (["rsync", "-an" if a.listing else "-a", "-e", rsh, "phone:" + src + "/",
                           os.path.join(a.data, "copies", "r") + "/"], srv.env({}))
         for n in names + ["rsync"]:
             print("first pulls: %s" % n, flush=True)

@@ -201,6 +201,15 @@ ph_tree_free(struct ph_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
+void
+ph_tree_drop_ids(struct ph_tree *t)
+{
+	free(t->ids);
+	t->ids = NULL;
+	t->ids_ok = 0;
+	t->want_ids = 0;
+}
+
 uint64_t
 ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns)
 {

@@ -115,6 +115,8 @@ struct ph_tree {
 	uint64_t *ids;
 };
 
+/* Frees ids once nothing will ask them (a later look stats the file). */
+void ph_tree_drop_ids(struct ph_tree *t);
 /* The digest of a local file's identity (inode, device, ctime in ns) as
  * ids holds it: 64 bits of XXH3, never 0. */
 uint64_t ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns);
