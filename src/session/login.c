@@ -473,7 +473,8 @@ more_helper(const struct ph_login_more *m, const struct helper_how *h, struct ph
 		if ((cmd = helper_cmd(h->prog, h->rroot)) == NULL)
 			return ph_err(ctx, PHSYNC_ENOMEM, "out of memory");
 		if ((rc = ph_ssh_open_exec_more(m->ssh, cmd, &chan)) != 0)
-			rc = ph_err(ctx, rc, "the server refused another command channel");
+			rc = ph_err(ctx, rc, rc == PHSYNC_ECONNECT ? "the connection was lost" :
+			            "the server refused another command channel");
 		free(cmd);
 	} else if ((rc = ph_helper_boot_arch(ctx, m->opts, h->arch, &boot)) == 0) {
 		snprintf(boot.known, sizeof(boot.known), "%s", h->seen);
