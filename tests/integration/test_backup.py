@@ -24,7 +24,7 @@ import tarfile
 import time
 import unittest
 
-from harness import SyncTestCase, sample_tree, tree, write_file, random_bytes
+from harness import SyncTestCase, folders_tree, sample_tree, tree, write_file, random_bytes
 
 T0 = 1700000000
 
@@ -99,9 +99,7 @@ class BackupTest(SyncTestCase):
 
     def test_many_folders_listed_over_two_channels(self):
         # A backup lists as a sync does: past 64 folders over plain SFTP, on a second channel.
-        for i in range(90):
-            write_file(os.path.join(self.remote, "d%02d" % i, "p%d.jpg" % i), random_bytes(300 + i, i),
-                       mtime=T0 + i)
+        folders_tree(self.remote, 90, 1, T0)
         self.srv.relay_set(trace=True, trace_pid=True)
         r = self.backup(name="many.tar.zst")
         self.assertIn("listing over 2 SFTP channels",

@@ -27,8 +27,8 @@ import sys
 import tempfile
 import unittest
 
-from harness import (EVIL_SFTP, GESFTPSERVER, SyncTestCase, leftovers, phsync_bin, sample_tree, tree,
-                     write_file, random_bytes)
+from harness import (EVIL_SFTP, GESFTPSERVER, SyncTestCase, folders_tree, leftovers, phsync_bin,
+                     sample_tree, tree, write_file, random_bytes)
 
 T0 = 1700000000
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -145,19 +145,12 @@ class _Compat:
     CHANNELS = "listing over 2 SFTP channels"
 
     def test_many_folders(self):
-        for i in range(90):
-            write_file(os.path.join(self.remote, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i),
-                       mtime=T0 + i)
+        folders_tree(self.remote, 90, 1, T0)
         r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
         self.assertIn(self.CHANNELS, [e.get("message") for e in r.json() if e["event"] == "info"])
         self.assertTreesEqual(self.remote, self.local)
         r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
         self.assertEqual([e for e in r.json() if e["event"] == "file"], [])
-
-
-def many_folders(root):
-    for i in range(90):
-        write_file(os.path.join(root, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i), mtime=T0 + i)
 
 
 def infos(r):
@@ -171,7 +164,7 @@ class DropbearTest(_Compat, SyncTestCase):
     def test_many_folders_one_helper(self):
         """A long listing through the helper keeps to its one helper on Dropbear (several
         channels at once are OpenSSH's only: issue 22), and comes out exact."""
-        many_folders(self.remote)
+        folders_tree(self.remote, 90, 1, T0)
         r = self.pull("--helper", "always", "--helper-path", phsync_bin(), "--json", expect=0,
                       timeout=120)
         self.assertIn("one helper: the server is not OpenSSH", infos(r), r)
@@ -249,9 +242,7 @@ class OneSessionTest(SyncTestCase):
     server_kwargs = {"extra_sshd_config": ["MaxSessions 1"]}
 
     def test_many_folders_one_channel(self):
-        for i in range(90):
-            write_file(os.path.join(self.remote, "f%02d" % i, "p.jpg"), random_bytes(500 + i, i),
-                       mtime=T0 + i)
+        folders_tree(self.remote, 90, 1, T0)
         r = self.pull("--helper", "never", "--json", expect=0, timeout=120)
         info = [e.get("message") for e in r.json() if e["event"] == "info"]
         self.assertTrue(any(m.startswith("one SFTP channel: the server refused another")
@@ -261,7 +252,7 @@ class OneSessionTest(SyncTestCase):
     def test_many_folders_one_helper(self):
         """... and through the helper: a second helper's command channel is refused, the
         listing goes on with its one helper, exact."""
-        many_folders(self.remote)
+        folders_tree(self.remote, 90, 1, T0)
         r = self.pull("--helper", "always", "--helper-path", phsync_bin(), "--json", expect=0,
                       timeout=120)
         self.assertIn("one helper: another could not start: the server refused another "

@@ -32,7 +32,8 @@ import sys
 import time
 import unittest
 
-from harness import SyncTestCase, check_sanitizers, phsync_bin, random_bytes, skip_or_fail, tree, write_file
+from harness import (SyncTestCase, check_sanitizers, folders_tree, phsync_bin, random_bytes, skip_or_fail,
+                     tree, write_file)
 
 T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -390,10 +391,7 @@ class ListingHelpersTest(SyncTestCase):
     FOLDERS = 90
 
     def make_tree(self):
-        for i in range(self.FOLDERS):
-            for k in range(2):
-                write_file(os.path.join(self.remote, "d%03d" % i, "f%d.jpg" % k),
-                           random_bytes(100 + 7 * k + i, 3 * i + k), mtime=T0 + i)
+        folders_tree(self.remote, self.FOLDERS, 2, T0)
 
     def fake(self, mode):
         return ["--json", "--helper", "always", "--helper-path",

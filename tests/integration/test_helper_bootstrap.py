@@ -34,7 +34,8 @@ import subprocess
 import sys
 import tempfile
 
-from harness import CuttingProxy, SyncTestCase, phsync_bin, random_bytes, skip_or_fail, write_file
+from harness import (CuttingProxy, SyncTestCase, folders_tree, phsync_bin, random_bytes, skip_or_fail,
+                     write_file)
 
 T0 = 1700000000
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -203,9 +204,7 @@ class BootstrapTrustTest(SyncTestCase):
         helper (the phone's other cores) by the same checked start-up, never an upload; a copy
         replaced after the first start's check is refused for the second: the planted bytes
         never run and the run goes on, exact, with its one helper."""
-        for i in range(90):
-            write_file(os.path.join(self.remote, "d%03d" % i, "p.jpg"), random_bytes(100 + i, i),
-                       mtime=T0 + i)
+        folders_tree(self.remote, 90, 1, T0)
         self.seed()
         r = self.pull("--json", "--helper", "always", env=self.env, expect=0, timeout=120)
         self.assertIn("listing over 2 helpers", infos(r), r)

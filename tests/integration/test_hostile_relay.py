@@ -44,7 +44,7 @@ import time
 import unittest
 
 from harness import (EXIT_CONNECT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PARTIAL, Result,
-                     SyncTestCase, check_sanitizers, leftovers, random_bytes, write_file)
+                     SyncTestCase, check_sanitizers, folders_tree, leftovers, random_bytes, write_file)
 
 T0 = 1700000000
 T_OLD = 1600000000
@@ -129,10 +129,7 @@ class ChannelsTest(RelayTestCase):
     FOLDERS = 90
 
     def make_tree(self):
-        for i in range(self.FOLDERS):
-            for k in range(3):
-                write_file(os.path.join(self.remote, "d%03d" % i, "f%d.jpg" % k),
-                           random_bytes(100 + 7 * k + i, 3 * i + k), mtime=T0 + i)
+        folders_tree(self.remote, self.FOLDERS, 3, T0)
 
     def opendirs(self):
         """(path, relay pid) of every OPENDIR the relays traced."""

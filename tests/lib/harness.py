@@ -1219,6 +1219,17 @@ class SyncTestCase(unittest.TestCase):
                 self.assertEqual(f.mtime, e.mtime, "mtime of directory %s" % k)
 
 
+def folders_tree(root, folders=90, per_folder=1, when=1700000000):
+    """FOLDERS folders d000, d001, ... of PER_FOLDER small files f0.jpg, f1.jpg, ... each (a
+    listing long enough to ask for a second channel or helper: remote.c's MORE_AFTER is 64),
+    folder i's files dated when + i. Returns root."""
+    for i in range(folders):
+        for k in range(per_folder):
+            write_file(os.path.join(root, "d%03d" % i, "f%d.jpg" % k),
+                       random_bytes(100 + 7 * k + i, 3 * i + k), mtime=when + i)
+    return root
+
+
 def sample_tree(root, seed=1, when=1700000000):
     """A small phone-like tree: nested folders, a few sizes, an empty file and an empty
     folder, fixed mtimes (files one minute apart, folders set last).  Returns root."""
