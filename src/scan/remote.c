@@ -574,6 +574,28 @@ resolve_asides(struct rscan *rs)
 	return rc;
 }
 
+/* A listing ended by a channel it added (the first still sound): the
+ * link's own message says only what the server did ("closed the
+ * connection"), so this names which one it was. */
+static void
+name_lost_more(const struct rscan *rs, int rc)
+{
+	phsync_ctx *ctx = rs->in->ctx;
+	char msg[sizeof(ctx->err)];
+	size_t i;
+
+	if (ph_sftp_dead(rs->sv[0]))
+		return;
+	for (i = 1; i < rs->nsv && !ph_sftp_dead(rs->sv[i]); i++)
+		;
+	if (i == rs->nsv)
+		return;
+	memcpy(msg, ctx->err, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	ph_err(ctx, rc, "the %s a long listing started beside the first: %s",
+	       ph_sftp_helper(rs->sv[0]) ? "second helper" : "second SFTP channel", msg);
+}
+
 int
 ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 {
@@ -618,6 +640,8 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	}
 	if (rc == 0)
 		rc = rs.fatal;
+	if (rc != 0 && rc != PHSYNC_EINTR)
+		name_lost_more(&rs, rc);
 	/* Leaving early: give up on what is in flight now, while rs lives, so
 	 * no callback outlives it (the run ends; the link is not reused). */
 	for (i = 0; i < rs.nsv && rs.active > 0; i++)

@@ -450,6 +450,8 @@ class ListingHelpersTest(SyncTestCase):
         with open(starts) as f:
             self.assertEqual(len(f.read().split()), 2, "a second helper was started")
         self.assertIn(r.code, (1, 3), "a listing cut by a dead helper must fail the run: %r" % (r,))
+        self.assertIn("the second helper a long listing started beside the first: ",
+                      summary(r).get("error", ""), r)
         self.assertEqual([e for e in events(r, "file") if e.get("status") == "ok"], [],
                          "files were copied or deleted after a listing that failed")
         def shape(t):

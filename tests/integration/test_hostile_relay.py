@@ -168,6 +168,9 @@ class ChannelsTest(RelayTestCase):
         r = self.run_bounded(self.pull_args("--json", "--delete"), 120)
         self.assertFired("die_on")
         self.assertIn(r.code, LINK_LOST, "a listing cut by a dead channel must fail the run: %r" % (r,))
+        summary = [e for e in r.json() if e["event"] == "summary"][-1]
+        self.assertIn("the second SFTP channel a long listing started beside the first: ",
+                      summary.get("error", ""), r)
         self.assertEqual(self.ok_paths(r), [], "files were copied after a listing that failed")
         self.assertEqual(read(keep), b"local\n", "a file was deleted on a listing cut short")
         self.assertEqual(sorted(os.listdir(self.local)), ["only_here.txt"])
@@ -189,6 +192,7 @@ class ChannelsTest(RelayTestCase):
         self.assertEqual(r.code, EXIT_CONNECT, r)
         summary = [e for e in r.json() if e["event"] == "summary"][-1]
         self.assertIn("sent nothing", summary.get("error", ""), r)
+        self.assertIn("the second SFTP channel a long listing started", summary["error"], r)
         self.assertEqual(self.ok_paths(r), [])
         self.assertFalse(os.path.exists(self.local) and os.listdir(self.local))
         self.assertNoSessionLeft()
