@@ -300,6 +300,7 @@ ph_dir_read(struct ph_dir *d, struct ph_dirent *ent)
 		break;
 	}
 	ent->name = de->d_name;
+	ent->st = NULL;
 	ent->type = PH_FT_OTHER;
 #ifdef DT_REG
 	if (de->d_type == DT_REG)

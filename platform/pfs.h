@@ -153,6 +153,11 @@ struct ph_dir;
 struct ph_dirent {
 	const char *name;   /* UTF-8, valid until the next ph_dir_read */
 	enum ph_ftype type; /* PH_FT_OTHER when the listing cannot tell */
+	/* What ph_fstatat(dirfd, name) says, where the listing itself gives it
+	 * (Windows: the folder's FileIdBothDirectoryInfo, so a walk opens no
+	 * file; nlink 0, unknown there), valid until the next ph_dir_read; NULL
+	 * where it does not (POSIX: readdir names types only). */
+	const struct ph_stat *st;
 };
 int ph_dir_list(int dirfd, struct ph_dir **out);
 /* 1 with *ent filled, 0 at the end, or -errno (-EILSEQ for a name that is

@@ -2,10 +2,12 @@
 /* pfs.h's Windows side: folder-relative calls on \\?\ long UTF-16 paths
  * (ph_win_at_path), descriptors as C runtime fds over HANDLEs opened binary
  * and shared for read, write and delete, LockFileEx, ReadFile/WriteFile at an
- * offset, FindFirstFileExW listings. docs/WINDOWS.md says what differs. */
+ * offset, listings with each entry's stat (FileIdBothDirectoryInfo).
+ * docs/WINDOWS.md says what differs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <io.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,91 +514,171 @@ ph_unlock(int fd)
 	return UnlockFileEx(h, 0, 1, 0, &ov) ? 0 : ph_win_errno(GetLastError());
 }
 
+/* A folder's listing: FileIdBothDirectoryInfo, a buffer at a time, on a
+ * handle of its own to the same folder (ReOpenFile: the folder the
+ * caller's descriptor holds, not its name looked up again; the caller's
+ * handle keeps its own place). Each entry comes with what ph_fstatat
+ * would open the file for (size, times, file id, attributes, reparse
+ * tag), so a walk opens no file: on Windows an open, two queries and a
+ * close cost more than the whole listing (docs/WINDOWS.md). */
+#define DIR_BUF (64 * 1024)
+#define DIR_NAME_MAX 255   /* UTF-16 units in one name (NTFS, exFAT, FAT) */
+
 struct ph_dir {
-	HANDLE find;
-	WIN32_FIND_DATAW fd;
-	int have;    /* fd holds an entry not yet returned */
-	char *name;  /* the last one returned, UTF-8 */
+	HANDLE h;
+	uint64_t dev;           /* the folder's volume serial number */
+	int started, ended;
+	size_t next, used;      /* the next entry in buf; buf's bytes (0: none) */
+	char name[DIR_NAME_MAX * 3 + 1];   /* the last one returned, UTF-8 */
+	struct ph_stat st;      /* ... and its stat */
+	LONGLONG buf[DIR_BUF / sizeof(LONGLONG)]; /* (aligned for the entries) */
 };
 
 int
 ph_dir_list(int dirfd, struct ph_dir **out)
 {
-	struct ph_dir *d = NULL;
-	wchar_t *w = NULL, *pat = NULL;
-	size_t len;
+	DWORD access = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+	BY_HANDLE_FILE_INFORMATION bi;
+	struct ph_dir *d;
+	HANDLE h;
 	int rc;
 
 	*out = NULL;
-	rc = ph_win_at_path(dirfd, ".", &w);
-	if (rc != 0)
-		return rc;
-	len = wcslen(w);
-	pat = malloc((len + 3) * sizeof(*pat));
-	d = calloc(1, sizeof(*d));
-	if (pat == NULL || d == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	memcpy(pat, w, len * sizeof(*pat));
-	if (len > 0 && pat[len - 1] != L'\\')
-		pat[len++] = L'\\';
-	pat[len++] = L'*';
-	pat[len] = L'\0';
-	d->find = FindFirstFileExW(pat, FindExInfoBasic, &d->fd, FindExSearchNameMatch, NULL,
-	                           FIND_FIRST_EX_LARGE_FETCH);
-	if (d->find == INVALID_HANDLE_VALUE) {
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return -ENOMEM;
+	if (dirfd == PH_AT_CWD)
+		h = CreateFileW(L".", access, SHARE_ALL, NULL, OPEN_EXISTING,
+		                FILE_FLAG_BACKUP_SEMANTICS, NULL);
+	else if ((h = fd_handle(dirfd)) != INVALID_HANDLE_VALUE)
+		h = ReOpenFile(h, access, SHARE_ALL, FILE_FLAG_BACKUP_SEMANTICS);
+	else
+		SetLastError(ERROR_INVALID_HANDLE);
+	if (h == INVALID_HANDLE_VALUE) {
 		rc = ph_win_errno(GetLastError());
-		goto out;
+		free(d);
+		return rc;
 	}
-	d->have = 1;
+	if (!GetFileInformationByHandle(h, &bi)) {
+		rc = ph_win_errno(GetLastError());
+		CloseHandle(h);
+		free(d);
+		return rc;
+	}
+	if (!(bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
+		CloseHandle(h);
+		free(d);
+		return -ENOTDIR;
+	}
+	d->h = h;
+	d->dev = bi.dwVolumeSerialNumber;
 	*out = d;
-	d = NULL;
-out:
-	free(d);
-	free(pat);
-	free(w);
-	return rc;
+	return 0;
 }
 
+/* The entry's type as fill() tells it from the file's own handle: a
+ * reparse point's tag is in EaSize in a listing. */
 static enum ph_ftype
-find_type(const WIN32_FIND_DATAW *fd)
+entry_type(const FILE_ID_BOTH_DIR_INFO *e)
 {
-	/* dwReserved0 holds the reparse tag of a reparse point. */
-	if ((fd->dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
-	    IsReparseTagNameSurrogate(fd->dwReserved0))
+	if ((e->FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+	    IsReparseTagNameSurrogate(e->EaSize))
 		return PH_FT_LNK;
-	if (fd->dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+	if (e->FileAttributes & FILE_ATTRIBUTE_DIRECTORY)
 		return PH_FT_DIR;
-	if (fd->dwFileAttributes & FILE_ATTRIBUTE_DEVICE)
+	if (e->FileAttributes & FILE_ATTRIBUTE_DEVICE)
 		return PH_FT_OTHER;
 	return PH_FT_REG;
+}
+
+/* The entry's stat, field for field as fill() makes it. */
+static void
+entry_stat(const struct ph_dir *d, const FILE_ID_BOTH_DIR_INFO *e, struct ph_stat *st)
+{
+	LONGLONG w = e->LastWriteTime.QuadPart;
+
+	memset(st, 0, sizeof(*st));
+	st->size = (uint64_t)e->EndOfFile.QuadPart;
+	st->dev = d->dev;
+	st->ino = (uint64_t)e->FileId.QuadPart;
+	st->mtime_ns = ft_ns(w);
+	st->mtime_sec = ft_sec(w);
+	st->mtime_nsec = (uint32_t)((w % 10000000 + 10000000) % 10000000) * 100u;
+	st->ctime_ns = e->ChangeTime.QuadPart != 0 ? ft_ns(e->ChangeTime.QuadPart) : st->mtime_ns;
+	st->type = entry_type(e);
+	st->mode = st->type == PH_FT_DIR ? 0755 : 0644;
+	if (e->FileAttributes & FILE_ATTRIBUTE_READONLY)
+		st->mode &= ~0222u;
+}
+
+/* The next entry in buf, checked against its bounds; NULL when the buffer
+ * is used up, or (*bad set) when an entry does not fit in it. */
+static const FILE_ID_BOTH_DIR_INFO *
+next_entry(struct ph_dir *d, int *bad)
+{
+	const size_t head = offsetof(FILE_ID_BOTH_DIR_INFO, FileName);
+	const FILE_ID_BOTH_DIR_INFO *e;
+
+	*bad = 0;
+	if (d->next >= d->used)
+		return NULL;
+	e = (const FILE_ID_BOTH_DIR_INFO *)((const char *)d->buf + d->next);
+	if (d->used - d->next < head || e->FileNameLength % 2 != 0 ||
+	    e->FileNameLength / 2 > DIR_NAME_MAX || d->used - d->next - head < e->FileNameLength ||
+	    (e->NextEntryOffset != 0 && (e->NextEntryOffset % 8 != 0 ||
+	                                 e->NextEntryOffset < head + e->FileNameLength))) {
+		*bad = 1;
+		return NULL;
+	}
+	d->next = e->NextEntryOffset == 0 ? d->used : d->next + e->NextEntryOffset;
+	return e;
 }
 
 int
 ph_dir_read(struct ph_dir *d, struct ph_dirent *ent)
 {
-	const wchar_t *n;
-	int rc;
-
 	for (;;) {
-		if (!d->have) {
-			if (!FindNextFileW(d->find, &d->fd)) {
+		const FILE_ID_BOTH_DIR_INFO *e;
+		const WCHAR *n;
+		int len, bad;
+
+		if ((e = next_entry(d, &bad)) == NULL) {
+			if (bad)
+				return -EIO;
+			if (d->ended)
+				return 0;
+			/* (The first query starts the listing over: the handle is
+			 * new, but a restart costs nothing and says what is meant.) */
+			if (!GetFileInformationByHandleEx(d->h, d->started ? FileIdBothDirectoryInfo :
+			                                  FileIdBothDirectoryRestartInfo, d->buf,
+			                                  sizeof(d->buf))) {
 				DWORD err = GetLastError();
 
+				d->ended = 1;
 				return err == ERROR_NO_MORE_FILES ? 0 : ph_win_errno(err);
 			}
-		}
-		d->have = 0;
-		n = d->fd.cFileName;
-		if (n[0] == L'.' && (n[1] == L'\0' || (n[1] == L'.' && n[2] == L'\0')))
+			d->started = 1;
+			d->next = 0;
+			d->used = sizeof(d->buf);
 			continue;
-		free(d->name);
-		d->name = NULL;
-		if ((rc = ph_win_narrow(n, &d->name)) != 0)
-			return rc;   /* an unpaired surrogate: this entry only */
+		}
+		n = e->FileName;
+		len = (int)(e->FileNameLength / 2);
+		if (len == 0 || (n[0] == L'.' && (len == 1 || (len == 2 && n[1] == L'.'))))
+			continue;
+		len = WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, n, len, d->name,
+		                          (int)sizeof(d->name) - 1, NULL, NULL);
+		if (len <= 0)
+			return -EILSEQ;   /* an unpaired surrogate: this entry only */
+		d->name[len] = '\0';
 		ent->name = d->name;
-		ent->type = find_type(&d->fd);
+		ent->type = entry_type(e);
+		ent->st = NULL;
+		/* A file system without file ids (0) leaves the identity to
+		 * ph_fstatat, as before. */
+		if (e->FileId.QuadPart != 0) {
+			entry_stat(d, e, &d->st);
+			ent->st = &d->st;
+		}
 		return 1;
 	}
 }
@@ -606,7 +688,6 @@ ph_dir_end(struct ph_dir *d)
 {
 	if (d == NULL)
 		return;
-	FindClose(d->find);
-	free(d->name);
+	CloseHandle(d->h);
 	free(d);
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: ISC */
 /* Local file system access beneath a root; see local.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "ctx.h"
 #include "local.h"
 #include "pfs.h"
@@ -257,7 +259,8 @@ static int scan_dir(struct scan *s, int dfd, size_t plen, int depth);
  * and walked into when it is a folder. Returns 0 or a code that ends the
  * walk (PHSYNC_ENOMEM, PHSYNC_EUNSAFE). */
 static int
-scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
+scan_entry(struct scan *s, int dfd, const char *name, const struct ph_stat *lst, size_t plen,
+           int depth)
 {
 	size_t nl = strlen(name);
 	struct ph_entry e = { 0 };
@@ -278,7 +281,10 @@ scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
 	memcpy(s->path + plen + (plen > 0), name, nl + 1);
 	if (ph_temp_parse(name, nl, &ti))
 		return scan_temp(s, dfd, name, plen, nl, &ti);
-	if ((rc = ph_fstatat(dfd, name, &st)) != 0) {
+	/* (lst: the listing's own, where it gives one: pfs.h.) */
+	if (lst != NULL) {
+		st = *lst;
+	} else if ((rc = ph_fstatat(dfd, name, &st)) != 0) {
 		if (rc != -ENOENT)
 			scan_fail(s, s->path, ph_err_from_errno(-rc), strerror(-rc));
 		return 0;
@@ -315,33 +321,56 @@ scan_entry(struct scan *s, int dfd, const char *name, size_t plen, int depth)
 	return rc;
 }
 
-/* A folder's names, read whole before any is looked at. */
+/* A folder's names, read whole before any is looked at, each after the
+ * index of its stat in st (NO_ST: the listing gave none). */
+#define NO_ST UINT32_MAX
+
 struct names {
 	char *buf;
 	size_t used, cap;
 	size_t n;
+	struct ph_stat *st;
+	size_t nst, capst;
 };
 
 static int
-names_add(struct names *nm, const char *name)
+names_add(struct names *nm, const char *name, const struct ph_stat *st)
 {
-	size_t l = strlen(name) + 1;
+	size_t l = strlen(name) + 1, need = sizeof(uint32_t) + l;
+	uint32_t k = NO_ST;
 
-	if (nm->cap - nm->used < l) {
+	if (nm->cap - nm->used < need) {
 		size_t nc = nm->cap ? nm->cap * 2 : 4096;
 		char *nb;
 
-		while (nc - nm->used < l)
+		while (nc - nm->used < need)
 			nc *= 2;
 		if ((nb = realloc(nm->buf, nc)) == NULL)
 			return PHSYNC_ENOMEM;
 		nm->buf = nb;
 		nm->cap = nc;
 	}
-	memcpy(nm->buf + nm->used, name, l);
-	nm->used += l;
+	if (st != NULL && nm->nst < NO_ST) {
+		if (nm->nst == nm->capst && ph_grow(&nm->st, &nm->capst, sizeof(*nm->st), 64) != 0)
+			return PHSYNC_ENOMEM;
+		nm->st[nm->nst] = *st;
+		k = (uint32_t)nm->nst++;
+	}
+	memcpy(nm->buf + nm->used, &k, sizeof(k));
+	memcpy(nm->buf + nm->used + sizeof(k), name, l);
+	nm->used += need;
 	nm->n++;
 	return 0;
+}
+
+/* The stat the listing gave the name v (one of nm's), or NULL. */
+static const struct ph_stat *
+names_stat(const struct names *nm, const char *v)
+{
+	uint32_t k;
+
+	memcpy(&k, v - sizeof(k), sizeof(k));
+	return k == NO_ST ? NULL : &nm->st[k];
 }
 
 /* Reads the folder's names into nm (the caller frees nm->buf). */
@@ -366,7 +395,7 @@ read_names(struct scan *s, int dfd, size_t plen, struct names *nm)
 			rc = ph_err_from_errno(-r);
 			break;
 		}
-		rc = names_add(nm, de.name);
+		rc = names_add(nm, de.name, de.st);
 	}
 	ph_dir_end(d);
 	return rc;
@@ -395,17 +424,18 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 	    (v = malloc(nm.n * sizeof(*v))) == NULL)
 		rc = PHSYNC_ENOMEM;
 	for (i = 0, off = 0; rc == 0 && i < nm.n; i++) {
-		v[i] = nm.buf + off;
-		off += strlen(v[i]) + 1;
+		v[i] = nm.buf + off + sizeof(uint32_t);
+		off += sizeof(uint32_t) + strlen(v[i]) + 1;
 	}
 	if (rc == 0 && nm.n > 1)
 		ph_strsort(v, nm.n, sizeof(*v), 0);
 	for (i = 0; rc == 0 && i < nm.n; i++) {
-		rc = scan_entry(s, dfd, v[i], plen, depth);
+		rc = scan_entry(s, dfd, v[i], names_stat(&nm, v[i]), plen, depth);
 		s->path[plen] = '\0';
 	}
 	free(v);
 	free(nm.buf);
+	free(nm.st);
 	return rc;
 }
 
