@@ -86,6 +86,12 @@ struct phsync_stats {
 	                             (PHSYNC_EV_NOT_REACHED): with files_done
 	                             and the plan's failures they make
 	                             files_todo */
+	uint64_t listed_remote;   /* entries (files and folders) the phone's
+	                             listing has given so far, then in all */
+	uint64_t listed_local;    /* the same of this machine's walk */
+	int listing;              /* 1 while the two sides are listed: the
+	                             plan's counts (files_todo...) are not
+	                             known yet; PROGRESS events come meanwhile */
 };
 
 struct phsync_event {

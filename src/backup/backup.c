@@ -563,7 +563,7 @@ scan_local_source(struct ph_brun *run, const char *src, char *srcabs)
 	if ((rc = ph_realpath(src, srcabs, PATH_MAX)) != 0)
 		return ph_err(run->ctx, ph_err_from_errno(-rc), "%s: %s", src, strerror(-rc));
 	if ((rc = ph_local_scan(run->ctx, run->lroot, &run->filter, 0, 1, &run->src, NULL,
-	                        NULL, lscan_event, run, &failed)) != 0)
+	                        NULL, lscan_event, run, &failed, NULL)) != 0)
 		return rc;
 	run->st.files_failed += failed;
 	return 0;

@@ -96,6 +96,15 @@ progress(struct cli_out *o, const struct phsync_stats *st, const char *file)
 	double secs = st->elapsed_ms / 1000.0;
 	double r = secs > 0 ? st->bytes_done / secs : 0;
 
+	if (st->listing) {
+		/* Before the plan: what each side has listed so far (a phone
+		 * with many files takes a while to list). */
+		fprintf(o->err, "\r\033[Klisting: %" PRIu64 " on the phone, %" PRIu64 " here  %.0f s",
+		        st->listed_remote, st->listed_local, secs);
+		fflush(o->err);
+		o->line_shown = 1;
+		return;
+	}
 	human_bytes(done, sizeof(done), (double)st->bytes_done);
 	human_bytes(todo, sizeof(todo), (double)st->bytes_todo);
 	human_bytes(rate, sizeof(rate), r);
@@ -205,8 +214,10 @@ json_event(struct cli_out *o, const struct phsync_event *ev)
 		break;
 	case PHSYNC_EV_PROGRESS:
 		fprintf(f, "{\"event\":\"progress\",\"files_done\":%" PRIu64 ",\"files_todo\":%" PRIu64
-		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64,
-		        st->files_done, st->files_todo, st->bytes_done, st->bytes_todo, st->elapsed_ms);
+		        ",\"bytes_done\":%" PRIu64 ",\"bytes_todo\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
+		        ",\"listing\":%s,\"listed_remote\":%" PRIu64 ",\"listed_local\":%" PRIu64,
+		        st->files_done, st->files_todo, st->bytes_done, st->bytes_todo, st->elapsed_ms,
+		        st->listing ? "true" : "false", st->listed_remote, st->listed_local);
 		if (ev->path != NULL) {
 			fputs(",\"file\":", f);
 			cli_json_string(f, ev->path);

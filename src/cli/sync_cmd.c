@@ -31,12 +31,14 @@ summary(struct cli_out *o, const struct phsync_stats *st, int code, const char *
 		        ",\"conflicts\":%" PRIu64 ",\"files_deleted\":%" PRIu64
 		        ",\"files_offloaded\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
 		        ",\"bytes_matched\":%" PRIu64 ",\"helper\":%u,\"files_todo\":%" PRIu64
-		        ",\"files_not_reached\":%" PRIu64 ",\"dry_run\":%s,\"exit\":%d",
+		        ",\"files_not_reached\":%" PRIu64 ",\"listed_remote\":%" PRIu64
+		        ",\"listed_local\":%" PRIu64 ",\"dry_run\":%s,\"exit\":%d",
 		        st->files_total, st->files_done, st->files_failed, st->files_skipped,
 		        st->dirs_created, st->bytes_done, st->bytes_committed, st->bytes_todo,
 		        st->elapsed_ms, st->conflicts, st->files_deleted, st->files_offloaded,
 		        st->bytes_freed, st->bytes_matched, st->helper, st->files_todo,
-		        st->files_unreached, o->dry_run ? "true" : "false", code);
+		        st->files_unreached, st->listed_remote, st->listed_local,
+		        o->dry_run ? "true" : "false", code);
 	cli_summary_error(o, err);
 	if (o->json)
 		return;

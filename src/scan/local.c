@@ -128,7 +128,8 @@ struct scan {
 	                             recursion's stack frames) */
 	struct ph_tree *t;
 	struct ph_tree *partials;
-	struct ph_tree *stale;   /* stale leftovers listed here, not removed */
+	struct ph_tree *stale;    /* stale leftovers listed here, not removed */
+	atomic_size_t *found;     /* kept at t->n at each folder's end, or NULL */
 	phsync_event_fn on_event;
 	void *event_arg;
 	uint64_t *failed;
@@ -433,6 +434,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		rc = scan_entry(s, dfd, v[i], names_stat(&nm, v[i]), plen, depth);
 		s->path[plen] = '\0';
 	}
+	if (s->found != NULL)
+		atomic_store_explicit(s->found, s->t->n, memory_order_relaxed);
 	free(v);
 	free(nm.buf);
 	free(nm.st);
@@ -443,7 +446,7 @@ int
 ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int remove_temps,
               int check_names, struct ph_tree *t, struct ph_tree *partials,
               struct ph_tree *stale, phsync_event_fn on_event, void *event_arg,
-              uint64_t *failed)
+              uint64_t *failed, atomic_size_t *found)
 {
 	struct scan s;
 
@@ -460,6 +463,7 @@ ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter, int rem
 	s.on_event = on_event;
 	s.event_arg = event_arg;
 	s.failed = failed;
+	s.found = found;
 	/* pfs.h lists through a descriptor of its own: root is left as it is. */
 	return scan_dir(&s, root, 0, 0);
 }

@@ -5,6 +5,8 @@
 #ifndef PH_LOCAL_H
 #define PH_LOCAL_H
 
+#include <stdatomic.h>
+
 #include "phsync/phsync.h"
 #include "tree.h"
 
@@ -34,11 +36,13 @@ int ph_local_split(const char *rel, char **dir, const char **base);
  * NULL (their paths only), else left alone.
  * Unreadable folders are reported through on_event as failures and counted
  * in *failed. The walk stops with PHSYNC_EINTR once ctx->interrupted is set
- * (checked at each folder). */
+ * (checked at each folder). found, when not NULL, is kept at t's count of
+ * entries at each folder's end, for another thread's progress line. */
 int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
                   int remove_temps, int check_names, struct ph_tree *t,
                   struct ph_tree *partials, struct ph_tree *stale,
-                  phsync_event_fn on_event, void *event_arg, uint64_t *failed);
+                  phsync_event_fn on_event, void *event_arg, uint64_t *failed,
+                  atomic_size_t *found);
 /* Removes the leftovers a scan listed in stale, each only if it is still a
  * dead run's leftover (tested again through its folder's descriptor). */
 void ph_local_remove_stale(int root, const struct ph_tree *stale);

@@ -637,6 +637,9 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 			rc = ph_sftp_pump_set(rs.sv, rs.nsv, 250);
 		if (rc == 0 && in->ctx->interrupted)
 			rc = PHSYNC_EINTR;
+		/* (nkept: every entry listed, placed in t or still held.) */
+		if (rc == 0 && in->tick != NULL)
+			in->tick(in->arg, t->nkept);
 	}
 	if (rc == 0)
 		rc = rs.fatal;

@@ -36,7 +36,10 @@ struct ph_rscan {
 	size_t (*more)(void *more_arg, struct ph_sftp **out, size_t max);
 	void (*end_more)(void *more_arg, struct ph_sftp **v, size_t n);
 	void *more_arg;
-	void *arg;                      /* failed's and keep_temp's */
+	/* Called at each turn of the listing (every 250 ms at most) with the
+	 * entries listed so far (a progress line's); NULL: none. */
+	void (*tick)(void *arg, uint64_t listed);
+	void *arg;                      /* failed's, keep_temp's and tick's */
 };
 
 /* The most clients more may add. */

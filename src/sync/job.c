@@ -36,6 +36,7 @@ struct rscan_side {
 	const struct ph_tree *t;
 	struct ph_login_more m;
 	const atomic_int *walking;
+	const atomic_size_t *found;
 };
 
 /* More clients for a long listing (ph_login_more). More helpers wait for
@@ -76,11 +77,30 @@ rscan_keep_temp(void *arg, const char *name)
 	return ph_job_partial_tmp(((struct rscan_side *)arg)->j, name);
 }
 
+static void
+rscan_tick(void *arg, uint64_t listed)
+{
+	struct rscan_side *sd = arg;
+
+	ph_job_scan_progress(sd->j, listed, sd->found != NULL ?
+	                     atomic_load_explicit(sd->found, memory_order_relaxed) : 0);
+}
+
+void
+ph_job_scan_progress(struct ph_job *j, uint64_t remote, uint64_t local)
+{
+	j->st.listing = 1;
+	j->st.listed_remote = remote;
+	j->st.listed_local = local;
+	ph_emit_progress(&j->ev, NULL);
+}
+
 int
 ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps,
-                   const atomic_int *walking)
+                   const atomic_int *walking, const atomic_size_t *found)
 {
-	struct rscan_side sd = { j, t, { j->ctx, j->o, j->ssh, j->sftp, &j->ev }, walking };
+	struct rscan_side sd = { j, t, { j->ctx, j->o, j->ssh, j->sftp, &j->ev }, walking,
+	                         found };
 	struct ph_rscan in;
 
 	memset(&in, 0, sizeof(in));
@@ -96,6 +116,7 @@ ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps,
 	in.more = rscan_more;
 	in.end_more = rscan_end_more;
 	in.more_arg = &sd;
+	in.tick = rscan_tick;
 	in.arg = &sd;
 	return ph_remote_scan(&in, t);
 }

@@ -150,7 +150,10 @@ ph_job_rpath(const struct ph_job *j, const char *rel)
  * (ph_job_scan_failed), the state's kept uploads are left. Our temp files
  * are removed when remove_temps. */
 int ph_job_remote_scan(struct ph_job *j, struct ph_tree *t, int remove_temps,
-                       const atomic_int *walking);
+                       const atomic_int *walking, const atomic_size_t *found);
+/* The scan's progress: entries listed so far on the phone and walked here
+ * (the stats' listing counts), and a PROGRESS event when one is due. */
+void ph_job_scan_progress(struct ph_job *j, uint64_t remote, uint64_t local);
 
 /* Executors: carry out j->plan. They return 0 or a fatal PHSYNC_E*; per
  * file failures are counted in j->st.files_failed. */

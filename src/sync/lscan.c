@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "local.h"
 #include "lscan.h"
@@ -42,10 +43,16 @@ lscan_run(void *arg)
 
 	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
 	                       ls->check_names, ls->t, ls->partials, ls->stale,
-	                       lscan_event, ls, &ls->failed);
+	                       lscan_event, ls, &ls->failed, &ls->found);
 	if (ls->rc == 0)
 		ph_tree_sort(ls->t);
+	if (ls->sync_on)
+		pthread_mutex_lock(&ls->mu);
 	atomic_store(&ls->walking, 0);
+	if (ls->sync_on) {
+		pthread_cond_broadcast(&ls->done);
+		pthread_mutex_unlock(&ls->mu);
+	}
 	return NULL;
 }
 
@@ -57,6 +64,13 @@ ph_lscan_start(struct ph_lscan *ls)
 	pthread_attr_t attr;
 
 	atomic_store(&ls->walking, 1);
+	atomic_store(&ls->found, 0);
+	if (!ls->sync_on && pthread_mutex_init(&ls->mu, NULL) == 0) {
+		if (pthread_cond_init(&ls->done, NULL) == 0)
+			ls->sync_on = 1;
+		else
+			pthread_mutex_destroy(&ls->mu);
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 2u << 20);
 	ls->started = pthread_create(&ls->th, &attr, lscan_run, ls) == 0;
@@ -77,6 +91,29 @@ ph_lscan_join(struct ph_lscan *ls)
 	if (ls->started)
 		pthread_join(ls->th, NULL);
 	ls->started = 0;
+}
+
+int
+ph_lscan_wait(struct ph_lscan *ls, int timeout_ms)
+{
+	struct timespec until;
+	int r = 0;
+
+	if (!atomic_load(&ls->walking))
+		return 1;
+	if (!ls->sync_on || clock_gettime(CLOCK_REALTIME, &until) != 0)
+		return 0;
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ls->mu);
+	while (atomic_load(&ls->walking) && r == 0)
+		r = pthread_cond_timedwait(&ls->done, &ls->mu, &until);
+	pthread_mutex_unlock(&ls->mu);
+	return !atomic_load(&ls->walking);
 }
 
 void
@@ -103,4 +140,9 @@ ph_lscan_free(struct ph_lscan *ls)
 		free(ls->fails[i].msg);
 	}
 	free(ls->fails);
+	if (ls->sync_on) {
+		pthread_cond_destroy(&ls->done);
+		pthread_mutex_destroy(&ls->mu);
+		ls->sync_on = 0;
+	}
 }

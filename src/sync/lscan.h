@@ -29,6 +29,10 @@ struct ph_lscan {
 	int started;               /* on its own thread (else it ran inline) */
 	atomic_int walking;        /* from its start until the walk and its sort
 	                              end (what the listing may wait for) */
+	atomic_size_t found;       /* entries walked so far (a progress line's) */
+	pthread_mutex_t mu;        /* with done: the walk's end, to wait on */
+	pthread_cond_t done;
+	int sync_on;               /* mu and done made */
 	const struct ph_filter *filter;
 	struct ph_tree *t;
 	struct ph_tree *partials;  /* pull: the partial downloads found */
@@ -47,6 +51,9 @@ void ph_lscan_start(struct ph_lscan *ls);
 void ph_lscan_stop(struct ph_lscan *ls);
 /* Waits for it to end (ls->rc its result, ls->t sorted when 0). */
 void ph_lscan_join(struct ph_lscan *ls);
+/* Waits at most timeout_ms for it to end: 1 when it has (join it then),
+ * 0 when it still walks. */
+int ph_lscan_wait(struct ph_lscan *ls, int timeout_ms);
 /* Counts and reports, on the run's thread, what it could not read. */
 void ph_lscan_report(struct ph_job *j, struct ph_lscan *ls);
 void ph_lscan_free(struct ph_lscan *ls);

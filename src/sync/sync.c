@@ -707,7 +707,7 @@ ph_run_scan(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	struct ph_lscan *ls = &r->ls;
-	int rc = 0;
+	int rc = 0, walked;
 
 	/* Started before the login with the folder's filter, but the run is
 	 * of one file: walked again with its own. */
@@ -716,14 +716,21 @@ ph_run_scan(struct run *r)
 	/* (A pull's destination made only now: nothing in it to remove.) */
 	if (!r->ls_on && j->lroot >= 0)
 		scan_start(r, 0);
+	walked = r->ls_on;
 	/* A one-way pull merges its records' local half meanwhile. */
 	if (r->pull && !j->twoway && j->state != NULL && r->ls_on)
 		ph_known_early_start(&r->ke, j, &r->ls);
 	if (r->pull)
 		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run,
-		                        r->ls_on ? &ls->walking : NULL);
+		                        r->ls_on ? &ls->walking : NULL, r->ls_on ? &ls->found : NULL);
 	else if (!r->remote_missing)
-		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run, r->ls_on ? &ls->walking : NULL);
+		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run, r->ls_on ? &ls->walking : NULL,
+		                        r->ls_on ? &ls->found : NULL);
+	/* The walk still going once the listing is in (a push of a big
+	 * folder to a phone that has little of it): its progress meanwhile. */
+	while (rc == 0 && r->ls_on && j->o->progress_ms != 0 && !ph_lscan_wait(ls, 100))
+		ph_job_scan_progress(j, (r->pull ? &j->src : &j->dst)->nkept,
+		                     atomic_load_explicit(&ls->found, memory_order_relaxed));
 	/* (A two-way run lists as a pull; the phone holds its push's temps,
 	 * so our stale ones go there too, the kept uploads left as a push
 	 * leaves them.) The listing sorted while the walk or the records'
@@ -742,8 +749,11 @@ ph_run_scan(struct run *r)
 		ph_local_remove_stale(j->lroot, &r->stale);
 	ph_tree_free(&r->stale);
 	ph_strpool_seal(&r->pool); /* nothing more is looked up */
+	j->st.listing = 0;
 	if (rc != 0)
 		return rc;
+	j->st.listed_remote = (r->pull ? &j->src : &j->dst)->n;
+	j->st.listed_local = walked ? (r->pull ? &j->dst : &j->src)->n : 0;
 	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }

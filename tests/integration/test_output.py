@@ -25,7 +25,10 @@ import subprocess
 import time
 import unittest
 
-from harness import SyncTestCase, random_bytes, sample_tree, set_dir_mtimes, tree, write_file
+from harness import (SyncTestCase, phsync_bin, random_bytes, sample_tree, set_dir_mtimes, tree,
+                     write_file)
+
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "fake_helper.py")
 
 T0 = 1700000000
 
@@ -133,22 +136,27 @@ class OutputTest(SyncTestCase):
 
     def assertProgressEvents(self, events, files, nbytes):
         prog = [e for e in events if e["event"] == "progress"]
-        keys = {"event", "files_done", "files_todo", "bytes_done", "bytes_todo", "elapsed_ms"}
+        keys = {"event", "files_done", "files_todo", "bytes_done", "bytes_todo", "elapsed_ms",
+                "listing", "listed_remote", "listed_local"}
         last = None
         for e in prog:
             self.assertEqual(set(e) - {"file"}, keys, e)
             if "file" in e:   # the file whose bytes moved last
                 self.assertIsInstance(e["file"], str, e)
-            for k in keys - {"event"}:
+            self.assertIsInstance(e["listing"], bool, e)
+            for k in keys - {"event", "listing"}:
                 self.assertIsInstance(e[k], int, e)
                 self.assertGreaterEqual(e[k], 0, e)
             self.assertLessEqual(e["files_done"], e["files_todo"], e)
             self.assertLessEqual(e["files_todo"], files, e)
             self.assertLessEqual(e["bytes_done"], e["bytes_todo"], e)
             self.assertLessEqual(e["bytes_todo"], nbytes, e)
+            if e["listing"]:   # before the plan: nothing to do is known yet
+                self.assertEqual((e["files_todo"], e["bytes_todo"]), (0, 0), e)
             if last is not None:
-                for k in ("files_done", "bytes_done", "elapsed_ms"):
+                for k in ("files_done", "bytes_done", "elapsed_ms", "listed_remote", "listed_local"):
                     self.assertGreaterEqual(e[k], last[k], "progress went backwards: %r then %r" % (last, e))
+                self.assertFalse(e["listing"] and not last["listing"], "listing again: %r" % e)
             last = e
         if prog:
             self.assertLess(events.index(prog[-1]), len(events) - 1, "progress after the summary")
@@ -174,6 +182,50 @@ class OutputTest(SyncTestCase):
         r = self.pull("--progress", dst=local2, expect=0)
         self.assertNotEqual(r.err.strip(), "", "--progress printed nothing")
         self.assertTrue(os.path.isfile(os.path.join(local2, "top.txt")))
+
+    def test_progress_while_the_phone_is_listed(self):
+        # The helper's listing is held at its first READDIR (fake_helper.py hold_list) until the
+        # client has said, in a progress event, that it is listing and has walked every local
+        # entry; then it goes on. Waits on what phsync prints, never on a time.
+        write_file(os.path.join(self.remote, "a", "1.jpg"), b"one", mtime=1700000000)
+        write_file(os.path.join(self.remote, "a", "2.jpg"), b"two", mtime=1700000000)
+        write_file(os.path.join(self.remote, "b", "3.jpg"), b"three", mtime=1700000000)
+        for rel in ("old/x.txt", "old/y.txt", "old/deep/z.txt", "w.txt"):
+            write_file(os.path.join(self.local, rel), b"here", mtime=1700000000)
+        walked = 6   # old, old/deep, the three files and w.txt
+        release = os.path.join(self.tmp, "release")
+        fake = "python3 %s hold_list=%s %s" % (FAKE, release, phsync_bin())
+        p = self.srv.popen(["pull", "-F", self.srv.config, "--json", "--progress", "--helper",
+                            "always", "--helper-path", fake, "phone:" + self.remote, self.local])
+        events, seen = [], None
+        deadline = time.monotonic() + 120   # (a hang's bound only)
+        while seen is None and time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            e = json.loads(line)
+            events.append(e)
+            if e["event"] == "progress" and e["listing"] and e["listed_local"] == walked:
+                seen = e
+        with open(release, "w"):
+            pass
+        out, err = p.communicate(timeout=120)
+        events += [json.loads(x) for x in out.decode().splitlines()]
+        self.assertEqual(p.returncode, 0, err.decode(errors="replace"))
+        self.assertIsNotNone(seen, "no progress event while listing: %r" % events)
+        self.assertEqual(seen["listed_remote"], 0, seen)   # the phone's first READDIR is held
+        self.assertEqual((seen["files_todo"], seen["files_done"]), (0, 0), seen)
+        sizes = file_sizes(self.remote)   # (setUp's sample tree and the three above)
+        self.assertProgressEvents(events, len(sizes), sum(sizes.values()))
+        whole = (len(sizes) + len(dirs_of(self.remote)), walked)
+        after = [e for e in events if e["event"] == "progress" and not e["listing"]]
+        for e in after:   # once listed: both sides' whole counts
+            self.assertEqual((e["listed_remote"], e["listed_local"]), whole, e)
+        s = events[-1]
+        self.assertEqual((s["event"], s["files_done"]), ("summary", len(sizes)), s)
+        self.assertEqual((s["listed_remote"], s["listed_local"]), whole, s)
+        with open(os.path.join(self.local, "b", "3.jpg"), "rb") as f:
+            self.assertEqual(f.read(), b"three")
 
     def test_progress_on_a_terminal(self):
         master, slave = pty.openpty()

@@ -40,6 +40,9 @@ relays SFTP packets both ways, spoiling the replies as MODE says:
   list_log=FILE every OPENDIR asked is logged to FILE, a line "PID OPENDIR PATH" (which of a
                 listing's helpers listed which folder); replies are untouched
   die_list=N    the helper (and its relay) ends at once when asked its Nth OPENDIR, no reply
+  hold_list=FILE
+                the first READDIR is passed on only once FILE exists (a listing held while
+                the test looks at what the client says meanwhile); the rest untouched
   starts=FILE,MODE
                 each start appends a line to FILE; the first start relays untouched, every
                 later one (a listing's second helper) behaves as MODE, which may be any of
@@ -51,6 +54,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 
@@ -142,6 +146,7 @@ def main():
     if mode.startswith("list_log="):
         list_log, mode = mode.split("=", 1)[1], "relay"
     opendirs = [0]
+    held = [False]
     if mode == "plain":
         os.execv(SFTP_SERVER, [SFTP_SERVER])
     child = subprocess.Popen([phsync, "serve", root], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -167,6 +172,12 @@ def main():
                 if mode.startswith("die_list=") and opendirs[0] >= int(mode.split("=", 1)[1]):
                     child.kill()
                     os._exit(1)
+            if p[0] == 12 and mode.startswith("hold_list=") and not held[0]:  # READDIR
+                held[0] = True
+                hold = mode.split("=", 1)[1]
+                deadline = time.monotonic() + 300
+                while not os.path.exists(hold) and time.monotonic() < deadline:
+                    time.sleep(0.05)
             if p[0] == 3:  # OPEN: remember the path, for long_sig
                 (rid,) = struct.unpack(">I", p[1:5])
                 name, _ = sstr(p, 5)
