@@ -625,7 +625,8 @@ next_entry(struct ph_dir *d, int *bad)
 	if (d->used - d->next < head || e->FileNameLength % 2 != 0 ||
 	    e->FileNameLength / 2 > DIR_NAME_MAX || d->used - d->next - head < e->FileNameLength ||
 	    (e->NextEntryOffset != 0 && (e->NextEntryOffset % 8 != 0 ||
-	                                 e->NextEntryOffset < head + e->FileNameLength))) {
+	                                 e->NextEntryOffset < head + e->FileNameLength ||
+	                                 e->NextEntryOffset >= d->used - d->next))) {
 		*bad = 1;
 		return NULL;
 	}
