@@ -707,6 +707,8 @@ ph_run_scan(struct run *r)
 {
 	struct ph_job *j = &r->j;
 	struct ph_lscan *ls = &r->ls;
+	/* The phone's tree and this machine's (a two-way run lists as a pull). */
+	struct ph_tree *rt = r->pull ? &j->src : &j->dst, *lt = r->pull ? &j->dst : &j->src;
 	int rc = 0, walked;
 
 	/* Started before the login with the folder's filter, but the run is
@@ -720,23 +722,20 @@ ph_run_scan(struct run *r)
 	/* A one-way pull merges its records' local half meanwhile. */
 	if (r->pull && !j->twoway && j->state != NULL && r->ls_on)
 		ph_known_early_start(&r->ke, j, &r->ls);
-	if (r->pull)
-		rc = ph_job_remote_scan(j, &j->src, j->twoway && !j->o->dry_run,
+	/* (The phone holds a two-way run's push temps, so our stale ones go
+	 * there too, the kept uploads left as a push leaves them.) */
+	if (r->pull || !r->remote_missing)
+		rc = ph_job_remote_scan(j, rt, !j->o->dry_run && (!r->pull || j->twoway),
 		                        r->ls_on ? &ls->walking : NULL, r->ls_on ? &ls->found : NULL);
-	else if (!r->remote_missing)
-		rc = ph_job_remote_scan(j, &j->dst, !j->o->dry_run, r->ls_on ? &ls->walking : NULL,
-		                        r->ls_on ? &ls->found : NULL);
+	/* The listing sorted while the walk or the records' local half may
+	 * still run. */
+	if (rc == 0)
+		ph_tree_sort(rt);
 	/* The walk still going once the listing is in (a push of a big
 	 * folder to a phone that has little of it): its progress meanwhile. */
 	while (rc == 0 && r->ls_on && j->o->progress_ms != 0 && !ph_lscan_wait(ls, 100))
-		ph_job_scan_progress(j, (r->pull ? &j->src : &j->dst)->nkept,
+		ph_job_scan_progress(j, rt->nkept,
 		                     atomic_load_explicit(&ls->found, memory_order_relaxed));
-	/* (A two-way run lists as a pull; the phone holds its push's temps,
-	 * so our stale ones go there too, the kept uploads left as a push
-	 * leaves them.) The listing sorted while the walk or the records'
-	 * local half may still run. */
-	if (rc == 0)
-		ph_tree_sort(r->pull ? &j->src : &j->dst);
 	ph_known_early_join(&r->ke, rc != 0);
 	scan_join(r, 0);
 	ph_lscan_report(j, ls);
@@ -752,8 +751,8 @@ ph_run_scan(struct run *r)
 	j->st.listing = 0;
 	if (rc != 0)
 		return rc;
-	j->st.listed_remote = (r->pull ? &j->src : &j->dst)->n;
-	j->st.listed_local = walked ? (r->pull ? &j->dst : &j->src)->n : 0;
+	j->st.listed_remote = rt->n;
+	j->st.listed_local = walked ? lt->n : 0;
 	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }
