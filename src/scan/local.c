@@ -301,10 +301,10 @@ scan_entry(struct scan *s, int dfd, const char *name, const struct ph_stat *lst,
 	e.size = e.type == PH_T_FILE ? st.size : 0;
 	e.mtime = ph_mtime_fit(st.mtime_sec);
 	e.mode = st.mode & 07777;
-	if ((rc = ph_tree_add(s->t, s->path, plen + (plen > 0) + nl, &e)) != 0)
+	if ((rc = ph_tree_add_id(s->t, s->path, plen + (plen > 0) + nl, &e,
+	                         e.type == PH_T_FILE && s->t->want_ids ?
+	                         ph_tree_ident_sum(st.ino, st.dev, st.ctime_ns) : 0)) != 0)
 		return rc;
-	if (s->t->ids_ok && e.type == PH_T_FILE)
-		s->t->ids[s->t->n - 1] = ph_tree_ident_sum(st.ino, st.dev, st.ctime_ns);
 	/* A single-file run walks no folder (a folder with its name is the
 	 * destination's, left alone). */
 	if (e.type != PH_T_DIR || (s->filter != NULL && s->filter->only != NULL))
@@ -435,7 +435,13 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		s->path[plen] = '\0';
 	}
 	if (s->found != NULL)
-		atomic_store_explicit(s->found, s->t->n, memory_order_relaxed);
+		atomic_store_explicit(s->found, s->t->nkept, memory_order_relaxed);
+	/* Taken from as it is walked (tree.h): no further ahead of the taker
+	 * than a few folders' worth, so that the tree is never whole. */
+	if (s->t->feed != NULL) {
+		ph_feed_batch(s->t);
+		ph_feed_pace(s->t, PH_LOCAL_AHEAD);
+	}
 	free(v);
 	free(nm.buf);
 	free(nm.st);

@@ -36,8 +36,11 @@ int ph_local_split(const char *rel, char **dir, const char **base);
  * NULL (their paths only), else left alone.
  * Unreadable folders are reported through on_event as failures and counted
  * in *failed. The walk stops with PHSYNC_EINTR once ctx->interrupted is set
- * (checked at each folder). found, when not NULL, is kept at t's count of
- * entries at each folder's end, for another thread's progress line. */
+ * (checked at each folder). found, when not NULL, is kept at the count of
+ * entries walked at each folder's end, for another thread's progress line.
+ * A tree with a feed (tree.h) is walked no more than PH_LOCAL_AHEAD
+ * entries ahead of its taker (checked at each folder's end). */
+#define PH_LOCAL_AHEAD 65536
 int ph_local_scan(phsync_ctx *ctx, int root, const struct ph_filter *filter,
                   int remove_temps, int check_names, struct ph_tree *t,
                   struct ph_tree *partials, struct ph_tree *stale,

@@ -116,6 +116,27 @@ write_probe(const struct ph_probe *p)
 }
 
 int
+ph_probe_case_at(int lroot, const char *path)
+{
+	struct ph_probe p;
+	const char *slash = strrchr(path, '/');
+	char other[1024];
+	size_t len = strlen(path);
+	int r;
+
+	if (len >= sizeof(other))
+		return -2;
+	memcpy(other, path, len + 1);
+	if (!swap_case(other + (slash ? slash - path + 1 : 0)))
+		return -1;
+	memset(&p, 0, sizeof(p));
+	p.local = 1;
+	p.lroot = lroot;
+	r = same_entry(&p, path, other, NULL);
+	return r < 0 ? -2 : r;
+}
+
+int
 ph_probe_fold(const struct ph_probe *p, int *fold)
 {
 	const struct ph_tree *d = p->dst;

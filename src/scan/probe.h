@@ -21,6 +21,11 @@ struct ph_probe {
  * case alone and the destination has nothing to ask). Returns 0 or
  * PHSYNC_ENOMEM. */
 int ph_probe_fold(const struct ph_probe *p, int *fold);
+/* Is path (a local file below lroot) also found under its last name with
+ * the case of its letters swapped, as the same file? 1 yes (the folder
+ * ignores case), 0 no (it keeps case), -1 its name has no letter (nothing
+ * asked), -2 no answer (an error). */
+int ph_probe_case_at(int lroot, const char *path);
 
 /* *refuse gets 1 when a pull's destination cannot hold the names a Windows
  * folder cannot (ph_names_drop_unholdable): asked only when the source

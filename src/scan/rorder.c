@@ -258,7 +258,15 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 	if (f->n > 1)
 		ph_strsort_from(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path),
 		                shared_prefix(f));
-	return place(o);
+	{
+		size_t was = o->t->npushed;
+		int rc = place(o);
+
+		/* (A taker of the tree's entries woken for them: tree.h.) */
+		if (o->t->npushed != was)
+			ph_feed_batch(o->t);
+		return rc;
+	}
 }
 
 int

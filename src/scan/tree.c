@@ -75,8 +75,9 @@ ph_tree_keep(struct ph_tree *t, const char *path, size_t pathlen, char **kept)
 	return 0;
 }
 
-int
-ph_tree_push(struct ph_tree *t, const struct ph_entry *e)
+/* Appends e (and id beside it), the feed's lock held when there is one. */
+static int
+push(struct ph_tree *t, const struct ph_entry *e, uint64_t id)
 {
 	if (t->n == t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 1024;
@@ -96,15 +97,36 @@ ph_tree_push(struct ph_tree *t, const struct ph_entry *e)
 		t->cap = ncap;
 	}
 	if (t->want_ids && t->ids_ok)
-		t->ids[t->n] = 0;
+		t->ids[t->n] = id;
 	t->v[t->n] = *e;
 	t->v[t->n].flags = 0;
 	t->n++;
+	t->npushed++;
 	return 0;
 }
 
+static int
+push_fed(struct ph_tree *t, const struct ph_entry *e, uint64_t id)
+{
+	int rc;
+
+	if (t->feed == NULL)
+		return push(t, e, id);
+	pthread_mutex_lock(&t->feed->mu);
+	rc = push(t, e, id);
+	pthread_mutex_unlock(&t->feed->mu);
+	return rc;
+}
+
 int
-ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph_entry *e)
+ph_tree_push(struct ph_tree *t, const struct ph_entry *e)
+{
+	return push_fed(t, e, 0);
+}
+
+int
+ph_tree_add_id(struct ph_tree *t, const char *path, size_t pathlen, const struct ph_entry *e,
+               uint64_t id)
 {
 	struct ph_entry x = *e;
 	char *s;
@@ -113,7 +135,82 @@ ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph
 	if ((rc = ph_tree_keep(t, path, pathlen, &s)) != 0)
 		return rc;
 	x.path = s;
-	return ph_tree_push(t, &x);
+	return push_fed(t, &x, id);
+}
+
+int
+ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen, const struct ph_entry *e)
+{
+	return ph_tree_add_id(t, path, pathlen, e, 0);
+}
+
+int
+ph_feed_init(struct ph_feed *f, struct ph_tree *t)
+{
+	memset(f, 0, sizeof(*f));
+	if (pthread_mutex_init(&f->mu, NULL) != 0)
+		return PHSYNC_ENOMEM;
+	if (pthread_cond_init(&f->cv, NULL) != 0) {
+		pthread_mutex_destroy(&f->mu);
+		return PHSYNC_ENOMEM;
+	}
+	t->feed = f;
+	return 0;
+}
+
+void
+ph_feed_free(struct ph_feed *f, struct ph_tree *t)
+{
+	if (t->feed == f)
+		t->feed = NULL;
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+}
+
+/* Sets *flag (when not NULL) and wakes whoever waits on t's feed. */
+static void
+feed_wake(struct ph_tree *t, int *flag)
+{
+	struct ph_feed *f = t->feed;
+
+	if (f == NULL)
+		return;
+	pthread_mutex_lock(&f->mu);
+	if (flag != NULL)
+		*flag = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void
+ph_feed_batch(struct ph_tree *t)
+{
+	feed_wake(t, NULL);
+}
+
+void
+ph_feed_end(struct ph_tree *t)
+{
+	feed_wake(t, t->feed != NULL ? &t->feed->ended : NULL);
+}
+
+void
+ph_feed_close(struct ph_tree *t)
+{
+	feed_wake(t, t->feed != NULL ? &t->feed->closed : NULL);
+}
+
+void
+ph_feed_pace(struct ph_tree *t, size_t ahead)
+{
+	struct ph_feed *f = t->feed;
+
+	if (f == NULL)
+		return;
+	pthread_mutex_lock(&f->mu);
+	while (!f->closed && t->n - f->taken > ahead)
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
 }
 
 int

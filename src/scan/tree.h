@@ -86,6 +86,18 @@ ph_entry_dpath(const struct ph_entry *e)
 /* Entries a tree holds before its paths go to its pool (tree.c). */
 #define PH_POOL_FROM 65536
 
+/* A tree one thread fills (a scan) while another takes entries out of it
+ * as they come (sync/pairs.c: the files both sides hold exactly as
+ * recorded leave both trees): each push, and the taker's turn, under mu. */
+struct ph_feed {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;   /* the scan placed a folder's entries or ended; the
+	                        taker took some, or is gone */
+	size_t taken;        /* the entries before it are the taker's */
+	int ended;           /* the scan adds no more */
+	int closed;          /* the taker is gone: the scan waits for nothing */
+};
+
 struct ph_tree {
 	struct ph_entry *v;
 	size_t n, cap;
@@ -113,7 +125,22 @@ struct ph_tree {
 	 * without a second stat of each file (sync/ident.c). */
 	int want_ids, ids_ok;
 	uint64_t *ids;
+	struct ph_feed *feed;   /* NULL, or while another thread takes from it */
+	size_t npushed;         /* entries ever appended (n less what was taken) */
 };
+
+/* The feed made (0, or PHSYNC_ENOMEM) and attached to t, and detached from
+ * it once both threads are done with it (ph_feed_free). */
+int ph_feed_init(struct ph_feed *f, struct ph_tree *t);
+void ph_feed_free(struct ph_feed *f, struct ph_tree *t);
+/* The scan's side: a batch placed (the taker woken), the scan's end, and
+ * the walk held back while more than ahead of its entries wait for the
+ * taker (never once it is gone). Each a no-op without a feed. */
+void ph_feed_batch(struct ph_tree *t);
+void ph_feed_end(struct ph_tree *t);
+void ph_feed_pace(struct ph_tree *t, size_t ahead);
+/* The taker's side: gone (the scan no longer waits for it). */
+void ph_feed_close(struct ph_tree *t);
 
 /* Frees ids once nothing will ask them (a later look stats the file). */
 void ph_tree_drop_ids(struct ph_tree *t);
@@ -125,6 +152,9 @@ uint64_t ph_tree_ident_sum(uint64_t ino, uint64_t dev, int64_t ctime_ns);
  * key is then shared and never written to). Returns 0 or PHSYNC_ENOMEM. */
 int ph_tree_add(struct ph_tree *t, const char *path, size_t pathlen,
                 const struct ph_entry *e);
+/* ... with id beside it (want_ids: the walk's identity digest). */
+int ph_tree_add_id(struct ph_tree *t, const char *path, size_t pathlen,
+                   const struct ph_entry *e, uint64_t id);
 /* ph_tree_add in two steps, for an entry placed later than it is known
  * (the remote listing puts its entries in order, rorder.h): the path kept
  * as ph_tree_add keeps it (*kept, valid while the tree lives; its name

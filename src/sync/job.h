@@ -59,6 +59,8 @@ struct ph_job {
 	struct ph_offload *off;    /* --remove-source-files: files copied this run */
 	size_t noff, capoff;
 	uint64_t src_failed;       /* source entries or folders the scan could not list */
+	uint64_t paired;           /* files exactly as recorded on both sides, taken
+	                              out of both trees by the scan (pairs.h) */
 	struct ph_tree dst_failed; /* destination paths the scan could not list:
 	                              what lies there is unknown */
 	int dst_unlisted;          /* ... the whole destination is */

@@ -12,6 +12,7 @@
 #include "ident.h"
 #include "known.h"
 #include "names.h"
+#include "pairs.h"
 #include "staterow.h"
 
 /* A record whose names phsync could not have written (staterow.h) is
@@ -276,6 +277,8 @@ struct early {
 	uint8_t *same;             /* bit i: dst.v[i] holds its row */
 	struct early_row *v;
 	size_t n, cap;
+	struct ph_pairs *pairs;    /* the rows taken out before, or NULL */
+	size_t row;                /* the rows read */
 };
 
 static int
@@ -289,6 +292,8 @@ early_row(void *arg, const char *path, const struct ph_state_file *f)
 
 	if (*m->stop)
 		return PHSYNC_EINTR;
+	if (e->pairs != NULL && ph_pairs_taken(e->pairs, e->row++, path))
+		return 0;
 	if (!ph_staterow_path_ok(path, strlen(path)))
 		return kmerge_bad(m, path);
 	if ((rc = kmerge_local(m, path, f, &l, &kn)) != 0)
@@ -320,11 +325,21 @@ early_run(void *arg)
 	struct early *e;
 	int rc;
 
-	/* The walk first (this thread waits for it); its failure is the
-	 * run's thread's to report. */
+	/* The pairs as recorded taken out while both trees fill; then the
+	 * walk's end (this thread waits for it): its failure is the run's
+	 * thread's to report. */
+	if (ke->pairs != NULL) {
+		ke->rc = ph_pairs_run(ke->pairs);
+		ke->paired = ph_pairs_count(ke->pairs);
+	}
 	ph_lscan_join(ke->ls);
+	if (ke->rc != 0)
+		return NULL;
 	if (ke->ls->rc != 0 || ke->stop)
 		return NULL;
+	/* (Taken from as it was walked, it was left for this to sort.) */
+	if (ke->pairs != NULL)
+		ph_tree_sort(&j->dst);
 	if ((e = calloc(1, sizeof(*e))) == NULL ||
 	    (e->same = calloc(j->dst.n / 8 + 1, 1)) == NULL) {
 		ke->rc = PHSYNC_ENOMEM;
@@ -334,6 +349,7 @@ early_run(void *arg)
 	e->m.j = j;
 	e->m.pull = 1;
 	e->m.stop = &ke->stop;
+	e->pairs = ke->pairs;
 	ke->e = e;
 	/* The local tree's keys as the run's name matching leaves them (only
 	 * the destination's own names count for them: names.h). */
@@ -344,6 +360,9 @@ early_run(void *arg)
 	}
 	ke->named = 1;
 	ke->rc = ph_state_each(j->state, early_row, e);
+	if (ke->rc == 0 && e->pairs != NULL && ph_pairs_check(e->pairs, e->row) != 0)
+		ke->rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "the sync state's records changed "
+		                "while this run read them");
 	ph_ident_close(j);
 	/* Every record's local side is checked: the identities the walk saw
 	 * are not asked again (8 MB at a million files, freed before the
@@ -355,13 +374,15 @@ early_run(void *arg)
 }
 
 int
-ph_known_early_start(struct ph_known_early *ke, struct ph_job *j, struct ph_lscan *ls)
+ph_known_early_start(struct ph_known_early *ke, struct ph_job *j, struct ph_lscan *ls,
+                     struct ph_pairs *pairs)
 {
 	pthread_attr_t attr;
 
 	memset(ke, 0, sizeof(*ke));
 	ke->j = j;
 	ke->ls = ls;
+	ke->pairs = pairs;
 	/* SQLite and the name matching on it: 2 MiB everywhere (macOS gives
 	 * a thread 512 KiB, musl 128 KiB). */
 	pthread_attr_init(&attr);
@@ -379,6 +400,8 @@ ph_known_early_join(struct ph_known_early *ke, int stop)
 	if (stop) {
 		ke->stop = 1;
 		ph_lscan_stop(ke->ls);
+		if (ke->pairs != NULL)
+			ph_pairs_wake(ke->pairs);
 	}
 	pthread_join(ke->th, NULL);
 	ke->on = 0;
@@ -393,6 +416,10 @@ ph_known_early_finish(struct ph_known_early *ke, struct ph_known_set *known, int
 	size_t i = 0, k = 0;
 	int rc = ke->rc;
 
+	if (ke->paired > 0 && rc == 0 && (e == NULL || redo))
+		rc = ph_err(ke->j->ctx, PHSYNC_ECORRUPT, "internal: %llu files as recorded were "
+		            "left out of the scan, and the records were to be read again",
+		            (unsigned long long)ke->paired);
 	if (e == NULL)
 		return rc;
 	if (rc != 0 || redo) {
@@ -430,7 +457,7 @@ ph_known_early_finish(struct ph_known_early *ke, struct ph_known_set *known, int
 	}
 	known->v = m->v;
 	known->n = m->n;
-	known->asrec = m->asrec;
+	known->asrec = m->asrec + ke->paired;
 	m->v = NULL;
 	rc = kmerge_end(m, rc);
 	ph_known_early_free(ke);

@@ -33,13 +33,19 @@ struct ph_known_early {
 	struct ph_job *j;
 	struct ph_lscan *ls;
 	struct early *e;           /* its half, or NULL */
+	/* When set, the pairs both sides hold as recorded are taken out of
+	 * both trees first, while they fill (pairs.h); the thread's own read
+	 * then skips their rows, and known->asrec counts them. */
+	struct ph_pairs *pairs;
+	uint64_t paired;           /* how many were taken out */
 };
 
 /* Starts the early half of j's records (a pull with a state) after the walk
  * ls (whose join is then the thread's). Returns 1, or 0 when no thread
  * could start (the run then merges as before; the walk is joined by the
  * caller). */
-int ph_known_early_start(struct ph_known_early *ke, struct ph_job *j, struct ph_lscan *ls);
+int ph_known_early_start(struct ph_known_early *ke, struct ph_job *j, struct ph_lscan *ls,
+                         struct ph_pairs *pairs);
 /* Waits for it (stop: asked to end at its next row first). */
 void ph_known_early_join(struct ph_known_early *ke, int stop);
 /* The records merged: the kept half with the remote tree (the listing
@@ -47,7 +53,9 @@ void ph_known_early_join(struct ph_known_early *ke, int stop);
  * early half did not run (the walk failed or was stopped) or redo says
  * the local tree's keys changed since (a destination that ignores case
  * takes the phone's keys: names.h), the caller then loading them itself;
- * or a negative PHSYNC_E*. Frees the early half. */
+ * or a negative PHSYNC_E*. Frees the early half. With pairs taken out,
+ * never 0: the trees no longer hold them, and a merge of the trees alone
+ * would read their records as files gone. */
 int ph_known_early_finish(struct ph_known_early *ke, struct ph_known_set *known, int redo);
 void ph_known_early_free(struct ph_known_early *ke);
 

@@ -44,8 +44,11 @@ lscan_run(void *arg)
 	ls->rc = ph_local_scan(&ls->ctx, ls->root, ls->filter, ls->remove_temps,
 	                       ls->check_names, ls->t, ls->partials, ls->stale,
 	                       lscan_event, ls, &ls->failed, &ls->found);
-	if (ls->rc == 0)
+	/* (A tree taken from as it is walked is sorted once the taker is done
+	 * with it: sync.c.) */
+	if (ls->rc == 0 && ls->t->feed == NULL)
 		ph_tree_sort(ls->t);
+	ph_feed_end(ls->t);
 	if (ls->sync_on)
 		pthread_mutex_lock(&ls->mu);
 	atomic_store(&ls->walking, 0);
@@ -83,6 +86,8 @@ void
 ph_lscan_stop(struct ph_lscan *ls)
 {
 	ls->ctx.interrupted = 1;
+	/* (A walk held back for a taker: let go.) */
+	ph_feed_close(ls->t);
 }
 
 void

@@ -40,6 +40,11 @@ struct run {
 	/* A one-way pull's records, their local half merged after the walk
 	 * while the server is listed (known.h). */
 	struct ph_known_early ke;
+	/* A pull's trees taken from as they fill (pairs.h): the walk's feed
+	 * attached when it starts, the listing's with the taker. */
+	struct ph_feed lfeed, rfeed;
+	int lfeed_on, rfeed_on;
+	struct ph_pairs *pairs;
 };
 
 /* The steps, in their order; each returns 0 or a negative PHSYNC_E* with

@@ -17,6 +17,7 @@
 #include "login.h"
 #include "lscan.h"
 #include "names.h"
+#include "pairs.h"
 #include "pfs.h"
 #include "platform.h"
 #include "probe.h"
@@ -401,7 +402,9 @@ match_names(struct ph_job *j, int *foldp, int dst_named)
 	/* (dst_named: the destination's own part done already, known.h.) */
 	if ((rc = ph_names_normalize(&j->src)) != 0 ||
 	    (!dst_named && (rc = ph_names_normalize(&j->dst)) != 0) ||
-	    (rc = ph_probe_fold(&pr, &fold)) != 0 ||
+	    /* (The scan took out files only once told the destination keeps
+	     * case, pairs.h: not asked again.) */
+	    (rc = j->paired > 0 ? (fold = 0) : ph_probe_fold(&pr, &fold)) != 0 ||
 	    (!dst_named && (rc = ph_names_separate(&j->dst, NULL, 0, NULL, NULL)) != 0) ||
 	    (rc = ph_names_separate(&j->src, &j->dst, fold, report_renamed, j)) != 0 ||
 	    (!(j->twoway && pr.local) && (rc = ph_names_dest_paths(&j->src, &j->dst, fold)) != 0))
@@ -551,8 +554,30 @@ scan_start(struct run *r, int early)
 	ls->t = r->pull ? &j->dst : &j->src;
 	ls->t->want_ids = 1; /* each file's identity, for the state merge */
 	ls->partials = r->pull && !j->o->dry_run ? &j->found_partials : NULL;
+	/* A pull of a folder may take out, as they come, the files both
+	 * sides hold as recorded (pairs.h): known only after the login (the
+	 * state, a single file), so the walk is ready for it from its start
+	 * and let go if not (ph_run_scan). */
+	if (r->pull && !j->twoway && !j->o->dry_run && j->filter.only == NULL)
+		r->lfeed_on = ph_feed_init(&r->lfeed, ls->t) == 0;
 	r->ls_on = 1;
 	ph_lscan_start(ls);
+}
+
+/* The feeds detached (the scans and the taker done). */
+static void
+feeds_off(struct run *r)
+{
+	struct ph_job *j = &r->j;
+
+	if (r->lfeed_on)
+		ph_feed_free(&r->lfeed, r->pull ? &j->dst : &j->src);
+	if (r->rfeed_on)
+		ph_feed_free(&r->rfeed, r->pull ? &j->src : &j->dst);
+	r->lfeed_on = r->rfeed_on = 0;
+	ph_pairs_free(r->pairs);
+	r->pairs = NULL;
+	r->ke.pairs = NULL;
 }
 
 /* Waits for the walk (stopping it first when it is no longer wanted). */
@@ -576,6 +601,7 @@ scan_drop(struct run *r)
 	struct ph_strpool *pool = t->pool;
 
 	scan_join(r, 1);
+	feeds_off(r);
 	ph_lscan_free(&r->ls);
 	memset(&r->ls, 0, sizeof(r->ls));
 	ph_tree_free(t);          /* (each of these zeroes what it frees) */
@@ -719,17 +745,35 @@ ph_run_scan(struct run *r)
 	if (!r->ls_on && j->lroot >= 0)
 		scan_start(r, 0);
 	walked = r->ls_on;
-	/* A one-way pull merges its records' local half meanwhile. */
-	if (r->pull && !j->twoway && j->state != NULL && r->ls_on)
-		ph_known_early_start(&r->ke, j, &r->ls);
+	/* A one-way pull merges its records' local half meanwhile, after
+	 * taking out the files as recorded while both sides are scanned. */
+	if (r->pull && !j->twoway && j->state != NULL && r->ls_on) {
+		if (r->lfeed_on && j->filter.only == NULL &&
+		    (r->pairs = ph_pairs_new(j, lt, rt, &r->ke.stop)) != NULL)
+			r->rfeed_on = ph_feed_init(&r->rfeed, rt) == 0;
+		if (!r->rfeed_on) {
+			ph_pairs_free(r->pairs);
+			r->pairs = NULL;
+		}
+		if (!ph_known_early_start(&r->ke, j, &r->ls, r->pairs)) {
+			ph_pairs_free(r->pairs);
+			r->pairs = NULL;
+			r->ke.pairs = NULL;
+		}
+	}
+	/* Nothing takes from the walk: it goes on unheld. */
+	if (r->lfeed_on && r->pairs == NULL)
+		ph_feed_close(lt);
 	/* (The phone holds a two-way run's push temps, so our stale ones go
 	 * there too, the kept uploads left as a push leaves them.) */
 	if (r->pull || !r->remote_missing)
 		rc = ph_job_remote_scan(j, rt, !j->o->dry_run && (!r->pull || j->twoway),
 		                        r->ls_on ? &ls->walking : NULL, r->ls_on ? &ls->found : NULL);
+	if (r->rfeed_on)
+		ph_feed_end(rt);
 	/* The listing sorted while the walk or the records' local half may
-	 * still run. */
-	if (rc == 0)
+	 * still run (one taken from: once the taker is done). */
+	if (rc == 0 && r->pairs == NULL)
 		ph_tree_sort(rt);
 	/* The walk still going once the listing is in (a push of a big
 	 * folder to a phone that has little of it): its progress meanwhile. */
@@ -738,6 +782,10 @@ ph_run_scan(struct run *r)
 		                     atomic_load_explicit(&ls->found, memory_order_relaxed));
 	ph_known_early_join(&r->ke, rc != 0);
 	scan_join(r, 0);
+	if (rc == 0 && r->pairs != NULL)
+		ph_tree_sort(rt);
+	j->paired = r->ke.paired;
+	feeds_off(r);
 	ph_lscan_report(j, ls);
 	if (rc == 0 && ls->rc != 0)
 		rc = ph_err(j->ctx, ls->rc, "%s: %s", j->local_dir, ls->ctx.err);
@@ -751,8 +799,8 @@ ph_run_scan(struct run *r)
 	j->st.listing = 0;
 	if (rc != 0)
 		return rc;
-	j->st.listed_remote = rt->n;
-	j->st.listed_local = walked ? lt->n : 0;
+	j->st.listed_remote = rt->n + j->paired;
+	j->st.listed_local = walked ? lt->n + j->paired : 0;
 	r->scan_failed = r->del_failed = j->st.files_failed;
 	return 0;
 }
@@ -815,6 +863,7 @@ ph_run_plan(struct run *r)
 	po.src_incomplete = j->src_failed > 0;
 	if ((rc = ph_plan_make(&j->src, &j->dst, &po, &j->plan)) != 0)
 		return rc;
+	j->plan.files_total += j->paired; /* (the source's files the scan took out) */
 	block_unlisted(j);
 	if ((j->dirty = calloc(j->src.n ? j->src.n : 1, 1)) == NULL ||
 	    ph_unreached_init(j) != 0)
@@ -904,6 +953,7 @@ ph_run_end(struct run *r, int rc, struct phsync_stats *stats)
 		scan_join(r, 1);
 		ph_lscan_free(&r->ls);
 	}
+	feeds_off(r);
 	ph_tree_free(&r->stale);
 	ph_emit_elapsed(&j->ev);
 	if (stats != NULL)

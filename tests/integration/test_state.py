@@ -249,6 +249,117 @@ class RecordsMergeTest(SyncTestCase):
         self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], [])
 
 
+class PairsTakenOutTest(SyncTestCase):
+    """A pull with a state takes the files exactly as recorded on both sides out of both trees
+    while the phone is listed and the laptop walked (sync/pairs.c), batch by batch, the walk
+    held a few folders ahead: a run over thousands of files must come out as a whole-tree
+    merge would, whatever is interleaved between them: changes on either side, new and gone
+    files, names that are not plain ASCII (never taken out: name matching must see them),
+    names that differ in case alone, and the counts that include what was taken out (the
+    summary's files, --max-delete-percent's share)."""
+
+    FOLDERS = 24
+    PER = 400   # 9,600 files: more than the taker's batch of 4,096
+
+    def setUp(self):
+        super().setUp()
+        self.state = os.path.join(self.tmp, "state")
+
+    def build(self):
+        names = []
+        for d in range(self.FOLDERS):
+            sub = "D%02d" % d if d % 3 else "D%02d/deep/er" % d
+            for i in range(self.PER):
+                names.append("%s/IMG_%04d.jpg" % (sub, i))
+        for k, n in enumerate(names):
+            write_file(os.path.join(self.remote, n), b"%d" % k, mtime=T0 + k % 1000)
+        # Names no pair may take out: NFD and NFC of one name, and names that differ in
+        # case alone, between plain ones in the same folder.
+        odd = ["D01/Cafe\u0301.jpg", "D01/Caf\u00e9 2.jpg", "D02/img_0005.JPG",
+               "D02/IMG_0005.jpg.x", "D05/\u65e5\u672c.jpg"]
+        for k, n in enumerate(odd):
+            write_file(os.path.join(self.remote, n), b"odd %d" % k, mtime=T0 + k)
+        return names, odd
+
+    def test_a_pull_over_thousands_of_recorded_files_is_exact(self):
+        from test_trust_content import edit_in_place
+        names, odd = self.build()
+        self.pull("--state-dir", self.state, expect=0)
+        self.assertTreesEqual(self.remote, self.local)
+        changed = names[7::97]        # on the phone: new bytes and time
+        gone = names[11::101]         # deleted on the phone
+        edited = names[13::89]        # edited here in place: size and time as recorded
+        edited = [n for n in edited if n not in changed and n not in gone]
+        gone = [n for n in gone if n not in changed]
+        for n in changed:
+            write_file(os.path.join(self.remote, n), b"phone v2 " + n.encode(), mtime=T0 + 5000)
+        for n in gone:
+            os.unlink(os.path.join(self.remote, n))
+        for n in edited:
+            edit_in_place(os.path.join(self.local, n), 0, b"L")
+        new = ["D03/IMG_0100a.jpg", "D23/zz.jpg", "D00/deep/er/IMG_0000.jpg.new"]
+        for n in new:
+            write_file(os.path.join(self.remote, n), b"new " + n.encode(), mtime=T0)
+        before = {}
+        for n in names + odd:
+            here = os.path.join(self.local, n)
+            if os.path.exists(here) and n not in changed:
+                st = os.stat(here)
+                before[n] = (st.st_ino, st.st_mtime_ns, read_bytes(here))
+        r = self.pull("--state-dir", self.state, "--delete", "--json", expect=0)
+        ev = r.json()
+        self.assertEqual(sorted(e["path"] for e in ev if e["event"] == "file"),
+                         sorted(changed + new))
+        self.assertEqual(sorted(e["path"] for e in ev if e["event"] == "delete"), sorted(gone))
+        self.assertEqual(sorted(e["path"] for e in ev if e["event"] == "skip"), sorted(edited))
+        (summary,) = [e for e in ev if e["event"] == "summary"]
+        phone_files = len(names) + len(odd) - len(gone) + len(new)
+        self.assertEqual(summary["files_total"], phone_files)
+        for n in names + odd:
+            here = os.path.join(self.local, n)
+            if n in gone:
+                self.assertFalse(os.path.lexists(here), n)
+            elif n in changed:
+                self.assertEqual(read_bytes(here), read_bytes(os.path.join(self.remote, n)), n)
+            else:
+                st = os.stat(here)
+                self.assertEqual((st.st_ino, st.st_mtime_ns, read_bytes(here)), before[n], n)
+        for n in new:
+            self.assertEqual(read_bytes(os.path.join(self.local, n)),
+                             read_bytes(os.path.join(self.remote, n)))
+        # The run after it: nothing to copy, the edited files still kept, every file counted.
+        r = self.pull("--state-dir", self.state, "--json", expect=0)
+        ev = r.json()
+        self.assertEqual([e["path"] for e in ev if e["event"] == "file"], [])
+        self.assertEqual(sorted(e["path"] for e in ev if e["event"] == "skip"), sorted(edited))
+        (summary,) = [e for e in ev if e["event"] == "summary"]
+        self.assertEqual(summary["files_total"], phone_files)
+
+    def test_a_folder_of_recorded_files_alone_is_not_a_phone_that_listed_empty(self):
+        """Files at the top alone, every one as recorded but one gone from the phone: once
+        the pairs are taken out the phone's tree holds nothing, and the run must still
+        delete only that one (--delete), not refuse as for a phone that listed nothing;
+        a phone that does list nothing is still refused."""
+        names = ["IMG_%05d.jpg" % i for i in range(6000)]
+        for k, n in enumerate(names):
+            write_file(os.path.join(self.remote, n), b"%d" % k, mtime=T0 + k % 500)
+        self.pull("--state-dir", self.state, expect=0)
+        os.unlink(os.path.join(self.remote, names[4321]))
+        r = self.pull("--state-dir", self.state, "--delete", "--json", expect=0)
+        ev = r.json()
+        self.assertEqual([e["path"] for e in ev if e["event"] == "delete"], [names[4321]])
+        (summary,) = [e for e in ev if e["event"] == "summary"]
+        self.assertEqual(summary["files_total"], len(names) - 1)
+        self.assertTreesEqual(self.remote, self.local)
+        for n in names:
+            if n != names[4321]:
+                os.unlink(os.path.join(self.remote, n))
+        r = self.pull("--state-dir", self.state, "--delete")
+        self.assertNotEqual(r.code, 0, r)
+        self.assertIn("listed empty", r.err)
+        self.assertEqual(len(os.listdir(self.local)), len(names) - 1)
+
+
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
