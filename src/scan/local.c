@@ -438,10 +438,8 @@ scan_dir(struct scan *s, int dfd, size_t plen, int depth)
 		atomic_store_explicit(s->found, s->t->nkept, memory_order_relaxed);
 	/* Taken from as it is walked (tree.h): no further ahead of the taker
 	 * than a few folders' worth, so that the tree is never whole. */
-	if (s->t->feed != NULL) {
-		ph_feed_batch(s->t);
+	if (s->t->feed != NULL && rc == 0 && (rc = ph_feed_batch(s->t)) == 0)
 		ph_feed_pace(s->t, PH_LOCAL_AHEAD);
-	}
 	free(v);
 	free(nm.buf);
 	free(nm.st);

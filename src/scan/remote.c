@@ -465,6 +465,17 @@ pick(const struct rscan *rs)
 
 /* Sends the LSTAT of q->rel (owned; freed on failure, its folder then left
  * held: the scan ends). */
+/* Requests in flight over every channel. */
+static size_t
+inflight(const struct rscan *rs)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < rs->nsv; i++)
+		n += ph_sftp_inflight(rs->sv[i]);
+	return n;
+}
+
 static int
 start_stat(struct rscan *rs, const struct pending_stat *q)
 {
@@ -602,7 +613,7 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 	struct rscan rs;
 	struct ph_rfolder *f;
 	size_t i;
-	int rc = 0, rc2, ch;
+	int rc = 0, rc2, ch, held;
 
 	memset(&rs, 0, sizeof(rs));
 	rs.in = in;
@@ -628,12 +639,18 @@ ph_remote_scan(const struct ph_rscan *in, struct ph_tree *t)
 				rs.nsv += got;
 			}
 		}
-		while (rc == 0 && (ch = lister_channel(&rs)) >= 0 &&
+		/* A tree taken from as it fills (tree.h) gets no new folder
+		 * while far ahead of its taker; with nothing in flight, the
+		 * listing waits for the taker. */
+		held = t->feed != NULL && ph_feed_ahead(t) > PH_REMOTE_AHEAD;
+		while (rc == 0 && !held && (ch = lister_channel(&rs)) >= 0 &&
 		       (f = ph_rorder_next(rs.ord)) != NULL)
 			rc = start_lister(&rs, f, (size_t)ch);
 		while (rc == 0 && rs.nstatq > 0 && ph_sftp_inflight(pick(&rs)) < MAX_STATS)
 			rc = start_stat(&rs, &rs.statq[--rs.nstatq]);
-		if (rc == 0)
+		if (rc == 0 && held && rs.active == 0 && inflight(&rs) == 0)
+			ph_feed_pace(t, PH_REMOTE_AHEAD / 2);
+		else if (rc == 0)
 			rc = ph_sftp_pump_set(rs.sv, rs.nsv, 250);
 		if (rc == 0 && in->ctx->interrupted)
 			rc = PHSYNC_EINTR;

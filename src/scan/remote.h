@@ -43,6 +43,10 @@ struct ph_rscan {
 };
 
 /* The most clients more may add. */
+/* A tree with a taker (tree.h) is listed no further than this many
+ * entries ahead of it: no new folder is asked for meanwhile. */
+#define PH_REMOTE_AHEAD 65536
+
 #define PH_RSCAN_MORE 1
 #define PH_RSCAN_MORE_LATER ((size_t)-1)
 

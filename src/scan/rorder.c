@@ -259,13 +259,10 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 		ph_strsort_from(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path),
 		                shared_prefix(f));
 	{
-		size_t was = o->t->npushed;
 		int rc = place(o);
 
-		/* (A taker of the tree's entries woken for them: tree.h.) */
-		if (o->t->npushed != was)
-			ph_feed_batch(o->t);
-		return rc;
+		/* (A taker of the tree's entries given them: tree.h.) */
+		return rc == 0 ? ph_feed_batch(o->t) : rc;
 	}
 }
 

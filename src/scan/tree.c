@@ -101,20 +101,38 @@ push(struct ph_tree *t, const struct ph_entry *e, uint64_t id)
 	t->v[t->n] = *e;
 	t->v[t->n].flags = 0;
 	t->n++;
-	t->npushed++;
 	return 0;
+}
+
+/* The feed's staged entries appended, its lock held. */
+static int
+unstage(struct ph_tree *t)
+{
+	struct ph_feed *f = t->feed;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < f->nstage && rc == 0; i++)
+		rc = push(t, &f->stage[i], f->stage_id[i]);
+	f->nstage = 0;
+	return rc;
 }
 
 static int
 push_fed(struct ph_tree *t, const struct ph_entry *e, uint64_t id)
 {
-	int rc;
+	struct ph_feed *f = t->feed;
+	int rc = 0;
 
-	if (t->feed == NULL)
+	if (f == NULL)
 		return push(t, e, id);
-	pthread_mutex_lock(&t->feed->mu);
-	rc = push(t, e, id);
-	pthread_mutex_unlock(&t->feed->mu);
+	f->stage[f->nstage] = *e;
+	f->stage_id[f->nstage] = id;
+	if (++f->nstage == sizeof(f->stage) / sizeof(f->stage[0])) {
+		pthread_mutex_lock(&f->mu);
+		rc = unstage(t);
+		pthread_mutex_unlock(&f->mu);
+	}
 	return rc;
 }
 
@@ -161,43 +179,74 @@ ph_feed_init(struct ph_feed *f, struct ph_tree *t)
 void
 ph_feed_free(struct ph_feed *f, struct ph_tree *t)
 {
-	if (t->feed == f)
+	/* (Both threads are done: nothing staged is left, but for a scan
+	 * whose end was never said.) */
+	if (t->feed == f) {
+		(void)unstage(t);
 		t->feed = NULL;
+	}
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
 }
 
-/* Sets *flag (when not NULL) and wakes whoever waits on t's feed. */
-static void
-feed_wake(struct ph_tree *t, int *flag)
+/* Sets *flag (when not NULL) and wakes whoever waits on t's feed; the
+ * scan's staged entries appended first (unstage: only from the scan's
+ * thread). An append that finds no memory is the scan's to say: 0 or
+ * PHSYNC_ENOMEM. */
+static int
+feed_wake(struct ph_tree *t, int *flag, int unstage_too)
 {
 	struct ph_feed *f = t->feed;
+	int rc = 0;
 
 	if (f == NULL)
-		return;
+		return 0;
 	pthread_mutex_lock(&f->mu);
+	if (unstage_too)
+		rc = unstage(t);
 	if (flag != NULL)
 		*flag = 1;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
-void
+int
 ph_feed_batch(struct ph_tree *t)
 {
-	feed_wake(t, NULL);
+	return feed_wake(t, NULL, 1);
+}
+
+int
+ph_feed_end(struct ph_tree *t)
+{
+	return feed_wake(t, t->feed != NULL ? &t->feed->ended : NULL, 1);
 }
 
 void
-ph_feed_end(struct ph_tree *t)
+ph_feed_wake(struct ph_tree *t)
 {
-	feed_wake(t, t->feed != NULL ? &t->feed->ended : NULL);
+	(void)feed_wake(t, NULL, 0);
 }
 
 void
 ph_feed_close(struct ph_tree *t)
 {
-	feed_wake(t, t->feed != NULL ? &t->feed->closed : NULL);
+	(void)feed_wake(t, t->feed != NULL ? &t->feed->closed : NULL, 0);
+}
+
+size_t
+ph_feed_ahead(struct ph_tree *t)
+{
+	struct ph_feed *f = t->feed;
+	size_t n;
+
+	if (f == NULL)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	n = f->closed ? 0 : t->n - f->taken;
+	pthread_mutex_unlock(&f->mu);
+	return n;
 }
 
 void

@@ -96,6 +96,11 @@ struct ph_feed {
 	size_t taken;        /* the entries before it are the taker's */
 	int ended;           /* the scan adds no more */
 	int closed;          /* the taker is gone: the scan waits for nothing */
+	/* The scan's own: entries pushed, appended to the tree under mu a
+	 * batch at a time (when full, and at each ph_feed_ call). */
+	struct ph_entry stage[256];
+	uint64_t stage_id[256];
+	size_t nstage;
 };
 
 struct ph_tree {
@@ -126,19 +131,26 @@ struct ph_tree {
 	int want_ids, ids_ok;
 	uint64_t *ids;
 	struct ph_feed *feed;   /* NULL, or while another thread takes from it */
-	size_t npushed;         /* entries ever appended (n less what was taken) */
 };
 
 /* The feed made (0, or PHSYNC_ENOMEM) and attached to t, and detached from
  * it once both threads are done with it (ph_feed_free). */
 int ph_feed_init(struct ph_feed *f, struct ph_tree *t);
 void ph_feed_free(struct ph_feed *f, struct ph_tree *t);
-/* The scan's side: a batch placed (the taker woken), the scan's end, and
- * the walk held back while more than ahead of its entries wait for the
- * taker (never once it is gone). Each a no-op without a feed. */
-void ph_feed_batch(struct ph_tree *t);
-void ph_feed_end(struct ph_tree *t);
+/* The scan's side (its thread's only): a batch placed (the taker woken),
+ * the scan's end, and the walk held back while more than ahead of its
+ * entries wait for the taker (never once it is gone). Each a no-op
+ * without a feed. Until the first two, the scan's last entries may not be
+ * in the tree yet; they return 0, or PHSYNC_ENOMEM when those could not be
+ * added. */
+int ph_feed_batch(struct ph_tree *t);
+int ph_feed_end(struct ph_tree *t);
 void ph_feed_pace(struct ph_tree *t, size_t ahead);
+/* Wakes whoever waits on t's feed (from any thread). */
+void ph_feed_wake(struct ph_tree *t);
+/* Entries the scan added that the taker has not taken yet (0 without a
+ * taker, or once it is gone). */
+size_t ph_feed_ahead(struct ph_tree *t);
 /* The taker's side: gone (the scan no longer waits for it). */
 void ph_feed_close(struct ph_tree *t);
 

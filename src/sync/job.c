@@ -51,8 +51,11 @@ rscan_more(void *arg, struct ph_sftp **out, size_t max)
 {
 	struct rscan_side *sd = arg;
 
+	/* (A walk held to the listing, its pairs taken out as both come, is
+	 * no longer ahead of it: pairs.h. Then the listing is what the run
+	 * waits for, and more helpers are asked at once.) */
 	if (ph_sftp_helper(sd->j->sftp) != 0 && sd->walking != NULL &&
-	    atomic_load(sd->walking))
+	    atomic_load(sd->walking) && sd->t->feed == NULL)
 		return PH_RSCAN_MORE_LATER;
 	return ph_login_more(&sd->m, out, max);
 }

@@ -277,8 +277,6 @@ struct early {
 	uint8_t *same;             /* bit i: dst.v[i] holds its row */
 	struct early_row *v;
 	size_t n, cap;
-	struct ph_pairs *pairs;    /* the rows taken out before, or NULL */
-	size_t row;                /* the rows read */
 };
 
 static int
@@ -292,8 +290,6 @@ early_row(void *arg, const char *path, const struct ph_state_file *f)
 
 	if (*m->stop)
 		return PHSYNC_EINTR;
-	if (e->pairs != NULL && ph_pairs_taken(e->pairs, e->row++, path))
-		return 0;
 	if (!ph_staterow_path_ok(path, strlen(path)))
 		return kmerge_bad(m, path);
 	if ((rc = kmerge_local(m, path, f, &l, &kn)) != 0)
@@ -349,7 +345,6 @@ early_run(void *arg)
 	e->m.j = j;
 	e->m.pull = 1;
 	e->m.stop = &ke->stop;
-	e->pairs = ke->pairs;
 	ke->e = e;
 	/* The local tree's keys as the run's name matching leaves them (only
 	 * the destination's own names count for them: names.h). */
@@ -359,8 +354,10 @@ early_run(void *arg)
 		return NULL;
 	}
 	ke->named = 1;
-	ke->rc = ph_state_each(j->state, early_row, e);
-	if (ke->rc == 0 && e->pairs != NULL && ph_pairs_check(e->pairs, e->row) != 0)
+	/* (The rows taken out with their files, skipped.) */
+	ke->rc = ke->pairs != NULL ? ph_pairs_each(ke->pairs, j->state, early_row, e) :
+	         ph_state_each(j->state, early_row, e);
+	if (ke->rc == PHSYNC_ECORRUPT)
 		ke->rc = ph_err(j->ctx, PHSYNC_ECORRUPT, "the sync state's records changed "
 		                "while this run read them");
 	ph_ident_close(j);

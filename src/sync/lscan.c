@@ -48,7 +48,8 @@ lscan_run(void *arg)
 	 * with it: sync.c.) */
 	if (ls->rc == 0 && ls->t->feed == NULL)
 		ph_tree_sort(ls->t);
-	ph_feed_end(ls->t);
+	if (ph_feed_end(ls->t) != 0 && ls->rc == 0)
+		ls->rc = PHSYNC_ENOMEM;
 	if (ls->sync_on)
 		pthread_mutex_lock(&ls->mu);
 	atomic_store(&ls->walking, 0);

@@ -34,7 +34,18 @@ struct side {
 	size_t nout;
 	size_t w;
 	const char *prev;            /* the key decided last */
+	int cur_ok;                  /* in[at] is known to come after prev */
+	int next_ok;                 /* in[at + 1] is known to come after in[at] */
+	int eq;                      /* in[at]'s key is the row's (keep_before) */
 	int end;                     /* the scan ended, all of it copied out */
+};
+
+#define HOLD_MAX 65536       /* rows held for the second read, at most */
+#define HBLK (64u * 1024)
+
+struct held_row {
+	struct ph_state_file f;
+	const char *path;
 };
 
 struct ph_pairs {
@@ -44,9 +55,19 @@ struct ph_pairs {
 	uint8_t *bits;               /* bit i: row i was taken out */
 	size_t nrows, capbits;
 	uint64_t count;
-	uint64_t hsum, hsum2;        /* the taken rows' paths, by each read */
+	uint64_t hsum;               /* the taken rows' paths */
 	int told;                    /* the destination keeps case */
 	int tries;                   /* asked, and no answer */
+	char okdir[4096];            /* the folder of the last plain path */
+	size_t okdlen;
+	/* The rows not taken out, held for the second read while few (at a
+	 * million unchanged files, a few): else that read is the state's
+	 * again, the taken rows skipped by their bits. */
+	struct held_row *held;
+	size_t nheld, capheld;
+	char **hblk;                 /* their paths, in blocks */
+	size_t nhblk, hblk_used;
+	int reread;                  /* too many to hold */
 	int off;                     /* nothing more is taken (a side came out
 	                                of order, or the case is not told) */
 };
@@ -65,13 +86,69 @@ ph_pairs_new(struct ph_job *j, struct ph_tree *lt, struct ph_tree *rt, const ato
 	return p;
 }
 
+static void
+held_free(struct ph_pairs *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nhblk; i++)
+		free(p->hblk[i]);
+	free(p->hblk);
+	free(p->held);
+	p->hblk = NULL;
+	p->held = NULL;
+	p->nhblk = p->nheld = p->capheld = p->hblk_used = 0;
+}
+
 void
 ph_pairs_free(struct ph_pairs *p)
 {
 	if (p == NULL)
 		return;
+	held_free(p);
 	free(p->bits);
 	free(p);
+}
+
+/* A row not taken out, held for the second read (or, past HOLD_MAX, none
+ * held: that read is the state's). 0 or PHSYNC_ENOMEM. */
+static int
+hold_row(struct ph_pairs *p, const char *path, size_t len, const struct ph_state_file *f)
+{
+	struct held_row *h;
+	char *s;
+
+	if (p->reread)
+		return 0;
+	if (p->nheld == HOLD_MAX) {
+		held_free(p);
+		p->reread = 1;
+		return 0;
+	}
+	if (p->nheld == p->capheld && ph_grow(&p->held, &p->capheld, sizeof(*p->held), 256) != 0)
+		return PHSYNC_ENOMEM;
+	if (p->nhblk == 0 || HBLK - p->hblk_used < len + 1) {
+		size_t sz = len + 1 > HBLK ? len + 1 : HBLK;
+		char **b = realloc(p->hblk, (p->nhblk + 1) * sizeof(*b));
+
+		if (b == NULL)
+			return PHSYNC_ENOMEM;
+		p->hblk = b;
+		if ((b[p->nhblk] = malloc(sz)) == NULL)
+			return PHSYNC_ENOMEM;
+		p->nhblk++;
+		p->hblk_used = 0;
+	}
+	s = p->hblk[p->nhblk - 1] + p->hblk_used;
+	memcpy(s, path, len + 1);
+	p->hblk_used += len + 1;
+	h = &p->held[p->nheld++];
+	h->f = *f;
+	h->f.hash = NULL;   /* (ph_state_each loads none; said here too) */
+	h->f.sig = NULL;
+	h->f.siglen = 0;
+	h->path = s;
+	return 0;
 }
 
 static int
@@ -170,9 +247,11 @@ decided(struct ph_pairs *p, struct side *s)
 {
 	const char *key = s->in[s->at].path;
 
-	if (s->prev != NULL && ph_path_cmp(s->prev, key) >= 0)
+	if (!s->cur_ok && s->prev != NULL && ph_path_cmp(s->prev, key) >= 0)
 		p->off = 1;
 	s->prev = key;
+	s->cur_ok = s->next_ok;
+	s->next_ok = 0;
 	s->at++;
 }
 
@@ -193,11 +272,18 @@ keep_before(struct ph_pairs *p, struct side *s, const char *path)
 {
 	int rc;
 
+	int c;
+
 	for (;;) {
+		s->eq = 0;
 		if ((rc = need(p, s, 1)) != 0)
 			return rc;
-		if (s->at == s->nin || ph_path_cmp(s->in[s->at].path, path) >= 0)
+		if (s->at == s->nin)
 			return 0;
+		if ((c = ph_path_cmp(s->in[s->at].path, path)) >= 0) {
+			s->eq = c == 0;
+			return 0;
+		}
 		keep(p, s);
 	}
 }
@@ -208,13 +294,16 @@ static const struct ph_entry *
 alone_at(struct ph_pairs *p, struct side *s, const char *path, int *rc)
 {
 	*rc = 0;
-	if (s->at == s->nin || strcmp(s->in[s->at].path, path) != 0)
+	if (!s->eq)
 		return NULL;
 	if ((*rc = need(p, s, 2)) != 0)
 		return NULL;
-	if (s->nin - s->at >= 2 && ph_path_cmp(s->in[s->at + 1].path, path) <= 0) {
-		p->off = 1;
-		return NULL;
+	if (s->nin - s->at >= 2) {
+		if (ph_path_cmp(s->in[s->at + 1].path, path) <= 0) {
+			p->off = 1;
+			return NULL;
+		}
+		s->next_ok = 1;
 	}
 	return &s->in[s->at];
 }
@@ -224,11 +313,20 @@ alone_at(struct ph_pairs *p, struct side *s, const char *path, int *rc)
  * numbers another name onto it (a number goes on a name that folds or
  * normalizes to another; without folding, those are not ASCII). */
 static int
-plain(const char *path, size_t len)
+plain(struct ph_pairs *p, const char *path, size_t len)
 {
-	size_t i, b = 0;
+	size_t dl = len, i, b = 0;
 
-	for (i = 0; i <= len; i++) {
+	while (dl > 0 && path[dl - 1] != '/')
+		dl--;
+	dl -= dl > 0;   /* the folder's length, without its '/' */
+
+	/* (The folder as the row before's, plain: its name alone.) */
+	if (dl > 0 && dl == p->okdlen && memcmp(path, p->okdir, dl) == 0)
+		b = i = dl + 1;
+	else
+		i = 0;
+	for (; i <= len; i++) {
 		if (i == len || path[i] == '/') {
 			if (ph_winname_check_n(path + b, i - b) != PH_WINNAME_OK)
 				return 0;
@@ -236,6 +334,10 @@ plain(const char *path, size_t len)
 		} else if ((unsigned char)path[i] < 0x20 || (unsigned char)path[i] > 0x7e) {
 			return 0;
 		}
+	}
+	if (dl > 0 && dl < sizeof(p->okdir)) {
+		memcpy(p->okdir, path, dl);
+		p->okdlen = dl;
 	}
 	return 1;
 }
@@ -285,12 +387,14 @@ as_recorded(struct ph_pairs *p, const struct ph_entry *l, uint64_t lid,
 	return 1;
 }
 
+static int row_take(struct ph_pairs *p, const char *path, size_t len, size_t i,
+                    const struct ph_state_file *f);
+
 static int
 pairs_row(void *arg, const char *path, const struct ph_state_file *f)
 {
 	struct ph_pairs *p = arg;
 	size_t len = strlen(path), i = p->nrows++;
-	const struct ph_entry *l, *r;
 	int rc;
 
 	if (i / 8 >= p->capbits) {
@@ -305,7 +409,20 @@ pairs_row(void *arg, const char *path, const struct ph_state_file *f)
 	}
 	if (atomic_load(p->stop))
 		return PHSYNC_EINTR;
-	if (p->off || !ph_staterow_path_ok(path, len) || !plain(path, len))
+	if ((rc = row_take(p, path, len, i, f)) < 0)
+		return rc;
+	return rc == 1 ? 0 : hold_row(p, path, len, f);
+}
+
+/* Row i taken out with its two entries (1), or not (0), or a PHSYNC_E*. */
+static int
+row_take(struct ph_pairs *p, const char *path, size_t len, size_t i,
+         const struct ph_state_file *f)
+{
+	const struct ph_entry *l, *r;
+	int rc;
+
+	if (p->off || !ph_staterow_path_ok(path, len) || !plain(p, path, len))
 		return 0;
 	/* What comes before the row on either side has no row: kept. */
 	if ((rc = keep_before(p, &p->l, path)) != 0 || (rc = keep_before(p, &p->r, path)) != 0)
@@ -324,7 +441,7 @@ pairs_row(void *arg, const char *path, const struct ph_state_file *f)
 	p->bits[i / 8] |= (uint8_t)(1u << (i % 8));
 	p->count++;
 	p->hsum += XXH3_64bits(path, len);
-	return 0;
+	return 1;
 }
 
 /* The taker gone: what it holds written back, the room closed, the scan
@@ -364,23 +481,49 @@ ph_pairs_run(struct ph_pairs *p)
 void
 ph_pairs_wake(struct ph_pairs *p)
 {
-	ph_feed_batch(p->l.t);
-	ph_feed_batch(p->r.t);
+	ph_feed_wake(p->l.t);
+	ph_feed_wake(p->r.t);
 }
 
-int
-ph_pairs_taken(struct ph_pairs *p, size_t i, const char *path)
+/* The second read from the state: the rows taken out skipped, and at its
+ * end, the check that it saw the rows the first saw. */
+struct reread {
+	struct ph_pairs *p;
+	ph_state_each_fn *fn;
+	void *arg;
+	size_t row;
+	uint64_t hsum;
+};
+
+static int
+reread_row(void *arg, const char *path, const struct ph_state_file *f)
 {
-	if (i >= p->nrows || !(p->bits[i / 8] & (1u << (i % 8))))
+	struct reread *rr = arg;
+	struct ph_pairs *p = rr->p;
+	size_t i = rr->row++;
+
+	if (i < p->nrows && (p->bits[i / 8] & (1u << (i % 8)))) {
+		rr->hsum += XXH3_64bits(path, strlen(path));
 		return 0;
-	p->hsum2 += XXH3_64bits(path, strlen(path));
-	return 1;
+	}
+	return rr->fn(rr->arg, path, f);
 }
 
 int
-ph_pairs_check(const struct ph_pairs *p, size_t rows)
+ph_pairs_each(struct ph_pairs *p, struct ph_state *st, ph_state_each_fn *fn, void *arg)
 {
-	return rows == p->nrows && p->hsum2 == p->hsum ? 0 : PHSYNC_ECORRUPT;
+	struct reread rr = { p, fn, arg, 0, 0 };
+	size_t i;
+	int rc = 0;
+
+	if (!p->reread) {
+		for (i = 0; i < p->nheld && rc == 0; i++)
+			rc = fn(arg, p->held[i].path, &p->held[i].f);
+		return rc;
+	}
+	if ((rc = ph_state_each(st, reread_row, &rr)) != 0)
+		return rc;
+	return rr.row == p->nrows && rr.hsum == p->hsum ? 0 : PHSYNC_ECORRUPT;
 }
 
 uint64_t

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "records.h"
 #include "tree.h"
 
 struct ph_job;
@@ -35,13 +36,13 @@ struct ph_pairs *ph_pairs_new(struct ph_job *j, struct ph_tree *lt, struct ph_tr
 int ph_pairs_run(struct ph_pairs *p);
 /* Wakes a taker waiting for entries, after stop was set. */
 void ph_pairs_wake(struct ph_pairs *p);
-/* The second read's (known.c): row i of the read (same order) with its
- * path: 1 when it was taken out. Then the check that both reads saw the
- * same rows (0, or PHSYNC_ECORRUPT: the state changed between them). */
-int ph_pairs_taken(struct ph_pairs *p, size_t i, const char *path);
-int ph_pairs_check(const struct ph_pairs *p, size_t rows);
-/* Files taken out; and whether the destination was told to keep case
- * (then the run's name matching must not ask again and find otherwise). */
+/* The second read (known.c's): fn called for each row not taken out, in
+ * order: from those held by the first read when few, else from the state
+ * again, then checked to have seen the rows the first saw (else
+ * PHSYNC_ECORRUPT: the state changed between the reads). 0, fn's non-zero
+ * result, or a PHSYNC_E*. */
+int ph_pairs_each(struct ph_pairs *p, struct ph_state *st, ph_state_each_fn *fn, void *arg);
+/* Files taken out. */
 uint64_t ph_pairs_count(const struct ph_pairs *p);
 void ph_pairs_free(struct ph_pairs *p);
 

@@ -769,8 +769,8 @@ ph_run_scan(struct run *r)
 	if (r->pull || !r->remote_missing)
 		rc = ph_job_remote_scan(j, rt, !j->o->dry_run && (!r->pull || j->twoway),
 		                        r->ls_on ? &ls->walking : NULL, r->ls_on ? &ls->found : NULL);
-	if (r->rfeed_on)
-		ph_feed_end(rt);
+	if (r->rfeed_on && ph_feed_end(rt) != 0 && rc == 0)
+		rc = PHSYNC_ENOMEM;
 	/* The listing sorted while the walk or the records' local half may
 	 * still run (one taken from: once the taker is done). */
 	if (rc == 0 && r->pairs == NULL)
