@@ -166,9 +166,11 @@ flush_locked(struct side *s)
 	struct ph_feed *f = t->feed;
 	size_t open = s->nin - s->at, room, tail;
 
-	memcpy(t->v + s->w, s->out, s->nout * sizeof(*s->out));
-	if (ids_of(t))
-		memcpy(t->ids + s->w, s->outid, s->nout * sizeof(*s->outid));
+	if (s->nout > 0) {
+		memcpy(t->v + s->w, s->out, s->nout * sizeof(*s->out));
+		if (ids_of(t))
+			memcpy(t->ids + s->w, s->outid, s->nout * sizeof(*s->outid));
+	}
 	s->w += s->nout;
 	s->nout = 0;
 	room = f->taken - s->w - open;
@@ -458,9 +460,11 @@ side_end(struct ph_pairs *p, struct side *s)
 	pthread_mutex_lock(&f->mu);
 	flush_locked(s);
 	tail = t->n - f->taken;
-	memmove(t->v + s->w, t->v + f->taken, tail * sizeof(*t->v));
-	if (ids_of(t))
-		memmove(t->ids + s->w, t->ids + f->taken, tail * sizeof(*t->ids));
+	if (tail > 0) {
+		memmove(t->v + s->w, t->v + f->taken, tail * sizeof(*t->v));
+		if (ids_of(t))
+			memmove(t->ids + s->w, t->ids + f->taken, tail * sizeof(*t->ids));
+	}
 	t->n = s->w + tail;
 	f->taken = t->n;
 	f->closed = 1;

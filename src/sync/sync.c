@@ -557,8 +557,10 @@ scan_start(struct run *r, int early)
 	/* A pull of a folder may take out, as they come, the files both
 	 * sides hold as recorded (pairs.h): known only after the login (the
 	 * state, a single file), so the walk is ready for it from its start
-	 * and let go if not (ph_run_scan). */
-	if (r->pull && !j->twoway && !j->o->dry_run && j->filter.only == NULL)
+	 * and let go if not (ph_run_scan). Not with --remove-source-files,
+	 * which frees the phone of unchanged files too (offload.c). */
+	if (r->pull && !j->twoway && !j->o->dry_run && !j->o->remove_source &&
+	    j->filter.only == NULL)
 		r->lfeed_on = ph_feed_init(&r->lfeed, ls->t) == 0;
 	r->ls_on = 1;
 	ph_lscan_start(ls);
