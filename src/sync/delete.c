@@ -209,3 +209,68 @@ ph_delete_run(struct ph_job *j)
 	}
 	return 0;
 }
+
+/* --max-delete-percent (50 in a two-way run unless given, as rclone
+ * bisync's --max-delete): more than that share of the destination's files
+ * would go, so none goes. */
+static int
+over_percent(struct ph_job *j)
+{
+	unsigned pct = j->o->max_delete_percent ? j->o->max_delete_percent :
+	               j->twoway ? 50 : 100;
+	uint64_t files = 0;
+	size_t i;
+
+	if (pct >= 100)
+		return 0;
+	for (i = 0; i < j->dst.n; i++)
+		files += j->dst.v[i].type == PH_T_FILE;
+	if ((uint64_t)j->plan.ndel_go * 100 <= (uint64_t)pct * files)
+		return 0;
+	return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: more than %u%% of "
+	              "the %llu file(s) %s; nothing was deleted (--max-delete-percent to "
+	              "allow more)", j->plan.ndel_go, pct, (unsigned long long)files,
+	              j->dir == PHSYNC_PULL ? "here" : "on the phone");
+}
+
+/* What went from the source since the last sync: records of files gone
+ * from both sides are forgotten, and with --delete the destination's
+ * copies go, unless a listing was incomplete, the source listed empty or
+ * more would go than --max-delete allows: then none goes. */
+int
+ph_delete_gone(struct ph_job *j, uint64_t scan_failed, uint64_t del_failed)
+{
+	const struct phsync_options *o = j->o;
+	int64_t max = o->max_delete < 0 ? PHSYNC_MAX_DELETE_DEFAULT : o->max_delete;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < j->plan.ndel && (o->delete_missing || j->twoway); i++)
+		if (j->plan.del[i].kept == 1)
+			ph_job_event(j, PHSYNC_EV_SKIPPED, j->dst.v[j->plan.del[i].dst].path, "kept", 0, 0,
+			             "deleted at the source since the last sync, but changed here "
+			             "since: kept");
+	if (scan_failed == 0 && j->state != NULL)
+		for (i = 0; i < j->plan.nforget; i++)
+			if ((rc = ph_state_file_forget(j->state, j->plan.forget[i])) != 0)
+				return rc;
+	if (j->plan.ndel_go == 0)
+		return 0;
+	if (del_failed > 0)
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: %llu listing "
+		              "error(s) this run, so a missing file may only be unlisted; nothing "
+		              "was deleted", j->plan.ndel_go, (unsigned long long)del_failed);
+	/* (Two-way: a side that lists no file at all, folders or not.) */
+	if (j->plan.files_total == 0 && (j->src.n == 0 || j->twoway))
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: the %s "
+		              "listed empty (an unmounted card or a revoked permission looks the "
+		              "same); nothing was deleted", j->plan.ndel_go, !j->twoway ?
+		              "source" : j->dir == PHSYNC_PULL ? "phone" : "laptop");
+	if ((int64_t)j->plan.ndel_go > max)
+		return ph_err(j->ctx, PHSYNC_EREFUSED, "%zu deletion(s) refused: more than "
+		              "--max-delete %lld; nothing was deleted (raise --max-delete if this "
+		              "is what you want)", j->plan.ndel_go, (long long)max);
+	if ((rc = over_percent(j)) != 0)
+		return rc;
+	return ph_delete_run(j);
+}

@@ -165,6 +165,13 @@ int ph_push_run(struct ph_job *j);
  * destination side, each only if it still shows the recorded size and
  * time, and forgets them in the state. Returns 0 or a fatal PHSYNC_E*. */
 int ph_delete_run(struct ph_job *j);
+/* What went from the source since the last sync (sync.c's step): the
+ * records of files gone from both sides forgotten (unless the scans
+ * missed some: scan_failed), and with --delete, or in a two-way run, the
+ * destination's copies deleted by ph_delete_run unless a listing failed
+ * (del_failed), the source listed empty, or more would go than
+ * --max-delete or --max-delete-percent allow: then none goes. */
+int ph_delete_gone(struct ph_job *j, uint64_t scan_failed, uint64_t del_failed);
 /* Carries out the plan's moves and copies (PH_N_MOVE, PH_N_COPY) once
  * confirmed by content; the rest become plain new files (move.c). */
 void ph_move_run(struct ph_job *j);

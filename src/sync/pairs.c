@@ -272,9 +272,7 @@ keep(struct ph_pairs *p, struct side *s)
 static int
 keep_before(struct ph_pairs *p, struct side *s, const char *path)
 {
-	int rc;
-
-	int c;
+	int rc, c;
 
 	for (;;) {
 		s->eq = 0;
