@@ -29,8 +29,8 @@ GOOD = {"ok.jpg": b"ok photo", "sub/fine.jpg": b"fine photo", "sub/z.txt": b"zz"
 class WindowsFolder:
     """An NTFS image of 32 MB mounted at mnt by ntfs-3g -o windows_names."""
 
-    def __init__(self, test):
-        tools = [shutil.which(t) for t in ("mkntfs", "ntfs-3g")]
+    def __init__(self, test, ignore_case=False):
+        tools = [shutil.which(t) for t in ("mkntfs", "ntfs-3g", "lowntfs-3g")]
         if None in tools or not os.path.exists("/dev/fuse") or os.geteuid() != 0:
             skip_or_fail("ntfs-3g", "mkntfs, ntfs-3g, /dev/fuse and root are needed")
         self.img = os.path.join(test.tmp, "card.img")
@@ -40,7 +40,11 @@ class WindowsFolder:
             f.truncate(32 << 20)
         subprocess.run(["mkntfs", "-F", "-f", "-q", self.img], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        p = subprocess.run(["ntfs-3g", "-o", "windows_names", self.img, self.mnt],
+        # (ignore_case: lowntfs-3g's, a folder that ignores case as a Windows or macOS
+        # laptop's does by default.)
+        p = subprocess.run(["lowntfs-3g", "-o", "windows_names,ignore_case", self.img, self.mnt]
+                           if ignore_case else
+                           ["ntfs-3g", "-o", "windows_names", self.img, self.mnt],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if p.returncode != 0:
             skip_or_fail("ntfs-3g", "ntfs-3g cannot mount here: %s" % p.stderr.decode())
@@ -133,6 +137,45 @@ class WinNamesTest(SyncTestCase):
         self.assertEqual(files(self.remote), phone_before)
         self.assertEqual(files(dst), want)
 
+
+
+class CaseFoldingPullTest(SyncTestCase):
+    """A pull with a state into a folder that ignores case: the scan takes no file out as
+    recorded (sync/pairs.c asks the folder first, by one file's name with its case swapped),
+    so the run's name matching still sees every name that differs in case alone and keeps
+    such files apart run after run; nothing moves on a second run, and a change still does."""
+
+    def test_names_that_differ_in_case_alone_stay_apart(self):
+        card = WindowsFolder(self, ignore_case=True)
+        dst = os.path.join(card.mnt, "Pictures")
+        state = os.path.join(self.tmp, "state")
+        for i in range(300):
+            write_file(os.path.join(self.remote, "dcim", "p%03d.jpg" % i), b"%d" % i, mtime=T0 + i)
+        write_file(os.path.join(self.remote, "dcim", "IMG_1.JPG"), b"upper", mtime=T0)
+        write_file(os.path.join(self.remote, "dcim", "img_1.jpg"), b"lower", mtime=T0 + 1)
+        self.pull("--state-dir", state, dst=dst, expect=0)
+        first = files(dst)
+        self.assertEqual(len(first), 302, sorted(first))
+        self.assertEqual(sorted(v for k, v in first.items() if v in (b"upper", b"lower")),
+                         [b"lower", b"upper"])
+        for _ in range(2):
+            r = self.pull("--state-dir", state, "--json", dst=dst, expect=0)
+            self.assertEqual([e["path"] for e in r.json() if e["event"] == "file"], [])
+            self.assertEqual(files(dst), first)
+        write_file(os.path.join(self.remote, "dcim", "p007.jpg"), b"changed", mtime=T0 + 999)
+        write_file(os.path.join(self.remote, "dcim", "img_1.jpg"), b"lower 2", mtime=T0 + 998)
+        r = self.pull("--state-dir", state, "--json", dst=dst, expect=0)
+        copied = sorted(e["path"] for e in r.json() if e["event"] == "file")
+        self.assertEqual(len(copied), 2, copied)
+        self.assertEqual(copied[1], "dcim/p007.jpg")
+        self.assertTrue(copied[0].startswith("dcim/img_1"), copied)
+        # (This folder keeps its names in lower case.)
+        now = files(dst)
+        self.assertEqual(sorted(now.values()).count(b"upper"), 1)
+        self.assertEqual(sorted(now.values()).count(b"lower 2"), 1)
+        self.assertNotIn(b"lower", now.values())
+        self.assertEqual(now["dcim/p007.jpg"], b"changed")
+        self.assertEqual(len(now), 302)
 
 if __name__ == "__main__":
     unittest.main()
