@@ -692,10 +692,14 @@ ph_run_scan(struct run *r)
 			ph_pairs_free(r->pairs);
 			r->pairs = NULL;
 		}
-		if (!ph_known_early_start(&r->ke, j, &r->ls, r->pairs)) {
+		if (!ph_known_early_start(&r->ke, j, &r->ls, r->pairs) && r->pairs != NULL) {
 			ph_pairs_free(r->pairs);
 			r->pairs = NULL;
 			r->ke.pairs = NULL;
+			/* (Not listed into yet: let go now, or the listing would
+			 * wait for a taker that never came.) */
+			ph_feed_free(&r->rfeed, rt);
+			r->rfeed_on = 0;
 		}
 	}
 	/* Nothing takes from the walk: it goes on unheld. */
