@@ -463,8 +463,6 @@ pick(const struct rscan *rs)
 	return best;
 }
 
-/* Sends the LSTAT of q->rel (owned; freed on failure, its folder then left
- * held: the scan ends). */
 /* Requests in flight over every channel. */
 static size_t
 inflight(const struct rscan *rs)
@@ -476,6 +474,8 @@ inflight(const struct rscan *rs)
 	return n;
 }
 
+/* Sends the LSTAT of q->rel (owned; freed on failure, its folder then left
+ * held: the scan ends). */
 static int
 start_stat(struct rscan *rs, const struct pending_stat *q)
 {

@@ -42,11 +42,11 @@ struct ph_rscan {
 	void *arg;                      /* failed's, keep_temp's and tick's */
 };
 
-/* The most clients more may add. */
 /* A tree with a taker (tree.h) is listed no further than this many
  * entries ahead of it: no new folder is asked for meanwhile. */
 #define PH_REMOTE_AHEAD 65536
 
+/* The most clients more may add. */
 #define PH_RSCAN_MORE 1
 #define PH_RSCAN_MORE_LATER ((size_t)-1)
 

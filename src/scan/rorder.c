@@ -247,6 +247,8 @@ place(struct ph_rorder *o)
 int
 ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 {
+	int rc;
+
 	if (f->holds > 0)
 		f->holds--;
 	if (f->holds > 0 || f->state != F_LISTING)
@@ -258,12 +260,8 @@ ph_rorder_release(struct ph_rorder *o, struct ph_rfolder *f)
 	if (f->n > 1)
 		ph_strsort_from(f->v, f->n, sizeof(*f->v), offsetof(struct held, e.path),
 		                shared_prefix(f));
-	{
-		int rc = place(o);
-
-		/* (A taker of the tree's entries given them: tree.h.) */
-		return rc == 0 ? ph_feed_batch(o->t) : rc;
-	}
+	/* (A taker of the tree's entries given them: tree.h.) */
+	return (rc = place(o)) == 0 ? ph_feed_batch(o->t) : rc;
 }
 
 int
