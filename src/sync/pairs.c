@@ -41,7 +41,6 @@ struct side {
 };
 
 #define HOLD_MAX 65536       /* rows held for the second read, at most */
-#define HBLK (64u * 1024)
 
 struct held_row {
 	struct ph_state_file f;
@@ -65,8 +64,8 @@ struct ph_pairs {
 	 * again, the taken rows skipped by their bits. */
 	struct held_row *held;
 	size_t nheld, capheld;
-	char **hblk;                 /* their paths, in blocks */
-	size_t nhblk, hblk_used;
+	struct ph_tree paths;         /* their paths (kept by the tree's blocks,
+	                                no pool, no entries) */
 	int reread;                  /* too many to hold */
 	int off;                     /* nothing more is taken (a side came out
 	                                of order, or the case is not told) */
@@ -89,15 +88,10 @@ ph_pairs_new(struct ph_job *j, struct ph_tree *lt, struct ph_tree *rt, const ato
 static void
 held_free(struct ph_pairs *p)
 {
-	size_t i;
-
-	for (i = 0; i < p->nhblk; i++)
-		free(p->hblk[i]);
-	free(p->hblk);
+	ph_tree_free(&p->paths);
 	free(p->held);
-	p->hblk = NULL;
 	p->held = NULL;
-	p->nhblk = p->nheld = p->capheld = p->hblk_used = 0;
+	p->nheld = p->capheld = 0;
 }
 
 void
@@ -127,21 +121,8 @@ hold_row(struct ph_pairs *p, const char *path, size_t len, const struct ph_state
 	}
 	if (p->nheld == p->capheld && ph_grow(&p->held, &p->capheld, sizeof(*p->held), 256) != 0)
 		return PHSYNC_ENOMEM;
-	if (p->nhblk == 0 || HBLK - p->hblk_used < len + 1) {
-		size_t sz = len + 1 > HBLK ? len + 1 : HBLK;
-		char **b = realloc(p->hblk, (p->nhblk + 1) * sizeof(*b));
-
-		if (b == NULL)
-			return PHSYNC_ENOMEM;
-		p->hblk = b;
-		if ((b[p->nhblk] = malloc(sz)) == NULL)
-			return PHSYNC_ENOMEM;
-		p->nhblk++;
-		p->hblk_used = 0;
-	}
-	s = p->hblk[p->nhblk - 1] + p->hblk_used;
-	memcpy(s, path, len + 1);
-	p->hblk_used += len + 1;
+	if (ph_tree_keep(&p->paths, path, len, &s) != 0)
+		return PHSYNC_ENOMEM;
 	h = &p->held[p->nheld++];
 	h->f = *f;
 	h->f.hash = NULL;   /* (ph_state_each loads none; said here too) */
