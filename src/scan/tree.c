@@ -397,13 +397,28 @@ ph_rpath_join(const char *root, const char *rel)
 	return p;
 }
 
+/* A byte a pattern matches as itself ('*', '?', '[' and '\\' do not). */
 static int
-rule_match(const char *pat, const char *path, int is_dir)
+literal(char c)
 {
-	size_t pl = strlen(pat);
-	char tmp[1024];
-	const char *base;
+	return c != '\0' && c != '*' && c != '?' && c != '[' && c != '\\';
+}
 
+/* base: path's last name. */
+static int
+rule_match(const char *pat, const char *path, const char *base, int is_dir)
+{
+	const char *slash = strchr(pat, '/');
+	size_t pl;
+	char tmp[1024];
+
+	/* A name at any depth ("x" or "x/") whose first byte the pattern
+	 * must match as itself: a name without it is answered here, with no
+	 * copy (every path meets every rule; the default excludes all begin
+	 * with '.', which few names do). */
+	if ((slash == NULL || slash[1] == '\0') && literal(pat[0]) && pat[0] != base[0])
+		return 0;
+	pl = strlen(pat);
 	if (pl == 0 || pl >= sizeof(tmp))
 		return 0;
 	memcpy(tmp, pat, pl + 1);
@@ -414,10 +429,8 @@ rule_match(const char *pat, const char *path, int is_dir)
 		if (pl == 0)
 			return 0;
 	}
-	if (strchr(tmp, '/') == NULL) { /* no '/': the name at any depth */
-		base = strrchr(path, '/');
-		return ph_pattern_match(tmp, base ? base + 1 : path, 0);
-	}
+	if (strchr(tmp, '/') == NULL)   /* no '/': the name at any depth */
+		return ph_pattern_match(tmp, base, 0);
 	/* A '/' anchors the pattern at the root; '*' stops at '/', '**' not.
 	 * core/pattern.h: fnmatch's rules, the same on every OS. */
 	if (strstr(tmp, "**") != NULL)
@@ -428,6 +441,7 @@ rule_match(const char *pat, const char *path, int is_dir)
 int
 ph_filter_match(const struct ph_filter *f, const char *path, int is_dir)
 {
+	const char *base;
 	size_t i, n;
 
 	if (f == NULL)
@@ -435,8 +449,12 @@ ph_filter_match(const struct ph_filter *f, const char *path, int is_dir)
 	if (f->only != NULL && strcmp(path, f->only) != 0)
 		return 0;
 	n = f->only != NULL ? f->n - f->ndef : f->n;
+	if (n == 0)
+		return 1;
+	base = strrchr(path, '/');
+	base = base != NULL ? base + 1 : path;
 	for (i = 0; i < n; i++)
-		if (rule_match(f->pat[i], path, is_dir))
+		if (rule_match(f->pat[i], path, base, is_dir))
 			return f->incl[i];
 	return 1;
 }

@@ -594,6 +594,31 @@ test_filter(void **state)
 	assert_false(ph_filter_match(&f, "a.tmp", 0));
 }
 
+/* A rule for a name at any depth is answered by its first byte when that
+ * byte is a literal; these begin with what is not, or match by the rest. */
+static void
+test_filter_first_byte(void **state)
+{
+	const char *pat[] = { "\\*x", "[.]hid", "?eep", "b*/", ".pending-*", "/" };
+	const uint8_t incl[] = { 0, 0, 0, 0, 0, 0 };
+	struct ph_filter f = { .pat = pat, .incl = incl, .n = 6 };
+
+	(void)state;
+	assert_false(ph_filter_match(&f, "d/*x", 0));     /* an escaped '*' */
+	assert_true(ph_filter_match(&f, "d/ax", 0));
+	assert_false(ph_filter_match(&f, "d/e/.hid", 0)); /* a bracket */
+	assert_true(ph_filter_match(&f, "d/e/xhid", 0));
+	assert_false(ph_filter_match(&f, "keep", 0));     /* '?' */
+	assert_true(ph_filter_match(&f, "d/kee", 0));
+	assert_false(ph_filter_match(&f, "d/bin", 1));    /* a folder rule */
+	assert_true(ph_filter_match(&f, "d/bin", 0));
+	assert_true(ph_filter_match(&f, "b/in", 0));      /* the name, not the path */
+	assert_false(ph_filter_match(&f, "x/y/.pending-1.jpg", 0));
+	assert_true(ph_filter_match(&f, "x/.y/pending-1.jpg", 0));
+	assert_true(ph_filter_match(&f, ".pending", 0));
+	assert_true(ph_filter_match(&f, "d", 1));         /* "/" alone matches nothing */
+}
+
 int
 main(void)
 {
@@ -611,6 +636,7 @@ main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plan_records_flagged_not_kept),
 		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_filter_first_byte),
 		cmocka_unit_test(test_plan_touched_sides),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
