@@ -144,17 +144,36 @@ mkqs(const struct srt *s, unsigned char *a, size_t n, size_t d, unsigned budget)
 	}
 }
 
+/* How many bytes from d on all n strings share, each string read once
+ * from its start: mkqs would pass over all of them once a byte (the
+ * "file_000" of "file_0000123.dat", a camera's "IMG_2024"). */
+static size_t
+shared(const struct srt *s, const unsigned char *a, size_t n, size_t d)
+{
+	const unsigned char *f = key(s, a) + d;
+	size_t l = strlen((const char *)f), i, j;
+
+	for (i = 1; i < n && l > 0; i++) {
+		const unsigned char *k = key(s, REC(s, a, i)) + d;
+
+		for (j = 0; j < l && k[j] == f[j]; j++)
+			;
+		l = j;
+	}
+	return l;
+}
+
 static void
 sort_from(void *base, size_t n, size_t size, size_t off, size_t skip, unsigned budget)
 {
 	struct srt s;
 
 	/* Never so from a caller (each checks its record's size when built). */
-	if (size == 0 || size > PH_STRSORT_MAX_SIZE || off + sizeof(char *) > size)
+	if (size == 0 || size > PH_STRSORT_MAX_SIZE || off + sizeof(char *) > size || n < 2)
 		return;
 	s.size = size;
 	s.off = off;
-	mkqs(&s, base, n, skip, budget);
+	mkqs(&s, base, n, skip + shared(&s, base, n, skip), budget);
 }
 
 static unsigned

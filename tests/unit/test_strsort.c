@@ -220,6 +220,39 @@ test_shared_prefix_skipped(void **state)
 	free_names(s, n);
 }
 
+/* Every name begins with the same bytes (the sort reads them once a name,
+ * not once a pass), one name is those bytes alone, some go one byte past
+ * them: sorted as qsort sorts them, from the start and past a folder. */
+static void
+test_all_share_a_prefix(void **state)
+{
+	size_t n = 2000, i, skip;
+	char **s = names(n);
+
+	(void)state;
+	for (skip = 0; skip <= 5; skip += 5) {
+		char **v = malloc(n * sizeof(*v)), **ref = malloc(n * sizeof(*ref));
+
+		assert_non_null(v);
+		assert_non_null(ref);
+		for (i = 0; i < n; i++) {
+			size_t l = strlen(s[i]);
+
+			v[i] = malloc(15 + l + 1);   /* exact: a read past one shows */
+			assert_non_null(v[i]);
+			memcpy(v[i], "DCIM/IMG_2024_0", 15);
+			memcpy(v[i] + 15, i == n / 2 ? "" : s[i], i == n / 2 ? 1 : l + 1);
+		}
+		memcpy(ref, v, n * sizeof(*v));
+		ph_strsort_from(v, n, sizeof(*v), 0, skip);
+		check_as_qsort(v, ref, n);
+		assert_string_equal(v[0], "DCIM/IMG_2024_0");
+		free(ref);
+		free_names(v, n);
+	}
+	free_names(s, n);
+}
+
 /* Orders a careless pivot choice handles badly: all end sorted. */
 static void
 test_sorted_reversed_organ_pipe(void **state)
@@ -261,6 +294,7 @@ main(void)
 		cmocka_unit_test(test_records_carry_their_bytes),
 		cmocka_unit_test(test_sorted_reversed_organ_pipe),
 		cmocka_unit_test(test_shared_prefix_skipped),
+		cmocka_unit_test(test_all_share_a_prefix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
