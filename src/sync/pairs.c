@@ -292,12 +292,17 @@ alone_at(struct ph_pairs *p, struct side *s, const char *path, int *rc)
 /* Plain: printable ASCII only, each name one Windows holds too. Name
  * matching (names.h) leaves such a path as it is on both sides and never
  * numbers another name onto it (a number goes on a name that folds or
- * normalizes to another; without folding, those are not ASCII). */
+ * normalizes to another; without folding, those are not ASCII). A plain
+ * path is one ph_staterow_path_ok passes: its names are never empty, "."
+ * or "..", hold no control byte, '/' or '\\' (winname.h), and are held to
+ * 255 bytes here, the path to PH_STATEROW_PATH_MAX. */
 static int
 plain(struct ph_pairs *p, const char *path, size_t len)
 {
 	size_t dl = len, i, b = 0;
 
+	if (len == 0 || len > PH_STATEROW_PATH_MAX)
+		return 0;
 	while (dl > 0 && path[dl - 1] != '/')
 		dl--;
 	dl -= dl > 0;   /* the folder's length, without its '/' */
@@ -309,7 +314,7 @@ plain(struct ph_pairs *p, const char *path, size_t len)
 		i = 0;
 	for (; i <= len; i++) {
 		if (i == len || path[i] == '/') {
-			if (ph_winname_check_n(path + b, i - b) != PH_WINNAME_OK)
+			if (i - b > 255 || ph_winname_check_n(path + b, i - b) != PH_WINNAME_OK)
 				return 0;
 			b = i + 1;
 		} else if ((unsigned char)path[i] < 0x20 || (unsigned char)path[i] > 0x7e) {
@@ -403,7 +408,7 @@ row_take(struct ph_pairs *p, const char *path, size_t len, size_t i,
 	const struct ph_entry *l, *r;
 	int rc;
 
-	if (p->off || !ph_staterow_path_ok(path, len) || !plain(p, path, len))
+	if (p->off || !plain(p, path, len))
 		return 0;
 	/* What comes before the row on either side has no row: kept. */
 	if ((rc = keep_before(p, &p->l, path)) != 0 || (rc = keep_before(p, &p->r, path)) != 0)
