@@ -193,6 +193,46 @@ test_records_carry_their_bytes(void **state)
 	}
 }
 
+/* A record of 21 bytes (not whole words: swapped byte by byte), its key
+ * at byte 5, unaligned: the other bytes travel with it. */
+static void
+test_odd_records_carry_their_bytes(void **state)
+{
+	enum { SZ = 21, OFF = 5 };
+	size_t n = 5000, i;
+	char **s = names(n), **ref = malloc(n * sizeof(*ref));
+	unsigned char *r = malloc(n * SZ);
+
+	(void)state;
+	assert_non_null(ref);
+	assert_non_null(r);
+	for (i = 0; i < n; i++) {
+		uint32_t tag = (uint32_t)i;
+
+		memset(r + i * SZ, (int)(i % 251), SZ);
+		memcpy(r + i * SZ, &tag, sizeof(tag));
+		memcpy(r + i * SZ + OFF, &s[i], sizeof(s[i]));
+	}
+	memcpy(ref, s, n * sizeof(*s));
+	ph_strsort(r, n, SZ, OFF);
+	qsort(ref, n, sizeof(*ref), ptr_cmp);
+	for (i = 0; i < n; i++) {
+		uint32_t tag;
+		const char *key;
+		size_t k;
+
+		memcpy(&tag, r + i * SZ, sizeof(tag));
+		memcpy(&key, r + i * SZ + OFF, sizeof(key));
+		assert_string_equal(key, ref[i]);
+		assert_ptr_equal(key, s[tag]);
+		for (k = OFF + sizeof(key); k < SZ; k++)
+			assert_int_equal(r[i * SZ + k], tag % 251);
+	}
+	free(r);
+	free(ref);
+	free_names(s, n);
+}
+
 /* ph_strsort_from: strings sharing their first bytes (a folder's path and
  * '/'), sorted from there as qsort sorts them whole. */
 static void
@@ -292,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_many_equal),
 		cmocka_unit_test(test_records_carry_their_bytes),
+		cmocka_unit_test(test_odd_records_carry_their_bytes),
 		cmocka_unit_test(test_sorted_reversed_organ_pipe),
 		cmocka_unit_test(test_shared_prefix_skipped),
 		cmocka_unit_test(test_all_share_a_prefix),
