@@ -138,6 +138,24 @@ ids_of(const struct ph_tree *t)
 	return t->want_ids && t->ids_ok;
 }
 
+/* Under the lock: the tree's tail (what the scan added that the taker has
+ * not taken) moved down to entry to. */
+static void
+move_tail(struct side *s, size_t to)
+{
+	struct ph_tree *t = s->t;
+	struct ph_feed *f = t->feed;
+	size_t tail = t->n - f->taken;
+
+	if (tail > 0 && to != f->taken) {
+		memmove(t->v + to, t->v + f->taken, tail * sizeof(*t->v));
+		if (ids_of(t))
+			memmove(t->ids + to, t->ids + f->taken, tail * sizeof(*t->ids));
+	}
+	t->n = to + tail;
+	f->taken = to;
+}
+
 /* Under the lock: the kept entries written back; the tail moved down when
  * the room before it is at least its size. */
 static void
@@ -145,7 +163,7 @@ flush_locked(struct side *s)
 {
 	struct ph_tree *t = s->t;
 	struct ph_feed *f = t->feed;
-	size_t open = s->nin - s->at, room, tail;
+	size_t open = s->nin - s->at, room;
 
 	if (s->nout > 0) {
 		memcpy(t->v + s->w, s->out, s->nout * sizeof(*s->out));
@@ -155,16 +173,8 @@ flush_locked(struct side *s)
 	s->w += s->nout;
 	s->nout = 0;
 	room = f->taken - s->w - open;
-	tail = t->n - f->taken;
-	if (room >= MOVE_FROM && room >= tail) {
-		size_t to = s->w + open;
-
-		memmove(t->v + to, t->v + f->taken, tail * sizeof(*t->v));
-		if (ids_of(t))
-			memmove(t->ids + to, t->ids + f->taken, tail * sizeof(*t->ids));
-		t->n = to + tail;
-		f->taken = to;
-	}
+	if (room >= MOVE_FROM && room >= t->n - f->taken)
+		move_tail(s, s->w + open);
 }
 
 static void
@@ -437,19 +447,12 @@ side_end(struct ph_pairs *p, struct side *s)
 {
 	struct ph_tree *t = s->t;
 	struct ph_feed *f = t->feed;
-	size_t tail;
 
 	while (s->at < s->nin)
 		keep(p, s);
 	pthread_mutex_lock(&f->mu);
 	flush_locked(s);
-	tail = t->n - f->taken;
-	if (tail > 0) {
-		memmove(t->v + s->w, t->v + f->taken, tail * sizeof(*t->v));
-		if (ids_of(t))
-			memmove(t->ids + s->w, t->ids + f->taken, tail * sizeof(*t->ids));
-	}
-	t->n = s->w + tail;
+	move_tail(s, s->w);   /* (nothing is open now: all written back) */
 	f->taken = t->n;
 	f->closed = 1;
 	pthread_cond_broadcast(&f->cv);
