@@ -408,15 +408,16 @@ literal(char c)
 static int
 rule_match(const char *pat, const char *path, const char *base, int is_dir)
 {
-	const char *slash = strchr(pat, '/');
 	size_t pl;
 	char tmp[1024];
 
-	/* A name at any depth ("x" or "x/") whose first byte the pattern
-	 * must match as itself: a name without it is answered here, with no
-	 * copy (every path meets every rule; the default excludes all begin
-	 * with '.', which few names do). */
-	if ((slash == NULL || slash[1] == '\0') && literal(pat[0]) && pat[0] != base[0])
+	/* Every pattern is matched from the start of the name (one without a
+	 * '/' but a trailing one) or of the path (the others; one beginning
+	 * with '/' from its next byte): a first byte the pattern must match as
+	 * itself, and neither begins with, answers it here, with no copy
+	 * (every path meets every rule; the default excludes all begin with
+	 * '.', which few names and paths do). */
+	if (literal(pat[0]) && pat[0] != '/' && pat[0] != base[0] && pat[0] != path[0])
 		return 0;
 	pl = strlen(pat);
 	if (pl == 0 || pl >= sizeof(tmp))
