@@ -19,6 +19,7 @@
 
 #include "rorder.h"
 #include "tree.h"
+#include "ut_rand.h"
 
 /* The model of the server's tree. */
 struct mnode {
@@ -36,10 +37,7 @@ static uint64_t rng;
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
+	return (uint32_t)(ut_xorshift64(&rng) % n);
 }
 
 static const char *const stems[] = {

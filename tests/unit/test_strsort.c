@@ -15,16 +15,14 @@
 #include <cmocka.h>
 
 #include "strsort.h"
+#include "ut_rand.h"
 
 static uint64_t rng = 88172645463325252ull;
 
 static uint32_t
 next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 32);
+	return (uint32_t)(ut_xorshift64(&rng) >> 32);
 }
 
 /* n names: a shared prefix now and then, bytes from a small alphabet with

@@ -13,16 +13,14 @@
 #include <cmocka.h>
 
 #include "tree.h"
+#include "ut_rand.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint32_t
 next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng >> 11);
+	return (uint32_t)(ut_xorshift64(&rng) >> 11);
 }
 
 /* Adds path with its number in size (to see every entry come out once). */
