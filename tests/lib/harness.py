@@ -981,8 +981,10 @@ def _digest(path, size):
 
 def start_ssh_agent(test, prefix="phsync-agent-"):
     """A real ssh-agent of the test's own, on a socket in a folder of its own, stopped and
-    removed when the test ends. Returns (its socket, that folder). Waits for the socket to
-    appear (never for a time); the agent exiting first or 30 s without it fail the test."""
+    removed when the test ends. Returns (its socket, that folder). Waits until the socket takes
+    a connection (never for a time: the file appears at the agent's bind, before its listen,
+    and a client in between is refused); the agent exiting first or 30 s without it fail the
+    test."""
     if not shutil.which("ssh-agent"):
         skip_or_fail("ssh-agent", "ssh-agent not installed")
     d = tempfile.mkdtemp(prefix=prefix)
@@ -992,9 +994,15 @@ def start_ssh_agent(test, prefix="phsync-agent-"):
                              stderr=subprocess.DEVNULL, start_new_session=True)
     test.addCleanup(lambda: (agent.send_signal(signal.SIGTERM), agent.wait()))
     deadline = time.monotonic() + 30
-    while not os.path.exists(sock):
+    while True:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            try:
+                c.connect(sock)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                pass
         test.assertIsNone(agent.poll(), "ssh-agent exited at start")
-        test.assertLess(time.monotonic(), deadline, "ssh-agent's socket did not appear within 30 s")
+        test.assertLess(time.monotonic(), deadline, "ssh-agent's socket took no connection within 30 s")
         time.sleep(0.01)
     return sock, d
 
